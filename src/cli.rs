@@ -1,0 +1,145 @@
+//! Command-line types (clap derive) and nothing else: validation lives in [`crate::config`].
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// What does one message cost? Puts request messages to a message flow's input queue, waits
+/// for each reply, and reports the round trip and the CPU spent per transaction.
+#[derive(Debug, Parser)]
+#[command(name = "oemputx", version, about, long_about = None)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Subcommands besides the default put/get run.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Snapshot of process groups' CPU now (not yet: arrives with CPU accounting).
+    Cpu {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+    /// Account the CPU of another load driver's run (not yet: arrives with CPU accounting).
+    Account {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+    /// Compare a run against a baseline and fail on a regression (not yet).
+    Gate {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
+}
+
+/// Reply matching: how a reply is paired with its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchMode {
+    /// A reply answers the request whose correlation id it carries (AMQP `correlation_id`,
+    /// MQ `CorrelId` = request `MsgId`).
+    Correl,
+    /// Any reply answers the oldest outstanding request.
+    Any,
+}
+
+/// The options of a put/get run.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Queue manager: nothing for the embedded one, a URL (`embedded:`, `amqp://user:pass@host:port/vhost`),
+    /// or the name of a profile in oemputx.toml.
+    #[arg(long, value_name = "NAME|URL")]
+    pub qmgr: Option<String>,
+
+    /// Profile file to read instead of ./oemputx.toml and $XDG_CONFIG_HOME/oemputx/oemputx.toml.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Queue the requests are put to (the flow's input queue). [default: MQSI.IN, or the profile's]
+    #[arg(long, value_name = "QUEUE")]
+    pub request_queue: Option<String>,
+
+    /// A named, shared reply queue (e.g. MQSI.OUT), matched by correlation id and cleared at
+    /// start. [default: a temporary exclusive reply queue per task]
+    #[arg(long, value_name = "QUEUE")]
+    pub reply_queue: Option<String>,
+
+    /// Do not clear a named reply queue before the run.
+    #[arg(long)]
+    pub no_clear: bool,
+
+    /// Create missing queues (otherwise a missing request queue is an error).
+    #[arg(long)]
+    pub declare: bool,
+
+    /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
+    #[arg(long, value_name = "PATH")]
+    pub msgfile: Vec<PathBuf>,
+
+    /// Each line of the message file(s) is one message (OEMPUT's -crlf).
+    #[arg(long)]
+    pub lines: bool,
+
+    /// Send a generated body of N bytes instead of a file.
+    #[arg(long, value_name = "BYTES", conflicts_with = "msgfile")]
+    pub msg_size: Option<usize>,
+
+    /// Total measured messages (round trips), shared across tasks. [default: 1000]
+    #[arg(long, short = 'n', value_name = "N", conflicts_with = "duration")]
+    pub count: Option<u64>,
+
+    /// Run for this long instead of a count (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<humantime::Duration>,
+
+    /// Parallel driver tasks, each with its own connection, started together.
+    #[arg(long, short = 't', value_name = "N", default_value_t = 1)]
+    pub tasks: usize,
+
+    /// Put K messages, then get their K replies, per loop.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub msgs_per_loop: usize,
+
+    /// Send persistent messages (AMQP delivery mode 2; the embedded queue manager only marks them).
+    #[arg(long)]
+    pub persistent: bool,
+
+    /// Put and get under syncpoint. AMQP: each loop's puts are published in a transaction
+    /// (tx.select/tx.commit) and its replies are acknowledged and committed the same way.
+    /// Embedded: puts become visible at commit, as MQPUT with MQPMO_SYNCPOINT and MQCMIT.
+    #[arg(long)]
+    pub syncpoint: bool,
+
+    /// How long to wait for each reply (MQGET wait) before counting a timeout.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub wait: humantime::Duration,
+
+    /// Stop the run after this many timed-out replies. [default: no limit]
+    #[arg(long, value_name = "N")]
+    pub max_timeouts: Option<u64>,
+
+    /// How a reply is paired with its request.
+    #[arg(long = "match", value_enum, default_value_t = MatchMode::Correl)]
+    pub match_mode: MatchMode,
+
+    /// Messages sent before the measured window (shared across tasks), not counted.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u64,
+
+    /// Pace requests at N per second in total; latency is measured from each request's
+    /// intended send time, so queueing delay counts.
+    #[arg(long, value_name = "PER_SEC")]
+    pub rate: Option<f64>,
+
+    /// Write the report as JSON (schema oemputx.report/1) to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+
+    /// Do not print the text report on stdout.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

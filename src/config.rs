@@ -1,0 +1,528 @@
+//! Profiles (`oemputx.toml`) and options, turned once into a validated [`Config`].
+//!
+//! Later code never re-reads raw flags: everything a run needs, checked, is here.
+
+use crate::cli::{MatchMode, RunArgs};
+use crate::msgfile::{Messages, MsgFileError};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Request queue when neither the flag nor the profile names one.
+pub const DEFAULT_REQUEST_QUEUE: &str = "MQSI.IN";
+/// Round trips when neither --count nor --duration is given.
+pub const DEFAULT_COUNT: u64 = 1000;
+/// AMQP 0-9-1 queue and virtual host names are short strings: at most 255 bytes.
+const MAX_QUEUE_NAME: usize = 255;
+
+/// A wrong option, profile or URL: the user's input, exit 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "--qmgr {name}: no profile of that name in {searched} (known profiles: {known}). Give a URL such as amqp://guest:guest@127.0.0.1:5672/%2f, or add [profile.{name}] to oemputx.toml. (IBM MQ queue managers by name are not yet supported.)"
+    )]
+    UnknownProfile {
+        name: String,
+        searched: String,
+        known: String,
+    },
+    #[error("--qmgr {url}: {why}")]
+    BadUrl { url: String, why: String },
+    #[error(
+        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded: or amqp://"
+    )]
+    NotYet { url: String, scheme: String },
+    #[error("oemputx {command} is not yet available: {why}")]
+    CommandNotYet {
+        command: &'static str,
+        why: &'static str,
+    },
+    #[error("profile file {path}: {why}")]
+    BadProfileFile { path: PathBuf, why: String },
+    #[error("{flag}: {why}")]
+    BadValue { flag: &'static str, why: String },
+    #[error(transparent)]
+    MsgFile(#[from] MsgFileError),
+}
+
+fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
+    ConfigError::BadValue {
+        flag,
+        why: why.into(),
+    }
+}
+
+/// One `[profile.NAME]` table of oemputx.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Transport URL (`embedded:`, `amqp://…`).
+    pub url: String,
+    pub request_queue: Option<String>,
+    pub reply_queue: Option<String>,
+    /// Label for saved reports; defaults to the profile name.
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    profile: BTreeMap<String, Profile>,
+}
+
+/// Where a run connects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The in-process queue manager with its built-in responder.
+    Embedded,
+    /// An AMQP 0-9-1 broker (RabbitMQ).
+    Amqp(AmqpEndpoint),
+}
+
+impl Endpoint {
+    /// The transport's name in reports.
+    pub fn transport(&self) -> &'static str {
+        match self {
+            Endpoint::Embedded => "embedded",
+            Endpoint::Amqp(_) => "amqp",
+        }
+    }
+
+    /// A description safe to print: passwords are replaced by `***`.
+    pub fn redacted(&self) -> String {
+        match self {
+            Endpoint::Embedded => "embedded: (in-process queue manager)".into(),
+            Endpoint::Amqp(a) => a.redacted(),
+        }
+    }
+}
+
+/// The parts of an `amqp://` URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AmqpEndpoint {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub vhost: String,
+}
+
+impl std::fmt::Debug for AmqpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl AmqpEndpoint {
+    /// `amqp://user:***@host:port/vhost`: the password never leaves this struct.
+    pub fn redacted(&self) -> String {
+        let vhost =
+            percent_encoding::utf8_percent_encode(&self.vhost, percent_encoding::NON_ALPHANUMERIC);
+        format!(
+            "amqp://{}:***@{}:{}/{}",
+            self.user, self.host, self.port, vhost
+        )
+    }
+}
+
+/// Parse `embedded:` or `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default
+/// guest/guest, port 5672, vhost "/" when the path is absent, percent-decoded otherwise).
+pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
+    if raw == "embedded:" || raw == "embedded" || raw.starts_with("embedded:") {
+        return Ok(Endpoint::Embedded);
+    }
+    let url = url::Url::parse(raw).map_err(|e| ConfigError::BadUrl {
+        url: redact_raw(raw),
+        why: format!("{e}; expected amqp://user:password@host:5672/vhost or embedded:"),
+    })?;
+    match url.scheme() {
+        "amqp" => {}
+        "amqps" | "ibmmq" | "nats" | "amqp1" => {
+            return Err(ConfigError::NotYet {
+                url: redact_raw(raw),
+                scheme: url.scheme().into(),
+            });
+        }
+        other => {
+            return Err(ConfigError::BadUrl {
+                url: redact_raw(raw),
+                why: format!("unknown scheme {other}:; use embedded: or amqp://"),
+            });
+        }
+    }
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| ConfigError::BadUrl {
+            url: redact_raw(raw),
+            why: "no host; write amqp://user:password@HOST:5672/vhost".into(),
+        })?;
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let user = if url.username().is_empty() {
+        "guest".to_string()
+    } else {
+        decode(url.username())
+    };
+    let password = url
+        .password()
+        .map(decode)
+        .unwrap_or_else(|| "guest".to_string());
+    let vhost = match url.path() {
+        "" | "/" => "/".to_string(),
+        p => decode(&p[1..]),
+    };
+    if vhost.len() > MAX_QUEUE_NAME {
+        return Err(ConfigError::BadUrl {
+            url: redact_raw(raw),
+            why: format!(
+                "the virtual host name is {} bytes; AMQP allows at most {MAX_QUEUE_NAME}",
+                vhost.len()
+            ),
+        });
+    }
+    Ok(Endpoint::Amqp(AmqpEndpoint {
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port: url.port().unwrap_or(5672),
+        user,
+        password,
+        vhost,
+    }))
+}
+
+/// Best-effort redaction of a URL that may not parse: `scheme://user:***@rest`.
+pub fn redact_raw(raw: &str) -> String {
+    if let Some((scheme, rest)) = raw.split_once("://")
+        && let Some((userinfo, host)) = rest.rsplit_once('@')
+    {
+        let user = userinfo.split(':').next().unwrap_or("");
+        return format!("{scheme}://{user}:***@{host}");
+    }
+    raw.to_string()
+}
+
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunLength {
+    /// This many measured round trips in all.
+    Count(u64),
+    /// Until this much time has passed.
+    Duration(Duration),
+}
+
+/// Where replies come back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyQueue {
+    /// A temporary, exclusive queue per task, created by the broker and gone with the connection.
+    Temporary,
+    /// A named queue shared by all tasks; replies are matched by correlation id.
+    Named(String),
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to connect.
+    pub endpoint: Endpoint,
+    /// The profile's name when one was used.
+    pub profile: Option<String>,
+    /// Label for saved reports.
+    pub label: String,
+    /// The flow's input queue.
+    pub request_queue: String,
+    /// Where replies come back.
+    pub reply_queue: ReplyQueue,
+    /// Clear a named reply queue before the run.
+    pub clear_reply_queue: bool,
+    /// Create missing queues.
+    pub declare: bool,
+    /// The request bodies.
+    pub messages: Messages,
+    /// Count or duration.
+    pub length: RunLength,
+    /// Parallel tasks, each with its own connection.
+    pub tasks: usize,
+    /// Puts per loop before the gets.
+    pub msgs_per_loop: usize,
+    /// Persistent messages.
+    pub persistent: bool,
+    /// Puts and gets under syncpoint.
+    pub syncpoint: bool,
+    /// Wait for each reply.
+    pub wait: Duration,
+    /// Stop after this many timeouts.
+    pub max_timeouts: Option<u64>,
+    /// Reply matching.
+    pub match_mode: MatchMode,
+    /// Unmeasured messages before the window, in all.
+    pub warmup: u64,
+    /// Pacing, requests per second in all.
+    pub rate: Option<f64>,
+    /// JSON export path (`-` = stdout).
+    pub export_json: Option<PathBuf>,
+    /// No text report on stdout.
+    pub quiet: bool,
+}
+
+/// The profile files looked at, in order: an explicit --config, else ./oemputx.toml and
+/// $XDG_CONFIG_HOME/oemputx/oemputx.toml (~/.config when XDG_CONFIG_HOME is unset).
+pub fn profile_paths(explicit: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(p) = explicit {
+        return vec![p.to_path_buf()];
+    }
+    let mut paths = vec![PathBuf::from("oemputx.toml")];
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(dir) = xdg {
+        paths.push(dir.join("oemputx").join("oemputx.toml"));
+    }
+    paths
+}
+
+/// Read the profiles of one file; a missing file has none.
+pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => {
+            return Err(ConfigError::BadProfileFile {
+                path: path.into(),
+                why: format!("cannot read it: {e}"),
+            });
+        }
+    };
+    let file: ProfileFile = toml::from_str(&text).map_err(|e| ConfigError::BadProfileFile {
+        path: path.into(),
+        why: format!("{e}; see the oemputx.toml shipped with oemputx for the format"),
+    })?;
+    Ok(file.profile)
+}
+
+/// Find a profile by name in the profile files, first file first.
+fn find_profile(name: &str, paths: &[PathBuf], explicit: bool) -> Result<Profile, ConfigError> {
+    let mut known = Vec::new();
+    for path in paths {
+        if explicit && !path.exists() {
+            return Err(ConfigError::BadProfileFile {
+                path: path.clone(),
+                why: "no such file (from --config)".into(),
+            });
+        }
+        let mut profiles = read_profiles(path)?;
+        if let Some(p) = profiles.remove(name) {
+            return Ok(p);
+        }
+        known.extend(profiles.into_keys());
+    }
+    Err(ConfigError::UnknownProfile {
+        name: name.into(),
+        searched: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        known: if known.is_empty() {
+            "none".into()
+        } else {
+            known.join(", ")
+        },
+    })
+}
+
+fn check_queue_name(flag: &'static str, name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() {
+        return Err(bad(flag, "a queue name cannot be empty"));
+    }
+    if name.len() > MAX_QUEUE_NAME {
+        return Err(bad(
+            flag,
+            format!(
+                "queue name is {} bytes; AMQP allows at most {MAX_QUEUE_NAME}",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Validate the options of a run, reading the profile and the message files.
+    pub fn from_args(args: &RunArgs) -> Result<Config, ConfigError> {
+        let (endpoint, profile_name, profile) = match args.qmgr.as_deref() {
+            None | Some("") => (Endpoint::Embedded, None, None),
+            Some(q) if q.contains("://") || q.starts_with("embedded") => {
+                (parse_url(q)?, None, None)
+            }
+            Some(name) => {
+                let paths = profile_paths(args.config.as_deref());
+                let p = find_profile(name, &paths, args.config.is_some())?;
+                (parse_url(&p.url)?, Some(name.to_string()), Some(p))
+            }
+        };
+        let profile = profile.as_ref();
+        let request_queue = args
+            .request_queue
+            .clone()
+            .or_else(|| profile.and_then(|p| p.request_queue.clone()))
+            .unwrap_or_else(|| DEFAULT_REQUEST_QUEUE.to_string());
+        check_queue_name("--request-queue", &request_queue)?;
+        let reply_queue = match args
+            .reply_queue
+            .clone()
+            .or_else(|| profile.and_then(|p| p.reply_queue.clone()))
+        {
+            Some(q) => {
+                check_queue_name("--reply-queue", &q)?;
+                if q == request_queue {
+                    return Err(bad(
+                        "--reply-queue",
+                        "must differ from the request queue, or the driver would read its own requests",
+                    ));
+                }
+                ReplyQueue::Named(q)
+            }
+            None => ReplyQueue::Temporary,
+        };
+
+        let length = match (args.count, args.duration) {
+            (Some(0), _) => return Err(bad("--count", "must be at least 1")),
+            (Some(n), _) => RunLength::Count(n),
+            (None, Some(d)) if d.as_secs_f64() <= 0.0 => {
+                return Err(bad("--duration", "must be longer than zero, e.g. 30s"));
+            }
+            (None, Some(d)) => RunLength::Duration(d.into()),
+            (None, None) => RunLength::Count(DEFAULT_COUNT),
+        };
+        if args.tasks == 0 {
+            return Err(bad("--tasks", "must be at least 1"));
+        }
+        if let RunLength::Count(n) = length
+            && (args.tasks as u64) > n
+        {
+            return Err(bad(
+                "--tasks",
+                format!(
+                    "{} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count",
+                    args.tasks
+                ),
+            ));
+        }
+        if args.msgs_per_loop == 0 {
+            return Err(bad("--msgs-per-loop", "must be at least 1"));
+        }
+        let wait: Duration = args.wait.into();
+        if wait.is_zero() {
+            return Err(bad("--wait", "must be longer than zero, e.g. 60s"));
+        }
+        if let Some(r) = args.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(bad(
+                "--rate",
+                "must be a positive number of requests per second",
+            ));
+        }
+        if args.max_timeouts == Some(0) {
+            return Err(bad(
+                "--max-timeouts",
+                "must be at least 1 (leave it out for no limit)",
+            ));
+        }
+
+        let messages = match (args.msg_size, args.msgfile.is_empty()) {
+            (Some(n), _) => Messages::generated(n)?,
+            (None, false) => Messages::from_files(&args.msgfile, args.lines)?,
+            (None, true) => Messages::default_request()?,
+        };
+
+        let label = profile
+            .and_then(|p| p.label.clone())
+            .or_else(|| profile_name.clone())
+            .unwrap_or_else(|| endpoint.transport().to_string());
+        Ok(Config {
+            endpoint,
+            profile: profile_name,
+            label,
+            request_queue,
+            reply_queue,
+            clear_reply_queue: !args.no_clear,
+            declare: args.declare,
+            messages,
+            length,
+            tasks: args.tasks,
+            msgs_per_loop: args.msgs_per_loop,
+            persistent: args.persistent,
+            syncpoint: args.syncpoint,
+            wait,
+            max_timeouts: args.max_timeouts,
+            match_mode: args.match_mode,
+            warmup: args.warmup,
+            rate: args.rate,
+            export_json: args.export_json.clone(),
+            quiet: args.quiet,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amqp_url_defaults_follow_rabbitmq_uri_spec() {
+        let Endpoint::Amqp(a) = parse_url("amqp://localhost").unwrap() else {
+            panic!("not amqp")
+        };
+        assert_eq!(
+            (
+                a.user.as_str(),
+                a.password.as_str(),
+                a.port,
+                a.vhost.as_str()
+            ),
+            ("guest", "guest", 5672, "/")
+        );
+        let Endpoint::Amqp(a) = parse_url("amqp://u:p%40ss@h:5673/%2f").unwrap() else {
+            panic!("not amqp")
+        };
+        assert_eq!(
+            (a.password.as_str(), a.port, a.vhost.as_str()),
+            ("p@ss", 5673, "/")
+        );
+        let Endpoint::Amqp(a) = parse_url("amqp://u:p@h/prod").unwrap() else {
+            panic!("not amqp")
+        };
+        assert_eq!(a.vhost, "prod");
+    }
+
+    #[test]
+    fn redaction_hides_the_password() {
+        let e = parse_url("amqp://guest:secret@127.0.0.1:5672/%2f").unwrap();
+        assert_eq!(e.redacted(), "amqp://guest:***@127.0.0.1:5672/%2F");
+        assert!(!format!("{e:?}").contains("secret"));
+        assert_eq!(redact_raw("amqp://bob:pw@h:x"), "amqp://bob:***@h:x");
+    }
+
+    #[test]
+    fn unsupported_schemes_say_not_yet() {
+        assert!(matches!(
+            parse_url("ibmmq://QM1"),
+            Err(ConfigError::NotYet { .. })
+        ));
+        assert!(matches!(
+            parse_url("http://x"),
+            Err(ConfigError::BadUrl { .. })
+        ));
+        let err = parse_url("amqp://u:hunter2@:5672").unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}

@@ -1,0 +1,569 @@
+//! The put/get loop: OEMPUTX's job, written once for every transport.
+//!
+//! Each task runs on its own thread with its own [`Session`]. Tasks connect and warm up,
+//! then wait at a gate; the measured window opens for all of them at once and closes when
+//! the last task has its last reply, so the window holds nothing but the measured traffic.
+//! The driver knows nothing of CPU: it calls a [`Window`] at the two instants, and whoever
+//! measures (the driver's own CPU, the process groups) does it there.
+//!
+//! Every request is accounted for: `sent = matched + timed_out + abandoned`, where abandoned
+//! requests are those still in flight when Ctrl-C stopped the run. Replies that match no
+//! outstanding request are counted as unmatched (not ours), late (their request had
+//! already timed out) or duplicates (their request was already answered).
+
+use crate::cli::MatchMode;
+use crate::config::{Config, RunLength};
+use crate::transport::{Reply, Session, Transport, TransportError, correl};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Longest single wait inside a get, so that Ctrl-C and a stop are seen promptly.
+const GET_SLICE: Duration = Duration::from_millis(200);
+/// Round trips are recorded in nanoseconds, from 1 ns to an hour, to 3 significant digits.
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+/// Called at the two instants that bound the measured window.
+pub trait Window {
+    /// Right before the first measured put.
+    fn start(&mut self);
+    /// Right after the last measured reply (before any connection is closed).
+    fn end(&mut self);
+}
+
+/// A window that measures nothing.
+pub struct NoWindow;
+impl Window for NoWindow {
+    fn start(&mut self) {}
+    fn end(&mut self) {}
+}
+
+/// The request and reply counts of a run: nothing lost, nothing hidden.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Integrity {
+    /// Requests put in the measured window.
+    pub sent: u64,
+    /// Replies received in the window, of every kind below.
+    pub received: u64,
+    /// Replies paired with an outstanding request.
+    pub matched: u64,
+    /// Replies that belong to no request of this run (stray messages).
+    pub unmatched: u64,
+    /// Requests whose reply did not come within --wait.
+    pub timed_out: u64,
+    /// Replies to a request that had already been answered.
+    pub duplicates: u64,
+    /// Replies to a request that had already timed out.
+    pub late: u64,
+    /// Requests still in flight when the run was interrupted.
+    pub abandoned: u64,
+}
+
+impl Integrity {
+    fn add(&mut self, o: &Integrity) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.matched += o.matched;
+        self.unmatched += o.unmatched;
+        self.timed_out += o.timed_out;
+        self.duplicates += o.duplicates;
+        self.late += o.late;
+        self.abandoned += o.abandoned;
+    }
+
+    /// Whether every request sent is accounted for.
+    pub fn balanced(&self) -> bool {
+        self.sent == self.matched + self.timed_out + self.abandoned
+            && self.received == self.matched + self.unmatched + self.duplicates + self.late
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every request was sent and answered.
+    Completed,
+    /// Some replies did not come within --wait.
+    TimedOut,
+    /// Stopped early after --max-timeouts timeouts.
+    StoppedAfterTimeouts,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+    /// A task lost its connection; the figures cover what happened before.
+    Failed,
+}
+
+/// One task's figures.
+#[derive(Debug, Clone)]
+pub struct TaskStats {
+    pub integrity: Integrity,
+    /// Round trips in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
+}
+
+impl TaskStats {
+    fn new() -> Self {
+        // 3 significant digits over 1 ns..1 h is a fixed ~30 KiB whatever the run length.
+        let round_trip_ns = Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+            .expect("constant histogram bounds are valid");
+        TaskStats {
+            integrity: Integrity::default(),
+            round_trip_ns,
+        }
+    }
+
+    fn record(&mut self, rt: Duration) {
+        let ns = (rt.as_nanos() as u64).clamp(1, HIST_MAX_NS);
+        // Cannot fail within the bounds clamped to above.
+        let _ = self.round_trip_ns.record(ns);
+    }
+}
+
+/// The driver's result: timings, counts and latency of the measured window.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    /// Wall-clock time the window opened and closed.
+    pub start: chrono::DateTime<chrono::Utc>,
+    pub end: chrono::DateTime<chrono::Utc>,
+    pub elapsed: Duration,
+    /// Messages deleted from the reply queue before the run.
+    pub cleared: u64,
+    pub integrity: Integrity,
+    /// Round trips of all tasks, merged, in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
+    /// Matched replies per task.
+    pub per_task_matched: Vec<u64>,
+    /// The first transport error, when a task failed mid-run.
+    pub error: Option<String>,
+}
+
+/// Shared run controls: Ctrl-C, and the stop that --max-timeouts or a failed task raises.
+#[derive(Debug, Default)]
+pub struct Controls {
+    /// Set by the SIGINT handler.
+    pub interrupt: Arc<AtomicBool>,
+    stop: AtomicBool,
+    timeouts: AtomicU64,
+    /// Matched replies so far in the window, for progress displays.
+    pub progress: AtomicU64,
+}
+
+impl Controls {
+    /// Controls watching `interrupt`.
+    pub fn new(interrupt: Arc<AtomicBool>) -> Self {
+        Controls {
+            interrupt,
+            ..Default::default()
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.interrupt.load(Ordering::Relaxed)
+    }
+}
+
+/// A one-shot gate: tasks wait until it opens (true) or is abandoned (false).
+#[derive(Default)]
+struct Gate {
+    state: Mutex<Option<bool>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(go) = *s {
+                return go;
+            }
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// How much one task does in a phase.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    Count(u64),
+    Until(Instant),
+}
+
+/// Split `total` over `tasks`: the first `total % tasks` tasks take one more.
+fn share(total: u64, tasks: usize, task: usize) -> u64 {
+    let t = tasks as u64;
+    total / t + u64::from((task as u64) < total % t)
+}
+
+/// The loop settings every task shares.
+struct Plan<'a> {
+    cfg: &'a Config,
+    run_id: String,
+    controls: &'a Controls,
+}
+
+/// One task's loop state: carries over from warmup to the measured phase so that a late
+/// reply to a warmup request is still recognised.
+struct TaskLoop<'a> {
+    plan: &'a Plan<'a>,
+    session: Box<dyn Session>,
+    task: usize,
+    next_seq: u64,
+    timed_out: HashSet<u64>,
+    inflight: VecDeque<(u64, Instant)>,
+}
+
+impl TaskLoop<'_> {
+    fn run(
+        &mut self,
+        limit: Limit,
+        stats: &mut TaskStats,
+        paced: bool,
+        count_progress: bool,
+    ) -> Result<(), TransportError> {
+        let cfg = self.plan.cfg;
+        let bodies = &cfg.messages.bodies;
+        let k = cfg.msgs_per_loop as u64;
+        let start = Instant::now();
+        // Under --rate, task `task`'s i-th request is due at start + (i·tasks + task)/rate:
+        // the tasks interleave evenly and the total rate is the one asked for.
+        let interval = cfg
+            .rate
+            .filter(|_| paced)
+            .map(|r| Duration::from_secs_f64(cfg.tasks as f64 / r));
+        let offset = cfg
+            .rate
+            .filter(|_| paced)
+            .map(|r| Duration::from_secs_f64(self.task as f64 / r))
+            .unwrap_or_default();
+        let mut done = 0u64;
+        loop {
+            if self.plan.controls.stopping() {
+                break;
+            }
+            let batch = match limit {
+                Limit::Count(n) if done >= n => break,
+                Limit::Count(n) => k.min(n - done),
+                Limit::Until(t) if Instant::now() >= t => break,
+                Limit::Until(_) => k,
+            };
+            for i in 0..batch {
+                let sent_at = match interval {
+                    Some(iv) => {
+                        let due = start + offset + iv.mul_f64((done + i) as f64);
+                        let now = Instant::now();
+                        if due > now {
+                            std::thread::sleep(due - now);
+                        }
+                        due
+                    }
+                    None => Instant::now(),
+                };
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                let body = &bodies[(seq % bodies.len() as u64) as usize];
+                self.session
+                    .put(body, &correl::make(&self.plan.run_id, self.task, seq))?;
+                stats.integrity.sent += 1;
+                self.inflight.push_back((seq, sent_at));
+            }
+            if cfg.syncpoint {
+                self.session.commit()?;
+            }
+            let matched_before = stats.integrity.matched;
+            self.collect(stats)?;
+            if cfg.syncpoint {
+                self.session.commit()?;
+            }
+            if count_progress {
+                self.plan
+                    .controls
+                    .progress
+                    .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
+            }
+            done += batch;
+        }
+        Ok(())
+    }
+
+    /// Get replies until every outstanding request is answered, timed out or abandoned.
+    fn collect(&mut self, stats: &mut TaskStats) -> Result<(), TransportError> {
+        let cfg = self.plan.cfg;
+        // Like a series of MQGETs with a wait: each reply gets the full --wait from the
+        // moment the previous one arrived (or the puts were done).
+        let mut deadline = Instant::now() + cfg.wait;
+        while !self.inflight.is_empty() {
+            if self.plan.controls.interrupt.load(Ordering::Relaxed) {
+                stats.integrity.abandoned += self.inflight.len() as u64;
+                self.inflight.clear();
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                self.time_out(stats);
+                return Ok(());
+            }
+            if let Some(reply) = self.session.get((deadline - now).min(GET_SLICE))? {
+                let matched = stats.integrity.matched;
+                self.classify(reply, stats);
+                if stats.integrity.matched > matched {
+                    deadline = Instant::now() + cfg.wait;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn time_out(&mut self, stats: &mut TaskStats) {
+        let n = self.inflight.len() as u64;
+        for (seq, _) in self.inflight.drain(..) {
+            self.timed_out.insert(seq);
+        }
+        stats.integrity.timed_out += n;
+        let total = self.plan.controls.timeouts.fetch_add(n, Ordering::Relaxed) + n;
+        if self.plan.cfg.max_timeouts.is_some_and(|max| total >= max) {
+            self.plan.controls.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn classify(&mut self, reply: Reply, stats: &mut TaskStats) {
+        let now = Instant::now();
+        let s = &mut stats.integrity;
+        s.received += 1;
+        if self.plan.cfg.match_mode == MatchMode::Any {
+            if let Some((_, sent)) = self.inflight.pop_front() {
+                s.matched += 1;
+                stats.record(now - sent);
+            } else {
+                s.unmatched += 1;
+            }
+            return;
+        }
+        let ours = reply
+            .correl_id
+            .as_deref()
+            .and_then(correl::parse)
+            .filter(|c| c.run == self.plan.run_id && c.task == self.task)
+            .map(|c| c.seq);
+        let Some(seq) = ours else {
+            s.unmatched += 1;
+            return;
+        };
+        if let Some(pos) = self.inflight.iter().position(|&(q, _)| q == seq) {
+            let (_, sent) = self.inflight.remove(pos).unwrap_or((seq, now));
+            s.matched += 1;
+            stats.record(now - sent);
+        } else if self.timed_out.remove(&seq) {
+            s.late += 1;
+        } else if seq < self.next_seq {
+            s.duplicates += 1;
+        } else {
+            s.unmatched += 1;
+        }
+    }
+}
+
+enum Event {
+    Ready(Result<(), TransportError>),
+    Done(usize, TaskStats, Option<TransportError>),
+}
+
+/// Run the configured loop over `transport`, calling `window` at the window's two instants.
+pub fn run(
+    cfg: &Config,
+    transport: &dyn Transport,
+    controls: &Controls,
+    window: &mut dyn Window,
+) -> Result<Outcome, TransportError> {
+    let max = transport.max_message_size();
+    if cfg.messages.max_len() > max {
+        return Err(TransportError::TooLarge {
+            size: cfg.messages.max_len(),
+            max,
+            transport: cfg.endpoint.transport().into(),
+        });
+    }
+    let prepared = transport.prepare()?;
+    let plan = Plan {
+        cfg,
+        run_id: correl::new_run_id(),
+        controls,
+    };
+    let (go, closing) = (Gate::default(), Gate::default());
+    let (tx, rx) = mpsc::channel::<Event>();
+
+    std::thread::scope(|scope| {
+        for task in 0..cfg.tasks {
+            let (plan, go, closing, task_tx) = (&plan, &go, &closing, tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name(format!("oemputx-task-{task}"))
+                .spawn_scoped(scope, move || {
+                    task_main(plan, transport, task, go, closing, &task_tx)
+                });
+            if let Err(e) = spawned {
+                let _ = tx.send(Event::Ready(Err(TransportError::Broker {
+                    what: "starting a task thread".into(),
+                    target: "this machine".into(),
+                    why: e.to_string(),
+                })));
+            }
+        }
+        drop(tx);
+
+        // Every task connected and warmed up, or the first failure.
+        let mut first_err = None;
+        for _ in 0..cfg.tasks {
+            match rx.recv() {
+                Ok(Event::Ready(Ok(()))) => {}
+                Ok(Event::Ready(Err(e))) => {
+                    first_err.get_or_insert(e);
+                }
+                Ok(Event::Done(..)) | Err(_) => break,
+            }
+        }
+        if let Some(e) = first_err {
+            go.open(false);
+            closing.open(true);
+            return Err(e);
+        }
+
+        window.start();
+        let start = chrono::Utc::now();
+        let t0 = Instant::now();
+        go.open(true);
+
+        let mut total = TaskStats::new();
+        let mut per_task_matched = vec![0; cfg.tasks];
+        let mut error = None;
+        for _ in 0..cfg.tasks {
+            let Ok(Event::Done(task, stats, err)) = rx.recv() else {
+                break;
+            };
+            if let Some(e) = err {
+                controls.stop.store(true, Ordering::Relaxed);
+                error.get_or_insert(e.to_string());
+            }
+            per_task_matched[task] = stats.integrity.matched;
+            total.integrity.add(&stats.integrity);
+            // Both histograms share bounds, so adding cannot fail.
+            let _ = total.round_trip_ns.add(&stats.round_trip_ns);
+        }
+        let elapsed = t0.elapsed();
+        window.end();
+        let end = chrono::Utc::now();
+        closing.open(true);
+
+        let i = &total.integrity;
+        let status = if error.is_some() {
+            Status::Failed
+        } else if controls.interrupt.load(Ordering::Relaxed) {
+            Status::Interrupted
+        } else if controls.stop.load(Ordering::Relaxed) {
+            Status::StoppedAfterTimeouts
+        } else if i.timed_out > 0 {
+            Status::TimedOut
+        } else {
+            Status::Completed
+        };
+        Ok(Outcome {
+            status,
+            start,
+            end,
+            elapsed,
+            cleared: prepared.cleared,
+            integrity: total.integrity,
+            round_trip_ns: total.round_trip_ns,
+            per_task_matched,
+            error,
+        })
+    })
+}
+
+fn task_main(
+    plan: &Plan,
+    transport: &dyn Transport,
+    task: usize,
+    go: &Gate,
+    closing: &Gate,
+    tx: &mpsc::Sender<Event>,
+) {
+    let cfg = plan.cfg;
+    let session = match transport.session(task) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Event::Ready(Err(e)));
+            return;
+        }
+    };
+    let mut lp = TaskLoop {
+        plan,
+        session,
+        task,
+        next_seq: 0,
+        timed_out: HashSet::new(),
+        inflight: VecDeque::new(),
+    };
+    let warm = share(cfg.warmup, cfg.tasks, task);
+    let warmed = if warm > 0 {
+        lp.run(Limit::Count(warm), &mut TaskStats::new(), false, false)
+    } else {
+        Ok(())
+    };
+    let failed = warmed.is_err();
+    let _ = tx.send(Event::Ready(warmed));
+    if failed || !go.wait() {
+        let _ = lp.session.close();
+        return;
+    }
+    let limit = match cfg.length {
+        RunLength::Count(n) => Limit::Count(share(n, cfg.tasks, task)),
+        RunLength::Duration(d) => Limit::Until(Instant::now() + d),
+    };
+    let mut stats = TaskStats::new();
+    let err = lp.run(limit, &mut stats, true, true).err();
+    // Requests still in flight after a failure are neither answered nor timed out.
+    stats.integrity.abandoned += lp.inflight.len() as u64;
+    let _ = tx.send(Event::Done(task, stats, err));
+    closing.wait();
+    let _ = lp.session.close();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn share_spreads_the_remainder_over_the_first_tasks() {
+        let shares: Vec<u64> = (0..4).map(|t| share(10, 4, t)).collect();
+        assert_eq!(shares, vec![3, 3, 2, 2]);
+        assert_eq!(shares.iter().sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn integrity_balances_only_when_every_request_is_accounted_for() {
+        let ok = Integrity {
+            sent: 5,
+            received: 6,
+            matched: 4,
+            timed_out: 1,
+            duplicates: 1,
+            late: 1,
+            ..Default::default()
+        };
+        assert!(ok.balanced());
+        let lost_request = Integrity { sent: 6, ..ok };
+        assert!(!lost_request.balanced());
+        let hidden_reply = Integrity { received: 7, ..ok };
+        assert!(!hidden_reply.balanced());
+    }
+}

@@ -1,0 +1,15 @@
+//! oemputx: what does one message cost?
+//!
+//! The library behind the `oemputx` and `sample-flow` binaries: options become a validated
+//! [`config::Config`], the [`driver`] runs the put/get loop over a [`transport`], and the
+//! [`report`] model is what every exporter reads.
+
+pub mod cli;
+pub mod config;
+pub mod cpu;
+pub mod driver;
+pub mod error;
+pub mod exit_codes;
+pub mod msgfile;
+pub mod report;
+pub mod transport;

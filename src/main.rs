@@ -1,0 +1,95 @@
+//! The `oemputx` binary: parse options, run the driver, export the report.
+
+use anyhow::Context;
+use clap::Parser;
+use oemputx::cli::{Cli, Command};
+use oemputx::config::{Config, ConfigError};
+use oemputx::cpu::DriverCpu;
+use oemputx::driver::{self, Controls, Status};
+use oemputx::error::exit_for;
+use oemputx::exit_codes::Exit;
+use oemputx::report::{self, Report};
+use oemputx::transport;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code.into(),
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            exit_for(&e).into()
+        }
+    }
+}
+
+fn run() -> anyhow::Result<Exit> {
+    let cli = Cli::parse();
+    if let Some(cmd) = cli.command {
+        let (command, why) = match cmd {
+            Command::Cpu { .. } => ("cpu", "it arrives with per-process CPU accounting"),
+            Command::Account { .. } => ("account", "it arrives with per-process CPU accounting"),
+            Command::Gate { .. } => ("gate", "it arrives with the regression gate"),
+        };
+        return Err(ConfigError::CommandNotYet { command, why }.into());
+    }
+    let cfg = Config::from_args(&cli.run)?;
+
+    // The first Ctrl-C asks the loop to stop and report; a second one ends the process.
+    let interrupt = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            Exit::Interrupted as i32,
+            interrupt.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(sig, interrupt.clone()))
+        .context("installing the Ctrl-C handler")?;
+    }
+
+    let transport = transport::open(&cfg)?;
+    let excluded = transport.own_threads();
+    let mut window = DriverCpu::new(excluded.clone());
+    let controls = Controls::new(interrupt);
+    // Transport errors name the queue manager (redacted) themselves.
+    let outcome = driver::run(&cfg, transport.as_ref(), &controls, &mut window)?;
+
+    let source = match (&window.error, excluded.is_empty()) {
+        (Some(e), _) => format!("unavailable: {e}"),
+        (None, true) => "process CPU clock (ns, all threads)".to_string(),
+        (None, false) => format!(
+            "process CPU clock (ns) less {} embedded queue manager thread(s)",
+            excluded.len()
+        ),
+    };
+    let report = Report::build(&cfg, &outcome, window.used(), source);
+    export(&cfg, &report)?;
+    Ok(match report.status {
+        Status::Completed => Exit::Ok,
+        Status::Interrupted => Exit::Interrupted,
+        Status::TimedOut | Status::StoppedAfterTimeouts | Status::Failed => Exit::Failure,
+    })
+}
+
+fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
+    let json_to_stdout = cfg
+        .export_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if !cfg.quiet {
+        let text = report::text::render(report);
+        // Keep stdout clean for JSON when it goes there.
+        if json_to_stdout {
+            eprint!("{text}")
+        } else {
+            print!("{text}")
+        }
+    }
+    if let Some(path) = &cfg.export_json {
+        let json = report::json::render(report).context("encoding the JSON report")?;
+        report::write_atomic(path, json.as_bytes())
+            .with_context(|| format!("writing the JSON report to {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Request messages: read from files (whole or one per line) or generated to a size.
+//!
+//! The default is the 630-byte XML request of the broker paper, read from
+//! `msgfiles/request-630.xml` when it is there and otherwise taken from the copy built into
+//! the binary, so `oemputx --count 1000` works from any directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The default request: the 630-byte XML message also shipped as `msgfiles/request-630.xml`.
+pub const DEFAULT_REQUEST: &[u8] = include_bytes!("../msgfiles/request-630.xml");
+/// Where the default request is looked for first.
+pub const DEFAULT_PATH: &str = "msgfiles/request-630.xml";
+
+/// What went wrong reading messages; each is the user's input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum MsgFileError {
+    #[error(
+        "message file {path} does not exist: give an existing file with --msgfile, or --msg-size N for a generated body"
+    )]
+    Missing { path: PathBuf },
+    #[error(
+        "message file {path} cannot be read ({source}): check its permissions, or give another with --msgfile"
+    )]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "message file {path} is empty: a request needs at least one byte (or use --msg-size N)"
+    )]
+    Empty { path: PathBuf },
+    #[error("message file {path} has no non-empty lines, and --lines sends one message per line")]
+    NoLines { path: PathBuf },
+    #[error("--msg-size 0 makes empty messages: give a size of at least 1 byte")]
+    ZeroSize,
+}
+
+/// The set of request bodies a run sends, in turn.
+#[derive(Debug, Clone)]
+pub struct Messages {
+    /// The bodies; the driver sends body `i % len` as its i-th request.
+    pub bodies: Vec<Arc<[u8]>>,
+    /// Where they came from, for the report ("msgfiles/request-630.xml", "generated").
+    pub source: String,
+}
+
+impl Messages {
+    /// Largest body, in bytes.
+    pub fn max_len(&self) -> usize {
+        self.bodies.iter().map(|b| b.len()).max().unwrap_or(0)
+    }
+
+    /// Smallest body, in bytes.
+    pub fn min_len(&self) -> usize {
+        self.bodies.iter().map(|b| b.len()).min().unwrap_or(0)
+    }
+
+    /// A generated body of `size` bytes: printable, so a flow that logs it shows text.
+    pub fn generated(size: usize) -> Result<Self, MsgFileError> {
+        if size == 0 {
+            return Err(MsgFileError::ZeroSize);
+        }
+        let pattern = b"OEMPUTX generated request body 0123456789 ";
+        let body: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
+        Ok(Messages {
+            bodies: vec![body.into()],
+            source: format!("generated ({size} bytes)"),
+        })
+    }
+
+    /// The default request, from `msgfiles/` when present, else the built-in copy.
+    pub fn default_request() -> Result<Self, MsgFileError> {
+        let path = Path::new(DEFAULT_PATH);
+        if path.is_file() {
+            return Self::from_files(&[path.to_path_buf()], false);
+        }
+        Ok(Messages {
+            bodies: vec![DEFAULT_REQUEST.into()],
+            source: "built-in request-630.xml".into(),
+        })
+    }
+
+    /// Read each file whole, or (with `lines`) one message per non-empty line.
+    pub fn from_files(paths: &[PathBuf], lines: bool) -> Result<Self, MsgFileError> {
+        let mut bodies = Vec::new();
+        for path in paths {
+            let data = std::fs::read(path).map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => MsgFileError::Missing { path: path.clone() },
+                _ => MsgFileError::Unreadable {
+                    path: path.clone(),
+                    source,
+                },
+            })?;
+            if data.is_empty() {
+                return Err(MsgFileError::Empty { path: path.clone() });
+            }
+            if lines {
+                let before = bodies.len();
+                bodies.extend(split_lines(&data).map(Arc::from));
+                if bodies.len() == before {
+                    return Err(MsgFileError::NoLines { path: path.clone() });
+                }
+            } else {
+                bodies.push(Arc::from(data));
+            }
+        }
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        Ok(Messages {
+            bodies,
+            source: names.join(", "),
+        })
+    }
+}
+
+/// Non-empty lines without their line ending (LF or CRLF).
+fn split_lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    data.split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_request_is_the_630_byte_xml() {
+        assert_eq!(DEFAULT_REQUEST.len(), 630);
+        assert!(DEFAULT_REQUEST.starts_with(b"<?xml"));
+    }
+
+    #[test]
+    fn lines_drop_crlf_and_blank_lines() {
+        let got: Vec<&[u8]> = split_lines(b"a\r\n\nbc\n\r\nd").collect();
+        assert_eq!(got, vec![&b"a"[..], b"bc", b"d"]);
+    }
+
+    #[test]
+    fn generated_body_has_the_asked_size() {
+        let m = Messages::generated(1000).unwrap();
+        assert_eq!(m.max_len(), 1000);
+        assert!(matches!(
+            Messages::generated(0),
+            Err(MsgFileError::ZeroSize)
+        ));
+    }
+}

@@ -1,0 +1,10 @@
+//! The JSON exporter: the report model as `oemputx.report/1`.
+
+use super::Report;
+
+/// The report as pretty-printed JSON with a trailing newline.
+pub fn render(report: &Report) -> Result<String, serde_json::Error> {
+    let mut s = serde_json::to_string_pretty(report)?;
+    s.push('\n');
+    Ok(s)
+}

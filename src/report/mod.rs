@@ -1,0 +1,274 @@
+//! The one report model that every exporter reads.
+//!
+//! Built once from the config and the driver's outcome; exporters (text, JSON) only read it.
+//! Units are in the field names (`elapsed_s`, `us_per_tran`). Per-process and per-group CPU
+//! rows (`processes`, `groups`) are part of the model from the start and stay empty until
+//! process accounting is asked for.
+
+pub mod json;
+pub mod text;
+
+use crate::cli::MatchMode;
+use crate::config::{Config, ReplyQueue, RunLength};
+use crate::driver::{Integrity, Outcome, Status};
+use serde::Serialize;
+use std::time::Duration;
+
+/// The JSON schema tag; bump the number on any incompatible change.
+pub const SCHEMA: &str = "oemputx.report/1";
+
+/// A run's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub tool: Tool,
+    pub label: String,
+    pub status: Status,
+    /// Why the run stopped early, when it did.
+    pub status_detail: Option<String>,
+    pub settings: Settings,
+    /// Messages deleted from a named reply queue before the run.
+    pub reply_queue_cleared: u64,
+    /// Window start and end, UTC, RFC 3339 with microseconds.
+    pub start_utc: String,
+    pub end_utc: String,
+    /// Matched round trips in the window.
+    pub transactions: u64,
+    pub elapsed_s: f64,
+    pub rate_tps: f64,
+    pub round_trip_us: Latency,
+    pub app_cpu: AppCpu,
+    pub integrity: Integrity,
+    /// Matched round trips per task.
+    pub per_task_transactions: Vec<u64>,
+    /// Per-process CPU rows (filled by process accounting, when asked for).
+    pub processes: Vec<serde_json::Value>,
+    /// Per-group CPU rows (filled by process accounting, when asked for).
+    pub groups: Vec<serde_json::Value>,
+    pub host: Host,
+}
+
+/// Name and version of the tool that wrote the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// The settings of the run, echoed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub transport: &'static str,
+    /// The queue manager, with any password replaced by `***`.
+    pub qmgr: String,
+    pub profile: Option<String>,
+    pub request_queue: String,
+    /// `null` for temporary per-task reply queues.
+    pub reply_queue: Option<String>,
+    pub message_source: String,
+    pub messages_in_rotation: usize,
+    pub msg_bytes_min: usize,
+    pub msg_bytes_max: usize,
+    pub persistent: bool,
+    pub syncpoint: bool,
+    pub msgs_per_loop: usize,
+    pub tasks: usize,
+    /// Requested count, when the run was sized by count.
+    pub count: Option<u64>,
+    /// Requested duration, when the run was sized by time.
+    pub duration_s: Option<f64>,
+    pub wait_s: f64,
+    #[serde(rename = "match")]
+    pub match_mode: MatchMode,
+    pub warmup: u64,
+    pub rate_limit_tps: Option<f64>,
+    pub max_timeouts: Option<u64>,
+}
+
+/// Round-trip latency, microseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// The driver's own CPU over the window.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppCpu {
+    /// `null` when the CPU clock could not be read (see `source`).
+    pub total_s: Option<f64>,
+    pub us_per_tran: Option<f64>,
+    pub pct_of_elapsed: Option<f64>,
+    pub source: String,
+}
+
+/// Facts about the machine a reader needs to trust a figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpus: usize,
+    pub kernel: String,
+    pub clk_tck: Option<i64>,
+}
+
+impl Host {
+    /// Read this machine's facts; what cannot be read is left empty.
+    pub fn current() -> Self {
+        let uts = nix::sys::utsname::uname().ok();
+        Host {
+            hostname: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok())
+                .unwrap_or_default(),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            kernel: uts
+                .map(|u| u.release().to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            clk_tck: nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+                .ok()
+                .flatten(),
+        }
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+impl Report {
+    /// Build the report of a run.
+    pub fn build(
+        cfg: &Config,
+        out: &Outcome,
+        app_cpu: Option<Duration>,
+        app_cpu_source: String,
+    ) -> Report {
+        let transactions = out.integrity.matched;
+        let elapsed_s = out.elapsed.as_secs_f64();
+        let h = &out.round_trip_ns;
+        let round_trip_us = if h.is_empty() {
+            Latency::default()
+        } else {
+            Latency {
+                mean: h.mean() / 1000.0,
+                min: us(h.min()),
+                p50: us(h.value_at_quantile(0.50)),
+                p90: us(h.value_at_quantile(0.90)),
+                p99: us(h.value_at_quantile(0.99)),
+                p999: us(h.value_at_quantile(0.999)),
+                max: us(h.max()),
+            }
+        };
+        let per = |x: f64| (transactions > 0).then(|| x / transactions as f64);
+        let app_s = app_cpu.map(|d| d.as_secs_f64());
+        let status_detail = match out.status {
+            Status::Completed => None,
+            Status::TimedOut => Some(format!(
+                "{} request(s) got no reply within {:?}",
+                out.integrity.timed_out, cfg.wait
+            )),
+            Status::StoppedAfterTimeouts => Some(format!(
+                "stopped after {} timeouts (--max-timeouts)",
+                out.integrity.timed_out
+            )),
+            Status::Interrupted => {
+                Some("interrupted by Ctrl-C; figures cover the run up to then".into())
+            }
+            Status::Failed => out.error.clone(),
+        };
+        let (count, duration_s) = match cfg.length {
+            RunLength::Count(n) => (Some(n), None),
+            RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
+        };
+        Report {
+            schema: SCHEMA,
+            tool: Tool {
+                name: "oemputx",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            label: cfg.label.clone(),
+            status: out.status,
+            status_detail,
+            settings: Settings {
+                transport: cfg.endpoint.transport(),
+                qmgr: cfg.endpoint.redacted(),
+                profile: cfg.profile.clone(),
+                request_queue: cfg.request_queue.clone(),
+                reply_queue: match &cfg.reply_queue {
+                    ReplyQueue::Named(q) => Some(q.clone()),
+                    ReplyQueue::Temporary => None,
+                },
+                message_source: cfg.messages.source.clone(),
+                messages_in_rotation: cfg.messages.bodies.len(),
+                msg_bytes_min: cfg.messages.min_len(),
+                msg_bytes_max: cfg.messages.max_len(),
+                persistent: cfg.persistent,
+                syncpoint: cfg.syncpoint,
+                msgs_per_loop: cfg.msgs_per_loop,
+                tasks: cfg.tasks,
+                count,
+                duration_s,
+                wait_s: cfg.wait.as_secs_f64(),
+                match_mode: cfg.match_mode,
+                warmup: cfg.warmup,
+                rate_limit_tps: cfg.rate,
+                max_timeouts: cfg.max_timeouts,
+            },
+            reply_queue_cleared: out.cleared,
+            start_utc: format_utc(&out.start),
+            end_utc: format_utc(&out.end),
+            transactions,
+            elapsed_s,
+            rate_tps: if elapsed_s > 0.0 {
+                transactions as f64 / elapsed_s
+            } else {
+                0.0
+            },
+            round_trip_us,
+            app_cpu: AppCpu {
+                total_s: app_s,
+                us_per_tran: app_s.and_then(|s| per(s * 1e6)),
+                pct_of_elapsed: app_s
+                    .filter(|_| elapsed_s > 0.0)
+                    .map(|s| 100.0 * s / elapsed_s),
+                source: app_cpu_source,
+            },
+            integrity: out.integrity,
+            per_task_transactions: out.per_task_matched.clone(),
+            processes: Vec::new(),
+            groups: Vec::new(),
+            host: Host::current(),
+        }
+    }
+}
+
+/// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
+/// or to stdout when `path` is `-`.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        return out.flush();
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

@@ -1,0 +1,272 @@
+//! The embedded queue manager: in-process queues and a built-in responder flow.
+//!
+//! It makes `oemputx --count 1000` work on any machine with nothing installed, and it is
+//! the deterministic double for driver tests. Its responder copies each request's body to a
+//! reply on the request's reply queue with the same correlation id, like the echo flow.
+//! Everything is in memory: `--persistent` only marks messages.
+//!
+//! Named reply queues shared by several tasks are read by correlation id, the way MQGET
+//! with a CorrelId selects; temporary ones are read first in, first out.
+
+use super::correl;
+use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
+use crate::config::ReplyQueue;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// IBM MQ's largest message; the embedded queue manager accepts the same.
+pub const MAX_MESSAGE: usize = 100 * 1024 * 1024;
+/// How often the responder looks at the stop flag while its queue is empty.
+const RESPONDER_POLL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone)]
+struct Msg {
+    body: Arc<[u8]>,
+    correl_id: String,
+    reply_to: Option<String>,
+}
+
+/// One queue: a FIFO with a condition variable for waiting getters.
+#[derive(Default)]
+struct Queue {
+    items: Mutex<VecDeque<Msg>>,
+    ready: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a queue lock leaves plain data behind; keep going with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Queue {
+    fn put(&self, msg: Msg) {
+        lock(&self.items).push_back(msg);
+        self.ready.notify_all();
+    }
+
+    /// Wait up to `wait` for the first message that `select` accepts.
+    fn get(&self, wait: Duration, select: impl Fn(&Msg) -> bool) -> Option<Msg> {
+        let deadline = Instant::now() + wait;
+        let mut items = lock(&self.items);
+        loop {
+            if let Some(i) = items.iter().position(&select) {
+                return items.remove(i);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            items = self
+                .ready
+                .wait_timeout(items, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    fn clear(&self) -> u64 {
+        let mut items = lock(&self.items);
+        let n = items.len() as u64;
+        items.clear();
+        n
+    }
+}
+
+/// The queue manager: named queues, shared by every session of the run.
+#[derive(Default)]
+struct QueueManager {
+    queues: Mutex<HashMap<String, Arc<Queue>>>,
+}
+
+impl QueueManager {
+    fn queue(&self, name: &str) -> Arc<Queue> {
+        lock(&self.queues)
+            .entry(name.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn delete(&self, name: &str) {
+        lock(&self.queues).remove(name);
+    }
+}
+
+/// The embedded transport: a queue manager plus its responder thread.
+pub struct Embedded {
+    qmgr: Arc<QueueManager>,
+    setup: QueueSetup,
+    stop: Arc<AtomicBool>,
+    responder: Mutex<Option<JoinHandle<()>>>,
+    responder_tid: Arc<Mutex<Option<i32>>>,
+    /// Replies the responder could not deliver (no reply queue named).
+    pub undeliverable: Arc<AtomicU64>,
+    next_temp: AtomicU64,
+}
+
+impl Embedded {
+    /// Create the queue manager and start its responder on the request queue.
+    pub fn start(setup: QueueSetup) -> Self {
+        let qmgr = Arc::new(QueueManager::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let undeliverable = Arc::new(AtomicU64::new(0));
+        let responder_tid = Arc::new(Mutex::new(None));
+        let input = qmgr.queue(&setup.request_queue);
+        let handle = {
+            let (qmgr, stop, undeliverable, tid) = (
+                qmgr.clone(),
+                stop.clone(),
+                undeliverable.clone(),
+                responder_tid.clone(),
+            );
+            std::thread::Builder::new()
+                .name("oemputx-flow".into())
+                .spawn(move || {
+                    *lock(&tid) = Some(crate::cpu::current_tid());
+                    respond(&qmgr, &input, &stop, &undeliverable);
+                })
+                .ok()
+        };
+        // Wait until the responder has said who it is, so own_threads() is complete.
+        if handle.is_some() {
+            while lock(&responder_tid).is_none() {
+                std::thread::yield_now();
+            }
+        }
+        Embedded {
+            qmgr,
+            setup,
+            stop,
+            responder: Mutex::new(handle),
+            responder_tid,
+            undeliverable,
+            next_temp: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The built-in flow: copy each request to a reply with the same correlation id.
+fn respond(qmgr: &QueueManager, input: &Queue, stop: &AtomicBool, undeliverable: &AtomicU64) {
+    while !stop.load(Ordering::Relaxed) {
+        let Some(req) = input.get(RESPONDER_POLL, |_| true) else {
+            continue;
+        };
+        match req.reply_to {
+            Some(ref q) => qmgr.queue(q).put(Msg {
+                body: req.body,
+                correl_id: req.correl_id,
+                reply_to: None,
+            }),
+            None => {
+                undeliverable.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = lock(&self.responder).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Transport for Embedded {
+    fn prepare(&self) -> Result<Prepared, TransportError> {
+        let cleared = match &self.setup.reply_queue {
+            ReplyQueue::Named(q) if self.setup.clear_reply_queue => self.qmgr.queue(q).clear(),
+            _ => 0,
+        };
+        Ok(Prepared { cleared })
+    }
+
+    fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
+        let (reply_name, temporary) = match &self.setup.reply_queue {
+            ReplyQueue::Named(q) => (q.clone(), false),
+            ReplyQueue::Temporary => {
+                let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
+                (format!("AMQ.OEMPUTX.TEMP.{task}.{n}"), true)
+            }
+        };
+        Ok(Box::new(EmbeddedSession {
+            qmgr: self.qmgr.clone(),
+            request: self.qmgr.queue(&self.setup.request_queue),
+            reply: self.qmgr.queue(&reply_name),
+            reply_name,
+            temporary,
+            // A shared queue is read selectively by task; a temporary one holds only ours.
+            select_task: (!temporary && self.setup.tasks > 1).then_some(task),
+            syncpoint: self.setup.syncpoint,
+            uncommitted: Vec::new(),
+        }))
+    }
+
+    fn max_message_size(&self) -> usize {
+        MAX_MESSAGE
+    }
+
+    fn own_threads(&self) -> Vec<i32> {
+        lock(&self.responder_tid).iter().copied().collect()
+    }
+}
+
+struct EmbeddedSession {
+    qmgr: Arc<QueueManager>,
+    request: Arc<Queue>,
+    reply: Arc<Queue>,
+    reply_name: String,
+    temporary: bool,
+    select_task: Option<usize>,
+    syncpoint: bool,
+    uncommitted: Vec<Msg>,
+}
+
+impl Session for EmbeddedSession {
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        let msg = Msg {
+            body: Arc::from(body),
+            correl_id: correl_id.to_string(),
+            reply_to: Some(self.reply_name.clone()),
+        };
+        if self.syncpoint {
+            self.uncommitted.push(msg);
+        } else {
+            self.request.put(msg);
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let msg = match self.select_task {
+            // Replies that are not ours (or not parseable) stay for the task they belong to,
+            // except unparseable ones, which task 0 takes so that they are counted once.
+            Some(task) => self.reply.get(wait, |m| match correl::parse(&m.correl_id) {
+                Some(c) => c.task == task,
+                None => task == 0,
+            }),
+            None => self.reply.get(wait, |_| true),
+        };
+        Ok(msg.map(|m| Reply {
+            correl_id: Some(m.correl_id),
+            len: m.body.len(),
+        }))
+    }
+
+    fn commit(&mut self) -> Result<(), TransportError> {
+        for msg in self.uncommitted.drain(..) {
+            self.request.put(msg);
+        }
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<(), TransportError> {
+        if self.temporary {
+            self.qmgr.delete(&self.reply_name);
+        }
+        Ok(())
+    }
+}
