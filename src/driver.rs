@@ -567,3 +567,256 @@ mod tests {
         assert!(!hidden_reply.balanced());
     }
 }
+
+/// Driver tests on the embedded transport, with a wrapper that loses, repeats or invents
+/// replies so that every integrity counter is exercised deterministically.
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+    use crate::cli::Cli;
+    use crate::transport::embedded::Embedded;
+    use crate::transport::{Prepared, QueueSetup};
+    use clap::Parser;
+
+    fn config(args: &[&str]) -> Config {
+        let mut argv = vec!["oemputx"];
+        argv.extend_from_slice(args);
+        Config::from_args(&Cli::try_parse_from(argv).expect("test arguments parse").run)
+            .expect("test config is valid")
+    }
+
+    fn run_embedded(cfg: &Config) -> Outcome {
+        let t = Embedded::start(QueueSetup::from_config(cfg));
+        run(cfg, &t, &Controls::default(), &mut NoWindow).expect("embedded run")
+    }
+
+    #[test]
+    fn every_request_is_matched_on_the_embedded_queue_manager() {
+        let out = run_embedded(&config(&["--count", "500"]));
+        assert_eq!(out.status, Status::Completed);
+        assert_eq!(
+            out.integrity,
+            Integrity {
+                sent: 500,
+                received: 500,
+                matched: 500,
+                ..Default::default()
+            }
+        );
+        assert_eq!(out.round_trip_ns.len(), 500);
+    }
+
+    #[test]
+    fn tasks_share_the_count_and_msgs_per_loop_batches_do_not_overshoot() {
+        let out = run_embedded(&config(&[
+            "--count",
+            "103",
+            "--tasks",
+            "4",
+            "--msgs-per-loop",
+            "5",
+            "--warmup",
+            "7",
+        ]));
+        assert_eq!(out.per_task_matched, vec![26, 26, 26, 25]);
+        assert_eq!(out.integrity.sent, 103);
+        assert!(out.integrity.balanced());
+    }
+
+    #[test]
+    fn a_shared_named_reply_queue_is_read_by_correlation_id() {
+        let out = run_embedded(&config(&[
+            "--count",
+            "400",
+            "--tasks",
+            "4",
+            "--reply-queue",
+            "MQSI.OUT",
+            "--msgs-per-loop",
+            "3",
+        ]));
+        assert_eq!(out.integrity.matched, 400);
+        assert_eq!(out.integrity.unmatched, 0);
+    }
+
+    #[test]
+    fn syncpoint_and_any_matching_complete() {
+        let out = run_embedded(&config(&[
+            "--count",
+            "50",
+            "--syncpoint",
+            "--msgs-per-loop",
+            "5",
+            "--match",
+            "any",
+        ]));
+        assert_eq!(out.integrity.matched, 50);
+    }
+
+    #[test]
+    fn duration_runs_stop_on_time() {
+        let started = Instant::now();
+        let out = run_embedded(&config(&["--duration", "300ms", "--tasks", "2"]));
+        assert!(out.integrity.matched > 0);
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(out.elapsed >= Duration::from_millis(300));
+    }
+
+    #[test]
+    fn pacing_holds_the_asked_rate() {
+        let out = run_embedded(&config(&["--count", "40", "--rate", "200", "--tasks", "2"]));
+        // 40 requests at 200/s are due over 0.195 s: the run cannot be faster than that.
+        assert!(
+            out.elapsed >= Duration::from_millis(190),
+            "{:?}",
+            out.elapsed
+        );
+    }
+
+    /// What the faulty session does to the n-th reply it sees (counting from 1).
+    #[derive(Clone, Copy)]
+    struct Faults {
+        drop_every: u64,
+        repeat_every: u64,
+        stray_every: u64,
+    }
+
+    struct Faulty {
+        inner: Embedded,
+        faults: Faults,
+    }
+
+    struct FaultySession {
+        inner: Box<dyn Session>,
+        faults: Faults,
+        seen: u64,
+        pending: VecDeque<Reply>,
+    }
+
+    impl Transport for Faulty {
+        fn prepare(&self) -> Result<Prepared, TransportError> {
+            self.inner.prepare()
+        }
+        fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
+            Ok(Box::new(FaultySession {
+                inner: self.inner.session(task)?,
+                faults: self.faults,
+                seen: 0,
+                pending: VecDeque::new(),
+            }))
+        }
+        fn max_message_size(&self) -> usize {
+            self.inner.max_message_size()
+        }
+    }
+
+    impl Session for FaultySession {
+        fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+            self.inner.put(body, correl_id)
+        }
+        fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+            if let Some(r) = self.pending.pop_front() {
+                return Ok(Some(r));
+            }
+            let Some(reply) = self.inner.get(wait)? else {
+                return Ok(None);
+            };
+            self.seen += 1;
+            let n = self.seen;
+            if n % self.faults.drop_every == 0 {
+                return Ok(None);
+            }
+            if n % self.faults.repeat_every == 0 {
+                self.pending.push_back(reply.clone());
+            }
+            if n % self.faults.stray_every == 0 {
+                self.pending.push_back(Reply {
+                    correl_id: Some("somebody-else".into()),
+                    len: 1,
+                });
+            }
+            Ok(Some(reply))
+        }
+        fn commit(&mut self) -> Result<(), TransportError> {
+            self.inner.commit()
+        }
+        fn close(self: Box<Self>) -> Result<(), TransportError> {
+            self.inner.close()
+        }
+    }
+
+    #[test]
+    fn lost_repeated_and_stray_replies_are_all_counted() {
+        let cfg = config(&["--count", "100", "--wait", "20ms"]);
+        let faults = Faults {
+            drop_every: 10,
+            repeat_every: 7,
+            stray_every: 9,
+        };
+        let t = Faulty {
+            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            faults,
+        };
+        let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        let i = out.integrity;
+        assert_eq!(out.status, Status::TimedOut);
+        assert_eq!(i.sent, 100);
+        assert_eq!(i.timed_out, 10, "{i:?}");
+        assert_eq!(i.matched, 90, "{i:?}");
+        assert!(i.duplicates > 0 && i.unmatched > 0, "{i:?}");
+        assert!(i.balanced(), "{i:?}");
+    }
+
+    #[test]
+    fn max_timeouts_stops_the_run_early() {
+        let cfg = config(&["--count", "1000", "--wait", "10ms", "--max-timeouts", "3"]);
+        let faults = Faults {
+            drop_every: 1,
+            repeat_every: u64::MAX,
+            stray_every: u64::MAX,
+        };
+        let t = Faulty {
+            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            faults,
+        };
+        let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        assert_eq!(out.status, Status::StoppedAfterTimeouts);
+        assert_eq!(out.integrity.timed_out, 3);
+        assert_eq!(out.integrity.sent, 3);
+    }
+
+    #[test]
+    fn an_interrupt_abandons_requests_in_flight_and_keeps_the_books_balanced() {
+        let cfg = config(&["--duration", "10s", "--wait", "5s"]);
+        let faults = Faults {
+            drop_every: 50,
+            repeat_every: u64::MAX,
+            stray_every: u64::MAX,
+        };
+        let t = Faulty {
+            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            faults,
+        };
+        let controls = Controls::default();
+        let flag = controls.interrupt.clone();
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let out = run(&cfg, &t, &controls, &mut NoWindow).expect("run");
+        stopper.join().expect("stopper thread");
+        assert_eq!(out.status, Status::Interrupted);
+        assert!(out.elapsed < Duration::from_secs(2));
+        assert_eq!(out.integrity.abandoned, 1);
+        assert!(out.integrity.balanced(), "{:?}", out.integrity);
+    }
+
+    #[test]
+    fn messages_larger_than_the_transport_allows_are_refused_before_the_run() {
+        let cfg = config(&["--msg-size", "104857601"]);
+        let t = Embedded::start(QueueSetup::from_config(&cfg));
+        let err = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
+        assert!(matches!(err, TransportError::TooLarge { .. }));
+        assert!(err.is_usage());
+    }
+}

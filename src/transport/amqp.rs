@@ -8,6 +8,12 @@
 //! thread, so a put or get costs no thread hop. amqprs was chosen over lapin by measuring a
 //! raw put/get loop of each against the same echo responder: amqprs spent about a quarter of
 //! lapin's client CPU per round trip (see the commit that introduced this file).
+//!
+//! A named reply queue shared by several tasks is read by one router thread with its own
+//! connection, which hands each reply to the task its correlation id names: AMQP has no
+//! get-by-correlation-id, and a consumer per task would receive other tasks' replies
+//! round-robin, even after its own task had finished. Routed replies are acknowledged on
+//! receipt, so under --syncpoint only the puts are transactional in that mode.
 
 use super::correl;
 use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
@@ -18,7 +24,9 @@ use amqprs::channel::{
     QueueDeclareArguments, QueuePurgeArguments,
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -32,10 +40,26 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Amqp {
     endpoint: AmqpEndpoint,
     setup: QueueSetup,
-    /// For a shared named reply queue read by several tasks: each task's inbox, so that a
-    /// reply delivered to the wrong task's consumer is handed to the right one.
-    routes: Option<Arc<Vec<UnboundedSender<Reply>>>>,
+    /// With a shared named reply queue: each task's inbox, filled by the router.
     inboxes: Mutex<Vec<Option<UnboundedReceiver<Reply>>>>,
+    routes: Mutex<Option<Vec<UnboundedSender<Reply>>>>,
+    router: Mutex<Option<Router>>,
+}
+
+/// The thread that reads a shared reply queue for all tasks.
+struct Router {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+impl Drop for Amqp {
+    fn drop(&mut self) {
+        let router = self.router.lock().ok().and_then(|mut r| r.take());
+        if let Some(r) = router {
+            r.stop.store(true, Ordering::Relaxed);
+            let _ = r.handle.join();
+        }
+    }
 }
 
 impl Amqp {
@@ -44,15 +68,16 @@ impl Amqp {
         let shared = matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1;
         let (routes, inboxes) = if shared {
             let (tx, rx): (Vec<_>, Vec<_>) = (0..setup.tasks).map(|_| unbounded_channel()).unzip();
-            (Some(Arc::new(tx)), rx.into_iter().map(Some).collect())
+            (Some(tx), rx.into_iter().map(Some).collect())
         } else {
             (None, Vec::new())
         };
         Amqp {
             endpoint,
             setup,
-            routes,
             inboxes: Mutex::new(inboxes),
+            routes: Mutex::new(routes),
+            router: Mutex::new(None),
         }
     }
 
@@ -203,6 +228,44 @@ impl Amqp {
         Ok(Prepared { cleared })
     }
 
+    /// Start the router on a shared reply queue: its connection is opened here, on a
+    /// runtime that then moves to the router's thread.
+    fn start_router(&self, queue: &str) -> Result<(), TransportError> {
+        let Some(routes) = self.routes.lock().ok().and_then(|mut r| r.take()) else {
+            return Ok(());
+        };
+        let rt = self.runtime()?;
+        let (conn, ch, rx) = rt.block_on(async {
+            let conn = self.connect("oemputx-reply-router").await?;
+            let ch = conn
+                .open_channel(None)
+                .await
+                .map_err(|e| self.broker_error("opening a channel", e))?;
+            let consume = BasicConsumeArguments::new(queue, "oemputx-router")
+                .manual_ack(false)
+                .finish();
+            let (_, rx) = ch.basic_consume_rx(consume).await.map_err(|e| {
+                self.broker_error(format!("consuming from reply queue '{queue}'"), e)
+            })?;
+            // The channel must outlive this block: dropping it would close the consumer.
+            Ok::<_, TransportError>((conn, ch, rx))
+        })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("oemputx-router".into())
+            .spawn(move || route_replies(rt, (conn, ch), rx, &routes, &thread_stop))
+            .map_err(|e| TransportError::Broker {
+                what: "starting the reply router thread".into(),
+                target: self.target(),
+                why: e.to_string(),
+            })?;
+        if let Ok(mut r) = self.router.lock() {
+            *r = Some(Router { stop, handle });
+        }
+        Ok(())
+    }
+
     async fn open_session(
         &self,
         task: usize,
@@ -229,12 +292,18 @@ impl Amqp {
                     })?
             }
         };
-        let consume = BasicConsumeArguments::new(&reply_queue, &format!("oemputx-{task}"))
-            .manual_ack(self.setup.syncpoint)
-            .finish();
-        let (_tag, replies) = ch.basic_consume_rx(consume).await.map_err(|e| {
-            self.broker_error(format!("consuming from reply queue '{reply_queue}'"), e)
-        })?;
+        let replies = match inbox {
+            Some(inbox) => Source::Routed(inbox),
+            None => {
+                let consume = BasicConsumeArguments::new(&reply_queue, &format!("oemputx-{task}"))
+                    .manual_ack(self.setup.syncpoint)
+                    .finish();
+                let (_tag, rx) = ch.basic_consume_rx(consume).await.map_err(|e| {
+                    self.broker_error(format!("consuming from reply queue '{reply_queue}'"), e)
+                })?;
+                Source::Own(rx)
+            }
+        };
         if self.setup.syncpoint {
             ch.tx_select()
                 .await
@@ -248,7 +317,6 @@ impl Amqp {
             conn,
             ch,
             replies,
-            inbox,
             props,
         })
     }
@@ -258,9 +326,50 @@ impl Amqp {
 struct Parts {
     conn: Connection,
     ch: Channel,
-    replies: UnboundedReceiver<ConsumerMessage>,
-    inbox: Option<UnboundedReceiver<Reply>>,
+    replies: Source,
     props: BasicProperties,
+}
+
+/// Where a session's replies come from.
+enum Source {
+    /// Its own consumer on its own reply queue.
+    Own(UnboundedReceiver<ConsumerMessage>),
+    /// The router of a shared reply queue.
+    Routed(UnboundedReceiver<Reply>),
+}
+
+/// The router's loop: hand each reply to the task its correlation id names; replies that
+/// name no task of this run go to task 0, so that they are counted once as unmatched.
+fn route_replies(
+    rt: Runtime,
+    (conn, ch): (Connection, Channel),
+    mut rx: UnboundedReceiver<ConsumerMessage>,
+    routes: &[UnboundedSender<Reply>],
+    stop: &AtomicBool,
+) {
+    rt.block_on(async {
+        while !stop.load(Ordering::Relaxed) {
+            let m = match tokio::time::timeout(Duration::from_millis(100), rx.recv()).await {
+                Err(_) => continue,
+                Ok(None) => break,
+                Ok(Some(m)) => m,
+            };
+            let Incoming::Delivery(reply, _) = Incoming::from(m) else {
+                continue;
+            };
+            let task = reply
+                .correl_id
+                .as_deref()
+                .and_then(correl::parse)
+                .map(|c| c.task)
+                .filter(|&t| t < routes.len())
+                .unwrap_or(0);
+            // A task that has finished has dropped its inbox; its late replies are moot.
+            let _ = routes[task].send(reply);
+        }
+        let _ = ch.close().await;
+        let _ = conn.close().await;
+    });
 }
 
 /// Remove a password from a library's error text, in case it quotes the URL.
@@ -274,7 +383,11 @@ fn scrub(text: &str, password: &str) -> String {
 
 impl Transport for Amqp {
     fn prepare(&self) -> Result<Prepared, TransportError> {
-        self.runtime()?.block_on(self.prepare_async())
+        let prepared = self.runtime()?.block_on(self.prepare_async())?;
+        if let ReplyQueue::Named(q) = &self.setup.reply_queue {
+            self.start_router(q)?;
+        }
+        Ok(prepared)
     }
 
     fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
@@ -288,8 +401,6 @@ impl Transport for Amqp {
         Ok(Box::new(AmqpSession {
             rt,
             parts: Some(parts),
-            task,
-            routes: self.routes.clone(),
             request_queue: self.setup.request_queue.clone(),
             target: self.target(),
             syncpoint: self.setup.syncpoint,
@@ -306,8 +417,6 @@ struct AmqpSession {
     rt: Runtime,
     /// `None` only after close.
     parts: Option<Parts>,
-    task: usize,
-    routes: Option<Arc<Vec<UnboundedSender<Reply>>>>,
     request_queue: String,
     target: String,
     syncpoint: bool,
@@ -331,25 +440,14 @@ impl AmqpSession {
             why: why.to_string(),
         }
     }
+}
 
-    /// Hand a reply to the task its correlation id names, when that is another task.
-    fn route(&self, reply: Reply) -> Option<Reply> {
-        let Some(routes) = &self.routes else {
-            return Some(reply);
-        };
-        let owner = reply
-            .correl_id
-            .as_deref()
-            .and_then(correl::parse)
-            .map(|c| c.task);
-        match owner {
-            Some(t) if t != self.task && t < routes.len() => {
-                // The owner's inbox lives as long as the run; if it is gone the reply is moot.
-                let _ = routes[t].send(reply);
-                None
-            }
-            _ => Some(reply),
-        }
+impl Drop for AmqpSession {
+    fn drop(&mut self) {
+        // amqprs connections and channels clean up on drop through the runtime they were
+        // made on; a session dropped without close (after an error) must drop them inside it.
+        let _inside = self.rt.enter();
+        self.parts.take();
     }
 }
 
@@ -371,36 +469,28 @@ impl Session for AmqpSession {
     }
 
     fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let Some(parts) = self.parts.as_mut() else {
-                return Err(self.lost("session already closed"));
-            };
-            let next = self.rt.block_on(async {
-                tokio::time::timeout_at(deadline, async {
-                    match parts.inbox.as_mut() {
-                        Some(inbox) => tokio::select! {
-                            m = parts.replies.recv() => m.map(Incoming::from),
-                            r = inbox.recv() => r.map(Incoming::Routed),
-                        },
-                        None => parts.replies.recv().await.map(Incoming::from),
-                    }
-                })
-                .await
-            });
-            let reply = match next {
-                Err(_) => return Ok(None),
-                Ok(None) => return Err(self.lost("the broker closed the reply consumer")),
-                Ok(Some(Incoming::Routed(r))) => return Ok(Some(r)),
-                Ok(Some(Incoming::Delivery(reply, tag))) => {
-                    if self.syncpoint {
-                        self.last_tag = tag.or(self.last_tag);
-                    }
-                    reply
+        let Some(parts) = self.parts.as_mut() else {
+            return Err(self.lost("session already closed"));
+        };
+        // The timer must be made inside the runtime, hence the async block around it.
+        let next = self.rt.block_on(async {
+            tokio::time::timeout(wait, async {
+                match &mut parts.replies {
+                    Source::Own(rx) => rx.recv().await.map(Incoming::from),
+                    Source::Routed(rx) => rx.recv().await.map(Incoming::Routed),
                 }
-            };
-            if let Some(r) = self.route(reply) {
-                return Ok(Some(r));
+            })
+            .await
+        });
+        match next {
+            Err(_) => Ok(None),
+            Ok(None) => Err(self.lost("the broker closed the reply consumer")),
+            Ok(Some(Incoming::Routed(r))) => Ok(Some(r)),
+            Ok(Some(Incoming::Delivery(reply, tag))) => {
+                if self.syncpoint {
+                    self.last_tag = tag.or(self.last_tag);
+                }
+                Ok(Some(reply))
             }
         }
     }

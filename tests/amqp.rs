@@ -1,0 +1,282 @@
+//! oemputx against the real RabbitMQ on 127.0.0.1:5672 (or $OEMPUTX_TEST_AMQP), with fresh
+//! queue names and a responder started per test.
+
+mod common;
+use common::*;
+
+use amqprs::BasicProperties;
+use amqprs::channel::{BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments};
+use amqprs::connection::{Connection, OpenConnectionArguments};
+
+fn integrity(j: &serde_json::Value) -> (u64, u64, u64, u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    (n("sent"), n("matched"), n("timed_out"), n("unmatched"))
+}
+
+#[test]
+fn one_task_round_trips_every_request_through_the_echo_flow() {
+    let q = fresh_queue("one");
+    let _flow = EchoFlow::start(&q, &[]);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "300",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["schema"], "oemputx.report/1");
+    assert_eq!(integrity(&j), (300, 300, 0, 0));
+    assert_eq!(j["transactions"], 300);
+    assert!(j["rate_tps"].as_f64().unwrap_or(0.0) > 0.0);
+    assert!(j["app_cpu"]["us_per_tran"].as_f64().unwrap_or(0.0) > 0.0);
+    assert!(
+        j["round_trip_us"]["p99"].as_f64().unwrap_or(0.0)
+            >= j["round_trip_us"]["p50"].as_f64().unwrap_or(f64::MAX)
+    );
+    assert_eq!(j["settings"]["qmgr"], "amqp://guest:***@127.0.0.1:5672/%2F");
+}
+
+#[test]
+fn four_tasks_on_a_shared_named_reply_queue_get_their_own_replies() {
+    let q = fresh_queue("shared-in");
+    let reply = fresh_queue("shared-out");
+    let _cleanup = QueueGuard(reply.clone());
+    let _flow = EchoFlow::start(&q, &["--threads", "2"]);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--reply-queue",
+        &reply,
+        "--declare",
+        "--count",
+        "400",
+        "--tasks",
+        "4",
+        "--msgs-per-loop",
+        "3",
+        "--wait",
+        "10s",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (400, 400, 0, 0));
+    assert_eq!(
+        j["per_task_transactions"],
+        serde_json::json!([100, 100, 100, 100])
+    );
+}
+
+#[test]
+fn a_named_reply_queue_is_cleared_at_start_and_the_count_reported() {
+    let q = fresh_queue("clear-in");
+    let reply = fresh_queue("clear-out");
+    let _cleanup = QueueGuard(reply.clone());
+    declare_queue(&reply);
+    // Leave three stale replies behind, as a crashed earlier run would.
+    let _flow = EchoFlow::start(&q, &[]);
+    let (code, _, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--reply-queue",
+        &reply,
+        "--count",
+        "3",
+        "--wait",
+        "1s",
+        "--match",
+        "any",
+        "--no-clear",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    publish_raw(&reply, 3);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--reply-queue",
+        &reply,
+        "--count",
+        "10",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["reply_queue_cleared"], 3);
+    assert_eq!(integrity(&j), (10, 10, 0, 0));
+}
+
+#[test]
+fn syncpoint_and_persistent_runs_complete() {
+    let q = fresh_queue("sync");
+    let _flow = EchoFlow::start(&q, &[]);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "60",
+        "--syncpoint",
+        "--persistent",
+        "--msgs-per-loop",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (60, 60, 0, 0));
+    assert_eq!(j["settings"]["syncpoint"], true);
+}
+
+#[test]
+fn without_a_responder_every_request_times_out_and_the_run_exits_1_with_its_report() {
+    let q = fresh_queue("silent");
+    let _cleanup = QueueGuard(q.clone());
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--declare",
+        "--count",
+        "3",
+        "--wait",
+        "150ms",
+    ]);
+    let left = queue_depth(&q);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(j["status"], "timed_out");
+    assert_eq!(integrity(&j), (3, 0, 3, 0));
+    assert_eq!(left, 3, "the three requests wait on the queue");
+}
+
+#[test]
+fn a_missing_request_queue_is_a_usage_error_not_a_silent_declare() {
+    let q = fresh_queue("missing");
+    let (code, _, err) = run_json(&["--qmgr", &amqp_url(), "--request-queue", &q, "--count", "1"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("does not exist") && err.contains("--declare"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_wrong_password_is_refused_without_showing_it() {
+    let url = amqp_url().replacen(":guest@", ":not-the-password@", 1);
+    let (code, _, err) = run_json(&["--qmgr", &url, "--count", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refused the login"), "{err}");
+    assert!(!err.contains("not-the-password"), "{err}");
+}
+
+/// A responder written the way other RPC servers are (not sample-flow): it answers with
+/// correlation_id = the request's message_id, the MQ habit, and auto-acknowledges.
+#[test]
+fn a_foreign_responder_that_copies_message_id_works() {
+    let q = fresh_queue("foreign");
+    let _cleanup = QueueGuard(q.clone());
+    declare_queue(&q);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let responder = {
+        let (q, stop) = (q.clone(), stop.clone());
+        std::thread::spawn(move || foreign_responder(&q, &stop))
+    };
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "200",
+        "--tasks",
+        "2",
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = responder.join();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (200, 200, 0, 0));
+}
+
+fn open_args() -> OpenConnectionArguments {
+    let oemputx::config::Endpoint::Amqp(ep) = oemputx::config::parse_url(&amqp_url()).expect("url")
+    else {
+        panic!("amqp url")
+    };
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    args.virtual_host(&ep.vhost);
+    args
+}
+
+fn foreign_responder(q: &str, stop: &std::sync::atomic::AtomicBool) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let conn = Connection::open(&open_args()).await.expect("connect");
+        let ch = conn.open_channel(None).await.expect("channel");
+        let (_, mut rx) = ch
+            .basic_consume_rx(
+                BasicConsumeArguments::new(q, "foreign")
+                    .manual_ack(false)
+                    .finish(),
+            )
+            .await
+            .expect("consume");
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok(Some(m)) =
+                tokio::time::timeout(std::time::Duration::from_millis(100), rx.recv()).await
+            else {
+                continue;
+            };
+            let props = m.basic_properties.unwrap_or_default();
+            let (Some(reply_to), Some(id)) = (props.reply_to(), props.message_id()) else {
+                continue;
+            };
+            let mut reply = BasicProperties::default();
+            reply.with_correlation_id(id);
+            ch.basic_publish(
+                reply.finish(),
+                b"<ok/>".to_vec(),
+                BasicPublishArguments::new("", reply_to),
+            )
+            .await
+            .expect("publish");
+        }
+        let _ = conn.close().await;
+    });
+}
+
+fn publish_raw(q: &str, n: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    rt.block_on(async {
+        let conn = Connection::open(&open_args()).await.expect("connect");
+        let ch = conn.open_channel(None).await.expect("channel");
+        ch.queue_declare(QueueDeclareArguments::new(q).passive(true).finish())
+            .await
+            .expect("queue exists");
+        for i in 0..n {
+            let mut p = BasicProperties::default();
+            p.with_correlation_id(&format!("stale-{i}"));
+            ch.basic_publish(
+                p.finish(),
+                b"stale".to_vec(),
+                BasicPublishArguments::new("", q),
+            )
+            .await
+            .expect("publish");
+        }
+        // Publishing is asynchronous: a round trip makes sure the broker has them.
+        ch.queue_declare(QueueDeclareArguments::new(q).passive(true).finish())
+            .await
+            .expect("sync");
+        let _ = conn.close().await;
+    });
+}

@@ -1,0 +1,161 @@
+//! Helpers shared by the integration tests: fresh queue names, an echo flow that stops and
+//! cleans up after itself, and queue administration on the test broker.
+#![allow(dead_code)]
+
+use amqprs::channel::{QueueDeclareArguments, QueueDeleteArguments};
+use amqprs::connection::{Connection, OpenConnectionArguments};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The broker the tests use: $OEMPUTX_TEST_AMQP, or the local RabbitMQ.
+pub fn amqp_url() -> String {
+    std::env::var("OEMPUTX_TEST_AMQP")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// A queue name no other test (or earlier run) uses.
+pub fn fresh_queue(what: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "oemputx.test.{what}.{}.{}.{}",
+        std::process::id(),
+        nanos % 1_000_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+async fn connect() -> Connection {
+    let oemputx::config::Endpoint::Amqp(ep) =
+        oemputx::config::parse_url(&amqp_url()).expect("test URL")
+    else {
+        panic!("OEMPUTX_TEST_AMQP must be an amqp:// URL")
+    };
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    args.virtual_host(&ep.vhost);
+    Connection::open(&args)
+        .await
+        .expect("the test broker must be running (the test command starts it)")
+}
+
+/// Delete a queue, if it exists.
+pub fn delete_queue(queue: &str) {
+    runtime().block_on(async {
+        let conn = connect().await;
+        let ch = conn.open_channel(None).await.expect("channel");
+        let _ = ch.queue_delete(QueueDeleteArguments::new(queue)).await;
+        let _ = conn.close().await;
+    });
+}
+
+/// Deletes its queue when dropped, so a failing test cleans up too.
+pub struct QueueGuard(pub String);
+
+impl Drop for QueueGuard {
+    fn drop(&mut self) {
+        delete_queue(&self.0);
+    }
+}
+
+/// Create a durable queue.
+pub fn declare_queue(queue: &str) {
+    runtime().block_on(async {
+        let conn = connect().await;
+        let ch = conn.open_channel(None).await.expect("channel");
+        ch.queue_declare(QueueDeclareArguments::durable_client_named(queue))
+            .await
+            .expect("declare");
+        let _ = conn.close().await;
+    });
+}
+
+/// Messages waiting on a queue.
+pub fn queue_depth(queue: &str) -> u32 {
+    runtime().block_on(async {
+        let conn = connect().await;
+        let ch = conn.open_channel(None).await.expect("channel");
+        let (_, depth, _) = ch
+            .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
+            .await
+            .expect("queue exists")
+            .expect("declare-ok");
+        let _ = conn.close().await;
+        depth
+    })
+}
+
+/// `sample-flow --echo` on a queue; stopped (SIGTERM) and its queue deleted on drop.
+pub struct EchoFlow {
+    child: Child,
+    pub queue: String,
+}
+
+impl EchoFlow {
+    pub fn start(queue: &str, extra: &[&str]) -> EchoFlow {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
+            .args(["--echo", "--url", &amqp_url(), "--input-queue", queue])
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sample-flow starts");
+        // Ready once it says it is consuming.
+        let stderr = child.stderr.take().expect("stderr piped");
+        let mut lines = BufReader::new(stderr).lines();
+        let ready = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(
+            ready.contains("echoing"),
+            "sample-flow did not start: {ready}"
+        );
+        std::thread::spawn(move || for _ in lines {});
+        EchoFlow {
+            child,
+            queue: queue.to_string(),
+        }
+    }
+}
+
+impl Drop for EchoFlow {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        delete_queue(&self.queue);
+    }
+}
+
+/// Run oemputx with `args` and JSON on stdout; returns (exit code, parsed JSON or Null, stderr).
+pub fn run_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .args(args)
+        .args(["--export-json", "-", "--quiet"])
+        .output()
+        .expect("oemputx runs");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
