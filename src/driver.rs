@@ -723,13 +723,13 @@ mod loop_tests {
             };
             self.seen += 1;
             let n = self.seen;
-            if n % self.faults.drop_every == 0 {
+            if n.is_multiple_of(self.faults.drop_every) {
                 return Ok(None);
             }
-            if n % self.faults.repeat_every == 0 {
+            if n.is_multiple_of(self.faults.repeat_every) {
                 self.pending.push_back(reply.clone());
             }
-            if n % self.faults.stray_every == 0 {
+            if n.is_multiple_of(self.faults.stray_every) {
                 self.pending.push_back(Reply {
                     correl_id: Some("somebody-else".into()),
                     len: 1,
