@@ -1,0 +1,271 @@
+//! The `oemputx` binary as a user runs it: the embedded default, exports, profiles, and one
+//! clear line and exit code for each kind of bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::time::Duration;
+
+fn oemputx() -> Command {
+    let mut c = Command::cargo_bin("oemputx").expect("binary built");
+    // Profiles come only from what a test gives, never from the developer's home.
+    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+fn usage_error(args: &[&str], says: &str) {
+    oemputx()
+        .args(args)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(says));
+}
+
+#[test]
+fn the_embedded_default_runs_with_nothing_installed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // From an empty directory: the built-in request is used.
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--count", "200"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Total Transactions    :          200",
+        ))
+        .stdout(predicate::str::contains(
+            "built-in request-630.xml (630 bytes",
+        ))
+        .stdout(predicate::str::contains("Avg App CPU per msg"));
+}
+
+#[test]
+fn json_export_has_the_schema_and_the_figures() {
+    let out = oemputx()
+        .args(["--count", "100", "--tasks", "2", "--export-json", "-"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
+    assert_eq!(j["schema"], "oemputx.report/1");
+    assert_eq!(j["transactions"], 100);
+    for k in ["mean", "p50", "p90", "p99", "p999", "max"] {
+        assert!(
+            j["round_trip_us"][k].as_f64().is_some_and(|v| v > 0.0),
+            "{k}"
+        );
+    }
+    assert!(j["app_cpu"]["total_s"].as_f64().is_some_and(|v| v > 0.0));
+    let i = &j["integrity"];
+    assert_eq!(
+        (
+            i["sent"].as_u64(),
+            i["matched"].as_u64(),
+            i["timed_out"].as_u64()
+        ),
+        (Some(100), Some(100), Some(0))
+    );
+    // The text report went to stderr so that stdout stays parseable.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Total Transactions"));
+}
+
+#[test]
+fn json_export_to_a_file_is_complete() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("run.json");
+    oemputx()
+        .args(["--count", "50", "--quiet", "--export-json"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout("");
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("JSON");
+    assert_eq!(j["transactions"], 50);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+}
+
+#[test]
+fn a_profile_names_the_transport_and_queues() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("oemputx.toml"),
+        "[profile.LOCAL]\nurl = \"embedded:\"\nrequest_queue = \"FLOW.IN\"\n",
+    )
+    .expect("write");
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--qmgr", "LOCAL", "--count", "20"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Request queue     : FLOW.IN"));
+}
+
+#[test]
+fn profiles_are_also_found_under_xdg_config_home() {
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(home.path().join("oemputx")).expect("mkdir");
+    std::fs::write(
+        home.path().join("oemputx/oemputx.toml"),
+        "[profile.HOMEQM]\nurl = \"embedded:\"\n",
+    )
+    .expect("write");
+    let cwd = tempfile::tempdir().expect("tempdir");
+    oemputx()
+        .current_dir(cwd.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(["--qmgr", "HOMEQM", "--count", "5"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn an_unknown_profile_lists_the_known_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("oemputx.toml"),
+        "[profile.RABBIT]\nurl = \"amqp://localhost\"\n",
+    )
+    .expect("write");
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--qmgr", "QM1"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("no profile of that name")
+                .and(predicate::str::contains("known profiles: RABBIT")),
+        );
+}
+
+#[test]
+fn a_broken_profile_file_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("oemputx.toml"), "[profile.X]\nurl = 3\n").expect("write");
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--qmgr", "X"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("oemputx.toml"));
+}
+
+#[test]
+fn bad_counts_and_tasks_are_usage_errors() {
+    usage_error(&["--count", "0"], "--count: must be at least 1");
+    usage_error(&["--tasks", "0"], "--tasks: must be at least 1");
+    usage_error(&["--count", "3", "--tasks", "4"], "use at most --tasks 3");
+    usage_error(&["--msgs-per-loop", "0"], "--msgs-per-loop");
+    usage_error(&["--rate", "0"], "--rate");
+    usage_error(&["--wait", "0s"], "--wait");
+    usage_error(&["--count", "lots"], "invalid value");
+}
+
+#[test]
+fn bad_message_files_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty.xml");
+    std::fs::write(&empty, "").expect("write");
+    let blank = dir.path().join("blank.txt");
+    std::fs::write(&blank, "\n\r\n\n").expect("write");
+    let p = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    usage_error(&["--msgfile", "/no/such/file.xml"], "does not exist");
+    usage_error(&["--msgfile", &p(&empty)], "is empty");
+    usage_error(&["--msgfile", &p(&blank), "--lines"], "no non-empty lines");
+    usage_error(&["--msgfile", &p(dir.path())], "cannot be read");
+    usage_error(&["--msg-size", "0"], "--msg-size 0");
+}
+
+#[test]
+fn a_message_larger_than_the_transport_allows_is_refused() {
+    usage_error(
+        &["--msg-size", "104857601", "--count", "1"],
+        "larger than embedded allows",
+    );
+}
+
+#[test]
+fn lines_mode_sends_each_line_as_a_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("three.txt");
+    std::fs::write(&f, "one\r\ntwo\nthree\n").expect("write");
+    oemputx()
+        .args(["--count", "9", "--lines", "--msgfile"])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(3..5 bytes, 3 message(s))"));
+}
+
+#[test]
+fn malformed_and_future_urls_are_usage_errors_that_hide_the_password() {
+    oemputx()
+        .args(["--qmgr", "amqp://bob:s3cret@:5672"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bob:***").and(predicate::str::contains("s3cret").not()));
+    usage_error(&["--qmgr", "ibmmq://QM1"], "not yet supported");
+    usage_error(&["--qmgr", "ftp://x"], "unknown scheme");
+}
+
+#[test]
+fn an_unreachable_broker_is_refused_within_seconds() {
+    // A port nothing listens on: refused at once.
+    let started = std::time::Instant::now();
+    oemputx()
+        .args(["--qmgr", "amqp://guest:pw@127.0.0.1:1/%2f", "--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("cannot reach amqp://guest:***@127.0.0.1:1")
+                .and(predicate::str::contains(":pw@").not()),
+        );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn a_silent_port_times_out_instead_of_hanging() {
+    // Listens but never speaks AMQP.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let started = std::time::Instant::now();
+    oemputx()
+        .args([
+            "--qmgr",
+            &format!("amqp://127.0.0.1:{port}"),
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no answer within"));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    drop(listener);
+}
+
+#[test]
+fn commands_not_built_yet_say_so() {
+    usage_error(&["cpu"], "not yet available");
+    usage_error(&["gate", "--baseline", "x.json"], "not yet available");
+}
+
+#[test]
+fn ctrl_c_prints_the_partial_report_marked_interrupted_and_exits_130() {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .args(["--duration", "60s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("*** INTERRUPTED ***"), "{text}");
+    assert!(text.contains("Total Transactions"), "{text}");
+}
