@@ -150,17 +150,31 @@ pub struct Controls {
     pub interrupt: Arc<AtomicBool>,
     stop: AtomicBool,
     timeouts: AtomicU64,
-    /// Matched replies so far in the window, for progress displays.
-    pub progress: AtomicU64,
+    /// Matched replies so far in the window, one counter per task on its own cache line so
+    /// that tasks never contend for it.
+    progress: Vec<PerTask>,
 }
 
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct PerTask(AtomicU64);
+
 impl Controls {
-    /// Controls watching `interrupt`.
-    pub fn new(interrupt: Arc<AtomicBool>) -> Self {
+    /// Controls watching `interrupt`, with progress counters for `tasks` tasks.
+    pub fn new(interrupt: Arc<AtomicBool>, tasks: usize) -> Self {
         Controls {
             interrupt,
+            progress: (0..tasks).map(|_| PerTask::default()).collect(),
             ..Default::default()
         }
+    }
+
+    /// Matched replies so far in the measured window, all tasks.
+    pub fn progress(&self) -> u64 {
+        self.progress
+            .iter()
+            .map(|p| p.0.load(Ordering::Relaxed))
+            .sum()
     }
 
     fn stopping(&self) -> bool {
@@ -285,10 +299,8 @@ impl TaskLoop<'_> {
             if cfg.syncpoint {
                 self.session.commit()?;
             }
-            if count_progress {
-                self.plan
-                    .controls
-                    .progress
+            if count_progress && let Some(slot) = self.plan.controls.progress.get(self.task) {
+                slot.0
                     .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
             }
             done += batch;
@@ -301,24 +313,24 @@ impl TaskLoop<'_> {
         let cfg = self.plan.cfg;
         // Like a series of MQGETs with a wait: each reply gets the full --wait from the
         // moment the previous one arrived (or the puts were done).
-        let mut deadline = Instant::now() + cfg.wait;
+        let mut now = Instant::now();
+        let mut deadline = now + cfg.wait;
         while !self.inflight.is_empty() {
             if self.plan.controls.interrupt.load(Ordering::Relaxed) {
                 stats.integrity.abandoned += self.inflight.len() as u64;
                 self.inflight.clear();
                 return Ok(());
             }
-            let now = Instant::now();
             if now >= deadline {
                 self.time_out(stats);
                 return Ok(());
             }
-            if let Some(reply) = self.session.get((deadline - now).min(GET_SLICE))? {
-                let matched = stats.integrity.matched;
-                self.classify(reply, stats);
-                if stats.integrity.matched > matched {
-                    deadline = Instant::now() + cfg.wait;
-                }
+            let reply = self.session.get((deadline - now).min(GET_SLICE))?;
+            now = Instant::now();
+            if let Some(reply) = reply
+                && self.classify(reply, now, stats)
+            {
+                deadline = now + cfg.wait;
             }
         }
         Ok(())
@@ -336,18 +348,18 @@ impl TaskLoop<'_> {
         }
     }
 
-    fn classify(&mut self, reply: Reply, stats: &mut TaskStats) {
-        let now = Instant::now();
+    /// Count a reply received at `now`; true when it answered an outstanding request.
+    fn classify(&mut self, reply: Reply, now: Instant, stats: &mut TaskStats) -> bool {
         let s = &mut stats.integrity;
         s.received += 1;
         if self.plan.cfg.match_mode == MatchMode::Any {
-            if let Some((_, sent)) = self.inflight.pop_front() {
-                s.matched += 1;
-                stats.record(now - sent);
-            } else {
+            let Some((_, sent)) = self.inflight.pop_front() else {
                 s.unmatched += 1;
-            }
-            return;
+                return false;
+            };
+            s.matched += 1;
+            stats.record(now - sent);
+            return true;
         }
         let ours = reply
             .correl_id
@@ -357,19 +369,22 @@ impl TaskLoop<'_> {
             .map(|c| c.seq);
         let Some(seq) = ours else {
             s.unmatched += 1;
-            return;
+            return false;
         };
         if let Some(pos) = self.inflight.iter().position(|&(q, _)| q == seq) {
             let (_, sent) = self.inflight.remove(pos).unwrap_or((seq, now));
             s.matched += 1;
             stats.record(now - sent);
-        } else if self.timed_out.remove(&seq) {
+            return true;
+        }
+        if self.timed_out.remove(&seq) {
             s.late += 1;
         } else if seq < self.next_seq {
             s.duplicates += 1;
         } else {
             s.unmatched += 1;
         }
+        false
     }
 }
 

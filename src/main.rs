@@ -51,7 +51,7 @@ fn run() -> anyhow::Result<Exit> {
     let transport = transport::open(&cfg)?;
     let excluded = transport.own_threads();
     let mut window = DriverCpu::new(excluded.clone());
-    let controls = Controls::new(interrupt);
+    let controls = Controls::new(interrupt, cfg.tasks);
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = driver::run(&cfg, transport.as_ref(), &controls, &mut window)?;
 

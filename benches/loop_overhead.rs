@@ -1,0 +1,315 @@
+//! The driver's overhead against a raw client loop (the three-loop method, two of its loops).
+//!
+//! In one run, interleaved rounds of
+//!   (a) a raw loop written straight on amqprs, with no oemputx code: publish with
+//!       `reply_to` + `correlation_id`, wait for the reply with that correlation id;
+//!   (b) the `oemputx` binary doing the same,
+//! against the same RabbitMQ, the same `sample-flow --echo` responder, the same 630-byte
+//! message and the same task count. The order alternates each round so that neither loop
+//! always runs on a warmer broker. Reported: best / median / worst of rate and of the
+//! driver's own CPU per transaction (process CPU clock over the measured window, both
+//! sides), and the ratios of the medians. Targets: rate ≥ 97% and CPU ≤ 110% of raw.
+//!
+//! Run: `cargo bench --bench loop_overhead -- [--rounds 5] [--count 5000] [--tasks 1,8]`
+//! (needs RabbitMQ on 127.0.0.1:5672 or $OEMPUTX_TEST_AMQP; `bash ci/services.sh` starts it).
+
+use amqprs::BasicProperties;
+use amqprs::channel::{
+    BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments, QueueDeleteArguments,
+};
+use amqprs::connection::{Connection, OpenConnectionArguments};
+use oemputx::config::{AmqpEndpoint, Endpoint, parse_url};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+struct Opts {
+    rounds: usize,
+    count: u64,
+    tasks: Vec<usize>,
+    url: String,
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        rounds: 5,
+        count: 5000,
+        tasks: vec![1, 8],
+        url: std::env::var("OEMPUTX_TEST_AMQP")
+            .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().unwrap_or_default();
+        match a.as_str() {
+            "--rounds" => o.rounds = val().parse().unwrap_or(o.rounds),
+            "--count" => o.count = val().parse().unwrap_or(o.count),
+            "--tasks" => o.tasks = val().split(',').filter_map(|t| t.parse().ok()).collect(),
+            "--url" => o.url = val(),
+            _ => {} // cargo bench passes --bench
+        }
+    }
+    o
+}
+
+/// One measured loop: transactions per second and driver CPU µs per transaction.
+#[derive(Clone, Copy)]
+struct Sample {
+    rate_tps: f64,
+    cpu_us: f64,
+}
+
+fn process_cpu() -> Duration {
+    oemputx::cpu::self_process().expect("process CPU clock")
+}
+
+fn endpoint(url: &str) -> AmqpEndpoint {
+    match parse_url(url) {
+        Ok(Endpoint::Amqp(ep)) => ep,
+        _ => panic!("--url must be an amqp:// URL"),
+    }
+}
+
+async fn connect(ep: &AmqpEndpoint) -> Connection {
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    args.virtual_host(&ep.vhost);
+    Connection::open(&args)
+        .await
+        .expect("RabbitMQ must be running (bash ci/services.sh)")
+}
+
+/// (a) The raw loop: `tasks` threads, each with its own connection and exclusive reply queue.
+fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, tasks: usize) -> Sample {
+    let body = std::fs::read("msgfiles/request-630.xml").expect("msgfiles/request-630.xml");
+    let ready = Arc::new(Barrier::new(tasks + 1));
+    let done = Arc::new(Barrier::new(tasks + 1));
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let (ep, queue, body, ready, done) = (
+                ep.clone(),
+                queue.to_string(),
+                body.clone(),
+                ready.clone(),
+                done.clone(),
+            );
+            let n = count / tasks as u64 + u64::from((t as u64) < count % tasks as u64);
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("rt");
+                rt.block_on(async {
+                    let conn = connect(&ep).await;
+                    let ch = conn.open_channel(None).await.expect("channel");
+                    let (reply_q, _, _) = ch
+                        .queue_declare(QueueDeclareArguments::exclusive_server_named())
+                        .await
+                        .expect("declare")
+                        .expect("declare-ok");
+                    let (_, mut rx) = ch
+                        .basic_consume_rx(
+                            BasicConsumeArguments::new(&reply_q, "raw")
+                                .manual_ack(false)
+                                .finish(),
+                        )
+                        .await
+                        .expect("consume");
+                    ready.wait();
+                    for i in 0..n {
+                        let id = format!("raw-{t}-{i}");
+                        let mut p = BasicProperties::default();
+                        p.with_correlation_id(&id).with_reply_to(&reply_q);
+                        ch.basic_publish(
+                            p.finish(),
+                            body.clone(),
+                            BasicPublishArguments::new("", &queue),
+                        )
+                        .await
+                        .expect("publish");
+                        loop {
+                            let m = rx.recv().await.expect("reply");
+                            if m.basic_properties.as_ref().and_then(|p| p.correlation_id())
+                                == Some(&id)
+                            {
+                                break;
+                            }
+                        }
+                    }
+                    done.wait();
+                    let _ = conn.close().await;
+                });
+            })
+        })
+        .collect();
+    ready.wait();
+    let (t0, c0) = (Instant::now(), process_cpu());
+    done.wait();
+    let (elapsed, cpu) = (t0.elapsed(), process_cpu() - c0);
+    for h in handles {
+        h.join().expect("raw loop thread");
+    }
+    Sample {
+        rate_tps: count as f64 / elapsed.as_secs_f64(),
+        cpu_us: cpu.as_secs_f64() * 1e6 / count as f64,
+    }
+}
+
+/// (b) The oemputx binary, same settings; its JSON report gives the same two figures.
+fn oemputx_loop(url: &str, queue: &str, count: u64, tasks: usize) -> Sample {
+    let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .args([
+            "--qmgr",
+            url,
+            "--request-queue",
+            queue,
+            "--msgfile",
+            "msgfiles/request-630.xml",
+        ])
+        .args([
+            "--count",
+            &count.to_string(),
+            "--tasks",
+            &tasks.to_string(),
+            "--quiet",
+            "--export-json",
+            "-",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("oemputx runs");
+    assert!(out.status.success(), "oemputx failed");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(j["transactions"].as_u64(), Some(count));
+    Sample {
+        rate_tps: j["rate_tps"].as_f64().expect("rate_tps"),
+        cpu_us: j["app_cpu"]["us_per_tran"]
+            .as_f64()
+            .expect("app_cpu.us_per_tran"),
+    }
+}
+
+fn best_median_worst(mut v: Vec<f64>, higher_is_better: bool) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let median = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    let (lo, hi) = (v[0], v[v.len() - 1]);
+    if higher_is_better {
+        (hi, median, lo)
+    } else {
+        (lo, median, hi)
+    }
+}
+
+/// The echo responder, stopped and its queue deleted when dropped (also on a panic).
+struct Flow {
+    child: std::process::Child,
+    queue: String,
+    ep: AmqpEndpoint,
+}
+
+impl Flow {
+    fn start(url: &str, queue: &str, ep: &AmqpEndpoint) -> Flow {
+        let child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
+            .args([
+                "--echo",
+                "--url",
+                url,
+                "--input-queue",
+                queue,
+                "--threads",
+                "2",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sample-flow starts");
+        Flow {
+            child,
+            queue: queue.to_string(),
+            ep: ep.clone(),
+        }
+    }
+}
+
+impl Drop for Flow {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            rt.block_on(async {
+                let conn = connect(&self.ep).await;
+                if let Ok(ch) = conn.open_channel(None).await {
+                    let _ = ch
+                        .queue_delete(QueueDeleteArguments::new(&self.queue))
+                        .await;
+                }
+                let _ = conn.close().await;
+            });
+        }
+    }
+}
+
+fn main() {
+    let o = opts();
+    let ep = endpoint(&o.url);
+    let queue = format!("oemputx.bench.{}", std::process::id());
+    let _flow = Flow::start(&o.url, &queue, &ep);
+    std::thread::sleep(Duration::from_millis(800));
+
+    println!(
+        "loop overhead: {} rounds of {} round trips, 630-byte message, sample-flow --echo --threads 2",
+        o.rounds, o.count
+    );
+    println!(
+        "{:>5} {:>8} | {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8}",
+        "tasks", "loop", "best tps", "median", "worst", "best CPU", "median", "worst"
+    );
+    let mut verdicts = Vec::new();
+    for &tasks in &o.tasks {
+        // One unmeasured pass of each to warm the broker, the flow and the page cache.
+        raw_loop(&ep, &queue, o.count / 5, tasks);
+        oemputx_loop(&o.url, &queue, o.count / 5, tasks);
+        let (mut raw, mut ours) = (Vec::new(), Vec::new());
+        for round in 0..o.rounds {
+            if round % 2 == 0 {
+                raw.push(raw_loop(&ep, &queue, o.count, tasks));
+                ours.push(oemputx_loop(&o.url, &queue, o.count, tasks));
+            } else {
+                ours.push(oemputx_loop(&o.url, &queue, o.count, tasks));
+                raw.push(raw_loop(&ep, &queue, o.count, tasks));
+            }
+        }
+        let mut medians = Vec::new();
+        for (name, s) in [("raw", &raw), ("oemputx", &ours)] {
+            let r = best_median_worst(s.iter().map(|x| x.rate_tps).collect(), true);
+            let c = best_median_worst(s.iter().map(|x| x.cpu_us).collect(), false);
+            println!(
+                "{tasks:>5} {name:>8} | {:>9.0} {:>9.0} {:>9.0} | {:>8.2} {:>8.2} {:>8.2}",
+                r.0, r.1, r.2, c.0, c.1, c.2
+            );
+            medians.push((r.1, c.1));
+        }
+        let rate_ratio = medians[1].0 / medians[0].0;
+        let cpu_ratio = medians[1].1 / medians[0].1;
+        let ok = rate_ratio >= 0.97 && cpu_ratio <= 1.10;
+        verdicts.push(format!(
+            "tasks {tasks}: oemputx/raw median rate {:.1}% (target >= 97%), median CPU/tran {:.1}% (target <= 110%): {}",
+            100.0 * rate_ratio,
+            100.0 * cpu_ratio,
+            if ok { "met" } else { "NOT met" }
+        ));
+    }
+    for v in &verdicts {
+        println!("{v}");
+    }
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Make sure the services the tests need are running: RabbitMQ on 127.0.0.1:5672 and
+# PostgreSQL on 127.0.0.1:5432. A service that already answers is left alone; a missing one
+# is installed from Debian's packages (apt-get) and started. Safe to run again.
+set -euo pipefail
+
+log() { printf 'services: %s\n' "$*" >&2; }
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_for() { # port name seconds
+  local i
+  for ((i = 0; i < $3 * 2; i++)); do
+    listening "$1" && { log "$2 is up on 127.0.0.1:$1"; return 0; }
+    sleep 0.5
+  done
+  log "$2 did not start listening on 127.0.0.1:$1 within $3 s"; return 1
+}
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_updated=
+apt_install() {
+  command -v apt-get >/dev/null || { log "no apt-get here: install $* yourself"; return 1; }
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+  log "installing $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_rabbitmq() {
+  if listening 5672; then log "RabbitMQ already answers on 127.0.0.1:5672; leaving it alone"; return 0; fi
+  command -v rabbitmq-server >/dev/null || [ -x /usr/sbin/rabbitmq-server ] || apt_install rabbitmq-server
+  log "starting RabbitMQ"
+  as_root env PATH="$PATH:/usr/sbin" rabbitmq-server -detached >/dev/null 2>&1 || true
+  wait_for 5672 RabbitMQ 90
+}
+
+ensure_postgresql() {
+  if listening 5432; then log "PostgreSQL already answers on 127.0.0.1:5432; leaving it alone"; return 0; fi
+  command -v pg_ctlcluster >/dev/null || apt_install postgresql
+  local version
+  version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$version" ] || { log "no PostgreSQL cluster under /etc/postgresql"; return 1; }
+  log "starting PostgreSQL $version"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  wait_for 5432 PostgreSQL 60
+}
+
+ensure_rabbitmq
+ensure_postgresql

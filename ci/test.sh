@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: starts (or installs) RabbitMQ and PostgreSQL when they are not running,
+# then checks formatting and lints and runs every test. CI (.ci/run) calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. ci/ensure-rust.sh
+bash ci/services.sh
+cargo fmt --all -- --check
+cargo clippy --all-targets --quiet -- -D warnings
+cargo test --all-targets 2>&1
