@@ -9,6 +9,8 @@
 //! always runs on a warmer broker. Reported: best / median / worst of rate and of the
 //! driver's own CPU per transaction (process CPU clock over the measured window, both
 //! sides), and the ratios of the medians. Targets: rate ≥ 97% and CPU ≤ 110% of raw.
+//! Both loops first make the same number of unmeasured round trips (a tenth of the count)
+//! on their connections, so that neither is measured cold: oemputx with `--warmup`.
 //!
 //! Run: `cargo bench --bench loop_overhead -- [--rounds 5] [--count 5000] [--tasks 1,8]`
 //! (needs RabbitMQ on 127.0.0.1:5672 or $OEMPUTX_TEST_AMQP; `bash ci/services.sh` starts it).
@@ -80,7 +82,7 @@ async fn connect(ep: &AmqpEndpoint) -> Connection {
 }
 
 /// (a) The raw loop: `tasks` threads, each with its own connection and exclusive reply queue.
-fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, tasks: usize) -> Sample {
+fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
     let body = std::fs::read("msgfiles/request-630.xml").expect("msgfiles/request-630.xml");
     let ready = Arc::new(Barrier::new(tasks + 1));
     let done = Arc::new(Barrier::new(tasks + 1));
@@ -93,7 +95,9 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, tasks: usize) -> Sample 
                 ready.clone(),
                 done.clone(),
             );
-            let n = count / tasks as u64 + u64::from((t as u64) < count % tasks as u64);
+            let share =
+                |total: u64| total / tasks as u64 + u64::from((t as u64) < total % tasks as u64);
+            let (n, warm) = (share(count), share(warmup));
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -115,27 +119,31 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, tasks: usize) -> Sample 
                         )
                         .await
                         .expect("consume");
-                    ready.wait();
-                    for i in 0..n {
-                        let id = format!("raw-{t}-{i}");
-                        let mut p = BasicProperties::default();
-                        p.with_correlation_id(&id).with_reply_to(&reply_q);
-                        ch.basic_publish(
-                            p.finish(),
-                            body.clone(),
-                            BasicPublishArguments::new("", &queue),
-                        )
-                        .await
-                        .expect("publish");
-                        loop {
-                            let m = rx.recv().await.expect("reply");
-                            if m.basic_properties.as_ref().and_then(|p| p.correlation_id())
-                                == Some(&id)
-                            {
-                                break;
+                    let mut trip = async |prefix: &str, n: u64| {
+                        for i in 0..n {
+                            let id = format!("{prefix}-{t}-{i}");
+                            let mut p = BasicProperties::default();
+                            p.with_correlation_id(&id).with_reply_to(&reply_q);
+                            ch.basic_publish(
+                                p.finish(),
+                                body.clone(),
+                                BasicPublishArguments::new("", &queue),
+                            )
+                            .await
+                            .expect("publish");
+                            loop {
+                                let m = rx.recv().await.expect("reply");
+                                if m.basic_properties.as_ref().and_then(|p| p.correlation_id())
+                                    == Some(&id)
+                                {
+                                    break;
+                                }
                             }
                         }
-                    }
+                    };
+                    trip("warm", warm).await;
+                    ready.wait();
+                    trip("raw", n).await;
                     done.wait();
                     let _ = conn.close().await;
                 });
@@ -156,7 +164,7 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, tasks: usize) -> Sample 
 }
 
 /// (b) The oemputx binary, same settings; its JSON report gives the same two figures.
-fn oemputx_loop(url: &str, queue: &str, count: u64, tasks: usize) -> Sample {
+fn oemputx_loop(url: &str, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
         .args([
             "--qmgr",
@@ -169,6 +177,8 @@ fn oemputx_loop(url: &str, queue: &str, count: u64, tasks: usize) -> Sample {
         .args([
             "--count",
             &count.to_string(),
+            "--warmup",
+            &warmup.to_string(),
             "--tasks",
             &tasks.to_string(),
             "--quiet",
@@ -277,16 +287,17 @@ fn main() {
     let mut verdicts = Vec::new();
     for &tasks in &o.tasks {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
-        raw_loop(&ep, &queue, o.count / 5, tasks);
-        oemputx_loop(&o.url, &queue, o.count / 5, tasks);
+        let warmup = o.count / 10;
+        raw_loop(&ep, &queue, o.count / 5, warmup, tasks);
+        oemputx_loop(&o.url, &queue, o.count / 5, warmup, tasks);
         let (mut raw, mut ours) = (Vec::new(), Vec::new());
         for round in 0..o.rounds {
             if round % 2 == 0 {
-                raw.push(raw_loop(&ep, &queue, o.count, tasks));
-                ours.push(oemputx_loop(&o.url, &queue, o.count, tasks));
+                raw.push(raw_loop(&ep, &queue, o.count, warmup, tasks));
+                ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks));
             } else {
-                ours.push(oemputx_loop(&o.url, &queue, o.count, tasks));
-                raw.push(raw_loop(&ep, &queue, o.count, tasks));
+                ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks));
+                raw.push(raw_loop(&ep, &queue, o.count, warmup, tasks));
             }
         }
         let mut medians = Vec::new();

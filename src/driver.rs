@@ -457,24 +457,30 @@ pub fn run(
         let t0 = Instant::now();
         go.open(true);
 
-        let mut total = TaskStats::new();
-        let mut per_task_matched = vec![0; cfg.tasks];
+        let mut finished = Vec::with_capacity(cfg.tasks);
         let mut error = None;
         for _ in 0..cfg.tasks {
             let Ok(Event::Done(task, stats, err)) = rx.recv() else {
                 break;
             };
             if let Some(e) = err {
+                // Stop the other tasks rather than let them run on alone.
                 controls.stop.store(true, Ordering::Relaxed);
                 error.get_or_insert(e.to_string());
             }
+            finished.push((task, stats));
+        }
+        let elapsed = t0.elapsed();
+        window.end();
+        // Merging happens after the window: it is the report's work, not the run's.
+        let mut total = TaskStats::new();
+        let mut per_task_matched = vec![0; cfg.tasks];
+        for (task, stats) in finished {
             per_task_matched[task] = stats.integrity.matched;
             total.integrity.add(&stats.integrity);
             // Both histograms share bounds, so adding cannot fail.
             let _ = total.round_trip_ns.add(&stats.round_trip_ns);
         }
-        let elapsed = t0.elapsed();
-        window.end();
         let end = chrono::Utc::now();
         closing.open(true);
 
@@ -535,6 +541,8 @@ fn task_main(
         Ok(())
     };
     let failed = warmed.is_err();
+    // Allocated before the window opens, so that the window holds only the loop.
+    let mut stats = TaskStats::new();
     let _ = tx.send(Event::Ready(warmed));
     if failed || !go.wait() {
         let _ = lp.session.close();
@@ -544,7 +552,6 @@ fn task_main(
         RunLength::Count(n) => Limit::Count(share(n, cfg.tasks, task)),
         RunLength::Duration(d) => Limit::Until(Instant::now() + d),
     };
-    let mut stats = TaskStats::new();
     let err = lp.run(limit, &mut stats, true, true).err();
     // Requests still in flight after a failure are neither answered nor timed out.
     stats.integrity.abandoned += lp.inflight.len() as u64;
