@@ -41,6 +41,14 @@ fn opts() -> Opts {
             .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo test --all-targets` runs this file without --bench: a quick smoke run that
+    // keeps the benchmark working, not a measurement.
+    if !args.iter().any(|a| a == "--bench") {
+        o.rounds = 1;
+        o.count = 200;
+        o.tasks = vec![2];
+        println!("smoke run (no --bench): the figures below are not a measurement");
+    }
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().cloned().unwrap_or_default();
