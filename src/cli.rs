@@ -1,5 +1,6 @@
 //! Command-line types (clap derive) and nothing else: validation lives in [`crate::config`].
 
+pub use crate::accounting::snapshot::CpuSource;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -134,6 +135,25 @@ pub struct RunArgs {
     /// intended send time, so queueing delay counts.
     #[arg(long, value_name = "PER_SEC")]
     pub rate: Option<f64>,
+
+    /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
+    /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
+    /// @postgresql, @nats, @ibmmq, @ace, @db2, @sample-flow. Repeatable. [default: the
+    /// profile's groups; for the embedded queue manager, its flow thread]
+    #[arg(long = "group", value_name = "NAME=SEL,...")]
+    pub groups: Vec<String>,
+
+    /// Account no process groups (only the driver's own CPU).
+    #[arg(long, conflicts_with = "groups")]
+    pub no_groups: bool,
+
+    /// Where process CPU comes from: exact CPU clocks, or /proc ticks for comparison.
+    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
+    pub cpu_source: CpuSource,
+
+    /// Capture ratio: `measured` from /proc over the window, or a fixed value such as 0.9.
+    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
+    pub capture_ratio: String,
 
     /// Write the report as JSON (schema oemputx.report/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]

@@ -2,6 +2,9 @@
 //!
 //! Later code never re-reads raw flags: everything a run needs, checked, is here.
 
+use crate::accounting::RatioMode;
+use crate::accounting::selector::{self, GroupSpec, SelectorError};
+use crate::accounting::snapshot::CpuSource;
 use crate::cli::{MatchMode, RunArgs};
 use crate::msgfile::{Messages, MsgFileError};
 use serde::Deserialize;
@@ -44,6 +47,8 @@ pub enum ConfigError {
     BadValue { flag: &'static str, why: String },
     #[error(transparent)]
     MsgFile(#[from] MsgFileError),
+    #[error(transparent)]
+    Selector(#[from] SelectorError),
 }
 
 fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
@@ -63,6 +68,8 @@ pub struct Profile {
     pub reply_queue: Option<String>,
     /// Label for saved reports; defaults to the profile name.
     pub label: Option<String>,
+    /// Default process groups: NAME = [selectors].
+    pub groups: Option<BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -270,6 +277,12 @@ pub struct Config {
     pub export_json: Option<PathBuf>,
     /// No text report on stdout.
     pub quiet: bool,
+    /// Process groups to account.
+    pub groups: Vec<GroupSpec>,
+    /// Where process CPU comes from.
+    pub cpu_source: CpuSource,
+    /// Measured or fixed capture ratio.
+    pub capture_ratio: RatioMode,
 }
 
 /// The profile files looked at, in order: an explicit --config, else ./oemputx.toml and
@@ -444,6 +457,24 @@ impl Config {
             (None, true) => Messages::default_request()?,
         };
 
+        let groups = if args.no_groups {
+            Vec::new()
+        } else if !args.groups.is_empty() {
+            selector::parse_groups(args.groups.iter().map(String::as_str))?
+        } else if let Some(g) = profile.and_then(|p| p.groups.as_ref()) {
+            let specs: Vec<String> = g
+                .iter()
+                .map(|(name, sels)| format!("{name}={}", sels.join(",")))
+                .collect();
+            selector::parse_groups(specs.iter().map(String::as_str))?
+        } else if endpoint == Endpoint::Embedded {
+            // The embedded queue manager's flow runs as a thread of oemputx itself.
+            selector::parse_groups(["EMBEDDED=thread:^oemputx-flow$"])?
+        } else {
+            Vec::new()
+        };
+        let capture_ratio = parse_ratio(&args.capture_ratio)?;
+
         let label = profile
             .and_then(|p| p.label.clone())
             .or_else(|| profile_name.clone())
@@ -469,7 +500,24 @@ impl Config {
             rate: args.rate,
             export_json: args.export_json.clone(),
             quiet: args.quiet,
+            groups,
+            cpu_source: args.cpu_source,
+            capture_ratio,
         })
+    }
+}
+
+/// `measured`, or a fixed ratio in (0, 1].
+pub fn parse_ratio(v: &str) -> Result<RatioMode, ConfigError> {
+    if v.eq_ignore_ascii_case("measured") {
+        return Ok(RatioMode::Measured);
+    }
+    match v.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(RatioMode::Fixed(r)),
+        _ => Err(bad(
+            "--capture-ratio",
+            format!("'{v}' is neither 'measured' nor a ratio in (0, 1] such as 0.9"),
+        )),
     }
 }
 

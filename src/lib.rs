@@ -4,6 +4,7 @@
 //! [`config::Config`], the [`driver`] runs the put/get loop over a [`transport`], and the
 //! [`report`] model is what every exporter reads.
 
+pub mod accounting;
 pub mod cli;
 pub mod config;
 pub mod cpu;

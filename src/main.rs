@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use oemputx::accounting::{Accounting, Windows};
 use oemputx::cli::{Cli, Command};
 use oemputx::config::{Config, ConfigError};
 use oemputx::cpu::DriverCpu;
@@ -51,9 +52,14 @@ fn run() -> anyhow::Result<Exit> {
     let transport = transport::open(&cfg)?;
     let excluded = transport.own_threads();
     let mut window = DriverCpu::new(excluded.clone());
+    let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio);
     let controls = Controls::new(interrupt, cfg.tasks);
     // Transport errors name the queue manager (redacted) themselves.
-    let outcome = driver::run(&cfg, transport.as_ref(), &controls, &mut window)?;
+    let outcome = {
+        // Snapshots outside, the driver's own clock inside: their cost stays out of it.
+        let mut windows = Windows(vec![&mut accounting, &mut window]);
+        driver::run(&cfg, transport.as_ref(), &controls, &mut windows)?
+    };
 
     let source = match (&window.error, excluded.is_empty()) {
         (Some(e), _) => format!("unavailable: {e}"),
@@ -63,7 +69,18 @@ fn run() -> anyhow::Result<Exit> {
             excluded.len()
         ),
     };
-    let report = Report::build(&cfg, &outcome, window.used(), source);
+    let transactions = outcome.integrity.matched;
+    let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
+    let table = accounting.table(transactions, window.used(), round_trip_us, rate);
+    let report = Report::build_with_cpu(
+        &cfg,
+        &outcome,
+        window.used(),
+        source,
+        table,
+        accounting.error.clone(),
+    );
     export(&cfg, &report)?;
     Ok(match report.status {
         Status::Completed => Exit::Ok,

@@ -8,6 +8,8 @@
 pub mod json;
 pub mod text;
 
+use crate::accounting::snapshot::CpuSource;
+pub use crate::accounting::{CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow};
 use crate::cli::MatchMode;
 use crate::config::{Config, ReplyQueue, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
@@ -41,11 +43,51 @@ pub struct Report {
     pub integrity: Integrity,
     /// Matched round trips per task.
     pub per_task_transactions: Vec<u64>,
-    /// Per-process CPU rows (filled by process accounting, when asked for).
-    pub processes: Vec<serde_json::Value>,
-    /// Per-group CPU rows (filled by process accounting, when asked for).
-    pub groups: Vec<serde_json::Value>,
+    /// Per-process CPU rows, µs per transaction (empty without process groups).
+    pub processes: Vec<ProcessRow>,
+    /// Per-group CPU rows, µs per transaction, with the driver as group DRIVER.
+    pub groups: Vec<GroupRow>,
+    /// Sum of the groups' CPU per transaction (driver included).
+    pub captured_us_per_tran: Option<f64>,
+    pub capture_ratio: Option<CaptureRatio>,
+    /// Captured ÷ capture ratio.
+    pub corrected_us_per_tran: Option<f64>,
+    /// CPU outside the groups and the driver during the window.
+    pub other_cpu: Option<OtherCpu>,
+    /// How the CPU table was measured, its verdict and warnings.
+    pub accounting: Option<AccountingInfo>,
     pub host: Host,
+}
+
+/// How the CPU table was measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AccountingInfo {
+    pub cpu_source: Option<CpuSource>,
+    pub tick_s: f64,
+    pub tick_source: String,
+    pub steal_s: f64,
+    pub snapshot_cpu_s: f64,
+    pub snapshot_share_pct: f64,
+    pub verdict: String,
+    pub warnings: Vec<String>,
+    /// Set when the snapshots could not be taken.
+    pub error: Option<String>,
+}
+
+impl AccountingInfo {
+    fn from_table(t: &CpuTable) -> Self {
+        AccountingInfo {
+            cpu_source: Some(t.cpu_source),
+            tick_s: t.tick_s,
+            tick_source: t.tick_source.clone(),
+            steal_s: t.steal_s,
+            snapshot_cpu_s: t.snapshot_cpu_s,
+            snapshot_share_pct: t.snapshot_share_pct,
+            verdict: t.verdict.clone(),
+            warnings: t.warnings.clone(),
+            error: None,
+        }
+    }
 }
 
 /// Name and version of the tool that wrote the report.
@@ -154,6 +196,18 @@ impl Report {
         app_cpu: Option<Duration>,
         app_cpu_source: String,
     ) -> Report {
+        Self::build_with_cpu(cfg, out, app_cpu, app_cpu_source, None, None)
+    }
+
+    /// Build the report of a run with its CPU table, or the reason it is missing.
+    pub fn build_with_cpu(
+        cfg: &Config,
+        out: &Outcome,
+        app_cpu: Option<Duration>,
+        app_cpu_source: String,
+        table: Option<CpuTable>,
+        accounting_error: Option<String>,
+    ) -> Report {
         let transactions = out.integrity.matched;
         let elapsed_s = out.elapsed.as_secs_f64();
         let h = &out.round_trip_ns;
@@ -246,8 +300,26 @@ impl Report {
             },
             integrity: out.integrity,
             per_task_transactions: out.per_task_matched.clone(),
-            processes: Vec::new(),
-            groups: Vec::new(),
+            captured_us_per_tran: table.as_ref().map(|t| t.captured_us_per_tran),
+            corrected_us_per_tran: table.as_ref().and_then(|t| t.corrected_us_per_tran),
+            capture_ratio: table.as_ref().and_then(|t| t.capture_ratio.clone()),
+            other_cpu: table.as_ref().map(|t| t.other_cpu.clone()),
+            accounting: match (&table, accounting_error) {
+                (Some(t), error) => Some(AccountingInfo {
+                    error,
+                    ..AccountingInfo::from_table(t)
+                }),
+                (None, Some(error)) => Some(AccountingInfo {
+                    error: Some(error),
+                    ..Default::default()
+                }),
+                (None, None) => None,
+            },
+            processes: table
+                .as_ref()
+                .map(|t| t.processes.clone())
+                .unwrap_or_default(),
+            groups: table.map(|t| t.groups).unwrap_or_default(),
             host: Host::current(),
         }
     }

@@ -9,6 +9,129 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.prec$}"))
 }
 
+/// A user or system figure, with its 1σ when that exceeds a tenth of it.
+fn with_sigma(v: f64, sigma: f64) -> String {
+    if v > 0.0 && sigma > 0.1 * v {
+        format!("{v:.2}±{sigma:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// OEMPUTX's address-space table: a row per process, a total row per group.
+fn cpu_table(o: &mut String, r: &Report) {
+    let Some(acc) = &r.accounting else { return };
+    if let Some(e) = &acc.error {
+        let _ = writeln!(o, "Per-process CPU       : not measured: {e}");
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        " {:<24} {:>10} {:>10} {:>9} {:>6}",
+        "Jobname.PID", "USR(us)", "SYS(us)", "Tot(us)", "(%)"
+    );
+    let _ = writeln!(
+        o,
+        " {:<24} {:>10} {:>10} {:>9}",
+        "", "/tran", "/tran", "/tran"
+    );
+    for g in &r.groups {
+        for p in r.processes.iter().filter(|p| p.group == g.name) {
+            let name = if p.name.chars().count() > 24 {
+                format!("{}~", p.name.chars().take(23).collect::<String>())
+            } else {
+                p.name.clone()
+            };
+            let _ = writeln!(
+                o,
+                " {:<24} {:>10} {:>10} {:>9.2} {:>6.1}{}",
+                name,
+                with_sigma(p.user_us_per_tran, p.split_sigma_us_per_tran),
+                with_sigma(p.sys_us_per_tran, p.split_sigma_us_per_tran),
+                p.total_us_per_tran,
+                p.pct,
+                p.note
+                    .as_deref()
+                    .map(|n| format!("  ({n})"))
+                    .unwrap_or_default()
+            );
+        }
+        let star = format!("{}*", g.name);
+        if g.processes == 0 {
+            let _ = writeln!(
+                o,
+                " {star:<24} {:>10} {:>10} {:>9} {:>6}  (matched nothing)",
+                "-", "-", "-", "-"
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                " {star:<24} {:>10.2} {:>10.2} {:>9.2} {:>6.1}",
+                g.user_us_per_tran, g.sys_us_per_tran, g.total_us_per_tran, g.pct
+            );
+        }
+    }
+    if let Some(c) = r.captured_us_per_tran {
+        let _ = writeln!(o, " {:<46} {:>9.2}", "Captured total", c);
+    }
+    match (&r.capture_ratio, r.corrected_us_per_tran) {
+        (Some(ratio), Some(corr)) => {
+            let _ = writeln!(
+                o,
+                " {:<46} {:>9.3}",
+                format!("Capture ratio ({})", ratio.source),
+                ratio.value
+            );
+            let _ = writeln!(o, " {:<46} {:>9.2}", "Corrected total", corr);
+        }
+        _ => {
+            let _ = writeln!(o, " {:<46} {:>9}", "Capture ratio", "n/a");
+        }
+    }
+    if let Some(other) = &r.other_cpu {
+        let top: Vec<String> = other
+            .top
+            .iter()
+            .map(|t| format!("{}.{} {:.2}", t.name, t.pid, t.us_per_tran))
+            .collect();
+        let _ = writeln!(
+            o,
+            " {:<46} {:>9.2}",
+            "Other CPU (outside the groups)", other.us_per_tran
+        );
+        if !top.is_empty() {
+            let _ = writeln!(o, "   top: {}", top.join(", "));
+        }
+    }
+    let source = match acc.cpu_source {
+        Some(crate::accounting::snapshot::CpuSource::Ticks) => {
+            "ticks from /proc/PID/stat (10 ms steps; for comparison)".to_string()
+        }
+        _ => format!(
+            "exact CPU clocks (ns); user/sys split from ticks, ± is 1σ ({})",
+            acc.tick_source
+        ),
+    };
+    let _ = writeln!(o, "CPU source            : {source}");
+    let _ = writeln!(
+        o,
+        "Accounting cost       : {:.6} s CPU for the snapshots ({:.2}% of the captured CPU)",
+        acc.snapshot_cpu_s, acc.snapshot_share_pct
+    );
+    if acc.steal_s > 0.0 {
+        let _ = writeln!(
+            o,
+            "Steal time            : {:.3} s (the hypervisor ran something else)",
+            acc.steal_s
+        );
+    }
+    let _ = writeln!(o, "Verdict               : {}", acc.verdict);
+    for w in &acc.warnings {
+        let _ = writeln!(o, "Warning               : {w}");
+    }
+}
+
 /// Render the report as text.
 pub fn render(r: &Report) -> String {
     let s = &r.settings;
@@ -132,10 +255,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "Transactions per task : {}", per.join(" "));
     }
     let _ = writeln!(o, "Driver CPU source     : {}", cpu.source);
-    let _ = writeln!(
-        o,
-        "Per-process CPU       : not measured (process accounting is not yet available)"
-    );
+    cpu_table(&mut o, r);
     match r.status {
         Status::Completed => {}
         Status::Interrupted => {

@@ -1,0 +1,540 @@
+//! Per-process, per-group CPU over the measured window: OEMPUTX's address-space table.
+//!
+//! Two snapshots (right before the first measured put, right after the last measured reply)
+//! of every process's CPU clock, the groups' members, cgroup counters and the machine's idle
+//! time; the difference, divided by the transactions, is each row's µs per transaction.
+//! Accounting knows nothing of brokers or of the driver: it is a [`Window`] the driver calls.
+
+pub mod math;
+pub mod selector;
+pub mod snapshot;
+
+use crate::driver::Window;
+use selector::GroupSpec;
+use serde::Serialize;
+use snapshot::{CpuSource, Key, Members, Sample, Snapshot};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+/// How the capture ratio is found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RatioMode {
+    /// From /proc: CPU of all tasks ÷ busy time.
+    Measured,
+    /// A fixed value, the z/OS habit (e.g. 0.9).
+    Fixed(f64),
+}
+
+/// One row of the table: a process (or thread, or cgroup) of a group.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessRow {
+    pub group: String,
+    pub name: String,
+    /// `null` for a cgroup row or reaped children.
+    pub pid: Option<i32>,
+    pub user_us_per_tran: f64,
+    pub sys_us_per_tran: f64,
+    pub total_us_per_tran: f64,
+    /// Share of the captured total, percent.
+    pub pct: f64,
+    /// 1σ uncertainty of the user/system split (µs/tran); the total is exact.
+    pub split_sigma_us_per_tran: f64,
+    /// Whether the total is exact (CPU clock or cgroup) or tick-based.
+    pub exact: bool,
+    /// "started", "exited", "reaped children" when the process came or went in the window.
+    pub note: Option<String>,
+}
+
+/// A group's total row.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupRow {
+    pub name: String,
+    pub user_us_per_tran: f64,
+    pub sys_us_per_tran: f64,
+    pub total_us_per_tran: f64,
+    pub pct: f64,
+    /// Rows (processes, threads, cgroup) in the group.
+    pub processes: usize,
+}
+
+/// The capture ratio applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureRatio {
+    pub value: f64,
+    /// "measured" or "fixed".
+    pub source: &'static str,
+    /// For a measured ratio: CPU of all tasks and the machine's busy time over the window.
+    pub tasks_cpu_s: Option<f64>,
+    pub busy_s: Option<f64>,
+}
+
+/// A process outside the groups and the driver.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherProcess {
+    pub name: String,
+    pub pid: i32,
+    pub us_per_tran: f64,
+}
+
+/// CPU on the machine outside the groups and the driver: a disturbed run shows here.
+#[derive(Debug, Clone, Serialize)]
+pub struct OtherCpu {
+    pub us_per_tran: f64,
+    pub top: Vec<OtherProcess>,
+}
+
+/// Everything accounting found, as the report carries it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CpuTable {
+    pub processes: Vec<ProcessRow>,
+    pub groups: Vec<GroupRow>,
+    pub captured_us_per_tran: f64,
+    pub capture_ratio: Option<CaptureRatio>,
+    pub corrected_us_per_tran: Option<f64>,
+    pub other_cpu: OtherCpu,
+    pub cpu_source: CpuSource,
+    /// Kernel tick used for the split's uncertainty, seconds, and where it came from.
+    pub tick_s: f64,
+    pub tick_source: String,
+    /// Steal time during the window (virtual machines), seconds.
+    pub steal_s: f64,
+    /// CPU oemputx spent taking the two snapshots, and that as a share of the captured CPU.
+    pub snapshot_cpu_s: f64,
+    pub snapshot_share_pct: f64,
+    /// CPU-bound or waiting, with the arithmetic.
+    pub verdict: String,
+    /// Groups that matched nothing, processes that could not be read, processes that came or went.
+    pub warnings: Vec<String>,
+}
+
+/// The kernel tick (1/CONFIG_HZ) when the kernel says, else 1/USER_HZ, a conservative bound.
+fn kernel_tick() -> (f64, String) {
+    if let Ok(cfg) = procfs::kernel_config()
+        && let Some(procfs::ConfigSetting::Value(hz)) = cfg.get("CONFIG_HZ")
+        && let Ok(hz) = hz.parse::<f64>()
+        && hz > 0.0
+    {
+        return (1.0 / hz, format!("CONFIG_HZ={hz}"));
+    }
+    let tck = snapshot::clk_tck() as f64;
+    (
+        1.0 / tck,
+        format!("USER_HZ={tck} (CONFIG_HZ not readable; an upper bound)"),
+    )
+}
+
+/// The accounting window: groups to measure, and the two snapshots.
+pub struct Accounting {
+    groups: Vec<GroupSpec>,
+    source: CpuSource,
+    ratio: RatioMode,
+    start: Option<Snapshot>,
+    end: Option<Snapshot>,
+    /// The first snapshot failure, reported instead of the table.
+    pub error: Option<String>,
+}
+
+impl Accounting {
+    /// Measure `groups` with `source`, correcting with `ratio`.
+    pub fn new(groups: Vec<GroupSpec>, source: CpuSource, ratio: RatioMode) -> Self {
+        Accounting {
+            groups,
+            source,
+            ratio,
+            start: None,
+            end: None,
+            error: None,
+        }
+    }
+
+    fn snap(&mut self) -> Option<Snapshot> {
+        match snapshot::take(&self.groups, self.source) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                self.error.get_or_insert(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Wall time between the two snapshots.
+    pub fn elapsed(&self) -> Option<Duration> {
+        Some(
+            self.end
+                .as_ref()?
+                .at
+                .duration_since(self.start.as_ref()?.at),
+        )
+    }
+
+    /// The table for `transactions` round trips, with the driver's own CPU as one more group
+    /// (`driver_cpu`, split like this process's ticks), and the round trip and rate for the verdict.
+    pub fn table(
+        &self,
+        transactions: u64,
+        driver_cpu: Option<Duration>,
+        round_trip_us: f64,
+        rate_tps: f64,
+    ) -> Option<CpuTable> {
+        let (a, b) = (self.start.as_ref()?, self.end.as_ref()?);
+        let per = |ns: f64| {
+            if transactions > 0 {
+                ns / 1000.0 / transactions as f64
+            } else {
+                0.0
+            }
+        };
+        let (tick_s, tick_source) = kernel_tick();
+        let mut rows: Vec<ProcessRow> = Vec::new();
+        let mut warnings = Vec::new();
+        let mut grouped: HashSet<Key> = HashSet::new();
+        let window_start = a.uptime_ticks;
+
+        // A process's CPU over the window: end − start, or its whole life if it started inside.
+        let delta =
+            |key: &Key, end: &Sample, start: Option<&Sample>| -> (u64, u64, u64, Option<String>) {
+                match start {
+                    Some(s) => (
+                        end.cpu_ns.saturating_sub(s.cpu_ns),
+                        end.utime.saturating_sub(s.utime),
+                        end.stime.saturating_sub(s.stime),
+                        None,
+                    ),
+                    None if key.1 >= window_start => (
+                        end.cpu_ns,
+                        end.utime,
+                        end.stime,
+                        Some("started in the window".into()),
+                    ),
+                    None => (
+                        end.cpu_ns,
+                        end.utime,
+                        end.stime,
+                        Some("joined the group in the window".into()),
+                    ),
+                }
+            };
+        let row = |group: &str,
+                   name: String,
+                   pid: Option<i32>,
+                   ns: u64,
+                   ut: u64,
+                   st: u64,
+                   exact: bool,
+                   note: Option<String>| {
+            let (u, s) = math::split(ns as f64, ut, st);
+            let share = if ns > 0 { s / ns as f64 } else { 0.0 };
+            let sigma_ns = math::split_sigma(ns as f64 / 1e9, tick_s, share) * 1e9;
+            ProcessRow {
+                group: group.to_string(),
+                name,
+                pid,
+                user_us_per_tran: per(u),
+                sys_us_per_tran: per(s),
+                total_us_per_tran: per(ns as f64),
+                pct: 0.0,
+                split_sigma_us_per_tran: per(sigma_ns),
+                exact,
+                note,
+            }
+        };
+        let exact = self.source == CpuSource::Exact;
+
+        for (i, g) in self.groups.iter().enumerate() {
+            let before = rows.len();
+            match (&a.groups[i], &b.groups[i]) {
+                (Members::Procs(ka), Members::Procs(kb)) => {
+                    let keys: Vec<Key> = {
+                        let mut seen = HashSet::new();
+                        ka.iter()
+                            .chain(kb)
+                            .filter(|k| seen.insert(**k))
+                            .copied()
+                            .collect()
+                    };
+                    for key in keys {
+                        grouped.insert(key);
+                        match (a.procs.get(&key), b.procs.get(&key)) {
+                            (start, Some(end)) => {
+                                let (ns, ut, st, note) = delta(&key, end, start);
+                                rows.push(row(
+                                    &g.name,
+                                    format!("{}.{}", end.name, end.pid),
+                                    Some(end.pid),
+                                    ns,
+                                    ut,
+                                    st,
+                                    exact,
+                                    note,
+                                ));
+                                // Children it reaped in the window: their CPU, at tick precision.
+                                let reaped = start.map_or(0, |s| {
+                                    end.children_ticks.saturating_sub(s.children_ticks)
+                                });
+                                if reaped > 0 {
+                                    let ns = reaped * 1_000_000_000 / snapshot::clk_tck();
+                                    rows.push(row(
+                                        &g.name,
+                                        format!("{}.{} children", end.name, end.pid),
+                                        None,
+                                        ns,
+                                        0,
+                                        0,
+                                        false,
+                                        Some("reaped children (ticks)".into()),
+                                    ));
+                                }
+                            }
+                            (Some(start), None) => {
+                                warnings.push(format!(
+                                    "{} {}.{} exited in the window: its CPU after the first snapshot is missing (partly counted if a group member reaped it)",
+                                    g.name, start.name, start.pid
+                                ));
+                                rows.push(row(
+                                    &g.name,
+                                    format!("{}.{}", start.name, start.pid),
+                                    Some(start.pid),
+                                    0,
+                                    0,
+                                    0,
+                                    exact,
+                                    Some("exited in the window".into()),
+                                ));
+                            }
+                            (None, None) => {}
+                        }
+                    }
+                }
+                (Members::Threads(ta), Members::Threads(tb)) => {
+                    for (key, end) in tb {
+                        let (ns, ut, st, note) = delta(key, end, ta.get(key));
+                        rows.push(row(
+                            &g.name,
+                            format!("{}.{}", end.name, end.pid),
+                            Some(end.pid),
+                            ns,
+                            ut,
+                            st,
+                            exact,
+                            note,
+                        ));
+                    }
+                    for (key, start) in ta.iter().filter(|(k, _)| !tb.contains_key(k)) {
+                        warnings.push(format!(
+                            "{} thread {}.{} ended in the window: its CPU is missing",
+                            g.name, start.name, key.0
+                        ));
+                    }
+                }
+                (Members::Cgroup(Some(ca)), Members::Cgroup(Some(cb))) => {
+                    let ns = cb.usage_ns.saturating_sub(ca.usage_ns);
+                    let (ut, st) = (
+                        cb.user.saturating_sub(ca.user),
+                        cb.system.saturating_sub(ca.system),
+                    );
+                    let path = g
+                        .cgroup()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default();
+                    rows.push(row(
+                        &g.name,
+                        format!("cgroup:{path}"),
+                        None,
+                        ns,
+                        ut,
+                        st,
+                        true,
+                        None,
+                    ));
+                }
+                _ => warnings.push(format!("{}: its cgroup counters could not be read", g.name)),
+            }
+            if rows.len() == before {
+                warnings.push(format!("group {} matched nothing: check its selectors (oemputx cpu --group … lists what a group holds)", g.name));
+            }
+        }
+
+        // The driver: this process, less the threads that belong to a group.
+        let me = std::process::id() as i32;
+        if let Some(cpu) = driver_cpu {
+            let mine = b.procs.iter().find(|((pid, _), _)| *pid == me);
+            let (ut, st) = mine.map_or((0, 0), |(k, s)| {
+                let start = a.procs.get(k);
+                (
+                    s.utime.saturating_sub(start.map_or(0, |x| x.utime)),
+                    s.stime.saturating_sub(start.map_or(0, |x| x.stime)),
+                )
+            });
+            rows.push(row(
+                "DRIVER",
+                format!("oemputx.{me}"),
+                Some(me),
+                cpu.as_nanos() as u64,
+                ut,
+                st,
+                true,
+                None,
+            ));
+        }
+
+        let captured: f64 = rows.iter().map(|r| r.total_us_per_tran).sum();
+        for r in &mut rows {
+            r.pct = if captured > 0.0 {
+                100.0 * r.total_us_per_tran / captured
+            } else {
+                0.0
+            };
+        }
+        let mut groups: Vec<GroupRow> = Vec::new();
+        for name in self
+            .groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .chain(driver_cpu.map(|_| "DRIVER"))
+        {
+            let members: Vec<&ProcessRow> = rows.iter().filter(|r| r.group == name).collect();
+            let total: f64 = members.iter().map(|r| r.total_us_per_tran).sum();
+            groups.push(GroupRow {
+                name: name.to_string(),
+                user_us_per_tran: members.iter().map(|r| r.user_us_per_tran).sum(),
+                sys_us_per_tran: members.iter().map(|r| r.sys_us_per_tran).sum(),
+                total_us_per_tran: total,
+                pct: if captured > 0.0 {
+                    100.0 * total / captured
+                } else {
+                    0.0
+                },
+                processes: members.len(),
+            });
+        }
+
+        // Every task on the machine, for the capture ratio and the "other" CPU.
+        let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
+        let mut all_ns = 0u64;
+        let mut others: Vec<(u64, &Sample)> = Vec::new();
+        for (key, end) in &b.procs {
+            let (ns, ..) = delta(key, end, a.procs.get(key));
+            all_ns += ns;
+            if !grouped.contains(key) && key.0 != me {
+                others.push((ns, end));
+            }
+        }
+        let other_ns: u64 = others.iter().map(|(ns, _)| ns).sum();
+        others.sort_by_key(|x| std::cmp::Reverse(x.0));
+        let other_cpu = OtherCpu {
+            us_per_tran: per(other_ns as f64),
+            top: others
+                .iter()
+                .take(3)
+                .map(|(ns, s)| OtherProcess {
+                    name: s.name.clone(),
+                    pid: s.pid,
+                    us_per_tran: per(*ns as f64),
+                })
+                .collect(),
+        };
+        let tck = snapshot::clk_tck() as f64;
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let ratio = match self.ratio {
+            RatioMode::Fixed(v) => Some(CaptureRatio {
+                value: v,
+                source: "fixed",
+                tasks_cpu_s: None,
+                busy_s: None,
+            }),
+            RatioMode::Measured => {
+                let idle_s = b.idle_ticks.saturating_sub(a.idle_ticks) as f64 / tck;
+                let iowait_s = b.iowait_ticks.saturating_sub(a.iowait_ticks) as f64 / tck;
+                let tasks_s = all_ns as f64 / 1e9;
+                let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
+                match math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) {
+                    Some(v) => Some(CaptureRatio {
+                        value: v,
+                        source: "measured",
+                        tasks_cpu_s: Some(tasks_s),
+                        busy_s: Some(busy),
+                    }),
+                    None => {
+                        warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
+                        None
+                    }
+                }
+            }
+        };
+        let denied: HashSet<i32> = a.denied.iter().chain(&b.denied).copied().collect();
+        if !denied.is_empty() {
+            warnings.push(format!("{} process(es) could not be read (hidepid or another user's); run as their user or root to see them", denied.len()));
+        }
+        let (bound, used) = math::cpu_bound(captured + other_cpu.us_per_tran, rate_tps, cpus);
+        let verdict = if bound {
+            format!(
+                "CPU-bound: the work of each transaction kept {:.0}% of the machine's {cpus} CPU(s) busy",
+                100.0 * used
+            )
+        } else {
+            format!(
+                "waiting: a round trip takes {round_trip_us:.1} us but the measured processes spend {captured:.1} us of CPU on it; the machine's {cpus} CPU(s) were {:.0}% used, so the rest is I/O, locks, network or queueing",
+                100.0 * used
+            )
+        };
+        let snapshot_cpu = (a.cost + b.cost).as_secs_f64();
+        let captured_s = captured * transactions as f64 / 1e6;
+        Some(CpuTable {
+            processes: rows,
+            groups,
+            captured_us_per_tran: captured,
+            corrected_us_per_tran: ratio.as_ref().map(|r| captured / r.value),
+            capture_ratio: ratio,
+            other_cpu,
+            cpu_source: self.source,
+            tick_s,
+            tick_source,
+            steal_s: b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / tck,
+            snapshot_cpu_s: snapshot_cpu,
+            snapshot_share_pct: if captured_s > 0.0 {
+                100.0 * snapshot_cpu / captured_s
+            } else {
+                0.0
+            },
+            verdict,
+            warnings,
+        })
+    }
+}
+
+impl Window for Accounting {
+    fn start(&mut self) {
+        self.start = self.snap();
+    }
+    fn end(&mut self) {
+        self.end = self.snap();
+    }
+}
+
+/// Several windows in one: started in order, ended in reverse, so that the innermost (the
+/// driver's own CPU) is the closest to the traffic and the snapshots stay outside it.
+pub struct Windows<'a>(pub Vec<&'a mut dyn Window>);
+
+impl Window for Windows<'_> {
+    fn start(&mut self) {
+        for w in self.0.iter_mut() {
+            w.start();
+        }
+    }
+    fn end(&mut self) {
+        for w in self.0.iter_mut().rev() {
+            w.end();
+        }
+    }
+}
+
+/// The CPU of a process map over a window, for tests and `oemputx cpu`.
+pub fn cpu_between(a: &HashMap<Key, Sample>, b: &HashMap<Key, Sample>, key: &Key) -> Option<u64> {
+    Some(
+        b.get(key)?
+            .cpu_ns
+            .saturating_sub(a.get(key).map_or(0, |s| s.cpu_ns)),
+    )
+}

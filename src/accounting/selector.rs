@@ -1,0 +1,374 @@
+//! Process groups and the selectors that say which processes belong to them.
+//!
+//! `--group NAME=SEL[,SEL…]`: a process (or, for `thread:`, a thread of oemputx itself)
+//! belongs to the group when any selector matches it. Presets (`@rabbitmq`, …) stand for the
+//! process names of well-known brokers, queue managers and databases.
+
+use regex::Regex;
+use std::path::PathBuf;
+
+/// A wrong group or selector: the user's input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SelectorError {
+    #[error(
+        "--group {0}: write NAME=SELECTOR[,SELECTOR…], e.g. QMGR=comm:beam.smp,comm:epmd or QMGR=@rabbitmq"
+    )]
+    NoName(String),
+    #[error(
+        "--group {group}: unknown selector '{sel}'; use comm:NAME, cmd:REGEX, pid:N, pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX or @PRESET ({presets})"
+    )]
+    Unknown {
+        group: String,
+        sel: String,
+        presets: String,
+    },
+    #[error("--group {group}: '{sel}' is not a valid regular expression: {why}")]
+    BadRegex {
+        group: String,
+        sel: String,
+        why: String,
+    },
+    #[error("--group {group}: '{sel}' needs a process id number, e.g. pid:4711")]
+    BadPid { group: String, sel: String },
+    #[error("--group {group}: no user named '{user}' on this machine")]
+    NoUser { group: String, user: String },
+    #[error(
+        "--group {group}: cgroup {path} does not exist; give a cgroup v2 directory or a v1 cpuacct directory, e.g. cgroup:/sys/fs/cgroup/system.slice/rabbitmq-server.service"
+    )]
+    NoCgroup { group: String, path: PathBuf },
+    #[error("--group {group}: unknown preset @{preset}; presets are {presets}")]
+    UnknownPreset {
+        group: String,
+        preset: String,
+        presets: String,
+    },
+    #[error("--group {0} is given twice; merge its selectors into one --group")]
+    Duplicate(String),
+}
+
+/// What a selector matches.
+#[derive(Debug, Clone)]
+pub enum Selector {
+    /// Process name (the kernel's `comm`, at most 15 bytes).
+    Comm(String),
+    /// Command line, joined with spaces.
+    Cmd(Regex),
+    Pid(i32),
+    /// The pid written in a file, read at each snapshot.
+    PidFile(PathBuf),
+    Uid(u32),
+    /// A process and all its descendants.
+    Tree(i32),
+    /// A cgroup directory: its usage counter, which keeps processes that came and went.
+    Cgroup(PathBuf),
+    /// Threads of the oemputx process itself, by thread name.
+    Thread(Regex),
+}
+
+/// A named group of selectors.
+#[derive(Debug, Clone)]
+pub struct GroupSpec {
+    pub name: String,
+    pub selectors: Vec<Selector>,
+}
+
+impl GroupSpec {
+    /// The cgroup directory when the group is one, else None.
+    pub fn cgroup(&self) -> Option<&PathBuf> {
+        self.selectors.iter().find_map(|s| match s {
+            Selector::Cgroup(p) => Some(p),
+            _ => None,
+        })
+    }
+}
+
+/// Preset name → the process names it stands for (as in DESIGN.md).
+pub const PRESETS: &[(&str, &[&str])] = &[
+    (
+        "rabbitmq",
+        &["beam.smp", "epmd", "erl_child_setup", "inet_gethost"],
+    ),
+    ("postgresql", &["postgres"]),
+    ("nats", &["nats-server"]),
+    (
+        "ibmmq",
+        &[
+            "amqzxma0", "amqzlaa0", "amqrmppa", "amqzmuc0", "amqzmur0", "amqfcxba", "amqfqpub",
+            "runmqlsr", "runmqchi",
+        ],
+    ),
+    (
+        "ace",
+        &[
+            "DataFlowEngine",
+            "IntegrationServer",
+            "bipservice",
+            "bipbroker",
+        ],
+    ),
+    ("db2", &["db2sysc"]),
+    ("sample-flow", &["sample-flow"]),
+];
+
+fn preset_names() -> String {
+    PRESETS
+        .iter()
+        .map(|(n, _)| format!("@{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The kernel keeps 15 bytes of a process name; compare names the way it stores them.
+pub fn comm_name(name: &str) -> String {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_string()
+}
+
+fn regex(group: &str, sel: &str, pattern: &str) -> Result<Regex, SelectorError> {
+    Regex::new(pattern).map_err(|e| SelectorError::BadRegex {
+        group: group.into(),
+        sel: sel.into(),
+        why: e.to_string(),
+    })
+}
+
+fn pid(group: &str, sel: &str, v: &str) -> Result<i32, SelectorError> {
+    v.parse::<i32>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| SelectorError::BadPid {
+            group: group.into(),
+            sel: sel.into(),
+        })
+}
+
+/// Parse one selector (a preset may expand to several).
+pub fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorError> {
+    if let Some(preset) = sel.strip_prefix('@') {
+        let (_, names) = PRESETS.iter().find(|(n, _)| *n == preset).ok_or_else(|| {
+            SelectorError::UnknownPreset {
+                group: group.into(),
+                preset: preset.into(),
+                presets: preset_names(),
+            }
+        })?;
+        return Ok(names.iter().map(|n| Selector::Comm(comm_name(n))).collect());
+    }
+    let unknown = || SelectorError::Unknown {
+        group: group.into(),
+        sel: sel.into(),
+        presets: preset_names(),
+    };
+    let (kind, value) = sel.split_once(':').ok_or_else(unknown)?;
+    if value.is_empty() {
+        return Err(unknown());
+    }
+    let s = match kind {
+        "comm" => Selector::Comm(comm_name(value)),
+        "cmd" => Selector::Cmd(regex(group, sel, value)?),
+        "pid" => Selector::Pid(pid(group, sel, value)?),
+        "pidfile" => Selector::PidFile(PathBuf::from(value)),
+        "user" => {
+            let uid = match value.parse::<u32>() {
+                Ok(uid) => uid,
+                Err(_) => nix::unistd::User::from_name(value)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.uid.as_raw())
+                    .ok_or_else(|| SelectorError::NoUser {
+                        group: group.into(),
+                        user: value.into(),
+                    })?,
+            };
+            Selector::Uid(uid)
+        }
+        "tree" => Selector::Tree(pid(group, sel, value)?),
+        "cgroup" => {
+            let path = cgroup_dir(value);
+            if !path.is_dir() {
+                return Err(SelectorError::NoCgroup {
+                    group: group.into(),
+                    path,
+                });
+            }
+            Selector::Cgroup(path)
+        }
+        "thread" => Selector::Thread(regex(group, sel, value)?),
+        _ => return Err(unknown()),
+    };
+    Ok(vec![s])
+}
+
+/// A cgroup given as a full path, or relative to the v2 root or the v1 cpuacct root.
+fn cgroup_dir(value: &str) -> PathBuf {
+    let p = PathBuf::from(value);
+    if p.is_absolute() && p.starts_with("/sys/fs/cgroup") {
+        return p;
+    }
+    let rel = value.trim_start_matches('/');
+    for root in [
+        "/sys/fs/cgroup/cpuacct",
+        "/sys/fs/cgroup/cpu,cpuacct",
+        "/sys/fs/cgroup",
+    ] {
+        let candidate = PathBuf::from(root).join(rel);
+        if candidate.is_dir() {
+            return candidate;
+        }
+    }
+    p
+}
+
+/// Parse `NAME=SEL[,SEL…]`.
+pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
+    let (name, sels) = spec
+        .split_once('=')
+        .ok_or_else(|| SelectorError::NoName(spec.into()))?;
+    let name = name.trim();
+    if name.is_empty() || sels.trim().is_empty() {
+        return Err(SelectorError::NoName(spec.into()));
+    }
+    let mut selectors = Vec::new();
+    for sel in sels.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        selectors.extend(parse_selector(name, sel)?);
+    }
+    Ok(GroupSpec {
+        name: name.to_string(),
+        selectors,
+    })
+}
+
+/// Parse several groups, refusing a name given twice.
+pub fn parse_groups<'a>(
+    specs: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<GroupSpec>, SelectorError> {
+    let mut groups: Vec<GroupSpec> = Vec::new();
+    for spec in specs {
+        let g = parse_group(spec)?;
+        if groups.iter().any(|h| h.name == g.name) {
+            return Err(SelectorError::Duplicate(g.name));
+        }
+        groups.push(g);
+    }
+    Ok(groups)
+}
+
+/// What a process looks like to the selectors.
+#[derive(Debug, Clone, Default)]
+pub struct ProcFacts {
+    pub pid: i32,
+    pub ppid: i32,
+    pub comm: String,
+    /// Read only when a `cmd:` selector needs it.
+    pub cmdline: Option<String>,
+    pub uid: Option<u32>,
+}
+
+impl Selector {
+    /// Whether a process matches, given the pids of `tree:` roots' descendants and pid files.
+    pub fn matches(
+        &self,
+        p: &ProcFacts,
+        in_tree: &dyn Fn(i32, i32) -> bool,
+        pidfile_pid: &dyn Fn(&PathBuf) -> Option<i32>,
+    ) -> bool {
+        match self {
+            Selector::Comm(n) => p.comm == *n,
+            Selector::Cmd(re) => p.cmdline.as_deref().is_some_and(|c| re.is_match(c)),
+            Selector::Pid(pid) => p.pid == *pid,
+            Selector::PidFile(path) => pidfile_pid(path) == Some(p.pid),
+            Selector::Uid(uid) => p.uid == Some(*uid),
+            Selector::Tree(root) => in_tree(*root, p.pid),
+            Selector::Cgroup(_) | Selector::Thread(_) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(pid: i32, comm: &str) -> ProcFacts {
+        ProcFacts {
+            pid,
+            ppid: 1,
+            comm: comm.into(),
+            cmdline: Some(format!("/usr/bin/{comm} --flag")),
+            uid: Some(0),
+        }
+    }
+    fn no_tree(_: i32, _: i32) -> bool {
+        false
+    }
+    fn no_file(_: &PathBuf) -> Option<i32> {
+        None
+    }
+
+    #[test]
+    fn presets_expand_to_process_names() {
+        let g = parse_group("QMGR=@rabbitmq").unwrap();
+        assert_eq!(g.selectors.len(), 4);
+        assert!(g.selectors[0].matches(&facts(7, "beam.smp"), &no_tree, &no_file));
+    }
+
+    #[test]
+    fn long_names_compare_as_the_kernel_truncates_them() {
+        let g = parse_group("ACE=@ace").unwrap();
+        assert!(g.selectors.iter().any(|s| s.matches(
+            &facts(9, "IntegrationServ"),
+            &no_tree,
+            &no_file
+        )));
+    }
+
+    #[test]
+    fn each_selector_kind_parses() {
+        let g = parse_group("X=comm:a, cmd:^/usr/bin/b, pid:42, pidfile:/run/x.pid, user:root, tree:1, thread:^oemputx-flow$").unwrap();
+        assert_eq!(g.selectors.len(), 7);
+        assert!(g.selectors[1].matches(&facts(3, "b"), &no_tree, &no_file));
+        assert!(g.selectors[2].matches(&facts(42, "z"), &no_tree, &no_file));
+        assert!(g.selectors[4].matches(&facts(5, "z"), &no_tree, &no_file));
+        assert!(g.selectors[5].matches(
+            &facts(5, "z"),
+            &|root, pid| root == 1 && pid == 5,
+            &no_file
+        ));
+        assert!(g.selectors[3].matches(&facts(8, "z"), &no_tree, &|_| Some(8)));
+    }
+
+    #[test]
+    fn bad_selectors_say_what_is_wrong() {
+        assert!(matches!(parse_group("QMGR"), Err(SelectorError::NoName(_))));
+        assert!(matches!(
+            parse_group("Q=bogus:x"),
+            Err(SelectorError::Unknown { .. })
+        ));
+        assert!(matches!(
+            parse_group("Q=cmd:("),
+            Err(SelectorError::BadRegex { .. })
+        ));
+        assert!(matches!(
+            parse_group("Q=pid:abc"),
+            Err(SelectorError::BadPid { .. })
+        ));
+        assert!(matches!(
+            parse_group("Q=user:no-such-user-xyz"),
+            Err(SelectorError::NoUser { .. })
+        ));
+        assert!(matches!(
+            parse_group("Q=cgroup:/sys/fs/cgroup/no/such"),
+            Err(SelectorError::NoCgroup { .. })
+        ));
+        assert!(matches!(
+            parse_group("Q=@nosuch"),
+            Err(SelectorError::UnknownPreset { .. })
+        ));
+        assert!(matches!(
+            parse_groups(["A=pid:1", "A=pid:2"]),
+            Err(SelectorError::Duplicate(_))
+        ));
+    }
+}

@@ -1,0 +1,326 @@
+//! Snapshots: every process's CPU at one instant, which processes each group holds, the
+//! cgroup counters and the machine's idle time.
+//!
+//! Processes are keyed by (pid, start time) so that a reused pid is never taken for the old
+//! process; a process that vanishes between listing and reading is simply not in the
+//! snapshot (procfs reports it as NotFound).
+
+use super::selector::{GroupSpec, ProcFacts, Selector};
+use procfs::CurrentSI;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// (pid, start time in clock ticks since boot).
+pub type Key = (i32, u64);
+
+/// How process CPU is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuSource {
+    /// Process CPU clocks (ns); user/system split from /proc ticks, scaled to the exact total.
+    Exact,
+    /// /proc/PID/stat utime+stime (clock ticks), for comparison.
+    Ticks,
+}
+
+/// One process's (or thread's) counters.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub pid: i32,
+    pub name: String,
+    /// CPU so far, nanoseconds (from the CPU clock, or from ticks with `--cpu-source ticks`).
+    pub cpu_ns: u64,
+    pub utime: u64,
+    pub stime: u64,
+    /// CPU of reaped children, clock ticks.
+    pub children_ticks: u64,
+}
+
+/// A cgroup's counters.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CgroupSample {
+    pub usage_ns: u64,
+    /// User and system time, in the unit the cgroup reports them (µs for v2, ticks for v1);
+    /// only their ratio is used.
+    pub user: u64,
+    pub system: u64,
+}
+
+/// What a group held at one snapshot.
+#[derive(Debug, Clone)]
+pub enum Members {
+    Procs(Vec<Key>),
+    Threads(HashMap<Key, Sample>),
+    Cgroup(Option<CgroupSample>),
+}
+
+/// The machine at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub at: Instant,
+    /// Every process that could be read.
+    pub procs: HashMap<Key, Sample>,
+    /// Per group, in the order of the specs.
+    pub groups: Vec<Members>,
+    /// /proc/stat idle and iowait, clock ticks.
+    pub idle_ticks: u64,
+    pub iowait_ticks: u64,
+    pub steal_ticks: u64,
+    /// Boot-relative time of this snapshot in clock ticks, to tell processes that started later.
+    pub uptime_ticks: u64,
+    /// Processes that could not be read for lack of permission (hidepid, another user).
+    pub denied: Vec<i32>,
+    /// CPU this thread spent taking the snapshot.
+    pub cost: Duration,
+}
+
+/// Why a snapshot could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("cannot list processes in /proc: {0}. Is /proc mounted?")]
+    Proc(String),
+    #[error("cannot read /proc/stat: {0}")]
+    Stat(String),
+}
+
+/// Clock ticks per second (USER_HZ), as /proc reports times.
+pub fn clk_tck() -> u64 {
+    procfs::ticks_per_second().max(1)
+}
+
+fn read_cgroup(dir: &Path) -> Option<CgroupSample> {
+    // cgroup v2: cpu.stat has usage_usec, user_usec, system_usec.
+    if let Ok(text) = std::fs::read_to_string(dir.join("cpu.stat")) {
+        let field = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+        };
+        if let Some(usage) = field("usage_usec ") {
+            return Some(CgroupSample {
+                usage_ns: usage * 1000,
+                user: field("user_usec ").unwrap_or(0),
+                system: field("system_usec ").unwrap_or(0),
+            });
+        }
+    }
+    // cgroup v1 cpuacct: usage in ns, cpuacct.stat in ticks.
+    let usage = std::fs::read_to_string(dir.join("cpuacct.usage"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let stat = std::fs::read_to_string(dir.join("cpuacct.stat")).unwrap_or_default();
+    let field = |k: &str| {
+        stat.lines()
+            .find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Some(CgroupSample {
+        usage_ns: usage,
+        user: field("user "),
+        system: field("system "),
+    })
+}
+
+fn read_pidfile(path: &PathBuf) -> Option<i32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn uptime_ticks() -> u64 {
+    let secs = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|t| {
+            t.split_whitespace()
+                .next()
+                .and_then(|s| s.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0);
+    (secs * clk_tck() as f64) as u64
+}
+
+/// Take a snapshot for `groups`.
+pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, SnapshotError> {
+    let cost_start = crate::cpu::self_thread().ok();
+    let at = Instant::now();
+    let tck = clk_tck();
+    let ticks_to_ns = |t: u64| t.saturating_mul(1_000_000_000) / tck;
+    let want_cmd = groups
+        .iter()
+        .flat_map(|g| &g.selectors)
+        .any(|s| matches!(s, Selector::Cmd(_)));
+    let want_uid = groups
+        .iter()
+        .flat_map(|g| &g.selectors)
+        .any(|s| matches!(s, Selector::Uid(_)));
+
+    let mut procs = HashMap::new();
+    let mut facts: Vec<(Key, ProcFacts)> = Vec::new();
+    let mut denied = Vec::new();
+    let all = procfs::process::all_processes().map_err(|e| SnapshotError::Proc(e.to_string()))?;
+    for proc in all.flatten() {
+        let stat = match proc.stat() {
+            Ok(s) => s,
+            Err(procfs::ProcError::PermissionDenied(_)) => {
+                denied.push(proc.pid);
+                continue;
+            }
+            // Gone between listing and reading: not part of this snapshot.
+            Err(_) => continue,
+        };
+        let cpu_ns = match source {
+            CpuSource::Exact => crate::cpu::process(stat.pid)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or_else(|_| ticks_to_ns(stat.utime + stat.stime)),
+            CpuSource::Ticks => ticks_to_ns(stat.utime + stat.stime),
+        };
+        let key = (stat.pid, stat.starttime);
+        let children_ticks = (stat.cutime.max(0) + stat.cstime.max(0)) as u64;
+        facts.push((
+            key,
+            ProcFacts {
+                pid: stat.pid,
+                ppid: stat.ppid,
+                comm: stat.comm.clone(),
+                cmdline: if want_cmd {
+                    proc.cmdline().ok().map(|v| v.join(" "))
+                } else {
+                    None
+                },
+                uid: if want_uid { proc.uid().ok() } else { None },
+            },
+        ));
+        procs.insert(
+            key,
+            Sample {
+                pid: stat.pid,
+                name: stat.comm,
+                cpu_ns,
+                utime: stat.utime,
+                stime: stat.stime,
+                children_ticks,
+            },
+        );
+    }
+
+    // Descendants of each tree: root, by following parent links.
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (_, f) in &facts {
+        children.entry(f.ppid).or_default().push(f.pid);
+    }
+    let mut trees: HashMap<i32, HashSet<i32>> = HashMap::new();
+    for root in groups
+        .iter()
+        .flat_map(|g| &g.selectors)
+        .filter_map(|s| match s {
+            Selector::Tree(r) => Some(*r),
+            _ => None,
+        })
+    {
+        let mut set = HashSet::from([root]);
+        let mut stack = vec![root];
+        while let Some(p) = stack.pop() {
+            for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+                if set.insert(c) {
+                    stack.push(c);
+                }
+            }
+        }
+        trees.insert(root, set);
+    }
+    let in_tree = |root: i32, pid: i32| trees.get(&root).is_some_and(|s| s.contains(&pid));
+    let pidfiles: HashMap<PathBuf, Option<i32>> = groups
+        .iter()
+        .flat_map(|g| &g.selectors)
+        .filter_map(|s| match s {
+            Selector::PidFile(p) => Some((p.clone(), read_pidfile(p))),
+            _ => None,
+        })
+        .collect();
+    let pidfile_pid = |p: &PathBuf| pidfiles.get(p).copied().flatten();
+
+    let members = groups
+        .iter()
+        .map(|g| {
+            if let Some(dir) = g.cgroup() {
+                return Members::Cgroup(read_cgroup(dir));
+            }
+            let thread_res: Vec<&regex::Regex> = g
+                .selectors
+                .iter()
+                .filter_map(|s| match s {
+                    Selector::Thread(re) => Some(re),
+                    _ => None,
+                })
+                .collect();
+            if !thread_res.is_empty() {
+                return Members::Threads(own_threads(&thread_res, source, ticks_to_ns));
+            }
+            Members::Procs(
+                facts
+                    .iter()
+                    .filter(|(_, f)| {
+                        g.selectors
+                            .iter()
+                            .any(|s| s.matches(f, &in_tree, &pidfile_pid))
+                    })
+                    .map(|(k, _)| *k)
+                    .collect(),
+            )
+        })
+        .collect();
+
+    let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
+    let cost = match (cost_start, crate::cpu::self_thread().ok()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => Duration::ZERO,
+    };
+    Ok(Snapshot {
+        at,
+        procs,
+        groups: members,
+        idle_ticks: ks.total.idle,
+        iowait_ticks: ks.total.iowait.unwrap_or(0),
+        steal_ticks: ks.total.steal.unwrap_or(0),
+        uptime_ticks: uptime_ticks(),
+        denied,
+        cost,
+    })
+}
+
+/// Threads of this process whose names match any of `res`.
+fn own_threads(
+    res: &[&regex::Regex],
+    source: CpuSource,
+    ticks_to_ns: impl Fn(u64) -> u64,
+) -> HashMap<Key, Sample> {
+    let mut out = HashMap::new();
+    let Ok(me) = procfs::process::Process::myself() else {
+        return out;
+    };
+    let Ok(tasks) = me.tasks() else { return out };
+    for task in tasks.flatten() {
+        let Ok(stat) = task.stat() else { continue };
+        if !res.iter().any(|re| re.is_match(&stat.comm)) {
+            continue;
+        }
+        let cpu_ns = match source {
+            CpuSource::Exact => crate::cpu::thread(task.tid)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or_else(|_| ticks_to_ns(stat.utime + stat.stime)),
+            CpuSource::Ticks => ticks_to_ns(stat.utime + stat.stime),
+        };
+        out.insert(
+            (task.tid, stat.starttime),
+            Sample {
+                pid: task.tid,
+                name: stat.comm,
+                cpu_ns,
+                utime: stat.utime,
+                stime: stat.stime,
+                children_ticks: 0,
+            },
+        );
+    }
+    out
+}
