@@ -20,21 +20,60 @@ pub struct Cli {
 /// Subcommands besides the default put/get run.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Snapshot of process groups' CPU now (not yet: arrives with CPU accounting).
-    Cpu {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
-    },
-    /// Account the CPU of another load driver's run (not yet: arrives with CPU accounting).
-    Account {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
-    },
+    /// Snapshot of process groups' CPU now (seconds since each process started), or with
+    /// --interval their CPU per interval, like taking before/after readings by hand.
+    Cpu(CpuArgs),
+    /// Run another load driver (executed directly, no shell) and report the groups' CPU per
+    /// message over its run, with the capture ratio.
+    Account(AccountArgs),
     /// Compare a run against a baseline and fail on a regression (not yet).
     Gate {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         rest: Vec<String>,
     },
+}
+
+/// Options of `oemputx cpu`.
+#[derive(Debug, Args, Clone)]
+pub struct CpuArgs {
+    /// Groups as for a run (NAME=SEL,...). [default: one group per preset, those running]
+    #[arg(long = "group", value_name = "NAME=SEL,...")]
+    pub groups: Vec<String>,
+    /// Print the CPU used in each interval instead of totals so far.
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<humantime::Duration>,
+    /// Stop after this many intervals. [default: until Ctrl-C]
+    #[arg(long, value_name = "N", requires = "interval")]
+    pub count: Option<u64>,
+    /// Tab-separated values (units in the column names) instead of a table.
+    #[arg(long)]
+    pub tsv: bool,
+    /// Where process CPU comes from.
+    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
+    pub cpu_source: CpuSource,
+}
+
+/// Options of `oemputx account`.
+#[derive(Debug, Args, Clone)]
+pub struct AccountArgs {
+    /// Messages the command sends; the figures are per message.
+    #[arg(long, value_name = "N")]
+    pub messages: u64,
+    /// Groups to account (NAME=SEL,...), at least one.
+    #[arg(long = "group", value_name = "NAME=SEL,...", required = true)]
+    pub groups: Vec<String>,
+    /// Capture ratio: `measured`, or a fixed value such as 0.9.
+    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
+    pub capture_ratio: String,
+    /// Where process CPU comes from.
+    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
+    pub cpu_source: CpuSource,
+    /// Write the result as JSON (schema oemputx.account/1) to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<std::path::PathBuf>,
+    /// The load driver and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Reply matching: how a reply is paired with its request.

@@ -6,6 +6,7 @@
 
 pub mod accounting;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod cpu;
 pub mod driver;

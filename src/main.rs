@@ -2,8 +2,9 @@
 
 use anyhow::Context;
 use clap::Parser;
-use oemputx::accounting::{Accounting, Windows};
+use oemputx::accounting::{Accounting, DriverRow, Windows};
 use oemputx::cli::{Cli, Command};
+use oemputx::commands;
 use oemputx::config::{Config, ConfigError};
 use oemputx::cpu::DriverCpu;
 use oemputx::driver::{self, Controls, Status};
@@ -27,15 +28,6 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<Exit> {
     let cli = Cli::parse();
-    if let Some(cmd) = cli.command {
-        let (command, why) = match cmd {
-            Command::Cpu { .. } => ("cpu", "it arrives with per-process CPU accounting"),
-            Command::Account { .. } => ("account", "it arrives with per-process CPU accounting"),
-            Command::Gate { .. } => ("gate", "it arrives with the regression gate"),
-        };
-        return Err(ConfigError::CommandNotYet { command, why }.into());
-    }
-    let cfg = Config::from_args(&cli.run)?;
 
     // The first Ctrl-C asks the loop to stop and report; a second one ends the process.
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -48,6 +40,20 @@ fn run() -> anyhow::Result<Exit> {
         .and_then(|_| signal_hook::flag::register(sig, interrupt.clone()))
         .context("installing the Ctrl-C handler")?;
     }
+    match &cli.command {
+        Some(Command::Cpu(args)) => return commands::cpu(args, interrupt),
+        Some(Command::Account(args)) => return commands::account(args),
+        Some(Command::Gate { .. }) => {
+            let why = "it arrives with the regression gate";
+            return Err(ConfigError::CommandNotYet {
+                command: "gate",
+                why,
+            }
+            .into());
+        }
+        None => {}
+    }
+    let cfg = Config::from_args(&cli.run)?;
 
     let transport = transport::open(&cfg)?;
     let excluded = transport.own_threads();
@@ -72,7 +78,14 @@ fn run() -> anyhow::Result<Exit> {
     let transactions = outcome.integrity.matched;
     let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
-    let table = accounting.table(transactions, window.used(), round_trip_us, rate);
+    let driver_row = window.used().map(DriverRow::oemputx);
+    let table = accounting.table(
+        transactions,
+        driver_row.as_ref(),
+        Some(cfg.tasks),
+        round_trip_us,
+        rate,
+    );
     let report = Report::build_with_cpu(
         &cfg,
         &outcome,

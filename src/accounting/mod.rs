@@ -123,6 +123,34 @@ fn kernel_tick() -> (f64, String) {
     )
 }
 
+/// The row for whatever drove the traffic: oemputx itself, or the command `account` ran.
+#[derive(Debug, Clone)]
+pub struct DriverRow {
+    pub group: &'static str,
+    pub name: String,
+    pub pid: Option<i32>,
+    pub cpu: Duration,
+    /// User and system ticks, when known other than from this process's /proc entry.
+    pub split: Option<(u64, u64)>,
+    /// True when the driver has exited and so is in no snapshot.
+    pub exited: bool,
+}
+
+impl DriverRow {
+    /// oemputx's own driver CPU.
+    pub fn oemputx(cpu: Duration) -> Self {
+        let me = std::process::id() as i32;
+        DriverRow {
+            group: "DRIVER",
+            name: format!("oemputx.{me}"),
+            pid: Some(me),
+            cpu,
+            split: None,
+            exited: false,
+        }
+    }
+}
+
 /// The accounting window: groups to measure, and the two snapshots.
 pub struct Accounting {
     groups: Vec<GroupSpec>,
@@ -157,6 +185,13 @@ impl Accounting {
         }
     }
 
+    /// Make the end snapshot the next start, for measuring interval after interval.
+    pub fn roll(&mut self) {
+        if let Some(end) = self.end.take() {
+            self.start = Some(end);
+        }
+    }
+
     /// Wall time between the two snapshots.
     pub fn elapsed(&self) -> Option<Duration> {
         Some(
@@ -172,7 +207,8 @@ impl Accounting {
     pub fn table(
         &self,
         transactions: u64,
-        driver_cpu: Option<Duration>,
+        driver: Option<&DriverRow>,
+        concurrency: Option<usize>,
         round_trip_us: f64,
         rate_tps: f64,
     ) -> Option<CpuTable> {
@@ -350,26 +386,31 @@ impl Accounting {
                 _ => warnings.push(format!("{}: its cgroup counters could not be read", g.name)),
             }
             if rows.len() == before {
-                warnings.push(format!("group {} matched nothing: check its selectors (oemputx cpu --group … lists what a group holds)", g.name));
+                warnings.push(format!("group {} matched nothing: check its selectors (oemputx cpu --group … lists what a group holds); processes that start and exit inside the window are seen only by a cgroup: selector", g.name));
             }
         }
 
-        // The driver: this process, less the threads that belong to a group.
+        // The driver: this process (less the threads that belong to a group), split like
+        // this process's ticks; or, for `oemputx account`, the command it ran, from rusage.
         let me = std::process::id() as i32;
-        if let Some(cpu) = driver_cpu {
+        if let Some(d) = driver {
             let mine = b.procs.iter().find(|((pid, _), _)| *pid == me);
-            let (ut, st) = mine.map_or((0, 0), |(k, s)| {
-                let start = a.procs.get(k);
-                (
-                    s.utime.saturating_sub(start.map_or(0, |x| x.utime)),
-                    s.stime.saturating_sub(start.map_or(0, |x| x.stime)),
-                )
-            });
+            let (ut, st) = match (d.split, mine) {
+                (Some(split), _) => split,
+                (None, Some((k, s))) => {
+                    let start = a.procs.get(k);
+                    (
+                        s.utime.saturating_sub(start.map_or(0, |x| x.utime)),
+                        s.stime.saturating_sub(start.map_or(0, |x| x.stime)),
+                    )
+                }
+                (None, None) => (0, 0),
+            };
             rows.push(row(
-                "DRIVER",
-                format!("oemputx.{me}"),
-                Some(me),
-                cpu.as_nanos() as u64,
+                d.group,
+                d.name.clone(),
+                d.pid,
+                d.cpu.as_nanos() as u64,
                 ut,
                 st,
                 true,
@@ -377,7 +418,9 @@ impl Accounting {
             ));
         }
 
-        let captured: f64 = rows.iter().map(|r| r.total_us_per_tran).sum();
+        // Folded from +0.0: an empty f64 sum is -0.0, which prints as "-0.00".
+        let sum = |it: &mut dyn Iterator<Item = f64>| it.fold(0.0, |acc, v| acc + v);
+        let captured = sum(&mut rows.iter().map(|r| r.total_us_per_tran));
         for r in &mut rows {
             r.pct = if captured > 0.0 {
                 100.0 * r.total_us_per_tran / captured
@@ -390,14 +433,14 @@ impl Accounting {
             .groups
             .iter()
             .map(|g| g.name.as_str())
-            .chain(driver_cpu.map(|_| "DRIVER"))
+            .chain(driver.map(|d| d.group))
         {
             let members: Vec<&ProcessRow> = rows.iter().filter(|r| r.group == name).collect();
-            let total: f64 = members.iter().map(|r| r.total_us_per_tran).sum();
+            let total = sum(&mut members.iter().map(|r| r.total_us_per_tran));
             groups.push(GroupRow {
                 name: name.to_string(),
-                user_us_per_tran: members.iter().map(|r| r.user_us_per_tran).sum(),
-                sys_us_per_tran: members.iter().map(|r| r.sys_us_per_tran).sum(),
+                user_us_per_tran: sum(&mut members.iter().map(|r| r.user_us_per_tran)),
+                sys_us_per_tran: sum(&mut members.iter().map(|r| r.sys_us_per_tran)),
                 total_us_per_tran: total,
                 pct: if captured > 0.0 {
                     100.0 * total / captured
@@ -410,7 +453,10 @@ impl Accounting {
 
         // Every task on the machine, for the capture ratio and the "other" CPU.
         let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
-        let mut all_ns = 0u64;
+        // A command that has exited is in no snapshot; its CPU still ran on this machine.
+        let mut all_ns = driver
+            .filter(|d| d.exited)
+            .map_or(0, |d| d.cpu.as_nanos() as u64);
         let mut others: Vec<(u64, &Sample)> = Vec::new();
         for (key, end) in &b.procs {
             let (ns, ..) = delta(key, end, a.procs.get(key));
@@ -450,6 +496,18 @@ impl Accounting {
                 let tasks_s = all_ns as f64 / 1e9;
                 let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
                 match math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) {
+                    Some(v) if v > 1.0 => {
+                        warnings.push(format!(
+                            "the measured capture ratio came out at {v:.3}, above 1: /proc/stat counts idle in {:.0} ms ticks, too coarse for a {elapsed_s:.3} s window; it is clamped to 1 (run longer for a real figure)",
+                            1000.0 / tck
+                        ));
+                        Some(CaptureRatio {
+                            value: 1.0,
+                            source: "measured",
+                            tasks_cpu_s: Some(tasks_s),
+                            busy_s: Some(busy),
+                        })
+                    }
                     Some(v) => Some(CaptureRatio {
                         value: v,
                         source: "measured",
@@ -467,15 +525,17 @@ impl Accounting {
         if !denied.is_empty() {
             warnings.push(format!("{} process(es) could not be read (hidepid or another user's); run as their user or root to see them", denied.len()));
         }
-        let (bound, used) = math::cpu_bound(captured + other_cpu.us_per_tran, rate_tps, cpus);
+        // Concurrent request streams can keep at most min(streams, CPUs) CPUs busy.
+        let usable = concurrency.map_or(cpus, |c| c.clamp(1, cpus));
+        let (bound, used) = math::cpu_bound(captured + other_cpu.us_per_tran, rate_tps, usable);
         let verdict = if bound {
             format!(
-                "CPU-bound: the work of each transaction kept {:.0}% of the machine's {cpus} CPU(s) busy",
+                "CPU-bound: each transaction's CPU kept {:.0}% of the {usable} CPU(s) its request streams can use busy",
                 100.0 * used
             )
         } else {
             format!(
-                "waiting: a round trip takes {round_trip_us:.1} us but the measured processes spend {captured:.1} us of CPU on it; the machine's {cpus} CPU(s) were {:.0}% used, so the rest is I/O, locks, network or queueing",
+                "waiting: a round trip takes {round_trip_us:.1} us but the measured processes spend {captured:.1} us of CPU on it; the {usable} CPU(s) its request streams can use were {:.0}% busy, so the rest is I/O, locks, network or queueing",
                 100.0 * used
             )
         };

@@ -75,7 +75,8 @@ pub struct AccountingInfo {
 }
 
 impl AccountingInfo {
-    fn from_table(t: &CpuTable) -> Self {
+    /// The table's measurement facts.
+    pub fn from_table(t: &CpuTable) -> Self {
         AccountingInfo {
             cpu_source: Some(t.cpu_source),
             tick_s: t.tick_s,

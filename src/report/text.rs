@@ -1,6 +1,6 @@
 //! The text exporter: OEMPUTX's report layout, plain aligned text in 80 columns.
 
-use super::Report;
+use super::{AccountingInfo, CaptureRatio, GroupRow, OtherCpu, ProcessRow, Report};
 use crate::cli::MatchMode;
 use crate::driver::Status;
 use std::fmt::Write;
@@ -18,9 +18,34 @@ fn with_sigma(v: f64, sigma: f64) -> String {
     }
 }
 
+/// The CPU part of a report, as `oemputx` and `oemputx account` both print it.
+pub struct CpuSection<'a> {
+    pub processes: &'a [ProcessRow],
+    pub groups: &'a [GroupRow],
+    pub captured_us_per_tran: Option<f64>,
+    pub capture_ratio: Option<&'a CaptureRatio>,
+    pub corrected_us_per_tran: Option<f64>,
+    pub other_cpu: Option<&'a OtherCpu>,
+    pub accounting: Option<&'a AccountingInfo>,
+}
+
+impl<'a> From<&'a Report> for CpuSection<'a> {
+    fn from(r: &'a Report) -> Self {
+        CpuSection {
+            processes: &r.processes,
+            groups: &r.groups,
+            captured_us_per_tran: r.captured_us_per_tran,
+            capture_ratio: r.capture_ratio.as_ref(),
+            corrected_us_per_tran: r.corrected_us_per_tran,
+            other_cpu: r.other_cpu.as_ref(),
+            accounting: r.accounting.as_ref(),
+        }
+    }
+}
+
 /// OEMPUTX's address-space table: a row per process, a total row per group.
-fn cpu_table(o: &mut String, r: &Report) {
-    let Some(acc) = &r.accounting else { return };
+pub fn cpu_table(o: &mut String, r: &CpuSection) {
+    let Some(acc) = r.accounting else { return };
     if let Some(e) = &acc.error {
         let _ = writeln!(o, "Per-process CPU       : not measured: {e}");
         return;
@@ -36,7 +61,7 @@ fn cpu_table(o: &mut String, r: &Report) {
         " {:<24} {:>10} {:>10} {:>9}",
         "", "/tran", "/tran", "/tran"
     );
-    for g in &r.groups {
+    for g in r.groups {
         for p in r.processes.iter().filter(|p| p.group == g.name) {
             let name = if p.name.chars().count() > 24 {
                 format!("{}~", p.name.chars().take(23).collect::<String>())
@@ -75,7 +100,7 @@ fn cpu_table(o: &mut String, r: &Report) {
     if let Some(c) = r.captured_us_per_tran {
         let _ = writeln!(o, " {:<46} {:>9.2}", "Captured total", c);
     }
-    match (&r.capture_ratio, r.corrected_us_per_tran) {
+    match (r.capture_ratio, r.corrected_us_per_tran) {
         (Some(ratio), Some(corr)) => {
             let _ = writeln!(
                 o,
@@ -89,7 +114,7 @@ fn cpu_table(o: &mut String, r: &Report) {
             let _ = writeln!(o, " {:<46} {:>9}", "Capture ratio", "n/a");
         }
     }
-    if let Some(other) = &r.other_cpu {
+    if let Some(other) = r.other_cpu {
         let top: Vec<String> = other
             .top
             .iter()
@@ -255,7 +280,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(o, "Transactions per task : {}", per.join(" "));
     }
     let _ = writeln!(o, "Driver CPU source     : {}", cpu.source);
-    cpu_table(&mut o, r);
+    cpu_table(&mut o, &CpuSection::from(r));
     match r.status {
         Status::Completed => {}
         Status::Interrupted => {

@@ -1,0 +1,361 @@
+//! The `cpu` and `account` subcommands: the groups' CPU without the put/get driver.
+//!
+//! `cpu` is the paper's first method — readings taken by hand before and after a run, or
+//! watched per interval; `account` wraps any other load driver (JMeter, PerfTest, a script)
+//! between two snapshots and divides by the messages it says it sent.
+
+use crate::accounting::selector::{self, GroupSpec, PRESETS};
+use crate::accounting::snapshot::{self, Members};
+use crate::accounting::{Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow};
+use crate::cli::{AccountArgs, CpuArgs};
+use crate::config::{ConfigError, parse_ratio};
+use crate::driver::Window;
+use crate::exit_codes::Exit;
+use crate::report::text::{CpuSection, cpu_table};
+use crate::report::{AccountingInfo, Host, write_atomic};
+use anyhow::Context;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError> {
+    if specs.is_empty() {
+        let all: Vec<String> = PRESETS.iter().map(|(n, _)| format!("{n}=@{n}")).collect();
+        return Ok(selector::parse_groups(all.iter().map(String::as_str))?);
+    }
+    Ok(selector::parse_groups(specs.iter().map(String::as_str))?)
+}
+
+/// One output row of `oemputx cpu`.
+struct CpuRow {
+    group: String,
+    name: String,
+    pid: Option<i32>,
+    user_s: f64,
+    sys_s: f64,
+    total_s: f64,
+}
+
+fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> anyhow::Result<()> {
+    if tsv {
+        let mut w = csv::WriterBuilder::new()
+            .delimiter(b'\t')
+            .has_headers(false)
+            .from_writer(std::io::stdout());
+        if header {
+            let mut h = vec!["group", "process", "pid", "user_s", "sys_s", "total_s"];
+            if stamp.is_some() {
+                h.insert(0, "time_utc");
+            }
+            w.write_record(&h)?;
+        }
+        for r in rows {
+            let mut rec = vec![
+                r.group.clone(),
+                r.name.clone(),
+                r.pid.map(|p| p.to_string()).unwrap_or_default(),
+            ];
+            rec.extend([r.user_s, r.sys_s, r.total_s].map(|v| format!("{v:.6}")));
+            if let Some(t) = stamp {
+                rec.insert(0, t.to_string());
+            }
+            w.write_record(&rec)?;
+        }
+        w.flush()?;
+        return Ok(());
+    }
+    let mut o = String::new();
+    if let Some(t) = stamp {
+        let _ = writeln!(o, "{t}");
+    }
+    if header || stamp.is_some() {
+        let _ = writeln!(
+            o,
+            " {:<14} {:<28} {:>12} {:>12} {:>12}",
+            "Group", "Process", "USR(s)", "SYS(s)", "Tot(s)"
+        );
+    }
+    for r in rows {
+        let _ = writeln!(
+            o,
+            " {:<14} {:<28} {:>12.6} {:>12.6} {:>12.6}",
+            r.group, r.name, r.user_s, r.sys_s, r.total_s
+        );
+    }
+    print!("{o}");
+    Ok(())
+}
+
+/// `oemputx cpu`.
+pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let groups = groups_or_presets(&args.groups)?;
+    let Some(interval) = args.interval.map(Duration::from) else {
+        let snap = snapshot::take(&groups, args.cpu_source)?;
+        let tck = snapshot::clk_tck() as f64;
+        let mut rows = Vec::new();
+        for (g, members) in groups.iter().zip(&snap.groups) {
+            let samples: Vec<&snapshot::Sample> = match members {
+                Members::Procs(keys) => keys.iter().filter_map(|k| snap.procs.get(k)).collect(),
+                Members::Threads(t) => t.values().collect(),
+                Members::Cgroup(c) => {
+                    if let Some(c) = c {
+                        let total = c.usage_ns as f64 / 1e9;
+                        let (u, s) = crate::accounting::math::split(total, c.user, c.system);
+                        rows.push(CpuRow {
+                            group: g.name.clone(),
+                            name: "cgroup".into(),
+                            pid: None,
+                            user_s: u,
+                            sys_s: s,
+                            total_s: total,
+                        });
+                    }
+                    continue;
+                }
+            };
+            for p in samples {
+                let total = p.cpu_ns as f64 / 1e9;
+                let (u, s) = crate::accounting::math::split(total, p.utime, p.stime);
+                let _ = tck;
+                rows.push(CpuRow {
+                    group: g.name.clone(),
+                    name: format!("{}.{}", p.name, p.pid),
+                    pid: Some(p.pid),
+                    user_s: u,
+                    sys_s: s,
+                    total_s: total,
+                });
+            }
+        }
+        if rows.is_empty() {
+            eprintln!(
+                "oemputx cpu: no process matched the groups; give --group NAME=SEL (see oemputx --help)"
+            );
+        }
+        print_rows(&rows, args.tsv, true, None)?;
+        return Ok(Exit::Ok);
+    };
+    if interval.is_zero() {
+        return Err(ConfigError::BadValue {
+            flag: "--interval",
+            why: "must be longer than zero, e.g. 1s".into(),
+        }
+        .into());
+    }
+    let mut acc = Accounting::new(
+        groups,
+        args.cpu_source,
+        crate::accounting::RatioMode::Measured,
+    );
+    acc.start();
+    let mut n = 0u64;
+    while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {
+        std::thread::sleep(interval);
+        acc.end();
+        // One "transaction" per interval: the table's µs/tran are µs in the interval.
+        let table = acc.table(1, None, None, 0.0, 0.0).with_context(|| {
+            format!(
+                "taking CPU snapshots: {}",
+                acc.error.clone().unwrap_or_default()
+            )
+        })?;
+        let rows: Vec<CpuRow> = table
+            .groups
+            .iter()
+            .map(|g| CpuRow {
+                group: g.name.clone(),
+                name: format!("{}*", g.name),
+                pid: None,
+                user_s: g.user_us_per_tran / 1e6,
+                sys_s: g.sys_us_per_tran / 1e6,
+                total_s: g.total_us_per_tran / 1e6,
+            })
+            .collect();
+        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        print_rows(&rows, args.tsv, n == 0, Some(&stamp))?;
+        acc.roll();
+        n += 1;
+    }
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        Exit::Interrupted
+    } else {
+        Exit::Ok
+    })
+}
+
+/// What `oemputx account` reports.
+#[derive(Debug, Serialize)]
+pub struct AccountReport {
+    pub schema: &'static str,
+    pub command: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub messages: u64,
+    pub elapsed_s: f64,
+    pub rate_tps: f64,
+    /// CPU of the command and its children (getrusage), µs per message.
+    pub command_cpu_us_per_msg: f64,
+    pub processes: Vec<ProcessRow>,
+    pub groups: Vec<GroupRow>,
+    pub captured_us_per_tran: f64,
+    pub capture_ratio: Option<CaptureRatio>,
+    pub corrected_us_per_tran: Option<f64>,
+    pub other_cpu: OtherCpu,
+    pub accounting: AccountingInfo,
+    pub host: Host,
+}
+
+/// User and system CPU of reaped children (µs resolution; the kernel scales the tick split
+/// to the exact runtime, as for a live process).
+fn children_cpu() -> (Duration, Duration) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::new(t.tv_sec().max(0) as u64, (t.tv_usec().max(0) as u32) * 1000)
+    };
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .map(|u| (tv(u.user_time()), tv(u.system_time())))
+        .unwrap_or_default()
+}
+
+fn sub(a: (Duration, Duration), b: (Duration, Duration)) -> (Duration, Duration) {
+    (a.0.saturating_sub(b.0), a.1.saturating_sub(b.1))
+}
+
+/// The split as weights for the table (µs stand in for ticks: only the ratio is used).
+fn command_split(c: (Duration, Duration)) -> (u64, u64) {
+    (c.0.as_micros() as u64, c.1.as_micros() as u64)
+}
+
+/// `oemputx account`.
+pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
+    if args.messages == 0 {
+        return Err(ConfigError::BadValue {
+            flag: "--messages",
+            why: "must be at least 1".into(),
+        }
+        .into());
+    }
+    let groups = selector::parse_groups(args.groups.iter().map(String::as_str))?;
+    let ratio = parse_ratio(&args.capture_ratio)?;
+    let (program, rest) = args.command.split_first().ok_or_else(|| ConfigError::BadValue {
+        flag: "account",
+        why: "give the command to run after --, e.g. oemputx account --messages 1000 --group Q=@rabbitmq -- perf-test ...".into(),
+    })?;
+    let mut acc = Accounting::new(groups, args.cpu_source, ratio);
+    let before = children_cpu();
+    acc.start();
+    let status = std::process::Command::new(program)
+        .args(rest)
+        .status()
+        .map_err(|e| ConfigError::BadValue {
+            flag: "account",
+            why: format!("cannot run '{program}': {e}; check the command and its PATH"),
+        })?;
+    acc.end();
+    let command_cpu = sub(children_cpu(), before);
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or(program.clone(), |n| n.to_string_lossy().into_owned());
+    let command_row = DriverRow {
+        group: "COMMAND",
+        name: format!("{name} (and children)"),
+        pid: None,
+        cpu: command_cpu.0 + command_cpu.1,
+        split: Some(command_split(command_cpu)),
+        exited: true,
+    };
+    let elapsed = acc.elapsed().unwrap_or_default().as_secs_f64();
+    let rate = args.messages as f64 / elapsed.max(f64::MIN_POSITIVE);
+    let per_msg = (command_cpu.0 + command_cpu.1).as_secs_f64() * 1e6 / args.messages as f64;
+    let table = acc
+        .table(
+            args.messages,
+            Some(&command_row),
+            None,
+            elapsed * 1e6 / args.messages as f64,
+            rate,
+        )
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "taking CPU snapshots failed: {}",
+                acc.error.clone().unwrap_or_default()
+            )
+        })?;
+    let info = AccountingInfo::from_table(&table);
+    let report = AccountReport {
+        schema: "oemputx.account/1",
+        command: args.command.clone(),
+        exit_code: status.code(),
+        messages: args.messages,
+        elapsed_s: elapsed,
+        rate_tps: rate,
+        command_cpu_us_per_msg: per_msg,
+        captured_us_per_tran: table.captured_us_per_tran,
+        corrected_us_per_tran: table.corrected_us_per_tran,
+        capture_ratio: table.capture_ratio.clone(),
+        other_cpu: table.other_cpu.clone(),
+        processes: table.processes,
+        groups: table.groups,
+        accounting: info,
+        host: Host::current(),
+    };
+    let mut o = String::new();
+    let _ = writeln!(o, "oemputx account: {}", report.command.join(" "));
+    let _ = writeln!(
+        o,
+        "Exit status           : {}",
+        report
+            .exit_code
+            .map_or("killed by a signal".into(), |c| c.to_string())
+    );
+    let _ = writeln!(o, "Messages              : {:>12}", report.messages);
+    let _ = writeln!(
+        o,
+        "Elapsed Time          : {:>12.6} seconds",
+        report.elapsed_s
+    );
+    let _ = writeln!(
+        o,
+        "Message Rate          : {:>12.2} msgs/sec",
+        report.rate_tps
+    );
+    let _ = writeln!(
+        o,
+        "Command CPU per msg   : {:>12.2} microseconds (the command and its children)",
+        per_msg
+    );
+    cpu_table(
+        &mut o,
+        &CpuSection {
+            processes: &report.processes,
+            groups: &report.groups,
+            captured_us_per_tran: Some(report.captured_us_per_tran),
+            capture_ratio: report.capture_ratio.as_ref(),
+            corrected_us_per_tran: report.corrected_us_per_tran,
+            other_cpu: Some(&report.other_cpu),
+            accounting: Some(&report.accounting),
+        },
+    );
+    let to_stdout = args
+        .export_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if to_stdout {
+        eprint!("{o}")
+    } else {
+        print!("{o}")
+    }
+    if let Some(path) = &args.export_json {
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        write_atomic(path, json.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if !status.success() {
+        eprintln!(
+            "oemputx account: the command failed ({status}); the figures cover its run anyway"
+        );
+        return Ok(Exit::Failure);
+    }
+    Ok(Exit::Ok)
+}
