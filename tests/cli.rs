@@ -246,7 +246,6 @@ fn a_silent_port_times_out_instead_of_hanging() {
 
 #[test]
 fn commands_not_built_yet_say_so() {
-    usage_error(&["cpu"], "not yet available");
     usage_error(&["gate", "--baseline", "x.json"], "not yet available");
 }
 

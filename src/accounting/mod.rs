@@ -43,6 +43,16 @@ pub struct ProcessRow {
     pub exact: bool,
     /// "started", "exited", "reaped children" when the process came or went in the window.
     pub note: Option<String>,
+    /// The same window read from /proc/PID/stat ticks (utime+stime), for comparison with the
+    /// exact total; `null` where ticks do not apply (cgroups, the driver).
+    pub ticks_us_per_tran: Option<f64>,
+}
+
+impl ProcessRow {
+    fn with_ticks(mut self, ticks_us_per_tran: f64) -> Self {
+        self.ticks_us_per_tran = Some(ticks_us_per_tran);
+        self
+    }
 }
 
 /// A group's total row.
@@ -55,6 +65,8 @@ pub struct GroupRow {
     pub pct: f64,
     /// Rows (processes, threads, cgroup) in the group.
     pub processes: usize,
+    /// The same window from /proc ticks, when every row has a tick figure.
+    pub ticks_us_per_tran: Option<f64>,
 }
 
 /// The capture ratio applied.
@@ -225,6 +237,8 @@ impl Accounting {
         let mut warnings = Vec::new();
         let mut grouped: HashSet<Key> = HashSet::new();
         let window_start = a.uptime_ticks;
+        let tck_ns = |t: u64| t as f64 * 1e9 / snapshot::clk_tck() as f64;
+        let ticks_ns = tck_ns;
 
         // A process's CPU over the window: end − start, or its whole life if it started inside.
         let delta =
@@ -270,6 +284,7 @@ impl Accounting {
                 total_us_per_tran: per(ns as f64),
                 pct: 0.0,
                 split_sigma_us_per_tran: per(sigma_ns),
+                ticks_us_per_tran: None,
                 exact,
                 note,
             }
@@ -293,7 +308,7 @@ impl Accounting {
                         match (a.procs.get(&key), b.procs.get(&key)) {
                             (start, Some(end)) => {
                                 let (ns, ut, st, note) = delta(&key, end, start);
-                                rows.push(row(
+                                let r = row(
                                     &g.name,
                                     format!("{}.{}", end.name, end.pid),
                                     Some(end.pid),
@@ -302,7 +317,8 @@ impl Accounting {
                                     st,
                                     exact,
                                     note,
-                                ));
+                                );
+                                rows.push(r.with_ticks(per(ticks_ns(ut + st))));
                                 // Children it reaped in the window: their CPU, at tick precision.
                                 let reaped = start.map_or(0, |s| {
                                     end.children_ticks.saturating_sub(s.children_ticks)
@@ -344,7 +360,7 @@ impl Accounting {
                 (Members::Threads(ta), Members::Threads(tb)) => {
                     for (key, end) in tb {
                         let (ns, ut, st, note) = delta(key, end, ta.get(key));
-                        rows.push(row(
+                        let r = row(
                             &g.name,
                             format!("{}.{}", end.name, end.pid),
                             Some(end.pid),
@@ -353,7 +369,8 @@ impl Accounting {
                             st,
                             exact,
                             note,
-                        ));
+                        );
+                        rows.push(r.with_ticks(per(ticks_ns(ut + st))));
                     }
                     for (key, start) in ta.iter().filter(|(k, _)| !tb.contains_key(k)) {
                         warnings.push(format!(
@@ -448,6 +465,12 @@ impl Accounting {
                     0.0
                 },
                 processes: members.len(),
+                // + 0.0 turns the -0.0 of an empty sum into 0.0.
+                ticks_us_per_tran: members
+                    .iter()
+                    .map(|r| r.ticks_us_per_tran)
+                    .sum::<Option<f64>>()
+                    .map(|t| t + 0.0),
             });
         }
 

@@ -3,6 +3,9 @@
 //! `--echo` is a bare responder: it consumes the input queue and answers each request on its
 //! `reply_to` queue with the request's `correlation_id` (or, when it has none, its
 //! `message_id`, the MQ habit), acknowledging the request only after the reply is published.
+//! `--extra-cpu-us N` burns N µs of CPU per message, measured on the thread's own CPU clock:
+//! a controlled cost for calibrating oemputx. On exit each thread prints the process CPU
+//! clock's growth from its first request to its last reply, the truth to compare with.
 //! The full reference flow (validation, transformation, audit queue, database insert) is
 //! not yet built; without `--echo` the binary says so.
 
@@ -14,8 +17,11 @@ use amqprs::channel::{
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use anyhow::{Context, bail};
 use clap::Parser;
-use oemputx::config::{Endpoint, parse_url};
+use oemputx::config::{AmqpEndpoint, Endpoint, parse_url};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// A message flow for oemputx to drive: consumes requests, replies to `reply_to`.
 #[derive(Debug, Parser)]
@@ -36,6 +42,20 @@ struct Args {
     /// Independent consumers (connections) in this process, one thread each.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Burn this much extra CPU per message (on the thread's own CPU clock): a controlled
+    /// cost, for calibrating oemputx or simulating a regression.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
+    extra_cpu_us: u64,
+}
+
+/// What each echo thread needs.
+#[derive(Clone)]
+struct Echo {
+    ep: AmqpEndpoint,
+    queue: String,
+    prefetch: u16,
+    extra_cpu: Duration,
+    stop: Arc<AtomicBool>,
 }
 
 fn main() -> ExitCode {
@@ -43,13 +63,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sample-flow: error: {e:#}");
-            ExitCode::from(
-                if e.chain().any(|c| c.is::<oemputx::config::ConfigError>()) {
-                    2
-                } else {
-                    1
-                },
-            )
+            let usage = e.chain().any(|c| c.is::<oemputx::config::ConfigError>());
+            ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
@@ -65,21 +80,23 @@ fn run() -> anyhow::Result<()> {
     if args.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let echo = Echo {
+        ep,
+        queue: args.input_queue.clone(),
+        prefetch: args.prefetch,
+        extra_cpu: Duration::from_micros(args.extra_cpu_us),
+        stop,
+    };
     let handles: Vec<_> = (0..args.threads)
         .map(|i| {
-            let (ep, queue, stop, prefetch) = (
-                ep.clone(),
-                args.input_queue.clone(),
-                stop.clone(),
-                args.prefetch,
-            );
+            let echo = echo.clone();
             std::thread::Builder::new()
                 .name(format!("flow-{i}"))
-                .spawn(move || echo_thread(i, &ep, &queue, prefetch, &stop))
+                .spawn(move || echo_thread(i, &echo))
         })
         .collect::<Result<_, _>>()
         .context("starting flow threads")?;
@@ -98,22 +115,30 @@ fn run() -> anyhow::Result<()> {
     first_err.map_or(Ok(()), Err)
 }
 
-fn echo_thread(
-    i: usize,
-    ep: &oemputx::config::AmqpEndpoint,
-    queue: &str,
-    prefetch: u16,
-    stop: &std::sync::atomic::AtomicBool,
-) -> anyhow::Result<()> {
+/// Spin until this thread has used `extra` more CPU.
+fn burn(extra: Duration) -> anyhow::Result<()> {
+    if extra.is_zero() {
+        return Ok(());
+    }
+    let start = oemputx::cpu::self_thread()?;
+    while oemputx::cpu::self_thread()? - start < extra {
+        std::hint::spin_loop();
+    }
+    Ok(())
+}
+
+fn echo_thread(i: usize, echo: &Echo) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    let (ep, queue) = (&echo.ep, echo.queue.as_str());
     rt.block_on(async {
         let target = ep.redacted();
         let mut open = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
-        open.virtual_host(&ep.vhost).connection_name(&format!("sample-flow-{i}"));
-        let conn = tokio::time::timeout(std::time::Duration::from_secs(5), Connection::open(&open))
+        open.virtual_host(&ep.vhost)
+            .connection_name(&format!("sample-flow-{i}"));
+        let conn = tokio::time::timeout(Duration::from_secs(5), Connection::open(&open))
             .await
             .map_err(|_| anyhow::anyhow!("cannot reach {target}: no answer within 5 s"))?
             .map_err(|e| anyhow::anyhow!("cannot connect to {target}: {e}"))?;
@@ -121,19 +146,31 @@ fn echo_thread(
         ch.queue_declare(QueueDeclareArguments::durable_client_named(queue))
             .await
             .with_context(|| format!("declaring input queue '{queue}'"))?;
-        ch.basic_qos(BasicQosArguments::new(0, prefetch, false)).await.context("setting prefetch")?;
+        ch.basic_qos(BasicQosArguments::new(0, echo.prefetch, false))
+            .await
+            .context("setting prefetch")?;
+        let consume = BasicConsumeArguments::new(queue, &format!("sample-flow-{i}"))
+            .manual_ack(true)
+            .finish();
         let (_tag, mut rx) = ch
-            .basic_consume_rx(BasicConsumeArguments::new(queue, &format!("sample-flow-{i}")).manual_ack(true).finish())
+            .basic_consume_rx(consume)
             .await
             .with_context(|| format!("consuming from '{queue}'"))?;
         eprintln!("sample-flow[{i}]: echoing requests from '{queue}' on {target}");
         let (mut replied, mut dropped) = (0u64, 0u64);
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let msg = match tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await {
+        // Process CPU at the first request and after the latest reply: the truth that
+        // calibration compares oemputx's figure with.
+        let (mut cpu_first, mut cpu_last) = (None, None);
+        while !echo.stop.load(Ordering::Relaxed) {
+            let msg = match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
                 Err(_) => continue,
-                Ok(None) => anyhow::bail!("the broker closed the consumer on '{queue}'"),
+                Ok(None) => bail!("the broker closed the consumer on '{queue}'"),
                 Ok(Some(m)) => m,
             };
+            if cpu_first.is_none() {
+                cpu_first = oemputx::cpu::self_process().ok();
+            }
+            burn(echo.extra_cpu)?;
             let tag = msg.deliver.as_ref().map(|d| d.delivery_tag());
             let props = msg.basic_properties.unwrap_or_default();
             let correl = props.correlation_id().or(props.message_id()).cloned();
@@ -146,7 +183,8 @@ fn echo_thread(
                     if let Some(mode) = props.delivery_mode() {
                         reply.with_delivery_mode(mode);
                     }
-                    ch.basic_publish(reply.finish(), msg.content.unwrap_or_default(), BasicPublishArguments::new("", reply_to))
+                    let body = msg.content.unwrap_or_default();
+                    ch.basic_publish(reply.finish(), body, BasicPublishArguments::new("", reply_to))
                         .await
                         .context("publishing a reply")?;
                     replied += 1;
@@ -155,10 +193,19 @@ fn echo_thread(
                 None => dropped += 1,
             }
             if let Some(tag) = tag {
-                ch.basic_ack(BasicAckArguments::new(tag, false)).await.context("acknowledging a request")?;
+                ch.basic_ack(BasicAckArguments::new(tag, false))
+                    .await
+                    .context("acknowledging a request")?;
             }
+            cpu_last = oemputx::cpu::self_process().ok();
         }
-        eprintln!("sample-flow[{i}]: stopping after {replied} replies ({dropped} requests without reply_to)");
+        let cpu_ns = match (cpu_first, cpu_last) {
+            (Some(a), Some(b)) => b.saturating_sub(a).as_nanos(),
+            _ => 0,
+        };
+        eprintln!(
+            "sample-flow[{i}]: stopping after {replied} replies ({dropped} requests without reply_to); process CPU first request to last reply: {cpu_ns} ns"
+        );
         let _ = ch.close().await;
         let _ = conn.close().await;
         Ok(())

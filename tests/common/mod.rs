@@ -103,6 +103,11 @@ pub struct EchoFlow {
 }
 
 impl EchoFlow {
+    /// The responder's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(queue: &str, extra: &[&str]) -> EchoFlow {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
             .args(["--echo", "--url", &amqp_url(), "--input-queue", queue])

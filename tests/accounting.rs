@@ -1,0 +1,299 @@
+//! Per-process CPU accounting as a user sees it: the table under a real run, the `cpu` and
+//! `account` subcommands, and the errors of bad groups.
+
+mod common;
+use common::*;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn oemputx() -> Command {
+    let mut c = Command::cargo_bin("oemputx").expect("binary built");
+    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .timeout(std::time::Duration::from_secs(60));
+    c
+}
+
+fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    j["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == name))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+#[test]
+fn a_rabbitmq_run_reports_the_broker_the_flow_and_the_driver_per_transaction() {
+    let q = fresh_queue("acct");
+    let flow = EchoFlow::start(&q, &["--extra-cpu-us", "100"]);
+    let flow_pid = flow.pid();
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "500",
+        "--group",
+        "QMGR=@rabbitmq",
+        "--group",
+        &format!("FLOW=pid:{flow_pid}"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let flow_us = group(&j, "FLOW")["total_us_per_tran"]
+        .as_f64()
+        .unwrap_or(0.0);
+    // It burns 100 us per message on its own clock, plus its AMQP work.
+    assert!(
+        flow_us >= 100.0 && flow_us < 400.0,
+        "FLOW {flow_us} us/tran"
+    );
+    assert!(
+        group(&j, "QMGR")["total_us_per_tran"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0
+    );
+    assert!(
+        group(&j, "DRIVER")["total_us_per_tran"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 0.0
+    );
+    let rows = j["processes"].as_array().cloned().unwrap_or_default();
+    assert!(
+        rows.iter().any(|r| r["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("beam.smp."))),
+        "{rows:?}"
+    );
+    let captured = j["captured_us_per_tran"].as_f64().unwrap_or(0.0);
+    let ratio = j["capture_ratio"]["value"].as_f64().unwrap_or(0.0);
+    assert_eq!(j["capture_ratio"]["source"], "measured");
+    assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
+    assert!((j["corrected_us_per_tran"].as_f64().unwrap_or(0.0) - captured / ratio).abs() < 1e-6);
+    let pct: f64 = j["groups"]
+        .as_array()
+        .map(|g| g.iter().filter_map(|g| g["pct"].as_f64()).sum())
+        .unwrap_or(0.0);
+    assert!((pct - 100.0).abs() < 0.01, "group shares add to {pct}");
+    assert!(j["other_cpu"]["us_per_tran"].as_f64().is_some());
+    assert!(j["host"]["clk_tck"].as_i64().is_some());
+}
+
+#[test]
+fn a_fixed_capture_ratio_corrects_the_way_the_z_os_habit_does() {
+    let out = oemputx()
+        .args([
+            "--count",
+            "300",
+            "--capture-ratio",
+            "0.9",
+            "--export-json",
+            "-",
+            "--quiet",
+        ])
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["capture_ratio"]["source"], "fixed");
+    let (c, k) = (
+        j["captured_us_per_tran"].as_f64().unwrap_or(0.0),
+        j["corrected_us_per_tran"].as_f64().unwrap_or(0.0),
+    );
+    assert!((k - c / 0.9).abs() < 1e-9);
+}
+
+#[test]
+fn the_embedded_default_accounts_its_flow_thread_and_the_driver() {
+    oemputx()
+        .args(["--count", "500"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains(" oemputx-flow.").and(predicate::str::contains(" EMBEDDED*")),
+        )
+        .stdout(
+            predicate::str::contains(" DRIVER*")
+                .and(predicate::str::contains("Capture ratio (measured)")),
+        )
+        .stdout(predicate::str::contains("Verdict"));
+}
+
+#[test]
+fn a_group_that_matches_nothing_is_a_warning_and_a_row_not_a_failure() {
+    oemputx()
+        .args(["--count", "50", "--group", "GHOST=comm:no-such-process-x"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("GHOST*").and(predicate::str::contains("matched nothing")),
+        );
+}
+
+#[test]
+fn bad_groups_are_usage_errors() {
+    for (group, says) in [
+        ("QMGR", "NAME=SELECTOR"),
+        ("Q=bogus:1", "unknown selector"),
+        ("Q=cmd:(", "not a valid regular expression"),
+        ("Q=@nosuch", "unknown preset"),
+        ("Q=cgroup:/sys/fs/cgroup/no/such/dir", "does not exist"),
+        ("Q=user:no-such-user-x", "no user named"),
+    ] {
+        oemputx()
+            .args(["--count", "5", "--group", group])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+    oemputx()
+        .args(["--capture-ratio", "1.5"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--capture-ratio"));
+}
+
+#[test]
+fn a_cgroup_group_reads_the_cgroup_counter() {
+    // The root cpuacct (v1) or the v2 root: whatever this machine mounts.
+    let root = ["/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"]
+        .into_iter()
+        .find(|p| {
+            std::path::Path::new(p).join("cpuacct.usage").exists()
+                || std::path::Path::new(p).join("cpu.stat").exists()
+        });
+    let Some(root) = root else {
+        eprintln!("no readable cgroup counter on this machine; nothing to check");
+        return;
+    };
+    let out = oemputx()
+        .args([
+            "--count",
+            "200",
+            "--group",
+            &format!("ALL=cgroup:{root}"),
+            "--export-json",
+            "-",
+            "--quiet",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // The whole machine's cgroup holds at least what oemputx itself spent.
+    let all = group(&j, "ALL")["total_us_per_tran"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let driver = group(&j, "DRIVER")["total_us_per_tran"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(all >= driver, "cgroup {all} < driver {driver}");
+}
+
+#[test]
+fn cpu_lists_a_groups_processes_as_tsv_that_parses() {
+    let me = std::process::id();
+    let out = oemputx()
+        .args(["cpu", "--tsv", "--group", &format!("ME=pid:{me}")])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let mut r = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .from_reader(out.stdout.as_slice());
+    let headers = r.headers().expect("header").clone();
+    assert_eq!(
+        headers.iter().collect::<Vec<_>>(),
+        vec!["group", "process", "pid", "user_s", "sys_s", "total_s"]
+    );
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.expect("row")).collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(&rows[0][2], me.to_string().as_str());
+    assert!(rows[0][5].parse::<f64>().expect("a number") > 0.0);
+}
+
+#[test]
+fn cpu_with_an_interval_prints_one_block_per_interval() {
+    oemputx()
+        .args([
+            "cpu",
+            "--group",
+            "INIT=pid:1",
+            "--interval",
+            "200ms",
+            "--count",
+            "2",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("INIT*").count(2));
+}
+
+#[test]
+fn account_runs_any_command_and_divides_by_its_messages() {
+    let out = oemputx()
+        .args([
+            "account",
+            "--messages",
+            "100",
+            "--group",
+            "INIT=pid:1",
+            "--export-json",
+            "-",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["schema"], "oemputx.account/1");
+    assert_eq!(j["messages"], 100);
+    let cmd = group(&j, "COMMAND")["total_us_per_tran"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(cmd > 0.0, "the shell loop's CPU per message");
+    assert!((j["command_cpu_us_per_msg"].as_f64().unwrap_or(0.0) - cmd).abs() < 1e-6);
+}
+
+#[test]
+fn account_reports_a_failing_command_and_exits_1() {
+    oemputx()
+        .args([
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            "INIT=pid:1",
+            "--",
+            "false",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("the command failed"));
+    oemputx()
+        .args([
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            "INIT=pid:1",
+            "--",
+            "/no/such/driver",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot run"));
+}
