@@ -273,7 +273,9 @@ impl Accounting {
                    exact: bool,
                    note: Option<String>| {
             let (u, s) = math::split(ns as f64, ut, st);
-            let share = if ns > 0 { s / ns as f64 } else { 0.0 };
+            // Half a tick added to each side (Laplace): with all ticks on one side, p(1-p)
+            // would claim a certainty that a handful of samples cannot give.
+            let share = (st as f64 + 0.5) / ((ut + st) as f64 + 1.0);
             let sigma_ns = math::split_sigma(ns as f64 / 1e9, tick_s, share) * 1e9;
             ProcessRow {
                 group: group.to_string(),
