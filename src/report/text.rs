@@ -11,7 +11,7 @@ fn opt(v: Option<f64>, prec: usize) -> String {
 
 /// A user or system figure, with its 1σ when that exceeds a tenth of it.
 fn with_sigma(v: f64, sigma: f64) -> String {
-    if v > 0.0 && sigma > 0.1 * v {
+    if sigma >= 0.01 && sigma > 0.1 * v {
         format!("{v:.2}±{sigma:.1}")
     } else {
         format!("{v:.2}")
