@@ -43,10 +43,7 @@ fn a_rabbitmq_run_reports_the_broker_the_flow_and_the_driver_per_transaction() {
         .as_f64()
         .unwrap_or(0.0);
     // It burns 100 us per message on its own clock, plus its AMQP work.
-    assert!(
-        (100.0..400.0).contains(&flow_us),
-        "FLOW {flow_us} us/tran"
-    );
+    assert!((100.0..400.0).contains(&flow_us), "FLOW {flow_us} us/tran");
     assert!(
         group(&j, "QMGR")["total_us_per_tran"]
             .as_f64()

@@ -548,7 +548,15 @@ impl Accounting {
         };
         let denied: HashSet<i32> = a.denied.iter().chain(&b.denied).copied().collect();
         if !denied.is_empty() {
-            warnings.push(format!("{} process(es) could not be read (hidepid or another user's); run as their user or root to see them", denied.len()));
+            let mut pids: Vec<i32> = denied.into_iter().collect();
+            pids.sort_unstable();
+            let named: Vec<String> = pids.iter().take(10).map(|p| format!("/proc/{p}")).collect();
+            warnings.push(format!(
+                "{} process(es) could not be read ({}{}): /proc is mounted with hidepid or they belong to another user; run oemputx as their user or as root to account them",
+                pids.len(),
+                named.join(", "),
+                if pids.len() > 10 { ", …" } else { "" }
+            ));
         }
         // Concurrent request streams can keep at most min(streams, CPUs) CPUs busy.
         let usable = concurrency.map_or(cpus, |c| c.clamp(1, cpus));
