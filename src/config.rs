@@ -33,7 +33,7 @@ pub enum ConfigError {
     #[error("--qmgr {url}: {why}")]
     BadUrl { url: String, why: String },
     #[error(
-        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded: or amqp://"
+        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp:// or amqps://"
     )]
     NotYet { url: String, scheme: String },
     #[error("oemputx {command} is not yet available: {why}")]
@@ -106,7 +106,7 @@ impl Endpoint {
     }
 }
 
-/// The parts of an `amqp://` URL.
+/// The parts of an `amqp://` or `amqps://` URL.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AmqpEndpoint {
     pub host: String,
@@ -114,6 +114,20 @@ pub struct AmqpEndpoint {
     pub user: String,
     pub password: String,
     pub vhost: String,
+    /// Set for `amqps://`.
+    pub tls: Option<TlsOptions>,
+}
+
+/// TLS settings of an `amqps://` URL (RabbitMQ's query parameters `cacertfile`, `certfile`,
+/// `keyfile`, `server_name_indication`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// CA certificate (PEM) to trust; the built-in web roots when absent.
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// Name the server's certificate must carry; the host by default.
+    pub server_name: String,
 }
 
 impl std::fmt::Debug for AmqpEndpoint {
@@ -127,8 +141,9 @@ impl AmqpEndpoint {
     pub fn redacted(&self) -> String {
         let vhost =
             percent_encoding::utf8_percent_encode(&self.vhost, percent_encoding::NON_ALPHANUMERIC);
+        let scheme = if self.tls.is_some() { "amqps" } else { "amqp" };
         format!(
-            "amqp://{}:***@{}:{}/{}",
+            "{scheme}://{}:***@{}:{}/{}",
             self.user, self.host, self.port, vhost
         )
     }
@@ -145,8 +160,8 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
         why: format!("{e}; expected amqp://user:password@host:5672/vhost or embedded:"),
     })?;
     match url.scheme() {
-        "amqp" => {}
-        "amqps" | "ibmmq" | "nats" | "amqp1" => {
+        "amqp" | "amqps" => {}
+        "ibmmq" | "nats" | "amqp1" => {
             return Err(ConfigError::NotYet {
                 url: redact_raw(raw),
                 scheme: url.scheme().into(),
@@ -193,15 +208,55 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
             ),
         });
     }
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let tls = if url.scheme() == "amqps" {
+        // RabbitMQ's URI query parameters for TLS.
+        let mut t = TlsOptions {
+            server_name: host.clone(),
+            ..Default::default()
+        };
+        for (k, v) in url.query_pairs() {
+            match k.as_ref() {
+                "cacertfile" => t.ca_file = Some(PathBuf::from(v.as_ref())),
+                "certfile" => t.cert_file = Some(PathBuf::from(v.as_ref())),
+                "keyfile" => t.key_file = Some(PathBuf::from(v.as_ref())),
+                "server_name_indication" => t.server_name = v.into_owned(),
+                _ => {}
+            }
+        }
+        for f in [&t.ca_file, &t.cert_file, &t.key_file]
+            .into_iter()
+            .flatten()
+        {
+            if !f.is_file() {
+                return Err(ConfigError::BadUrl {
+                    url: redact_raw(raw),
+                    why: format!("TLS file {} does not exist", f.display()),
+                });
+            }
+        }
+        if t.cert_file.is_some() != t.key_file.is_some() {
+            return Err(ConfigError::BadUrl {
+                url: redact_raw(raw),
+                why: "a client certificate needs both certfile and keyfile".into(),
+            });
+        }
+        Some(t)
+    } else {
+        None
+    };
     Ok(Endpoint::Amqp(AmqpEndpoint {
-        host: host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string(),
-        port: url.port().unwrap_or(5672),
+        host,
+        port: url
+            .port()
+            .unwrap_or(if tls.is_some() { 5671 } else { 5672 }),
         user,
         password,
         vhost,
+        tls,
     }))
 }
 
@@ -565,6 +620,19 @@ mod tests {
         assert!(matches!(
             parse_url("ibmmq://QM1"),
             Err(ConfigError::NotYet { .. })
+        ));
+        let Endpoint::Amqp(a) =
+            parse_url("amqps://u:p@broker/%2f?server_name_indication=mq.example").unwrap()
+        else {
+            panic!("not amqp")
+        };
+        assert_eq!(
+            (a.port, a.tls.map(|t| t.server_name)),
+            (5671, Some("mq.example".to_string()))
+        );
+        assert!(matches!(
+            parse_url("amqps://h/?cacertfile=/no/such.pem"),
+            Err(ConfigError::BadUrl { .. })
         ));
         assert!(matches!(
             parse_url("http://x"),

@@ -14,7 +14,7 @@ use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, BasicQosArguments,
     QueueDeclareArguments,
 };
-use amqprs::connection::{Connection, OpenConnectionArguments};
+use amqprs::connection::Connection;
 use anyhow::{Context, bail};
 use clap::Parser;
 use oemputx::config::{AmqpEndpoint, Endpoint, parse_url};
@@ -135,9 +135,8 @@ fn echo_thread(i: usize, echo: &Echo) -> anyhow::Result<()> {
     let (ep, queue) = (&echo.ep, echo.queue.as_str());
     rt.block_on(async {
         let target = ep.redacted();
-        let mut open = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
-        open.virtual_host(&ep.vhost)
-            .connection_name(&format!("sample-flow-{i}"));
+        let open = oemputx::transport::amqp::connection_args(ep, &format!("sample-flow-{i}"))
+            .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
         let conn = tokio::time::timeout(Duration::from_secs(5), Connection::open(&open))
             .await
             .map_err(|_| anyhow::anyhow!("cannot reach {target}: no answer within 5 s"))?

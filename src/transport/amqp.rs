@@ -114,8 +114,7 @@ impl Amqp {
             Ok(Err(e)) => return Err(self.unreachable(e.to_string())),
             Ok(Ok(_probe)) => {}
         }
-        let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
-        args.virtual_host(&ep.vhost).connection_name(name);
+        let args = connection_args(ep, name).map_err(|why| self.unreachable(why))?;
         match tokio::time::timeout(CONNECT_TIMEOUT, Connection::open(&args)).await {
             Err(_) => Err(self.unreachable(format!(
                 "the AMQP handshake got no answer within {} s (is this an AMQP 0-9-1 port?)",
@@ -137,6 +136,16 @@ impl Amqp {
     /// login unless the client asks for an explicit close (amqprs does not), so once the port
     /// is known to answer, a connection closed during the handshake means the login failed.
     fn classify_open_error(&self, text: &str) -> TransportError {
+        let lower_tls = text.to_ascii_lowercase();
+        if self.endpoint.tls.is_some()
+            && ["certificate", "tls", "alert", "handshake", "ssl"]
+                .iter()
+                .any(|k| lower_tls.contains(k))
+        {
+            return self.unreachable(format!(
+                "TLS handshake failed: {text}; check cacertfile= and server_name_indication= in the URL"
+            ));
+        }
         let target = self.target();
         let lower = text.to_ascii_lowercase();
         if lower.contains("530") || lower.contains("not_allowed") || lower.contains("vhost") {
@@ -380,6 +389,31 @@ fn route_replies(
         let _ = ch.close().await;
         let _ = conn.close().await;
     });
+}
+
+/// Connection arguments for an endpoint, with TLS for `amqps://`.
+pub fn connection_args(ep: &AmqpEndpoint, name: &str) -> Result<OpenConnectionArguments, String> {
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    args.virtual_host(&ep.vhost).connection_name(name);
+    if let Some(tls) = &ep.tls {
+        // rustls needs one process-wide crypto provider; a second install is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let adaptor = match (&tls.cert_file, &tls.key_file) {
+            (Some(cert), Some(key)) => amqprs::tls::TlsAdaptor::with_client_auth(
+                tls.ca_file.as_deref(),
+                cert,
+                key,
+                tls.server_name.clone(),
+            ),
+            _ => amqprs::tls::TlsAdaptor::without_client_auth(
+                tls.ca_file.as_deref(),
+                tls.server_name.clone(),
+            ),
+        }
+        .map_err(|e| format!("cannot set up TLS (CA file, certificate or key unreadable?): {e}"))?;
+        args.tls_adaptor(adaptor);
+    }
+    Ok(args)
 }
 
 /// Remove a password from a library's error text, in case it quotes the URL.
