@@ -118,6 +118,7 @@ impl Drop for Flow {
 
 fn oemputx(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
         .args(args)
         .args(["--quiet", "--export-json", "-"])
         .stderr(Stdio::inherit())
@@ -128,6 +129,7 @@ fn oemputx(args: &[&str]) -> serde_json::Value {
 
 fn account_ratio(cmd: &[&str]) -> (f64, f64) {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
         .args([
             "account",
             "--messages",

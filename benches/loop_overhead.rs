@@ -174,6 +174,7 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usiz
 /// (b) The oemputx binary, same settings; its JSON report gives the same two figures.
 fn oemputx_loop(url: &str, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
         .args([
             "--qmgr",
             url,

@@ -198,6 +198,43 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
 
+    /// Write the report as tab-separated values for a spreadsheet (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
+
+    /// Write the report as CSV, RFC 4180 (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+
+    /// CSV field delimiter, e.g. ';' for spreadsheets that use decimal commas.
+    #[arg(long, value_name = "CHAR", default_value = ",")]
+    pub delimiter: char,
+
+    /// Write decimal commas in TSV and CSV (e.g. 41,20 instead of 41.20).
+    #[arg(long)]
+    pub decimal_comma: bool,
+
+    /// Write the summary and tables as Markdown, e.g. for a CI job summary (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+
+    /// Do not save the run under the reports folder.
+    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_save: bool,
+
+    /// Folder where every run is saved as <UTC time>-<label>.{txt,tsv,json}, with latest.json.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "reports",
+        env = "OEMPUTX_REPORTS_DIR"
+    )]
+    pub reports_dir: PathBuf,
+
+    /// Label of the saved reports. [default: the profile's label, or the transport]
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -334,6 +334,8 @@ pub struct Config {
     pub quiet: bool,
     /// Process groups to account.
     pub groups: Vec<GroupSpec>,
+    /// Where the reports go.
+    pub exports: Exports,
     /// Where process CPU comes from.
     pub cpu_source: CpuSource,
     /// Measured or fixed capture ratio.
@@ -530,10 +532,38 @@ impl Config {
         };
         let capture_ratio = parse_ratio(&args.capture_ratio)?;
 
-        let label = profile
-            .and_then(|p| p.label.clone())
+        if !args.delimiter.is_ascii() || args.delimiter == '"' || args.delimiter == '\n' {
+            return Err(bad(
+                "--delimiter",
+                "must be one ASCII character other than a quote or newline, e.g. ';'",
+            ));
+        }
+        if args.decimal_comma && args.export_csv.is_some() && args.delimiter == ',' {
+            return Err(bad(
+                "--decimal-comma",
+                "with CSV needs another delimiter: add --delimiter ';'",
+            ));
+        }
+        let exports = Exports {
+            tsv: args.export_tsv.clone(),
+            csv: args.export_csv.clone(),
+            markdown: args.export_markdown.clone(),
+            delimiter: args.delimiter as u8,
+            decimal_comma: args.decimal_comma,
+            save_dir: (!args.no_save).then(|| args.reports_dir.clone()),
+        };
+        let label = args
+            .label
+            .clone()
+            .or_else(|| profile.and_then(|p| p.label.clone()))
             .or_else(|| profile_name.clone())
             .unwrap_or_else(|| endpoint.transport().to_string());
+        if label.is_empty() || label.contains(['/', '\\', '\0']) {
+            return Err(bad(
+                "--label",
+                "must be non-empty and contain no slashes: it names files in the reports folder",
+            ));
+        }
         Ok(Config {
             endpoint,
             profile: profile_name,
@@ -556,10 +586,23 @@ impl Config {
             export_json: args.export_json.clone(),
             quiet: args.quiet,
             groups,
+            exports,
             cpu_source: args.cpu_source,
             capture_ratio,
         })
     }
+}
+
+/// Report destinations and formats.
+#[derive(Debug, Clone)]
+pub struct Exports {
+    pub tsv: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub delimiter: u8,
+    pub decimal_comma: bool,
+    /// The reports folder, unless --no-save.
+    pub save_dir: Option<PathBuf>,
 }
 
 /// `measured`, or a fixed ratio in (0, 1].

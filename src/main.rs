@@ -103,23 +103,67 @@ fn run() -> anyhow::Result<Exit> {
 }
 
 fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
-    let json_to_stdout = cfg
-        .export_json
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == "-");
+    use report::table::Format;
+    let e = &cfg.exports;
+    let to_stdout =
+        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let machine_on_stdout = to_stdout(&cfg.export_json)
+        || to_stdout(&e.tsv)
+        || to_stdout(&e.csv)
+        || to_stdout(&e.markdown);
+    let text = report::text::render(report);
     if !cfg.quiet {
-        let text = report::text::render(report);
-        // Keep stdout clean for JSON when it goes there.
-        if json_to_stdout {
+        // Keep stdout clean for a machine format when one goes there.
+        if machine_on_stdout {
             eprint!("{text}")
         } else {
             print!("{text}")
         }
     }
+    let json = report::json::render(report).context("encoding the JSON report")?;
+    let tsv_format = Format {
+        delimiter: b'\t',
+        decimal_comma: e.decimal_comma,
+    };
+    let tsv = report::table::render(report, tsv_format).context("encoding the TSV report")?;
+    let write = |path: &std::path::Path, what: &str, body: &str| {
+        report::write_atomic(path, body.as_bytes())
+            .with_context(|| format!("writing the {what} report to {}", path.display()))
+    };
     if let Some(path) = &cfg.export_json {
-        let json = report::json::render(report).context("encoding the JSON report")?;
-        report::write_atomic(path, json.as_bytes())
-            .with_context(|| format!("writing the JSON report to {}", path.display()))?;
+        write(path, "JSON", &json)?;
+    }
+    if let Some(path) = &e.tsv {
+        write(path, "TSV", &tsv)?;
+    }
+    if let Some(path) = &e.csv {
+        let csv = report::table::render(
+            report,
+            Format {
+                delimiter: e.delimiter,
+                decimal_comma: e.decimal_comma,
+            },
+        )
+        .context("encoding the CSV report")?;
+        write(path, "CSV", &csv)?;
+    }
+    if let Some(path) = &e.markdown {
+        write(path, "Markdown", &report::markdown::render(report))?;
+    }
+    if let Some(dir) = &e.save_dir {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "creating the reports folder {} (or pass --no-save)",
+                dir.display()
+            )
+        })?;
+        // 20261130T074012123456Z-label.json: sorts by time, and names the run.
+        let stamp = report.start_utc.replace([':', '-', '.'], "");
+        let name = |ext: &str| dir.join(format!("{stamp}-{}.{ext}", report.label));
+        write(&name("txt"), "text", &text)?;
+        write(&name("tsv"), "TSV", &tsv)?;
+        write(&name("json"), "JSON", &json)?;
+        write(&dir.join("latest.json"), "JSON", &json)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ fn oemputx() -> Command {
     let mut c = Command::cargo_bin("oemputx").expect("binary built");
     // Profiles come only from what a test gives, never from the developer's home.
     c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .env("OEMPUTX_NO_SAVE", "1")
         .timeout(Duration::from_secs(60));
     c
 }
@@ -252,6 +253,7 @@ fn commands_not_built_yet_say_so() {
 #[test]
 fn ctrl_c_prints_the_partial_report_marked_interrupted_and_exits_130() {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
         .args(["--duration", "60s"])
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -6,6 +6,8 @@
 //! process accounting is asked for.
 
 pub mod json;
+pub mod markdown;
+pub mod table;
 pub mod text;
 
 use crate::accounting::snapshot::CpuSource;

@@ -154,7 +154,7 @@ impl Drop for EchoFlow {
 pub fn run_json(args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
         .args(args)
-        .args(["--export-json", "-", "--quiet"])
+        .args(["--export-json", "-", "--quiet", "--no-save"])
         .output()
         .expect("oemputx runs");
     let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);

@@ -1,0 +1,89 @@
+//! The Markdown exporter: the summary and the CPU table, for a wiki page or a CI job summary.
+
+use super::Report;
+use std::fmt::Write;
+
+fn f2(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |x| format!("{x:.2}"))
+}
+
+/// Render the report as Markdown.
+pub fn render(r: &Report) -> String {
+    let s = &r.settings;
+    let mut o = String::new();
+    let _ = writeln!(o, "## oemputx: {} ({})\n", r.label, s.qmgr);
+    let _ = writeln!(
+        o,
+        "{} × {} bytes from {}, {} task(s), {} per loop, {}{}; {} to {}.\n",
+        r.transactions,
+        s.msg_bytes_max,
+        s.message_source,
+        s.tasks,
+        s.msgs_per_loop,
+        if s.persistent {
+            "persistent"
+        } else {
+            "non-persistent"
+        },
+        if s.syncpoint { ", syncpoint" } else { "" },
+        r.start_utc,
+        r.end_utc
+    );
+    let _ = writeln!(o, "| figure | value |\n|---|---:|");
+    let _ = writeln!(o, "| Total transactions | {} |", r.transactions);
+    let _ = writeln!(o, "| Elapsed (s) | {:.6} |", r.elapsed_s);
+    let _ = writeln!(o, "| Rate (trans/s) | {:.2} |", r.rate_tps);
+    let _ = writeln!(
+        o,
+        "| Round trip mean / p99 (µs) | {:.2} / {:.2} |",
+        r.round_trip_us.mean, r.round_trip_us.p99
+    );
+    let _ = writeln!(
+        o,
+        "| App CPU per msg (µs) | {} |",
+        f2(r.app_cpu.us_per_tran)
+    );
+    if let Some(c) = r.captured_us_per_tran {
+        let _ = writeln!(o, "| Captured CPU per msg (µs) | {c:.2} |");
+    }
+    if let (Some(ratio), Some(corr)) = (&r.capture_ratio, r.corrected_us_per_tran) {
+        let _ = writeln!(
+            o,
+            "| Capture ratio ({}) | {:.3} |",
+            ratio.source, ratio.value
+        );
+        let _ = writeln!(o, "| Corrected CPU per msg (µs) | {corr:.2} |");
+    }
+    let i = &r.integrity;
+    let _ = writeln!(
+        o,
+        "| Integrity | sent {}, matched {}, timed out {}, unmatched {}, duplicates {}, late {} |",
+        i.sent, i.matched, i.timed_out, i.unmatched, i.duplicates, i.late
+    );
+    if !r.groups.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n| Jobname.PID | USR µs/tran | SYS µs/tran | Tot µs/tran | % |\n|---|---:|---:|---:|---:|"
+        );
+        for g in &r.groups {
+            for p in r.processes.iter().filter(|p| p.group == g.name) {
+                let _ = writeln!(
+                    o,
+                    "| {} | {:.2} | {:.2} | {:.2} | {:.1} |",
+                    p.name, p.user_us_per_tran, p.sys_us_per_tran, p.total_us_per_tran, p.pct
+                );
+            }
+            let _ = writeln!(
+                o,
+                "| **{}\\*** | **{:.2}** | **{:.2}** | **{:.2}** | **{:.1}** |",
+                g.name, g.user_us_per_tran, g.sys_us_per_tran, g.total_us_per_tran, g.pct
+            );
+        }
+    }
+    if let Some(acc) = &r.accounting
+        && !acc.verdict.is_empty()
+    {
+        let _ = writeln!(o, "\n{}", acc.verdict);
+    }
+    o
+}

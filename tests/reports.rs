@@ -1,0 +1,247 @@
+//! The exporters as their readers use them: JSON checked against the committed schema, TSV
+//! pasted back into numbers, CSV for decimal-comma locales, Markdown, the reports folder.
+
+mod common;
+use common::*;
+
+use assert_cmd::Command;
+
+fn oemputx() -> Command {
+    let mut c = Command::cargo_bin("oemputx").expect("binary built");
+    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .env("OEMPUTX_NO_SAVE", "1");
+    c
+}
+
+fn validate(report: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schemas/oemputx.report-1.schema.json"))
+            .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema");
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report does not match schemas/oemputx.report-1.schema.json:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn embedded_json_matches_the_committed_schema() {
+    let out = oemputx()
+        .args([
+            "--count",
+            "200",
+            "--tasks",
+            "2",
+            "--quiet",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    validate(&serde_json::from_slice(&out.stdout).expect("JSON"));
+}
+
+#[test]
+fn rabbitmq_json_with_groups_matches_the_committed_schema() {
+    let q = fresh_queue("schema");
+    let flow = EchoFlow::start(&q, &[]);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "100",
+        "--group",
+        "QMGR=@rabbitmq",
+        "--group",
+        &format!("FLOW=pid:{}", flow.pid()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    validate(&j);
+    assert!(j["processes"].as_array().is_some_and(|p| !p.is_empty()));
+}
+
+#[test]
+fn a_schema_violation_is_caught() {
+    // The test above would pass vacuously if the validator accepted anything.
+    let out = oemputx()
+        .args(["--count", "20", "--quiet", "--export-json", "-"])
+        .output()
+        .expect("runs");
+    let mut j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    j["settings"]["qmgr"] = "amqp://guest:hunter2@host:5672/%2F".into();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schemas/oemputx.report-1.schema.json"))
+            .expect("JSON");
+    assert!(
+        !jsonschema::is_valid(&schema, &j),
+        "a plaintext password must fail the schema"
+    );
+}
+
+fn read_table(
+    path: &std::path::Path,
+    delimiter: u8,
+) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .from_path(path)
+        .expect("readable");
+    let headers = r.headers().expect("header").clone();
+    r.records()
+        .map(|rec| {
+            headers
+                .iter()
+                .map(String::from)
+                .zip(rec.expect("row").iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_pasted_tsv_parses_back_into_the_reports_numbers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tsv, json) = (dir.path().join("run.tsv"), dir.path().join("run.json"));
+    oemputx()
+        .args(["--count", "300", "--quiet", "--export-tsv"])
+        .arg(&tsv)
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("JSON");
+    let rows = read_table(&tsv, b'\t');
+    let summary = rows
+        .iter()
+        .find(|r| r["row"] == "summary")
+        .expect("a summary row");
+    let close = |cell: &str, v: f64| {
+        (cell.parse::<f64>().expect("a plain number") - v).abs() <= 0.0005 + v.abs() * 1e-9
+    };
+    assert_eq!(summary["transactions"], "300");
+    assert!(close(
+        &summary["rate_tps"],
+        j["rate_tps"].as_f64().expect("rate")
+    ));
+    assert!(close(
+        &summary["round_trip_mean_us"],
+        j["round_trip_us"]["mean"].as_f64().expect("mean")
+    ));
+    assert!(close(
+        &summary["captured_us_per_tran"],
+        j["captured_us_per_tran"].as_f64().expect("captured")
+    ));
+    for g in j["groups"].as_array().expect("groups") {
+        let row = rows
+            .iter()
+            .find(|r| r["row"] == "group" && r["group"] == g["name"].as_str().unwrap_or(""))
+            .expect("a row per group");
+        assert!(close(
+            &row["total_us_per_tran"],
+            g["total_us_per_tran"].as_f64().expect("total")
+        ));
+    }
+    assert_eq!(
+        rows.iter().filter(|r| r["row"] == "process").count(),
+        j["processes"].as_array().map_or(0, Vec::len)
+    );
+    // Units are in the column names, no thousands separators anywhere.
+    assert!(
+        rows.iter()
+            .all(|r| r.values().all(|v| !v.contains(' ') || v.contains(':')))
+    );
+}
+
+#[test]
+fn csv_for_decimal_comma_locales_uses_semicolons() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("run.csv");
+    oemputx()
+        .args([
+            "--count",
+            "100",
+            "--quiet",
+            "--decimal-comma",
+            "--delimiter",
+            ";",
+            "--export-csv",
+        ])
+        .arg(&csv)
+        .assert()
+        .success();
+    let rows = read_table(&csv, b';');
+    let summary = rows
+        .iter()
+        .find(|r| r["row"] == "summary")
+        .expect("summary");
+    assert!(
+        summary["rate_tps"].contains(',') && !summary["rate_tps"].contains('.'),
+        "{}",
+        summary["rate_tps"]
+    );
+    assert!(summary["rate_tps"].replace(',', ".").parse::<f64>().is_ok());
+    oemputx()
+        .args(["--count", "10", "--decimal-comma", "--export-csv", "-"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--delimiter ';'"));
+}
+
+#[test]
+fn markdown_has_the_summary_and_the_cpu_table() {
+    let out = oemputx()
+        .args(["--count", "100", "--quiet", "--export-markdown", "-"])
+        .output()
+        .expect("runs");
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| Total transactions | 100 |"), "{md}");
+    assert!(
+        md.contains("| Jobname.PID | USR µs/tran | SYS µs/tran | Tot µs/tran | % |"),
+        "{md}"
+    );
+    assert!(md.contains("**DRIVER\\***"), "{md}");
+}
+
+#[test]
+fn every_run_is_saved_under_reports_with_latest_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for _ in 0..2 {
+        Command::cargo_bin("oemputx")
+            .expect("binary")
+            .env_remove("OEMPUTX_NO_SAVE")
+            .current_dir(dir.path())
+            .args(["--count", "50", "--quiet", "--label", "nightly"])
+            .assert()
+            .success();
+    }
+    let reports = dir.path().join("reports");
+    let mut json: Vec<_> = std::fs::read_dir(&reports)
+        .expect("reports folder")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.ends_with("-nightly.json"))
+        .collect();
+    json.sort();
+    assert_eq!(json.len(), 2, "{json:?}");
+    for ext in ["txt", "tsv"] {
+        assert!(
+            reports
+                .join(json[1].replace(".json", &format!(".{ext}")))
+                .exists()
+        );
+    }
+    let latest = std::fs::read(reports.join("latest.json")).expect("latest.json");
+    assert_eq!(
+        latest,
+        std::fs::read(reports.join(&json[1])).expect("newest"),
+        "latest.json is the newest run"
+    );
+}
