@@ -235,6 +235,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
+    /// Print a statistics line on stderr this often (rate, round trip, driver CPU so far).
+    #[arg(long, value_name = "DURATION")]
+    pub stats_interval: Option<humantime::Duration>,
+
+    /// No progress bar (it shows only on a terminal, for runs longer than two seconds).
+    #[arg(long)]
+    pub no_progress: bool,
+
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,

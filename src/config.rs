@@ -336,6 +336,9 @@ pub struct Config {
     pub groups: Vec<GroupSpec>,
     /// Where the reports go.
     pub exports: Exports,
+    /// Progress bar and interval statistics.
+    pub progress_bar: bool,
+    pub stats_interval: Option<Duration>,
     /// Where process CPU comes from.
     pub cpu_source: CpuSource,
     /// Measured or fixed capture ratio.
@@ -587,6 +590,11 @@ impl Config {
             quiet: args.quiet,
             groups,
             exports,
+            progress_bar: !args.no_progress && !args.quiet,
+            stats_interval: args
+                .stats_interval
+                .map(Duration::from)
+                .filter(|d| !d.is_zero()),
             cpu_source: args.cpu_source,
             capture_ratio,
         })

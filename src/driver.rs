@@ -152,29 +152,42 @@ pub struct Controls {
     timeouts: AtomicU64,
     /// Matched replies so far in the window, one counter per task on its own cache line so
     /// that tasks never contend for it.
-    progress: Vec<PerTask>,
+    progress: ProgressCounters,
 }
 
 #[derive(Debug, Default)]
 #[repr(align(128))]
 struct PerTask(AtomicU64);
 
+/// Matched replies so far, per task; cheap to clone and read from a display thread.
+#[derive(Debug, Default, Clone)]
+pub struct ProgressCounters(Arc<[PerTask]>);
+
+impl ProgressCounters {
+    /// Matched replies so far, all tasks.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
 impl Controls {
     /// Controls watching `interrupt`, with progress counters for `tasks` tasks.
     pub fn new(interrupt: Arc<AtomicBool>, tasks: usize) -> Self {
         Controls {
             interrupt,
-            progress: (0..tasks).map(|_| PerTask::default()).collect(),
+            progress: ProgressCounters((0..tasks).map(|_| PerTask::default()).collect()),
             ..Default::default()
         }
     }
 
     /// Matched replies so far in the measured window, all tasks.
     pub fn progress(&self) -> u64 {
-        self.progress
-            .iter()
-            .map(|p| p.0.load(Ordering::Relaxed))
-            .sum()
+        self.progress.total()
+    }
+
+    /// A handle on the progress counters that another thread can keep.
+    pub fn progress_counters(&self) -> ProgressCounters {
+        self.progress.clone()
     }
 
     fn stopping(&self) -> bool {
@@ -299,7 +312,7 @@ impl TaskLoop<'_> {
             if cfg.syncpoint {
                 self.session.commit()?;
             }
-            if count_progress && let Some(slot) = self.plan.controls.progress.get(self.task) {
+            if count_progress && let Some(slot) = self.plan.controls.progress.0.get(self.task) {
                 slot.0
                     .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
             }

@@ -13,5 +13,6 @@ pub mod driver;
 pub mod error;
 pub mod exit_codes;
 pub mod msgfile;
+pub mod progress;
 pub mod report;
 pub mod transport;

@@ -5,11 +5,13 @@ use clap::Parser;
 use oemputx::accounting::{Accounting, DriverRow, Windows};
 use oemputx::cli::{Cli, Command};
 use oemputx::commands;
+use oemputx::config::RunLength;
 use oemputx::config::{Config, ConfigError};
 use oemputx::cpu::DriverCpu;
 use oemputx::driver::{self, Controls, Status};
 use oemputx::error::exit_for;
 use oemputx::exit_codes::Exit;
+use oemputx::progress::{Progress, ProgressSettings};
 use oemputx::report::{self, Report};
 use oemputx::transport;
 use std::process::ExitCode;
@@ -63,7 +65,23 @@ fn run() -> anyhow::Result<Exit> {
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {
         // Snapshots outside, the driver's own clock inside: their cost stays out of it.
-        let mut windows = Windows(vec![&mut accounting, &mut window]);
+        let mut progress = Progress::new(
+            ProgressSettings {
+                bar: cfg.progress_bar,
+                stats_interval: cfg.stats_interval,
+                total: match cfg.length {
+                    RunLength::Count(n) => Some(n),
+                    RunLength::Duration(_) => None,
+                },
+                duration: match cfg.length {
+                    RunLength::Duration(d) => Some(d),
+                    RunLength::Count(_) => None,
+                },
+                in_flight: cfg.tasks * cfg.msgs_per_loop,
+            },
+            controls.progress_counters(),
+        );
+        let mut windows = Windows(vec![&mut accounting, &mut progress, &mut window]);
         driver::run(&cfg, transport.as_ref(), &controls, &mut windows)?
     };
 

@@ -1,0 +1,165 @@
+//! Progress while a run lasts: a bar on a terminal, interval statistics for logs.
+//!
+//! Both run on one display thread that wakes every 100 ms and reads the tasks' progress
+//! counters (one relaxed atomic per task); the tasks themselves do nothing for it. The bar
+//! appears only on a terminal and only once a run has lasted two seconds, so short runs and
+//! batch logs stay clean. `--stats-interval` prints one line per interval on stderr, like
+//! the interval statistics of the IBM harnesses.
+
+use crate::driver::{ProgressCounters, Window};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a run must last before the bar appears.
+const BAR_AFTER: Duration = Duration::from_secs(2);
+const TICK: Duration = Duration::from_millis(100);
+
+/// What to show.
+#[derive(Debug, Clone)]
+pub struct ProgressSettings {
+    /// Show a bar (if stderr is a terminal).
+    pub bar: bool,
+    /// Print a statistics line this often.
+    pub stats_interval: Option<Duration>,
+    /// The measured messages, when the run is sized by count.
+    pub total: Option<u64>,
+    /// The run's length, when sized by time.
+    pub duration: Option<Duration>,
+    /// Concurrent requests (tasks × messages per loop), for the round trip by Little's law.
+    pub in_flight: usize,
+}
+
+/// The progress window: starts the display thread with the measured window, stops it at its end.
+pub struct Progress {
+    settings: ProgressSettings,
+    counters: ProgressCounters,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Progress over `counters`.
+    pub fn new(settings: ProgressSettings, counters: ProgressCounters) -> Self {
+        Progress {
+            settings,
+            counters,
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        }
+    }
+
+    fn wanted(&self) -> bool {
+        (self.settings.bar && std::io::stderr().is_terminal())
+            || self.settings.stats_interval.is_some()
+    }
+}
+
+impl Window for Progress {
+    fn start(&mut self) {
+        if !self.wanted() {
+            return;
+        }
+        let (settings, counters, stop) = (
+            self.settings.clone(),
+            self.counters.clone(),
+            self.stop.clone(),
+        );
+        self.thread = std::thread::Builder::new()
+            .name("oemputx-progress".into())
+            .spawn(move || display(&settings, &counters, &stop))
+            .ok();
+    }
+
+    fn end(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool) {
+    let started = Instant::now();
+    let cpu_start = crate::cpu::self_process().ok();
+    let mut bar: Option<ProgressBar> = None;
+    let (mut last_line, mut last_done) = (started, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(TICK);
+        let (now, done) = (Instant::now(), counters.total());
+        let elapsed = now - started;
+        if s.bar && bar.is_none() && elapsed >= BAR_AFTER && std::io::stderr().is_terminal() {
+            bar = Some(new_bar(s));
+        }
+        if let Some(b) = &bar {
+            let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+            match (s.total, s.duration) {
+                (Some(_), _) => {
+                    b.set_position(done);
+                    b.set_message(format!("{rate:.0} msgs/s"));
+                }
+                (None, Some(d)) => {
+                    b.set_position(elapsed.as_millis() as u64);
+                    b.set_message(format!(
+                        "{:.0}/{:.0} s, {done} msgs, {rate:.0} msgs/s",
+                        elapsed.as_secs_f64(),
+                        d.as_secs_f64()
+                    ));
+                }
+                (None, None) => b.set_message(format!("{done} msgs, {rate:.0} msgs/s")),
+            }
+        }
+        if let Some(iv) = s.stats_interval
+            && now - last_line >= iv
+        {
+            let span = (now - last_line).as_secs_f64();
+            let rate = (done - last_done) as f64 / span;
+            // Little's law: requests in flight ÷ throughput = time each spends in the system.
+            let rt_us = if rate > 0.0 {
+                1e6 * s.in_flight as f64 / rate
+            } else {
+                f64::NAN
+            };
+            let cpu = match (cpu_start, crate::cpu::self_process().ok()) {
+                (Some(a), Some(b)) if done > 0 => {
+                    format!("{:.2}", (b - a).as_secs_f64() * 1e6 / done as f64)
+                }
+                _ => "n/a".into(),
+            };
+            let line = format!(
+                "[stats] {} {:>9} msgs  {:>10.1} msgs/s  round trip ~{:>9.1} us  oemputx process CPU so far {} us/msg",
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                done,
+                rate,
+                rt_us,
+                cpu
+            );
+            match &bar {
+                Some(b) => b.println(line),
+                None => eprintln!("{line}"),
+            }
+            (last_line, last_done) = (now, done);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+}
+
+fn new_bar(s: &ProgressSettings) -> ProgressBar {
+    let (len, template) = match (s.total, s.duration) {
+        (Some(n), _) => (n, "{bar:40} {pos}/{len} {msg} ETA {eta}"),
+        (None, Some(d)) => (d.as_millis() as u64, "{bar:40} {msg}"),
+        (None, None) => (0, "{spinner} {msg}"),
+    };
+    // 4 redraws a second: enough to read, and little work for the terminal, which shares
+    // the machine with the run.
+    let b = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(4));
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        b.set_style(style);
+    }
+    b
+}
