@@ -136,6 +136,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<humantime::Duration>,
 
+    /// Repeat the measured window N times on the same connections (warmup once); the report
+    /// shows each round and best/median/worst.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub rounds: usize,
+
     /// Parallel driver tasks, each with its own connection, started together.
     #[arg(long, short = 't', value_name = "N", default_value_t = 1)]
     pub tasks: usize,

@@ -312,6 +312,8 @@ pub struct Config {
     pub length: RunLength,
     /// Parallel tasks, each with its own connection.
     pub tasks: usize,
+    /// Measured windows, each with the full count or duration.
+    pub rounds: usize,
     /// Puts per loop before the gets.
     pub msgs_per_loop: usize,
     /// Persistent messages.
@@ -489,6 +491,9 @@ impl Config {
                 ),
             ));
         }
+        if args.rounds == 0 {
+            return Err(bad("--rounds", "must be at least 1"));
+        }
         if args.msgs_per_loop == 0 {
             return Err(bad("--msgs-per-loop", "must be at least 1"));
         }
@@ -578,6 +583,7 @@ impl Config {
             messages,
             length,
             tasks: args.tasks,
+            rounds: args.rounds,
             msgs_per_loop: args.msgs_per_loop,
             persistent: args.persistent,
             syncpoint: args.syncpoint,

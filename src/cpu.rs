@@ -131,7 +131,8 @@ mod tests {
 pub struct DriverCpu {
     excluded: Vec<i32>,
     start: Option<Duration>,
-    end: Option<Duration>,
+    /// CPU of each window so far (one per round), `None` where a clock could not be read.
+    windows: Vec<Option<Duration>>,
     /// The first failure to read a clock, reported instead of a figure.
     pub error: Option<String>,
 }
@@ -165,9 +166,17 @@ impl DriverCpu {
         Some(total)
     }
 
-    /// CPU used between [`crate::driver::Window::start`] and `end`, when both were read.
+    /// CPU used in all windows together, when every clock was read.
     pub fn used(&self) -> Option<Duration> {
-        Some(self.end?.saturating_sub(self.start?))
+        if self.windows.is_empty() {
+            return None;
+        }
+        self.windows.iter().copied().sum()
+    }
+
+    /// CPU used in window (round) `i`.
+    pub fn used_in(&self, i: usize) -> Option<Duration> {
+        self.windows.get(i).copied().flatten()
     }
 }
 
@@ -176,6 +185,8 @@ impl crate::driver::Window for DriverCpu {
         self.start = self.read();
     }
     fn end(&mut self) {
-        self.end = self.read();
+        let end = self.read();
+        let used = self.start.take().zip(end).map(|(a, b)| b.saturating_sub(a));
+        self.windows.push(used);
     }
 }

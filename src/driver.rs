@@ -141,6 +141,17 @@ pub struct Outcome {
     pub per_task_matched: Vec<u64>,
     /// The first transport error, when a task failed mid-run.
     pub error: Option<String>,
+    /// Each measured window (one unless --rounds), in order.
+    pub rounds: Vec<Round>,
+}
+
+/// One measured window of a run with --rounds.
+#[derive(Debug, Clone)]
+pub struct Round {
+    pub elapsed: Duration,
+    pub integrity: Integrity,
+    /// Round trips in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
 }
 
 /// Shared run controls: Ctrl-C, and the stop that --max-timeouts or a failed task raises.
@@ -427,7 +438,9 @@ pub fn run(
         run_id: correl::new_run_id(),
         controls,
     };
-    let (go, closing) = (Gate::default(), Gate::default());
+    // One gate per round opens its window for all tasks at once.
+    let go: Vec<Gate> = (0..cfg.rounds).map(|_| Gate::default()).collect();
+    let closing = Gate::default();
     let (tx, rx) = mpsc::channel::<Event>();
 
     std::thread::scope(|scope| {
@@ -460,40 +473,60 @@ pub fn run(
             }
         }
         if let Some(e) = first_err {
-            go.open(false);
+            for gate in &go {
+                gate.open(false);
+            }
             closing.open(true);
             return Err(e);
         }
 
-        window.start();
         let start = chrono::Utc::now();
-        let t0 = Instant::now();
-        go.open(true);
-
-        let mut finished = Vec::with_capacity(cfg.tasks);
-        let mut error = None;
-        for _ in 0..cfg.tasks {
-            let Ok(Event::Done(task, stats, err)) = rx.recv() else {
-                break;
-            };
-            if let Some(e) = err {
-                // Stop the other tasks rather than let them run on alone.
-                controls.stop.store(true, Ordering::Relaxed);
-                error.get_or_insert(e.to_string());
-            }
-            finished.push((task, stats));
-        }
-        let elapsed = t0.elapsed();
-        window.end();
-        // Merging happens after the window: it is the report's work, not the run's.
+        let mut rounds: Vec<Round> = Vec::with_capacity(cfg.rounds);
         let mut total = TaskStats::new();
         let mut per_task_matched = vec![0; cfg.tasks];
-        for (task, stats) in finished {
-            per_task_matched[task] = stats.integrity.matched;
-            total.integrity.add(&stats.integrity);
-            // Both histograms share bounds, so adding cannot fail.
-            let _ = total.round_trip_ns.add(&stats.round_trip_ns);
+        let mut error = None;
+        for (r, gate) in go.iter().enumerate() {
+            if r > 0 && (error.is_some() || controls.stopping()) {
+                break;
+            }
+            window.start();
+            let t0 = Instant::now();
+            gate.open(true);
+            let mut finished = Vec::with_capacity(cfg.tasks);
+            for _ in 0..cfg.tasks {
+                let Ok(Event::Done(task, stats, err)) = rx.recv() else {
+                    break;
+                };
+                if let Some(e) = err {
+                    // Stop the other tasks rather than let them run on alone.
+                    controls.stop.store(true, Ordering::Relaxed);
+                    error.get_or_insert(e.to_string());
+                }
+                finished.push((task, stats));
+            }
+            let elapsed = t0.elapsed();
+            window.end();
+            // Merging happens after the window: it is the report's work, not the run's.
+            let mut round = TaskStats::new();
+            for (task, stats) in finished {
+                per_task_matched[task] += stats.integrity.matched;
+                round.integrity.add(&stats.integrity);
+                // All histograms share bounds, so adding cannot fail.
+                let _ = round.round_trip_ns.add(&stats.round_trip_ns);
+            }
+            total.integrity.add(&round.integrity);
+            let _ = total.round_trip_ns.add(&round.round_trip_ns);
+            rounds.push(Round {
+                elapsed,
+                integrity: round.integrity,
+                round_trip_ns: round.round_trip_ns,
+            });
         }
+        // Rounds not run (after a stop) release their tasks.
+        for gate in go.iter().skip(rounds.len()) {
+            gate.open(false);
+        }
+        let elapsed = rounds.iter().map(|r| r.elapsed).sum();
         let end = chrono::Utc::now();
         closing.open(true);
 
@@ -519,6 +552,7 @@ pub fn run(
             round_trip_ns: total.round_trip_ns,
             per_task_matched,
             error,
+            rounds,
         })
     })
 }
@@ -527,7 +561,7 @@ fn task_main(
     plan: &Plan,
     transport: &dyn Transport,
     task: usize,
-    go: &Gate,
+    go: &[Gate],
     closing: &Gate,
     tx: &mpsc::Sender<Event>,
 ) {
@@ -554,21 +588,32 @@ fn task_main(
         Ok(())
     };
     let failed = warmed.is_err();
-    // Allocated before the window opens, so that the window holds only the loop.
-    let mut stats = TaskStats::new();
     let _ = tx.send(Event::Ready(warmed));
-    if failed || !go.wait() {
+    if failed {
         let _ = lp.session.close();
         return;
     }
-    let limit = match cfg.length {
-        RunLength::Count(n) => Limit::Count(share(n, cfg.tasks, task)),
-        RunLength::Duration(d) => Limit::Until(Instant::now() + d),
-    };
-    let err = lp.run(limit, &mut stats, true, true).err();
-    // Requests still in flight after a failure are neither answered nor timed out.
-    stats.integrity.abandoned += lp.inflight.len() as u64;
-    let _ = tx.send(Event::Done(task, stats, err));
+    for gate in go {
+        // Allocated before the window opens, so that the window holds only the loop.
+        let mut stats = TaskStats::new();
+        if !gate.wait() {
+            let _ = lp.session.close();
+            return;
+        }
+        let limit = match cfg.length {
+            RunLength::Count(n) => Limit::Count(share(n, cfg.tasks, task)),
+            RunLength::Duration(d) => Limit::Until(Instant::now() + d),
+        };
+        let err = lp.run(limit, &mut stats, true, true).err();
+        // Requests still in flight after a failure are neither answered nor timed out.
+        stats.integrity.abandoned += lp.inflight.len() as u64;
+        lp.inflight.clear();
+        let failed = err.is_some();
+        let _ = tx.send(Event::Done(task, stats, err));
+        if failed {
+            break;
+        }
+    }
     closing.wait();
     let _ = lp.session.close();
 }
@@ -672,6 +717,31 @@ mod loop_tests {
         ]));
         assert_eq!(out.integrity.matched, 400);
         assert_eq!(out.integrity.unmatched, 0);
+    }
+
+    #[test]
+    fn rounds_reuse_the_connections_and_each_get_the_full_count() {
+        struct Count(usize);
+        impl Window for Count {
+            fn start(&mut self) {
+                self.0 += 1;
+            }
+            fn end(&mut self) {}
+        }
+        let cfg = config(&["--count", "90", "--rounds", "3", "--tasks", "2"]);
+        let t = Embedded::start(QueueSetup::from_config(&cfg));
+        let mut windows = Count(0);
+        let out = run(&cfg, &t, &Controls::default(), &mut windows).expect("run");
+        assert_eq!(windows.0, 3, "one window per round");
+        assert_eq!(out.rounds.len(), 3);
+        assert!(
+            out.rounds
+                .iter()
+                .all(|r| r.integrity.matched == 90 && r.round_trip_ns.len() == 90)
+        );
+        assert_eq!(out.integrity.matched, 270);
+        assert_eq!(out.per_task_matched, vec![135, 135]);
+        assert_eq!(out.elapsed, out.rounds.iter().map(|r| r.elapsed).sum());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use oemputx::driver::{self, Controls, Status};
 use oemputx::error::exit_for;
 use oemputx::exit_codes::Exit;
 use oemputx::progress::{Progress, ProgressSettings};
-use oemputx::report::{self, Report};
+use oemputx::report::{self, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
 use oemputx::transport;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -112,12 +112,87 @@ fn run() -> anyhow::Result<Exit> {
         table,
         accounting.error.clone(),
     );
+    let mut report = report;
+    report.rounds = round_rows(&cfg, &outcome, &window, &accounting);
+    report.rounds_summary = RoundsSummary::of(&report.rounds);
     export(&cfg, &report)?;
     Ok(match report.status {
         Status::Completed => Exit::Ok,
         Status::Interrupted => Exit::Interrupted,
         Status::TimedOut | Status::StoppedAfterTimeouts | Status::Failed => Exit::Failure,
     })
+}
+
+/// Each round's figures; with one round, the run's own table stands for it.
+fn round_rows(
+    cfg: &Config,
+    outcome: &driver::Outcome,
+    driver_cpu: &DriverCpu,
+    accounting: &Accounting,
+) -> Vec<RoundRow> {
+    let several = outcome.rounds.len() > 1;
+    outcome
+        .rounds
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let transactions = r.integrity.matched;
+            let elapsed_s = r.elapsed.as_secs_f64();
+            let rate_tps = if elapsed_s > 0.0 {
+                transactions as f64 / elapsed_s
+            } else {
+                0.0
+            };
+            let round_trip_us = Latency::of(&r.round_trip_ns);
+            let cpu = if several {
+                driver_cpu.used_in(i)
+            } else {
+                driver_cpu.used()
+            };
+            let driver = cpu.map(DriverRow::oemputx);
+            let table = if several {
+                accounting.round_table(
+                    i,
+                    transactions,
+                    driver.as_ref(),
+                    Some(cfg.tasks),
+                    round_trip_us.mean,
+                    rate_tps,
+                )
+            } else {
+                accounting.table(
+                    transactions,
+                    driver.as_ref(),
+                    Some(cfg.tasks),
+                    round_trip_us.mean,
+                    rate_tps,
+                )
+            };
+            RoundRow {
+                round: i + 1,
+                transactions,
+                elapsed_s,
+                rate_tps,
+                round_trip_us,
+                app_cpu_us_per_tran: cpu
+                    .filter(|_| transactions > 0)
+                    .map(|d| d.as_secs_f64() * 1e6 / transactions as f64),
+                captured_us_per_tran: table.as_ref().map(|t| t.captured_us_per_tran),
+                corrected_us_per_tran: table.as_ref().and_then(|t| t.corrected_us_per_tran),
+                groups: table
+                    .map(|t| {
+                        t.groups
+                            .into_iter()
+                            .map(|g| RoundGroup {
+                                name: g.name,
+                                total_us_per_tran: g.total_us_per_tran,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {

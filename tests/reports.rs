@@ -245,3 +245,72 @@ fn every_run_is_saved_under_reports_with_latest_json() {
         "latest.json is the newest run"
     );
 }
+
+#[test]
+fn rounds_keep_every_windows_figures_and_summarise_them() {
+    let out = oemputx()
+        .args([
+            "--count",
+            "400",
+            "--rounds",
+            "3",
+            "--warmup",
+            "50",
+            "--quiet",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    validate(&j);
+    let rounds = j["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 3);
+    assert!(rounds.iter().all(|r| r["transactions"] == 400));
+    assert_eq!(
+        j["transactions"], 1200,
+        "the run's totals add the rounds up"
+    );
+    assert_eq!(j["integrity"]["sent"], 1200);
+    let s = &j["rounds_summary"];
+    assert_eq!(s["rounds"], 3);
+    let rate = &s["rate_tps"];
+    assert!(
+        rate["best"].as_f64() >= rate["median"].as_f64()
+            && rate["median"].as_f64() >= rate["worst"].as_f64()
+    );
+    assert!(
+        s["groups"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|g| g["name"] == "DRIVER"))
+    );
+    // Text: a row per round and the best/median/worst lines.
+    let text = oemputx()
+        .args(["--count", "200", "--rounds", "2"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(" Round      Trans")
+            && text.contains("Rate (trans/s)")
+            && text.contains("Noise"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_single_round_has_one_round_row_and_no_summary() {
+    let out = oemputx()
+        .args(["--count", "100", "--quiet", "--export-json", "-"])
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(j["rounds"].as_array().map(Vec::len), Some(1));
+    assert!(j["rounds_summary"].is_null());
+    assert_eq!(j["rounds"][0]["transactions"], 100);
+}

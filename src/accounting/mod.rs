@@ -168,8 +168,8 @@ pub struct Accounting {
     groups: Vec<GroupSpec>,
     source: CpuSource,
     ratio: RatioMode,
-    start: Option<Snapshot>,
-    end: Option<Snapshot>,
+    /// (start, end) of each window (one per round).
+    windows: Vec<(Option<Snapshot>, Option<Snapshot>)>,
     /// The first snapshot failure, reported instead of the table.
     pub error: Option<String>,
 }
@@ -181,8 +181,7 @@ impl Accounting {
             groups,
             source,
             ratio,
-            start: None,
-            end: None,
+            windows: Vec::new(),
             error: None,
         }
     }
@@ -199,18 +198,44 @@ impl Accounting {
 
     /// Make the end snapshot the next start, for measuring interval after interval.
     pub fn roll(&mut self) {
-        if let Some(end) = self.end.take() {
-            self.start = Some(end);
+        if let Some((_, end)) = self.windows.pop() {
+            self.windows.push((end, None));
         }
     }
 
-    /// Wall time between the two snapshots.
+    /// The first window's start and the last window's end: the whole run.
+    fn whole(&self) -> Option<(&Snapshot, &Snapshot)> {
+        Some((
+            self.windows.first()?.0.as_ref()?,
+            self.windows.last()?.1.as_ref()?,
+        ))
+    }
+
+    /// Wall time from the first snapshot to the last.
     pub fn elapsed(&self) -> Option<Duration> {
-        Some(
-            self.end
-                .as_ref()?
-                .at
-                .duration_since(self.start.as_ref()?.at),
+        let (a, b) = self.whole()?;
+        Some(b.at.duration_since(a.at))
+    }
+
+    /// The table of window (round) `i` alone.
+    pub fn round_table(
+        &self,
+        i: usize,
+        transactions: u64,
+        driver: Option<&DriverRow>,
+        concurrency: Option<usize>,
+        round_trip_us: f64,
+        rate_tps: f64,
+    ) -> Option<CpuTable> {
+        let (a, b) = self.windows.get(i)?;
+        self.table_between(
+            a.as_ref()?,
+            b.as_ref()?,
+            transactions,
+            driver,
+            concurrency,
+            round_trip_us,
+            rate_tps,
         )
     }
 
@@ -224,7 +249,29 @@ impl Accounting {
         round_trip_us: f64,
         rate_tps: f64,
     ) -> Option<CpuTable> {
-        let (a, b) = (self.start.as_ref()?, self.end.as_ref()?);
+        let (a, b) = self.whole()?;
+        self.table_between(
+            a,
+            b,
+            transactions,
+            driver,
+            concurrency,
+            round_trip_us,
+            rate_tps,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn table_between(
+        &self,
+        a: &Snapshot,
+        b: &Snapshot,
+        transactions: u64,
+        driver: Option<&DriverRow>,
+        concurrency: Option<usize>,
+        round_trip_us: f64,
+        rate_tps: f64,
+    ) -> Option<CpuTable> {
         let per = |ns: f64| {
             if transactions > 0 {
                 ns / 1000.0 / transactions as f64
@@ -599,10 +646,15 @@ impl Accounting {
 
 impl Window for Accounting {
     fn start(&mut self) {
-        self.start = self.snap();
+        let s = self.snap();
+        self.windows.push((s, None));
     }
     fn end(&mut self) {
-        self.end = self.snap();
+        let e = self.snap();
+        match self.windows.last_mut() {
+            Some(w) => w.1 = e,
+            None => self.windows.push((None, e)),
+        }
     }
 }
 

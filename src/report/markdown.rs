@@ -80,6 +80,37 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if let Some(sum) = &r.rounds_summary {
+        let _ = writeln!(
+            o,
+            "\n| across {} rounds | best | median | worst | spread |\n|---|---:|---:|---:|---:|",
+            sum.rounds
+        );
+        let rows = [
+            ("Rate (trans/s)", sum.rate_tps),
+            ("Round trip mean (µs)", sum.round_trip_mean_us),
+            ("App CPU (µs/tran)", sum.app_cpu_us_per_tran),
+            ("Captured (µs/tran)", sum.captured_us_per_tran),
+        ];
+        for (name, b) in rows
+            .iter()
+            .filter_map(|(n, b)| b.map(|b| (n.to_string(), b)))
+            .chain(
+                sum.groups
+                    .iter()
+                    .map(|g| (format!("{}\\* (µs/tran)", g.name), g.total_us_per_tran)),
+            )
+        {
+            let _ = writeln!(
+                o,
+                "| {name} | {:.2} | {:.2} | {:.2} | {:.1}% |",
+                b.best, b.median, b.worst, b.spread_pct
+            );
+        }
+        if let Some(n) = &sum.noisy {
+            let _ = writeln!(o, "\n**Noisy:** {n}");
+        }
+    }
     if let Some(acc) = &r.accounting
         && !acc.verdict.is_empty()
     {

@@ -7,6 +7,7 @@
 
 pub mod json;
 pub mod markdown;
+pub mod rounds;
 pub mod table;
 pub mod text;
 
@@ -58,6 +59,10 @@ pub struct Report {
     pub other_cpu: Option<OtherCpu>,
     /// How the CPU table was measured, its verdict and warnings.
     pub accounting: Option<AccountingInfo>,
+    /// Each measured window (one unless --rounds).
+    pub rounds: Vec<RoundRow>,
+    /// Best / median / worst across rounds, with --rounds 2 or more.
+    pub rounds_summary: Option<RoundsSummary>,
     pub host: Host,
 }
 
@@ -187,6 +192,117 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+impl Latency {
+    /// The summary of a histogram of round trips in nanoseconds.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            mean: h.mean() / 1000.0,
+            min: us(h.min()),
+            p50: us(h.value_at_quantile(0.50)),
+            p90: us(h.value_at_quantile(0.90)),
+            p99: us(h.value_at_quantile(0.99)),
+            p999: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        }
+    }
+}
+
+/// One round's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundRow {
+    pub round: usize,
+    pub transactions: u64,
+    pub elapsed_s: f64,
+    pub rate_tps: f64,
+    pub round_trip_us: Latency,
+    pub app_cpu_us_per_tran: Option<f64>,
+    pub captured_us_per_tran: Option<f64>,
+    pub corrected_us_per_tran: Option<f64>,
+    /// Each group's total µs per transaction in this round.
+    pub groups: Vec<RoundGroup>,
+}
+
+/// A group's figure in one round.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundGroup {
+    pub name: String,
+    pub total_us_per_tran: f64,
+}
+
+/// Best / median / worst across rounds (two rounds or more).
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundsSummary {
+    pub rounds: usize,
+    pub rate_tps: Option<rounds::Bmw>,
+    pub round_trip_mean_us: Option<rounds::Bmw>,
+    pub app_cpu_us_per_tran: Option<rounds::Bmw>,
+    pub captured_us_per_tran: Option<rounds::Bmw>,
+    pub groups: Vec<GroupSpread>,
+    /// Set when the CPU per transaction varies by more than 5% across rounds.
+    pub noisy: Option<String>,
+}
+
+/// One group's CPU per transaction across rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSpread {
+    pub name: String,
+    pub total_us_per_tran: rounds::Bmw,
+}
+
+impl RoundsSummary {
+    /// Summarise the rounds of a run.
+    pub fn of(rows: &[RoundRow]) -> Option<RoundsSummary> {
+        if rows.len() < 2 {
+            return None;
+        }
+        let col = |f: &dyn Fn(&RoundRow) -> Option<f64>| -> Vec<f64> {
+            rows.iter().filter_map(f).collect()
+        };
+        let mut groups = Vec::new();
+        for g in rows[0].groups.iter().map(|g| g.name.clone()) {
+            let v = col(&|r| {
+                r.groups
+                    .iter()
+                    .find(|x| x.name == g)
+                    .map(|x| x.total_us_per_tran)
+            });
+            if let Some(b) = rounds::bmw(&v, false) {
+                groups.push(GroupSpread {
+                    name: g,
+                    total_us_per_tran: b,
+                });
+            }
+        }
+        let captured = rounds::bmw(&col(&|r| r.captured_us_per_tran), false);
+        let worst = groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.total_us_per_tran.spread_pct))
+            .chain(captured.map(|c| ("captured total", c.spread_pct)))
+            .fold(None, |acc: Option<(&str, f64)>, x| match acc {
+                Some(a) if a.1 >= x.1 => Some(a),
+                _ => Some(x),
+            });
+        let noisy = worst.filter(|w| w.1 > rounds::NOISY_SPREAD_PCT).map(|(name, spread)| {
+            format!(
+                "the measurement is noisy: {name} CPU per transaction spreads {spread:.1}% across rounds (more than {:.0}%); a difference smaller than that between two runs is not to be trusted. More rounds, longer rounds (--probe) or a quieter machine help",
+                rounds::NOISY_SPREAD_PCT
+            )
+        });
+        Some(RoundsSummary {
+            rounds: rows.len(),
+            rate_tps: rounds::bmw(&col(&|r| Some(r.rate_tps)), true),
+            round_trip_mean_us: rounds::bmw(&col(&|r| Some(r.round_trip_us.mean)), false),
+            app_cpu_us_per_tran: rounds::bmw(&col(&|r| r.app_cpu_us_per_tran), false),
+            captured_us_per_tran: captured,
+            groups,
+            noisy,
+        })
+    }
+}
+
 fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
@@ -213,20 +329,7 @@ impl Report {
     ) -> Report {
         let transactions = out.integrity.matched;
         let elapsed_s = out.elapsed.as_secs_f64();
-        let h = &out.round_trip_ns;
-        let round_trip_us = if h.is_empty() {
-            Latency::default()
-        } else {
-            Latency {
-                mean: h.mean() / 1000.0,
-                min: us(h.min()),
-                p50: us(h.value_at_quantile(0.50)),
-                p90: us(h.value_at_quantile(0.90)),
-                p99: us(h.value_at_quantile(0.99)),
-                p999: us(h.value_at_quantile(0.999)),
-                max: us(h.max()),
-            }
-        };
+        let round_trip_us = Latency::of(&out.round_trip_ns);
         let per = |x: f64| (transactions > 0).then(|| x / transactions as f64);
         let app_s = app_cpu.map(|d| d.as_secs_f64());
         let status_detail = match out.status {
@@ -323,6 +426,8 @@ impl Report {
                 .map(|t| t.processes.clone())
                 .unwrap_or_default(),
             groups: table.map(|t| t.groups).unwrap_or_default(),
+            rounds: Vec::new(),
+            rounds_summary: None,
             host: Host::current(),
         }
     }

@@ -83,6 +83,22 @@ pub fn rows(r: &Report, f: Format) -> Vec<Vec<String>> {
         row[7] = num(Some(g.pct), f);
         out.push(row);
     }
+    if r.rounds.len() > 1 {
+        for rd in &r.rounds {
+            let mut row = blank();
+            row[0] = "round".into();
+            row[2] = format!("round {}", rd.round);
+            row[8] = rd.transactions.to_string();
+            row[9] = num_p(Some(rd.elapsed_s), f, 6);
+            row[10] = num(Some(rd.rate_tps), f);
+            row[11] = num(Some(rd.round_trip_us.mean), f);
+            row[12] = num(Some(rd.round_trip_us.p99), f);
+            row[13] = num(rd.app_cpu_us_per_tran, f);
+            row[14] = num(rd.captured_us_per_tran, f);
+            row[16] = num(rd.corrected_us_per_tran, f);
+            out.push(row);
+        }
+    }
     let mut row = blank();
     row[0] = "summary".into();
     row[2] = r.settings.qmgr.clone();

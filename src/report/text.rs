@@ -157,6 +157,63 @@ pub fn cpu_table(o: &mut String, r: &CpuSection) {
     }
 }
 
+/// Each round, then best / median / worst, then the noise verdict.
+fn rounds_table(o: &mut String, r: &Report) {
+    let Some(sum) = &r.rounds_summary else { return };
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        " {:>5} {:>10} {:>11} {:>11} {:>11} {:>11}",
+        "Round", "Trans", "Rate/s", "RT mean us", "AppCPU us", "Captured us"
+    );
+    let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"));
+    for row in &r.rounds {
+        let _ = writeln!(
+            o,
+            " {:>5} {:>10} {:>11.1} {:>11.2} {:>11} {:>11}",
+            row.round,
+            row.transactions,
+            row.rate_tps,
+            row.round_trip_us.mean,
+            opt(row.app_cpu_us_per_tran),
+            opt(row.captured_us_per_tran)
+        );
+    }
+    let line = |o: &mut String, name: &str, b: &Option<super::rounds::Bmw>| {
+        if let Some(b) = b {
+            let _ = writeln!(
+                o,
+                " {name:<24} best {:>10.2}  median {:>10.2}  worst {:>10.2}  spread {:>5.1}%",
+                b.best, b.median, b.worst, b.spread_pct
+            );
+        }
+    };
+    line(o, "Rate (trans/s)", &sum.rate_tps);
+    line(o, "Round trip mean (us)", &sum.round_trip_mean_us);
+    line(o, "App CPU (us/tran)", &sum.app_cpu_us_per_tran);
+    line(o, "Captured (us/tran)", &sum.captured_us_per_tran);
+    for g in &sum.groups {
+        line(
+            o,
+            &format!("{}* (us/tran)", g.name),
+            &Some(g.total_us_per_tran),
+        );
+    }
+    match &sum.noisy {
+        Some(n) => {
+            let _ = writeln!(o, "Noise                 : {n}");
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "Noise                 : CPU per transaction within {:.0}% across {} rounds",
+                super::rounds::NOISY_SPREAD_PCT,
+                sum.rounds
+            );
+        }
+    }
+}
+
 /// Render the report as text.
 pub fn render(r: &Report) -> String {
     let s = &r.settings;
@@ -281,6 +338,7 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(o, "Driver CPU source     : {}", cpu.source);
     cpu_table(&mut o, &CpuSection::from(r));
+    rounds_table(&mut o, r);
     match r.status {
         Status::Completed => {}
         Status::Interrupted => {

@@ -1,0 +1,92 @@
+//! Repeated identical runs: each round's figures, and best / median / worst across them.
+//!
+//! The method of the benchmarking frameworks that interleave rounds: a single run's figure
+//! is one draw from a noisy machine, so the report gives the spread and says when the CPU
+//! per transaction varies by more than 5% across rounds, which is when a difference between
+//! two runs of that size is not to be trusted. Spread = (max − min) ÷ median.
+
+use serde::Serialize;
+
+/// Spread of CPU µs/tran across rounds above which the report calls the measurement noisy.
+pub const NOISY_SPREAD_PCT: f64 = 5.0;
+
+/// Best, median and worst of one figure across rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bmw {
+    pub best: f64,
+    pub median: f64,
+    pub worst: f64,
+    /// (max − min) ÷ median, percent.
+    pub spread_pct: f64,
+}
+
+/// The median of a non-empty sample (mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Best/median/worst of `v`; `higher_is_better` for rates, lower for times and CPU.
+pub fn bmw(v: &[f64], higher_is_better: bool) -> Option<Bmw> {
+    let med = median(v)?;
+    let finite = v.iter().copied().filter(|x| x.is_finite());
+    let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let spread_pct = if med != 0.0 {
+        100.0 * (hi - lo) / med.abs()
+    } else {
+        0.0
+    };
+    Some(if higher_is_better {
+        Bmw {
+            best: hi,
+            median: med,
+            worst: lo,
+            spread_pct,
+        }
+    } else {
+        Bmw {
+            best: lo,
+            median: med,
+            worst: hi,
+            spread_pct,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_samples() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[f64::NAN]), None);
+    }
+
+    #[test]
+    fn best_is_the_high_rate_and_the_low_cost() {
+        let rate = bmw(&[100.0, 110.0, 90.0], true).unwrap();
+        assert_eq!((rate.best, rate.median, rate.worst), (110.0, 100.0, 90.0));
+        let cpu = bmw(&[50.0, 52.0, 51.0], false).unwrap();
+        assert_eq!((cpu.best, cpu.worst), (50.0, 52.0));
+        assert!((cpu.spread_pct - 100.0 * 2.0 / 51.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_round_has_no_spread() {
+        assert_eq!(bmw(&[7.0], false).unwrap().spread_pct, 0.0);
+    }
+}
