@@ -141,6 +141,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub rounds: usize,
 
+    /// Size each round to last about this long (default 5s), from a 1 s unmeasured
+    /// probe of the rate after the warmup; never fewer messages than --count.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "5s", conflicts_with = "duration")]
+    pub probe: Option<humantime::Duration>,
+
     /// Parallel driver tasks, each with its own connection, started together.
     #[arg(long, short = 't', value_name = "N", default_value_t = 1)]
     pub tasks: usize,

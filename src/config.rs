@@ -314,6 +314,8 @@ pub struct Config {
     pub tasks: usize,
     /// Measured windows, each with the full count or duration.
     pub rounds: usize,
+    /// Size each round to last this long, from a probe of the rate.
+    pub probe: Option<Duration>,
     /// Puts per loop before the gets.
     pub msgs_per_loop: usize,
     /// Persistent messages.
@@ -584,6 +586,7 @@ impl Config {
             length,
             tasks: args.tasks,
             rounds: args.rounds,
+            probe: args.probe.map(Duration::from).filter(|d| !d.is_zero()),
             msgs_per_loop: args.msgs_per_loop,
             persistent: args.persistent,
             syncpoint: args.syncpoint,

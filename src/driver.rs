@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 /// Longest single wait inside a get, so that Ctrl-C and a stop are seen promptly.
 const GET_SLICE: Duration = Duration::from_millis(200);
+/// How long --probe runs to find the rate.
+const PROBE_TIME: Duration = Duration::from_secs(1);
 /// Round trips are recorded in nanoseconds, from 1 ns to an hour, to 3 significant digits.
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
 
@@ -143,6 +145,19 @@ pub struct Outcome {
     pub error: Option<String>,
     /// Each measured window (one unless --rounds), in order.
     pub rounds: Vec<Round>,
+    /// What --probe found and decided.
+    pub probed: Option<Probe>,
+}
+
+/// The result of --probe.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Probe {
+    /// The rate of the unmeasured probe, all tasks.
+    pub rate_tps: f64,
+    /// Messages per round it chose (never fewer than --count).
+    pub count_per_round: u64,
+    /// The round length it aimed at, seconds.
+    pub target_s: f64,
 }
 
 /// One measured window of a run with --rounds.
@@ -248,6 +263,8 @@ struct Plan<'a> {
     cfg: &'a Config,
     run_id: String,
     controls: &'a Controls,
+    /// Messages per round in all tasks: --count, or what --probe sized.
+    count: AtomicU64,
 }
 
 /// One task's loop state: carries over from warmup to the measured phase so that a late
@@ -415,6 +432,8 @@ impl TaskLoop<'_> {
 enum Event {
     Ready(Result<(), TransportError>),
     Done(usize, TaskStats, Option<TransportError>),
+    /// A task's matched replies during the probe, or its failure.
+    Probed(Result<u64, TransportError>),
 }
 
 /// Run the configured loop over `transport`, calling `window` at the window's two instants.
@@ -437,7 +456,12 @@ pub fn run(
         cfg,
         run_id: correl::new_run_id(),
         controls,
+        count: AtomicU64::new(match cfg.length {
+            RunLength::Count(n) => n,
+            RunLength::Duration(_) => 0,
+        }),
     };
+    let probe_gate = Gate::default();
     // One gate per round opens its window for all tasks at once.
     let go: Vec<Gate> = (0..cfg.rounds).map(|_| Gate::default()).collect();
     let closing = Gate::default();
@@ -445,11 +469,12 @@ pub fn run(
 
     std::thread::scope(|scope| {
         for task in 0..cfg.tasks {
-            let (plan, go, closing, task_tx) = (&plan, &go, &closing, tx.clone());
+            let (plan, go, closing, task_tx, probe_gate) =
+                (&plan, &go, &closing, tx.clone(), &probe_gate);
             let spawned = std::thread::Builder::new()
                 .name(format!("oemputx-task-{task}"))
                 .spawn_scoped(scope, move || {
-                    task_main(plan, transport, task, go, closing, &task_tx)
+                    task_main(plan, transport, task, probe_gate, go, closing, &task_tx)
                 });
             if let Err(e) = spawned {
                 let _ = tx.send(Event::Ready(Err(TransportError::Broker {
@@ -469,8 +494,38 @@ pub fn run(
                 Ok(Event::Ready(Err(e))) => {
                     first_err.get_or_insert(e);
                 }
-                Ok(Event::Done(..)) | Err(_) => break,
+                Ok(Event::Done(..) | Event::Probed(_)) | Err(_) => break,
             }
+        }
+        // --probe: a short unmeasured run gives the rate; each round is then sized to last.
+        let mut probed = None;
+        if let (Some(target), RunLength::Count(n)) = (cfg.probe, cfg.length)
+            && first_err.is_none()
+        {
+            let t0 = Instant::now();
+            probe_gate.open(true);
+            let mut matched = 0u64;
+            for _ in 0..cfg.tasks {
+                match rx.recv() {
+                    Ok(Event::Probed(Ok(m))) => matched += m,
+                    Ok(Event::Probed(Err(e))) => {
+                        first_err.get_or_insert(e);
+                    }
+                    _ => break,
+                }
+            }
+            let rate = matched as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+            let sized = ((rate * target.as_secs_f64()).ceil() as u64)
+                .max(n)
+                .max(cfg.tasks as u64);
+            plan.count.store(sized, Ordering::Relaxed);
+            probed = Some(Probe {
+                rate_tps: rate,
+                count_per_round: sized,
+                target_s: target.as_secs_f64(),
+            });
+        } else {
+            probe_gate.open(false);
         }
         if let Some(e) = first_err {
             for gate in &go {
@@ -553,6 +608,7 @@ pub fn run(
             per_task_matched,
             error,
             rounds,
+            probed,
         })
     })
 }
@@ -561,6 +617,7 @@ fn task_main(
     plan: &Plan,
     transport: &dyn Transport,
     task: usize,
+    probe_gate: &Gate,
     go: &[Gate],
     closing: &Gate,
     tx: &mpsc::Sender<Event>,
@@ -593,6 +650,21 @@ fn task_main(
         let _ = lp.session.close();
         return;
     }
+    if probe_gate.wait() {
+        let mut probe = TaskStats::new();
+        let probed = lp.run(
+            Limit::Until(Instant::now() + PROBE_TIME),
+            &mut probe,
+            false,
+            false,
+        );
+        let failed = probed.is_err();
+        let _ = tx.send(Event::Probed(probed.map(|()| probe.integrity.matched)));
+        if failed {
+            let _ = lp.session.close();
+            return;
+        }
+    }
     for gate in go {
         // Allocated before the window opens, so that the window holds only the loop.
         let mut stats = TaskStats::new();
@@ -601,7 +673,9 @@ fn task_main(
             return;
         }
         let limit = match cfg.length {
-            RunLength::Count(n) => Limit::Count(share(n, cfg.tasks, task)),
+            RunLength::Count(_) => {
+                Limit::Count(share(plan.count.load(Ordering::Relaxed), cfg.tasks, task))
+            }
             RunLength::Duration(d) => Limit::Until(Instant::now() + d),
         };
         let err = lp.run(limit, &mut stats, true, true).err();

@@ -314,3 +314,44 @@ fn a_single_round_has_one_round_row_and_no_summary() {
     assert!(j["rounds_summary"].is_null());
     assert_eq!(j["rounds"][0]["transactions"], 100);
 }
+
+#[test]
+fn probe_sizes_each_round_from_the_measured_rate() {
+    let out = oemputx()
+        .args([
+            "--count",
+            "10",
+            "--probe",
+            "1s",
+            "--rounds",
+            "2",
+            "--quiet",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    validate(&j);
+    let per_round = j["probe"]["count_per_round"]
+        .as_u64()
+        .expect("probe figures");
+    // The embedded loop makes thousands of round trips a second: far more than --count 10.
+    assert!(per_round > 100, "{per_round}");
+    assert!(
+        j["rounds"]
+            .as_array()
+            .expect("rounds")
+            .iter()
+            .all(|r| r["transactions"].as_u64() == Some(per_round))
+    );
+    oemputx()
+        .args(["--duration", "1s", "--probe"])
+        .assert()
+        .code(2);
+}

@@ -63,6 +63,8 @@ pub struct Report {
     pub rounds: Vec<RoundRow>,
     /// Best / median / worst across rounds, with --rounds 2 or more.
     pub rounds_summary: Option<RoundsSummary>,
+    /// What --probe measured and how it sized the rounds.
+    pub probe: Option<crate::driver::Probe>,
     pub host: Host,
 }
 
@@ -428,6 +430,7 @@ impl Report {
             groups: table.map(|t| t.groups).unwrap_or_default(),
             rounds: Vec::new(),
             rounds_summary: None,
+            probe: out.probed,
             host: Host::current(),
         }
     }

@@ -274,6 +274,13 @@ pub fn render(r: &Report) -> String {
     };
     let _ = writeln!(o, "Reply matching    : {matching}");
     let _ = writeln!(o, "MQGET wait        : {:.3} s", s.wait_s);
+    if let Some(p) = &r.probe {
+        let _ = writeln!(
+            o,
+            "Probe             : {:.0} msgs/s over 1 s, so {} messages per round (aiming at {} s each)",
+            p.rate_tps, p.count_per_round, p.target_s
+        );
+    }
     if let Some(rate) = s.rate_limit_tps {
         let _ = writeln!(
             o,
