@@ -65,7 +65,7 @@ impl Messages {
         let body: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();
         Ok(Messages {
             bodies: vec![body.into()],
-            source: format!("generated ({size} bytes)"),
+            source: "generated".to_string(),
         })
     }
 

@@ -164,14 +164,23 @@ pub struct AppCpu {
 pub struct Host {
     pub hostname: String,
     pub cpus: usize,
+    /// /proc/cpuinfo's model name.
+    pub cpu_model: Option<String>,
     pub kernel: String,
+    /// USER_HZ: the unit of /proc's CPU times.
     pub clk_tck: Option<i64>,
+    /// CONFIG_HZ: the scheduler tick that samples user/system time.
+    pub kernel_hz: Option<u32>,
+    /// CONFIG_IRQ_TIME_ACCOUNTING: whether interrupt time is kept out of task CPU.
+    pub irq_time_accounting: Option<bool>,
 }
 
 impl Host {
     /// Read this machine's facts; what cannot be read is left empty.
     pub fn current() -> Self {
         let uts = nix::sys::utsname::uname().ok();
+        let config = procfs::kernel_config().ok();
+        let setting = |k: &str| config.as_ref().and_then(|c| c.get(k).cloned());
         Host {
             hostname: nix::unistd::gethostname()
                 .ok()
@@ -180,12 +189,29 @@ impl Host {
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            cpu_model: std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            }),
             kernel: uts
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
             clk_tck: nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
                 .ok()
                 .flatten(),
+            kernel_hz: match setting("CONFIG_HZ") {
+                Some(procfs::ConfigSetting::Value(v)) => v.parse().ok(),
+                _ => None,
+            },
+            // Absent from a readable config means "not set".
+            irq_time_accounting: config.as_ref().map(|c| {
+                matches!(
+                    c.get("CONFIG_IRQ_TIME_ACCOUNTING"),
+                    Some(procfs::ConfigSetting::Yes)
+                )
+            }),
         }
     }
 }

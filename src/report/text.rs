@@ -225,6 +225,18 @@ pub fn render(r: &Report) -> String {
         r.tool.version
     );
     let _ = writeln!(o, "Queue manager     : {}", s.qmgr);
+    let h = &r.host;
+    let yes_no = |b: Option<bool>| b.map_or("unknown", |b| if b { "yes" } else { "no" });
+    let _ = writeln!(
+        o,
+        "Host              : {}, {} CPU(s) {}, kernel {}, HZ {}, IRQ time accounted: {}",
+        h.hostname,
+        h.cpus,
+        h.cpu_model.as_deref().unwrap_or("(model unknown)"),
+        h.kernel,
+        h.kernel_hz.map_or("unknown".to_string(), |z| z.to_string()),
+        yes_no(h.irq_time_accounting)
+    );
     let _ = writeln!(o, "Request queue     : {}", s.request_queue);
     let _ = writeln!(
         o,

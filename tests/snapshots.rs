@@ -1,0 +1,177 @@
+//! Snapshot tests of every exporter from one fixed report model: a change to a layout shows
+//! up as a diff of a committed `.snap` file, to be accepted on purpose (`cargo insta review`).
+
+use chrono::TimeZone;
+use clap::Parser;
+use oemputx::accounting::snapshot::CpuSource;
+use oemputx::accounting::{CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow};
+use oemputx::cli::Cli;
+use oemputx::config::Config;
+use oemputx::driver::{Integrity, Outcome, Round, Status};
+use oemputx::report::table::Format;
+use oemputx::report::{self, Host, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use std::time::Duration;
+
+fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> ProcessRow {
+    ProcessRow {
+        group: group.into(),
+        name: format!("{name}.{pid}"),
+        pid: Some(pid),
+        user_us_per_tran: user,
+        sys_us_per_tran: sys,
+        total_us_per_tran: user + sys,
+        pct,
+        split_sigma_us_per_tran: 1.5,
+        exact: true,
+        note: None,
+        ticks_us_per_tran: Some(((user + sys) / 10.0).round() * 10.0),
+    }
+}
+
+fn group(name: &str, user: f64, sys: f64, pct: f64, processes: usize) -> GroupRow {
+    GroupRow {
+        name: name.into(),
+        user_us_per_tran: user,
+        sys_us_per_tran: sys,
+        total_us_per_tran: user + sys,
+        pct,
+        processes,
+        ticks_us_per_tran: None,
+    }
+}
+
+fn fixed_report() -> Report {
+    let argv = [
+        "oemputx",
+        "--qmgr",
+        "amqp://guest:secret@mq.example:5672/%2f",
+        "--count",
+        "1000",
+        "--tasks",
+        "2",
+        "--msg-size",
+        "630",
+        "--label",
+        "snapshot",
+    ];
+    let cfg =
+        Config::from_args(&Cli::try_parse_from(argv).expect("arguments").run).expect("config");
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
+        .expect("histogram");
+    for i in 0..1000u64 {
+        h.record(200_000 + (i % 100) * 1_000).expect("record");
+    }
+    let integrity = Integrity {
+        sent: 1000,
+        received: 1000,
+        matched: 1000,
+        ..Default::default()
+    };
+    let start = chrono::Utc
+        .with_ymd_and_hms(2026, 11, 30, 7, 0, 0)
+        .single()
+        .expect("time");
+    let outcome = Outcome {
+        status: Status::Completed,
+        start,
+        end: start + chrono::Duration::milliseconds(250),
+        elapsed: Duration::from_millis(250),
+        cleared: 0,
+        integrity,
+        round_trip_ns: h.clone(),
+        per_task_matched: vec![500, 500],
+        error: None,
+        rounds: vec![Round {
+            elapsed: Duration::from_millis(250),
+            integrity,
+            round_trip_ns: h.clone(),
+        }],
+        probed: None,
+    };
+    let table = CpuTable {
+        processes: vec![
+            process("QMGR", "beam.smp", 4711, 41.20, 12.07, 41.0),
+            process("FLOW", "sample-flow", 4800, 20.10, 15.60, 27.5),
+            process("DRIVER", "oemputx", 4900, 22.00, 19.00, 31.5),
+        ],
+        groups: vec![group("QMGR", 41.20, 12.07, 41.0, 1), group("FLOW", 20.10, 15.60, 27.5, 1), group("DRIVER", 22.00, 19.00, 31.5, 1)],
+        captured_us_per_tran: 129.97,
+        capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured", tasks_cpu_s: Some(0.1386), busy_s: Some(0.149) }),
+        corrected_us_per_tran: Some(129.97 / 0.93),
+        other_cpu: OtherCpu { us_per_tran: 2.5, top: vec![OtherProcess { name: "redis-server".into(), pid: 2225, us_per_tran: 1.2 }] },
+        cpu_source: CpuSource::Exact,
+        tick_s: 0.004,
+        tick_source: "CONFIG_HZ=250".into(),
+        steal_s: 0.0,
+        snapshot_cpu_s: 0.0018,
+        snapshot_share_pct: 1.38,
+        verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
+        warnings: vec![],
+    };
+    let mut r = Report::build_with_cpu(
+        &cfg,
+        &outcome,
+        Some(Duration::from_millis(41)),
+        "process CPU clock (ns, all threads)".into(),
+        Some(table),
+        None,
+    );
+    r.host = Host {
+        hostname: "snapshot-host".into(),
+        cpus: 2,
+        cpu_model: Some("Test CPU".into()),
+        kernel: "6.18.0".into(),
+        clk_tck: Some(100),
+        kernel_hz: Some(250),
+        irq_time_accounting: Some(false),
+    };
+    let round = |n: usize, rate: f64, cpu: f64| RoundRow {
+        round: n,
+        transactions: 1000,
+        elapsed_s: 1000.0 / rate,
+        rate_tps: rate,
+        round_trip_us: Latency::of(&h),
+        app_cpu_us_per_tran: Some(cpu),
+        captured_us_per_tran: Some(cpu * 3.0),
+        corrected_us_per_tran: Some(cpu * 3.0 / 0.93),
+        groups: vec![RoundGroup {
+            name: "QMGR".into(),
+            total_us_per_tran: cpu * 1.3,
+        }],
+    };
+    r.rounds = vec![
+        round(1, 4000.0, 41.0),
+        round(2, 4100.0, 40.0),
+        round(3, 3900.0, 44.0),
+    ];
+    r.rounds_summary = RoundsSummary::of(&r.rounds);
+    r
+}
+
+#[test]
+fn text_layout() {
+    insta::assert_snapshot!(report::text::render(&fixed_report()));
+}
+
+#[test]
+fn tsv_layout() {
+    let f = Format {
+        delimiter: b'\t',
+        decimal_comma: false,
+    };
+    insta::assert_snapshot!(report::table::render(&fixed_report(), f).expect("tsv"));
+}
+
+#[test]
+fn csv_layout_for_decimal_comma_locales() {
+    let f = Format {
+        delimiter: b';',
+        decimal_comma: true,
+    };
+    insta::assert_snapshot!(report::table::render(&fixed_report(), f).expect("csv"));
+}
+
+#[test]
+fn markdown_layout() {
+    insta::assert_snapshot!(report::markdown::render(&fixed_report()));
+}
