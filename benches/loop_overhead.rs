@@ -5,7 +5,8 @@
 //!       `reply_to` + `correlation_id`, wait for the reply with that correlation id;
 //!   (b) the `oemputx` binary doing the same,
 //! against the same RabbitMQ, the same `sample-flow --echo` responder, the same 630-byte
-//! message and the same task count. The order alternates each round so that neither loop
+//! message with the same AMQP properties (reply_to, correlation_id, message_id, delivery
+//! mode 1) and the same task count. The order alternates each round so that neither loop
 //! always runs on a warmer broker. Reported: best / median / worst of rate and of the
 //! driver's own CPU per transaction (process CPU clock over the measured window, both
 //! sides), and the ratios of the medians. Targets: rate ≥ 97% and CPU ≤ 110% of raw.
@@ -131,7 +132,12 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usiz
                         for i in 0..n {
                             let id = format!("{prefix}-{t}-{i}");
                             let mut p = BasicProperties::default();
-                            p.with_correlation_id(&id).with_reply_to(&reply_q);
+                            // The same message on the wire as oemputx's: its properties
+                            // (message_id too, delivery mode 1) cost the broker and the flow.
+                            p.with_correlation_id(&id)
+                                .with_message_id(&id)
+                                .with_reply_to(&reply_q)
+                                .with_persistence(false);
                             ch.basic_publish(
                                 p.finish(),
                                 body.clone(),
