@@ -4,23 +4,7 @@
 mod common;
 use common::*;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn oemputx() -> Command {
-    let mut c = Command::cargo_bin("oemputx").expect("binary built");
-    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
-        .env("OEMPUTX_NO_SAVE", "1")
-        .timeout(std::time::Duration::from_secs(60));
-    c
-}
-
-fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    j["groups"]
-        .as_array()
-        .and_then(|g| g.iter().find(|g| g["name"] == name))
-        .unwrap_or(&serde_json::Value::Null)
-}
 
 #[test]
 fn a_rabbitmq_run_reports_the_broker_the_flow_and_the_driver_per_transaction() {

@@ -1,18 +1,10 @@
 //! The `oemputx` binary as a user runs it: the embedded default, exports, profiles, and one
 //! clear line and exit code for each kind of bad input.
 
-use assert_cmd::Command;
+mod common;
+use common::oemputx;
 use predicates::prelude::*;
 use std::time::Duration;
-
-fn oemputx() -> Command {
-    let mut c = Command::cargo_bin("oemputx").expect("binary built");
-    // Profiles come only from what a test gives, never from the developer's home.
-    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
-        .env("OEMPUTX_NO_SAVE", "1")
-        .timeout(Duration::from_secs(60));
-    c
-}
 
 fn usage_error(args: &[&str], says: &str) {
     oemputx()

@@ -6,13 +6,6 @@ use common::*;
 
 use assert_cmd::Command;
 
-fn oemputx() -> Command {
-    let mut c = Command::cargo_bin("oemputx").expect("binary built");
-    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
-        .env("OEMPUTX_NO_SAVE", "1");
-    c
-}
-
 fn validate(report: &serde_json::Value) {
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../schemas/oemputx.report-1.schema.json"))

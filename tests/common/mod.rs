@@ -164,3 +164,21 @@ pub fn run_json(args: &[&str]) -> (i32, serde_json::Value, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The oemputx binary, as a test runs it: profiles only from what the test gives (never the
+/// developer's home), nothing saved under reports/, and no hang beyond a minute.
+pub fn oemputx() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("oemputx").expect("binary built");
+    c.env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .env("OEMPUTX_NO_SAVE", "1")
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+/// A group's row of a JSON report, or null.
+pub fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    j["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == name))
+        .unwrap_or(&serde_json::Value::Null)
+}
