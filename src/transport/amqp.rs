@@ -467,20 +467,22 @@ struct AmqpSession {
     syncpoint: bool,
     /// Delivery tag of the newest reply not yet acknowledged (syncpoint only).
     last_tag: Option<u64>,
-    /// Publishes made by `put`, driven on the runtime by the next get, commit or close.
-    unsent: Vec<Publish>,
+    /// Requests `put` left to publish in the next get, commit or close.
+    unsent: Vec<(BasicProperties, Vec<u8>)>,
 }
 
-/// A publish waiting to be driven: putting it off to the next get lets one pass of the
-/// runtime send the request and wait for the reply, as a hand-written async loop would;
-/// a runtime pass per put measurably raised the driver's CPU per message.
-type Publish =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), amqprs::error::Error>> + Send>>;
-
-/// Drive the publishes `put` left, in order; the first failure stops the rest.
-async fn send_all(unsent: &mut Vec<Publish>) -> Result<(), amqprs::error::Error> {
-    for publish in unsent.drain(..) {
-        publish.await?;
+/// Publish the requests `put` left, in order; the first failure stops the rest. Putting the
+/// publish off to the next get lets one pass of the runtime send the request and wait for
+/// the reply, as a hand-written async loop would; a runtime pass per put measurably raised
+/// the driver's CPU per message.
+async fn send_all(
+    ch: &Channel,
+    queue: &str,
+    unsent: &mut Vec<(BasicProperties, Vec<u8>)>,
+) -> Result<(), amqprs::error::Error> {
+    for (props, body) in unsent.drain(..) {
+        ch.basic_publish(props, body, BasicPublishArguments::new("", queue))
+            .await?;
     }
     Ok(())
 }
@@ -521,11 +523,7 @@ impl Session for AmqpSession {
         props
             .with_correlation_id(correl_id)
             .with_message_id(correl_id);
-        let (ch, body) = (parts.ch.clone(), body.to_vec());
-        let args = BasicPublishArguments::new("", &self.request_queue);
-        self.unsent.push(Box::pin(async move {
-            ch.basic_publish(props, body, args).await
-        }));
+        self.unsent.push((props, body.to_vec()));
         Ok(())
     }
 
@@ -533,11 +531,12 @@ impl Session for AmqpSession {
         let Some(parts) = self.parts.as_mut() else {
             return Err(self.lost("session already closed"));
         };
-        let unsent = &mut self.unsent;
+        let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
+        let Parts { ch, replies, .. } = parts;
         // The timer must be made inside the runtime, hence the async block around it.
         let next = self.rt.block_on(async {
-            send_all(unsent).await.map_err(Sent::Failed)?;
-            tokio::time::timeout(wait, parts.replies.next())
+            send_all(ch, queue, unsent).await.map_err(Sent::Failed)?;
+            tokio::time::timeout(wait, replies.next())
                 .await
                 .map_err(|_| Sent::TimedOut)
         });
@@ -561,9 +560,9 @@ impl Session for AmqpSession {
         }
         let tag = self.last_tag.take();
         let ch = self.parts()?.ch.clone();
-        let unsent = &mut self.unsent;
+        let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
         let result = self.rt.block_on(async move {
-            send_all(unsent).await?;
+            send_all(&ch, queue, unsent).await?;
             if let Some(tag) = tag {
                 ch.basic_ack(BasicAckArguments::new(tag, true)).await?;
             }
@@ -575,10 +574,10 @@ impl Session for AmqpSession {
     fn close(mut self: Box<Self>) -> Result<(), TransportError> {
         if let Some(parts) = self.parts.take() {
             let Parts { conn, ch, .. } = parts;
-            let unsent = &mut self.unsent;
+            let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
             self.rt
                 .block_on(async move {
-                    let _ = send_all(unsent).await;
+                    let _ = send_all(&ch, queue, unsent).await;
                     let _ = ch.close().await;
                     conn.close().await
                 })
