@@ -93,7 +93,6 @@ pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let groups = groups_or_presets(&args.groups)?;
     let Some(interval) = args.interval.map(Duration::from) else {
         let snap = snapshot::take(&groups, args.cpu_source)?;
-        let tck = snapshot::clk_tck() as f64;
         let mut rows = Vec::new();
         for (g, members) in groups.iter().zip(&snap.groups) {
             let samples: Vec<&snapshot::Sample> = match members {
@@ -118,7 +117,6 @@ pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
             for p in samples {
                 let total = p.cpu_ns as f64 / 1e9;
                 let (u, s) = crate::accounting::math::split(total, p.utime, p.stime);
-                let _ = tck;
                 rows.push(CpuRow {
                     group: g.name.clone(),
                     name: format!("{}.{}", p.name, p.pid),

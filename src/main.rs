@@ -104,7 +104,7 @@ fn run() -> anyhow::Result<Exit> {
         round_trip_us,
         rate,
     );
-    let report = Report::build_with_cpu(
+    let report = Report::build(
         &cfg,
         &outcome,
         window.used(),

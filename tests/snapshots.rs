@@ -108,7 +108,7 @@ fn fixed_report() -> Report {
         verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
         warnings: vec![],
     };
-    let mut r = Report::build_with_cpu(
+    let mut r = Report::build(
         &cfg,
         &outcome,
         Some(Duration::from_millis(41)),

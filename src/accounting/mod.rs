@@ -13,7 +13,7 @@ use crate::driver::Window;
 use selector::GroupSpec;
 use serde::Serialize;
 use snapshot::{CpuSource, Key, Members, Sample, Snapshot};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// How the capture ratio is found.
@@ -284,8 +284,7 @@ impl Accounting {
         let mut warnings = Vec::new();
         let mut grouped: HashSet<Key> = HashSet::new();
         let window_start = a.uptime_ticks;
-        let tck_ns = |t: u64| t as f64 * 1e9 / snapshot::clk_tck() as f64;
-        let ticks_ns = tck_ns;
+        let ticks_ns = |t: u64| t as f64 * 1e9 / snapshot::clk_tck() as f64;
 
         // A process's CPU over the window: end − start, or its whole life if it started inside.
         let delta =
@@ -673,13 +672,4 @@ impl Window for Windows<'_> {
             w.end();
         }
     }
-}
-
-/// The CPU of a process map over a window, for tests and `oemputx cpu`.
-pub fn cpu_between(a: &HashMap<Key, Sample>, b: &HashMap<Key, Sample>, key: &Key) -> Option<u64> {
-    Some(
-        b.get(key)?
-            .cpu_ns
-            .saturating_sub(a.get(key).map_or(0, |s| s.cpu_ns)),
-    )
 }

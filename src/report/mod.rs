@@ -336,18 +336,8 @@ fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
 }
 
 impl Report {
-    /// Build the report of a run.
-    pub fn build(
-        cfg: &Config,
-        out: &Outcome,
-        app_cpu: Option<Duration>,
-        app_cpu_source: String,
-    ) -> Report {
-        Self::build_with_cpu(cfg, out, app_cpu, app_cpu_source, None, None)
-    }
-
     /// Build the report of a run with its CPU table, or the reason it is missing.
-    pub fn build_with_cpu(
+    pub fn build(
         cfg: &Config,
         out: &Outcome,
         app_cpu: Option<Duration>,

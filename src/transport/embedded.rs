@@ -101,8 +101,6 @@ pub struct Embedded {
     stop: Arc<AtomicBool>,
     responder: Mutex<Option<JoinHandle<()>>>,
     responder_tid: Arc<Mutex<Option<i32>>>,
-    /// Replies the responder could not deliver (no reply queue named).
-    pub undeliverable: Arc<AtomicU64>,
     next_temp: AtomicU64,
 }
 
@@ -111,21 +109,15 @@ impl Embedded {
     pub fn start(setup: QueueSetup) -> Self {
         let qmgr = Arc::new(QueueManager::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let undeliverable = Arc::new(AtomicU64::new(0));
         let responder_tid = Arc::new(Mutex::new(None));
         let input = qmgr.queue(&setup.request_queue);
         let handle = {
-            let (qmgr, stop, undeliverable, tid) = (
-                qmgr.clone(),
-                stop.clone(),
-                undeliverable.clone(),
-                responder_tid.clone(),
-            );
+            let (qmgr, stop, tid) = (qmgr.clone(), stop.clone(), responder_tid.clone());
             std::thread::Builder::new()
                 .name("oemputx-flow".into())
                 .spawn(move || {
                     *lock(&tid) = Some(crate::cpu::current_tid());
-                    respond(&qmgr, &input, &stop, &undeliverable);
+                    respond(&qmgr, &input, &stop);
                 })
                 .ok()
         };
@@ -141,27 +133,24 @@ impl Embedded {
             stop,
             responder: Mutex::new(handle),
             responder_tid,
-            undeliverable,
             next_temp: AtomicU64::new(0),
         }
     }
 }
 
-/// The built-in flow: copy each request to a reply with the same correlation id.
-fn respond(qmgr: &QueueManager, input: &Queue, stop: &AtomicBool, undeliverable: &AtomicU64) {
+/// The built-in flow: copy each request to a reply with the same correlation id. Only the
+/// driver puts here, and it always names a reply queue.
+fn respond(qmgr: &QueueManager, input: &Queue, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let Some(req) = input.get(RESPONDER_POLL, |_| true) else {
             continue;
         };
-        match req.reply_to {
-            Some(ref q) => qmgr.queue(q).put(Msg {
+        if let Some(ref q) = req.reply_to {
+            qmgr.queue(q).put(Msg {
                 body: req.body,
                 correl_id: req.correl_id,
                 reply_to: None,
-            }),
-            None => {
-                undeliverable.fetch_add(1, Ordering::Relaxed);
-            }
+            });
         }
     }
 }
