@@ -120,7 +120,13 @@ pub struct CpuTable {
 }
 
 /// The kernel tick (1/CONFIG_HZ) when the kernel says, else 1/USER_HZ, a conservative bound.
+/// Read once: the kernel configuration is a compressed file, and it does not change.
 fn kernel_tick() -> (f64, String) {
+    static TICK: std::sync::OnceLock<(f64, String)> = std::sync::OnceLock::new();
+    TICK.get_or_init(read_kernel_tick).clone()
+}
+
+fn read_kernel_tick() -> (f64, String) {
     if let Ok(cfg) = procfs::kernel_config()
         && let Some(procfs::ConfigSetting::Value(hz)) = cfg.get("CONFIG_HZ")
         && let Ok(hz) = hz.parse::<f64>()
@@ -338,6 +344,13 @@ impl Accounting {
             }
         };
         let exact = self.source == CpuSource::Exact;
+        // A process or thread seen at the end: its window's CPU, with the ticks reading beside it.
+        let live = |group: &str, key: &Key, end: &Sample, start: Option<&Sample>| {
+            let (ns, ut, st, note) = delta(key, end, start);
+            let name = format!("{}.{}", end.name, end.pid);
+            row(group, name, Some(end.pid), ns, ut, st, exact, note)
+                .with_ticks(per(ticks_ns(ut + st)))
+        };
 
         for (i, g) in self.groups.iter().enumerate() {
             let before = rows.len();
@@ -355,18 +368,7 @@ impl Accounting {
                         grouped.insert(key);
                         match (a.procs.get(&key), b.procs.get(&key)) {
                             (start, Some(end)) => {
-                                let (ns, ut, st, note) = delta(&key, end, start);
-                                let r = row(
-                                    &g.name,
-                                    format!("{}.{}", end.name, end.pid),
-                                    Some(end.pid),
-                                    ns,
-                                    ut,
-                                    st,
-                                    exact,
-                                    note,
-                                );
-                                rows.push(r.with_ticks(per(ticks_ns(ut + st))));
+                                rows.push(live(&g.name, &key, end, start));
                                 // Children it reaped in the window: their CPU, at tick precision.
                                 let reaped = start.map_or(0, |s| {
                                     end.children_ticks.saturating_sub(s.children_ticks)
@@ -407,18 +409,7 @@ impl Accounting {
                 }
                 (Members::Threads(ta), Members::Threads(tb)) => {
                     for (key, end) in tb {
-                        let (ns, ut, st, note) = delta(key, end, ta.get(key));
-                        let r = row(
-                            &g.name,
-                            format!("{}.{}", end.name, end.pid),
-                            Some(end.pid),
-                            ns,
-                            ut,
-                            st,
-                            exact,
-                            note,
-                        );
-                        rows.push(r.with_ticks(per(ticks_ns(ut + st))));
+                        rows.push(live(&g.name, key, end, ta.get(key)));
                     }
                     for (key, start) in ta.iter().filter(|(k, _)| !tb.contains_key(k)) {
                         warnings.push(format!(
