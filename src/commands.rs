@@ -280,7 +280,6 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
                 acc.error.clone().unwrap_or_default()
             )
         })?;
-    let info = AccountingInfo::from_table(&table);
     let report = AccountReport {
         schema: "oemputx.account/1",
         command: args.command.clone(),
@@ -295,7 +294,7 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
         other_cpu: table.other_cpu.clone(),
         processes: table.processes,
         groups: table.groups,
-        accounting: info,
+        accounting: table.info,
         host: Host::current(),
     };
     let mut o = String::new();

@@ -4,7 +4,9 @@
 use chrono::TimeZone;
 use clap::Parser;
 use oemputx::accounting::snapshot::CpuSource;
-use oemputx::accounting::{CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow};
+use oemputx::accounting::{
+    AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow,
+};
 use oemputx::cli::Cli;
 use oemputx::config::Config;
 use oemputx::driver::{Integrity, Outcome, Round, Status};
@@ -99,14 +101,17 @@ fn fixed_report() -> Report {
         capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured", tasks_cpu_s: Some(0.1386), busy_s: Some(0.149) }),
         corrected_us_per_tran: Some(129.97 / 0.93),
         other_cpu: OtherCpu { us_per_tran: 2.5, top: vec![OtherProcess { name: "redis-server".into(), pid: 2225, us_per_tran: 1.2 }] },
-        cpu_source: CpuSource::Exact,
-        tick_s: 0.004,
-        tick_source: "CONFIG_HZ=250".into(),
-        steal_s: 0.0,
-        snapshot_cpu_s: 0.0018,
-        snapshot_share_pct: 1.38,
-        verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
-        warnings: vec![],
+        info: AccountingInfo {
+            cpu_source: Some(CpuSource::Exact),
+            tick_s: 0.004,
+            tick_source: "CONFIG_HZ=250".into(),
+            steal_s: 0.0,
+            snapshot_cpu_s: 0.0018,
+            snapshot_share_pct: 1.38,
+            verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
+            warnings: vec![],
+            error: None,
+        },
     };
     let mut r = Report::build(
         &cfg,

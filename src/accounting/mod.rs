@@ -104,7 +104,14 @@ pub struct CpuTable {
     pub capture_ratio: Option<CaptureRatio>,
     pub corrected_us_per_tran: Option<f64>,
     pub other_cpu: OtherCpu,
-    pub cpu_source: CpuSource,
+    /// How it was measured, its verdict and warnings.
+    pub info: AccountingInfo,
+}
+
+/// How the CPU table was measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AccountingInfo {
+    pub cpu_source: Option<CpuSource>,
     /// Kernel tick used for the split's uncertainty, seconds, and where it came from.
     pub tick_s: f64,
     pub tick_source: String,
@@ -117,6 +124,8 @@ pub struct CpuTable {
     pub verdict: String,
     /// Groups that matched nothing, processes that could not be read, processes that came or went.
     pub warnings: Vec<String>,
+    /// Set when the snapshots could not be taken.
+    pub error: Option<String>,
 }
 
 /// The kernel tick (1/CONFIG_HZ) when the kernel says, else 1/USER_HZ, a conservative bound.
@@ -618,18 +627,21 @@ impl Accounting {
             corrected_us_per_tran: ratio.as_ref().map(|r| captured / r.value),
             capture_ratio: ratio,
             other_cpu,
-            cpu_source: self.source,
-            tick_s,
-            tick_source,
-            steal_s: b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / tck,
-            snapshot_cpu_s: snapshot_cpu,
-            snapshot_share_pct: if captured_s > 0.0 {
-                100.0 * snapshot_cpu / captured_s
-            } else {
-                0.0
+            info: AccountingInfo {
+                cpu_source: Some(self.source),
+                tick_s,
+                tick_source,
+                steal_s: b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / tck,
+                snapshot_cpu_s: snapshot_cpu,
+                snapshot_share_pct: if captured_s > 0.0 {
+                    100.0 * snapshot_cpu / captured_s
+                } else {
+                    0.0
+                },
+                verdict,
+                warnings,
+                error: None,
             },
-            verdict,
-            warnings,
         })
     }
 }

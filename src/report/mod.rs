@@ -11,8 +11,9 @@ pub mod rounds;
 pub mod table;
 pub mod text;
 
-use crate::accounting::snapshot::CpuSource;
-pub use crate::accounting::{CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow};
+pub use crate::accounting::{
+    AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
+};
 use crate::cli::MatchMode;
 use crate::config::{Config, ReplyQueue, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
@@ -66,38 +67,6 @@ pub struct Report {
     /// What --probe measured and how it sized the rounds.
     pub probe: Option<crate::driver::Probe>,
     pub host: Host,
-}
-
-/// How the CPU table was measured.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AccountingInfo {
-    pub cpu_source: Option<CpuSource>,
-    pub tick_s: f64,
-    pub tick_source: String,
-    pub steal_s: f64,
-    pub snapshot_cpu_s: f64,
-    pub snapshot_share_pct: f64,
-    pub verdict: String,
-    pub warnings: Vec<String>,
-    /// Set when the snapshots could not be taken.
-    pub error: Option<String>,
-}
-
-impl AccountingInfo {
-    /// The table's measurement facts.
-    pub fn from_table(t: &CpuTable) -> Self {
-        AccountingInfo {
-            cpu_source: Some(t.cpu_source),
-            tick_s: t.tick_s,
-            tick_source: t.tick_source.clone(),
-            steal_s: t.steal_s,
-            snapshot_cpu_s: t.snapshot_cpu_s,
-            snapshot_share_pct: t.snapshot_share_pct,
-            verdict: t.verdict.clone(),
-            warnings: t.warnings.clone(),
-            error: None,
-        }
-    }
 }
 
 /// Name and version of the tool that wrote the report.
@@ -431,7 +400,7 @@ impl Report {
             accounting: match (&table, accounting_error) {
                 (Some(t), error) => Some(AccountingInfo {
                     error,
-                    ..AccountingInfo::from_table(t)
+                    ..t.info.clone()
                 }),
                 (None, Some(error)) => Some(AccountingInfo {
                     error: Some(error),
