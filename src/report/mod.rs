@@ -430,6 +430,14 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
         out.write_all(bytes)?;
         return out.flush();
     }
+    // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is written in place:
+    // renaming a temporary file onto it would replace the device node with a regular file,
+    // which for /dev/null breaks every other program on the machine.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        f.write_all(bytes)?;
+        return f.flush();
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),
@@ -439,4 +447,39 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_atomic;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn a_regular_file_is_replaced_whole() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("r.json");
+        std::fs::write(&path, "old and longer").expect("write");
+        write_atomic(&path, b"new").expect("atomic write");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new");
+    }
+
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced() {
+        // The same path as /dev/null takes: renaming onto a device node would replace it.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).expect("read the fifo"))
+        };
+        write_atomic(&fifo, b"report").expect("write to the fifo");
+        assert_eq!(reader.join().expect("reader"), b"report");
+        let kind = std::fs::metadata(&fifo).expect("still there").file_type();
+        assert!(kind.is_fifo(), "the FIFO must survive the write");
+    }
 }
