@@ -44,6 +44,11 @@ ensure_postgresql() {
   log "starting PostgreSQL $version"
   as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
   wait_for 5432 PostgreSQL 60
+  # A fresh Debian cluster asks for a password over TCP: give the postgres user the one the
+  # tests use (postgres://postgres:postgres@127.0.0.1:5432/postgres; override with
+  # OEMPUTX_TEST_PG). Only done here, for a cluster this script started.
+  as_root su postgres -c "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null 2>&1 ||
+    log "could not set the postgres user's password; set OEMPUTX_TEST_PG to a URL that logs in"
 }
 
 ensure_rabbitmq

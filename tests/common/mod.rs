@@ -96,7 +96,8 @@ pub fn queue_depth(queue: &str) -> u32 {
     })
 }
 
-/// `sample-flow --echo` on a queue; stopped (SIGTERM) and its queue deleted on drop.
+/// `sample-flow` (`--echo`, or the reference flow) on a queue; stopped (SIGTERM) and its
+/// queue deleted on drop.
 pub struct EchoFlow {
     child: Child,
     pub queue: String,
@@ -109,8 +110,19 @@ impl EchoFlow {
     }
 
     pub fn start(queue: &str, extra: &[&str]) -> EchoFlow {
+        let mut args = vec!["--echo"];
+        args.extend_from_slice(extra);
+        Self::spawn(queue, &args, "echoing")
+    }
+
+    /// The full reference flow (not `--echo`), with `extra` options such as `--db`.
+    pub fn reference(queue: &str, extra: &[&str]) -> EchoFlow {
+        Self::spawn(queue, extra, "processing")
+    }
+
+    fn spawn(queue: &str, extra: &[&str], ready_word: &str) -> EchoFlow {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
-            .args(["--echo", "--url", &amqp_url(), "--input-queue", queue])
+            .args(["--url", &amqp_url(), "--input-queue", queue])
             .args(extra)
             .stderr(Stdio::piped())
             .spawn()
@@ -120,7 +132,7 @@ impl EchoFlow {
         let mut lines = BufReader::new(stderr).lines();
         let ready = lines.next().and_then(Result::ok).unwrap_or_default();
         assert!(
-            ready.contains("echoing"),
+            ready.contains(ready_word),
             "sample-flow did not start: {ready}"
         );
         std::thread::spawn(move || for _ in lines {});
@@ -181,4 +193,48 @@ pub fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
         .as_array()
         .and_then(|g| g.iter().find(|g| g["name"] == name))
         .unwrap_or(&serde_json::Value::Null)
+}
+
+/// The database the tests use: $OEMPUTX_TEST_PG, or the local PostgreSQL. (The password is
+/// the one the test command sets when it installs PostgreSQL; trust auth ignores it.)
+pub fn pg_url() -> String {
+    std::env::var("OEMPUTX_TEST_PG")
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// Run one SQL statement returning a single bigint (or none).
+pub fn pg_scalar(sql: &str) -> Option<i64> {
+    runtime().block_on(async {
+        let (client, conn) = tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls)
+            .await
+            .expect("the test database must be running (the test command starts it)");
+        tokio::spawn(conn);
+        let row = client.query_opt(sql, &[]).await.expect("query");
+        row.map(|r| r.get::<_, i64>(0))
+    })
+}
+
+/// A table name no other test uses; dropped when the guard goes.
+pub struct TableGuard(pub String);
+
+impl TableGuard {
+    pub fn fresh(what: &str) -> TableGuard {
+        let q = fresh_queue(what);
+        TableGuard(q.replace('.', "_"))
+    }
+}
+
+impl Drop for TableGuard {
+    fn drop(&mut self) {
+        runtime().block_on(async {
+            if let Ok((client, conn)) =
+                tokio_postgres::connect(&pg_url(), tokio_postgres::NoTls).await
+            {
+                tokio::spawn(conn);
+                let _ = client
+                    .batch_execute(&format!("DROP TABLE IF EXISTS {}", self.0))
+                    .await;
+            }
+        });
+    }
 }

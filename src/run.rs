@@ -1,0 +1,224 @@
+//! One measured run, from a validated config to its report, and the report's export: shared
+//! by the default command, `sweep` (a run per point) and `gate` (a run, then the verdict).
+
+use crate::accounting::{Accounting, DriverRow, Windows};
+use crate::config::{Config, RunLength};
+use crate::cpu::DriverCpu;
+use crate::driver::{self, Controls, Status};
+use crate::exit_codes::Exit;
+use crate::progress::{Progress, ProgressSettings};
+use crate::report::{self, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use crate::transport;
+use anyhow::Context;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Run the loop `cfg` describes, with its accounting windows, and build the report.
+pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
+    let transport = transport::open(cfg)?;
+    let excluded = transport.own_threads();
+    let mut window = DriverCpu::new(excluded.clone());
+    let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio);
+    let controls = Controls::new(interrupt, cfg.tasks);
+    // Transport errors name the queue manager (redacted) themselves.
+    let outcome = {
+        // Snapshots outside, the driver's own clock inside: their cost stays out of it.
+        let mut progress = Progress::new(
+            ProgressSettings {
+                bar: cfg.progress_bar,
+                stats_interval: cfg.stats_interval,
+                total: match cfg.length {
+                    RunLength::Count(n) => Some(n),
+                    RunLength::Duration(_) => None,
+                },
+                duration: match cfg.length {
+                    RunLength::Duration(d) => Some(d),
+                    RunLength::Count(_) => None,
+                },
+                in_flight: cfg.tasks * cfg.msgs_per_loop,
+            },
+            controls.progress_counters(),
+        );
+        let mut windows = Windows(vec![&mut accounting, &mut progress, &mut window]);
+        driver::run(cfg, transport.as_ref(), &controls, &mut windows)?
+    };
+
+    let source = match (&window.error, excluded.is_empty()) {
+        (Some(e), _) => format!("unavailable: {e}"),
+        (None, true) => "process CPU clock (ns, all threads)".to_string(),
+        (None, false) => format!(
+            "process CPU clock (ns) less {} embedded queue manager thread(s)",
+            excluded.len()
+        ),
+    };
+    let transactions = outcome.integrity.matched;
+    let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
+    let driver_row = window.used().map(DriverRow::oemputx);
+    let table = accounting.table(
+        transactions,
+        driver_row.as_ref(),
+        Some(cfg.tasks),
+        round_trip_us,
+        rate,
+    );
+    let report = Report::build(
+        cfg,
+        &outcome,
+        window.used(),
+        source,
+        table,
+        accounting.error.clone(),
+    );
+    let mut report = report;
+    report.rounds = round_rows(cfg, &outcome, &window, &accounting);
+    report.rounds_summary = RoundsSummary::of(&report.rounds);
+    Ok(report)
+}
+
+/// The exit code a finished run's status calls for.
+pub fn exit_of(status: Status) -> Exit {
+    match status {
+        Status::Completed => Exit::Ok,
+        Status::Interrupted => Exit::Interrupted,
+        Status::TimedOut | Status::StoppedAfterTimeouts | Status::Failed => Exit::Failure,
+    }
+}
+
+/// Each round's figures; with one round, the run's own table stands for it.
+fn round_rows(
+    cfg: &Config,
+    outcome: &driver::Outcome,
+    driver_cpu: &DriverCpu,
+    accounting: &Accounting,
+) -> Vec<RoundRow> {
+    let several = outcome.rounds.len() > 1;
+    outcome
+        .rounds
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let transactions = r.integrity.matched;
+            let elapsed_s = r.elapsed.as_secs_f64();
+            let rate_tps = if elapsed_s > 0.0 {
+                transactions as f64 / elapsed_s
+            } else {
+                0.0
+            };
+            let round_trip_us = Latency::of(&r.round_trip_ns);
+            let cpu = if several {
+                driver_cpu.used_in(i)
+            } else {
+                driver_cpu.used()
+            };
+            let driver = cpu.map(DriverRow::oemputx);
+            let table = if several {
+                accounting.round_table(
+                    i,
+                    transactions,
+                    driver.as_ref(),
+                    Some(cfg.tasks),
+                    round_trip_us.mean,
+                    rate_tps,
+                )
+            } else {
+                accounting.table(
+                    transactions,
+                    driver.as_ref(),
+                    Some(cfg.tasks),
+                    round_trip_us.mean,
+                    rate_tps,
+                )
+            };
+            RoundRow {
+                round: i + 1,
+                transactions,
+                elapsed_s,
+                rate_tps,
+                round_trip_us,
+                app_cpu_us_per_tran: cpu
+                    .filter(|_| transactions > 0)
+                    .map(|d| d.as_secs_f64() * 1e6 / transactions as f64),
+                captured_us_per_tran: table.as_ref().map(|t| t.captured_us_per_tran),
+                corrected_us_per_tran: table.as_ref().and_then(|t| t.corrected_us_per_tran),
+                groups: table
+                    .map(|t| {
+                        t.groups
+                            .into_iter()
+                            .map(|g| RoundGroup {
+                                name: g.name,
+                                total_us_per_tran: g.total_us_per_tran,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+pub fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
+    use report::table::Format;
+    let e = &cfg.exports;
+    let to_stdout =
+        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let machine_on_stdout = to_stdout(&cfg.export_json)
+        || to_stdout(&e.tsv)
+        || to_stdout(&e.csv)
+        || to_stdout(&e.markdown);
+    let text = report::text::render(report);
+    if !cfg.quiet {
+        // Keep stdout clean for a machine format when one goes there.
+        if machine_on_stdout {
+            eprint!("{text}")
+        } else {
+            print!("{text}")
+        }
+    }
+    let json = report::json::render(report).context("encoding the JSON report")?;
+    let tsv_format = Format {
+        delimiter: b'\t',
+        decimal_comma: e.decimal_comma,
+    };
+    let tsv = report::table::render(report, tsv_format).context("encoding the TSV report")?;
+    let write = |path: &std::path::Path, what: &str, body: &str| {
+        report::write_atomic(path, body.as_bytes())
+            .with_context(|| format!("writing the {what} report to {}", path.display()))
+    };
+    if let Some(path) = &cfg.export_json {
+        write(path, "JSON", &json)?;
+    }
+    if let Some(path) = &e.tsv {
+        write(path, "TSV", &tsv)?;
+    }
+    if let Some(path) = &e.csv {
+        let csv = report::table::render(
+            report,
+            Format {
+                delimiter: e.delimiter,
+                decimal_comma: e.decimal_comma,
+            },
+        )
+        .context("encoding the CSV report")?;
+        write(path, "CSV", &csv)?;
+    }
+    if let Some(path) = &e.markdown {
+        write(path, "Markdown", &report::markdown::render(report))?;
+    }
+    if let Some(dir) = &e.save_dir {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "creating the reports folder {} (or pass --no-save)",
+                dir.display()
+            )
+        })?;
+        // 20261130T074012123456Z-label.json: sorts by time, and names the run.
+        let stamp = report.start_utc.replace([':', '-', '.'], "");
+        let name = |ext: &str| dir.join(format!("{stamp}-{}.{ext}", report.label));
+        write(&name("txt"), "text", &text)?;
+        write(&name("tsv"), "TSV", &tsv)?;
+        write(&name("json"), "JSON", &json)?;
+        write(&dir.join("latest.json"), "JSON", &json)?;
+    }
+    Ok(())
+}
