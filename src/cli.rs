@@ -26,11 +26,92 @@ pub enum Command {
     /// Run another load driver (executed directly, no shell) and report the groups' CPU per
     /// message over its run, with the capture ratio.
     Account(AccountArgs),
+    /// The paper's scaling experiment: for each task count N, run against one flow process
+    /// with N threads and against N flow processes, starting and stopping the flows; a table
+    /// and an SVG chart. Run options (--qmgr, --count, --group…) follow the sweep's own.
+    Sweep(SweepArgs),
+    /// The paper's overhead table: each group's CPU µs per transaction in each saved JSON
+    /// report, and the Total Overhead % of each against the first.
+    Compare(CompareArgs),
     /// Compare a run against a baseline and fail on a regression (not yet).
     Gate {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         rest: Vec<String>,
     },
+}
+
+/// How a sweep point runs its N flow instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SweepMode {
+    /// One flow process with N threads (additional instances).
+    Threads,
+    /// N flow processes of one thread each (execution groups).
+    Processes,
+}
+
+impl SweepMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepMode::Threads => "threads",
+            SweepMode::Processes => "processes",
+        }
+    }
+
+    /// The legend of the chart.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SweepMode::Threads => "1 process x N threads",
+            SweepMode::Processes => "N processes x 1 thread",
+        }
+    }
+}
+
+/// Options of `oemputx sweep`.
+#[derive(Debug, Args, Clone)]
+pub struct SweepArgs {
+    /// Task counts to run, e.g. 1,2,3,4.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "N,N,...")]
+    pub tasks: Vec<usize>,
+    /// The flow to start, without --threads (sweep adds it, and --input-queue and --url when
+    /// absent), e.g. "sample-flow --db postgres://postgres@127.0.0.1:5432/test".
+    #[arg(long, value_name = "COMMAND")]
+    pub flow_cmd: String,
+    /// Which ways of running N instances to measure.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "threads,processes"
+    )]
+    pub modes: Vec<SweepMode>,
+    /// Also write the SVG chart here (it is always saved in the reports folder unless --no-save).
+    #[arg(long, value_name = "PATH")]
+    pub chart: Option<PathBuf>,
+    /// The run options (--qmgr, --count, --group, --export-json, …).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "RUN OPTIONS"
+    )]
+    pub run: Vec<String>,
+}
+
+/// Options of `oemputx compare`.
+#[derive(Debug, Args, Clone)]
+pub struct CompareArgs {
+    /// JSON reports (--export-json or reports/*.json); the first is the base.
+    #[arg(required = true, num_args = 2.., value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Compare even when the runs differ in message, tasks, persistence or transport.
+    #[arg(long)]
+    pub force: bool,
+    /// Also write the table as TSV (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
+    /// Also write the table as Markdown (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
 }
 
 /// Options of `oemputx cpu`.

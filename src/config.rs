@@ -149,6 +149,40 @@ impl AmqpEndpoint {
     }
 }
 
+impl AmqpEndpoint {
+    /// The full URL, password included, for handing to a child process (the flows `sweep`
+    /// starts); never for printing.
+    pub fn url_with_password(&self) -> String {
+        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode as enc};
+        let scheme = if self.tls.is_some() { "amqps" } else { "amqp" };
+        let mut url = format!(
+            "{scheme}://{}:{}@{}:{}/{}",
+            enc(&self.user, NON_ALPHANUMERIC),
+            enc(&self.password, NON_ALPHANUMERIC),
+            self.host,
+            self.port,
+            enc(&self.vhost, NON_ALPHANUMERIC)
+        );
+        if let Some(tls) = &self.tls {
+            let mut q = url::form_urlencoded::Serializer::new(String::new());
+            let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
+            for (k, v) in [
+                ("cacertfile", path(&tls.ca_file)),
+                ("certfile", path(&tls.cert_file)),
+                ("keyfile", path(&tls.key_file)),
+                ("server_name_indication", Some(tls.server_name.clone())),
+            ] {
+                if let Some(v) = v {
+                    q.append_pair(k, &v);
+                }
+            }
+            url.push('?');
+            url.push_str(&q.finish());
+        }
+        url
+    }
+}
+
 /// Parse `embedded:` or `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default
 /// guest/guest, port 5672, vhost "/" when the path is absent, percent-decoded otherwise).
 pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
@@ -700,5 +734,30 @@ mod tests {
         ));
         let err = parse_url("amqp://u:hunter2@:5672").unwrap_err().to_string();
         assert!(!err.contains("hunter2"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn the_full_url_parses_back_to_the_same_endpoint() {
+        let ca = tempfile::NamedTempFile::new().expect("temp file");
+        let tls = format!(
+            "amqps://a:b@h:5671/v?cacertfile={}&server_name_indication=broker",
+            ca.path().display()
+        );
+        for raw in [
+            "amqp://guest:guest@127.0.0.1:5672/%2f",
+            "amqp://u%40x:p%3As%2Fw@host:5673/my%2Fvhost",
+            tls.as_str(),
+        ] {
+            let Ok(Endpoint::Amqp(ep)) = parse_url(raw) else {
+                panic!("{raw} parses")
+            };
+            let again = parse_url(&ep.url_with_password()).expect("parses again");
+            assert_eq!(again, Endpoint::Amqp(ep), "{raw}");
+        }
     }
 }

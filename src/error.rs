@@ -4,6 +4,7 @@
 //! Whether a failure is the user's input (exit 2) or the run's (exit 1) is decided here, once,
 //! by walking the error chain for a typed error that knows.
 
+use crate::compare::ReportFileError;
 use crate::config::ConfigError;
 use crate::exit_codes::Exit;
 use crate::msgfile::MsgFileError;
@@ -14,6 +15,7 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
     for cause in err.chain() {
         if cause.downcast_ref::<ConfigError>().is_some()
             || cause.downcast_ref::<MsgFileError>().is_some()
+            || cause.downcast_ref::<ReportFileError>().is_some()
         {
             return Exit::Usage;
         }

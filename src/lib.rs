@@ -7,6 +7,7 @@
 pub mod accounting;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod config;
 pub mod cpu;
 pub mod driver;
@@ -17,4 +18,5 @@ pub mod msgfile;
 pub mod progress;
 pub mod report;
 pub mod run;
+pub mod sweep;
 pub mod transport;

@@ -39,6 +39,8 @@ fn run() -> anyhow::Result<Exit> {
     match &cli.command {
         Some(Command::Cpu(args)) => return commands::cpu(args, interrupt),
         Some(Command::Account(args)) => return commands::account(args),
+        Some(Command::Sweep(args)) => return oemputx::sweep::run(args, interrupt),
+        Some(Command::Compare(args)) => return oemputx::compare::run(args),
         Some(Command::Gate { .. }) => {
             let why = "it arrives with the regression gate";
             return Err(ConfigError::CommandNotYet {

@@ -5,6 +5,7 @@
 //! rows (`processes`, `groups`) are part of the model from the start and stay empty until
 //! process accounting is asked for.
 
+pub mod cells;
 pub mod json;
 pub mod markdown;
 pub mod rounds;

@@ -612,3 +612,35 @@ impl From<ConsumerMessage> for Incoming {
         Incoming::Delivery(reply, m.deliver.as_ref().map(|d| d.delivery_tag()))
     }
 }
+
+/// Consumers on `queue` now (0 when the queue does not exist yet): how `sweep` knows that
+/// the flows it started are ready.
+pub fn consumers(ep: &AmqpEndpoint, queue: &str) -> Result<u32, TransportError> {
+    let probe = Amqp::new(
+        ep.clone(),
+        QueueSetup {
+            request_queue: queue.to_string(),
+            reply_queue: ReplyQueue::Temporary,
+            clear_reply_queue: false,
+            declare: false,
+            persistent: false,
+            syncpoint: false,
+            tasks: 1,
+        },
+    );
+    probe.runtime()?.block_on(async {
+        let conn = probe.connect("oemputx-probe").await?;
+        let ch = conn
+            .open_channel(None)
+            .await
+            .map_err(|e| probe.broker_error("opening a channel", e))?;
+        let count = ch
+            .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
+            .await
+            .ok()
+            .flatten()
+            .map_or(0, |(_, _, consumers)| consumers);
+        let _ = conn.close().await;
+        Ok(count)
+    })
+}

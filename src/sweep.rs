@@ -1,0 +1,536 @@
+//! `oemputx sweep`: the broker paper's scaling experiment. For each task count N, run the
+//! driver with N tasks against (a) one flow process with N threads and (b) N flow processes
+//! of one thread each (execution groups), starting and stopping the flows itself, and tabulate
+//! rate and CPU per transaction per group; with a chart of both against N.
+
+use crate::accounting::selector::{GroupSpec, Selector};
+use crate::cli::{Cli, SweepArgs, SweepMode};
+use crate::config::{Config, ConfigError, Endpoint};
+use crate::report::{self, Report};
+use anyhow::Context;
+use clap::Parser;
+use serde::Serialize;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The JSON schema tag of a sweep.
+pub const SCHEMA: &str = "oemputx.sweep/1";
+/// How long the flows may take to start consuming.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One point of the sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub tasks: usize,
+    pub mode: SweepMode,
+    pub flow_processes: usize,
+    pub flow_threads_each: usize,
+    pub transactions: u64,
+    pub rate_tps: f64,
+    pub round_trip_mean_us: f64,
+    /// Each group's total µs per transaction (the driver as DRIVER).
+    pub groups: Vec<(String, f64)>,
+    pub captured_us_per_tran: Option<f64>,
+    pub capture_ratio: Option<f64>,
+    pub corrected_us_per_tran: Option<f64>,
+    pub status: crate::driver::Status,
+}
+
+/// A whole sweep, as exported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    pub schema: &'static str,
+    pub label: String,
+    pub start_utc: String,
+    pub flow_cmd: String,
+    pub settings: report::Settings,
+    pub points: Vec<Point>,
+    pub host: report::Host,
+}
+
+/// The flow processes of one point; stopped (SIGTERM, then SIGKILL) when dropped.
+struct Flows {
+    children: Vec<Child>,
+    /// The last lines each child wrote to stderr, for error messages.
+    logs: Vec<Arc<Mutex<Vec<String>>>>,
+}
+
+impl Flows {
+    fn pids(&self) -> Vec<i32> {
+        self.children.iter().map(|c| c.id() as i32).collect()
+    }
+
+    /// Why a child has already exited, if one has.
+    fn exited(&mut self) -> Option<String> {
+        for (c, log) in self.children.iter_mut().zip(&self.logs) {
+            if let Ok(Some(status)) = c.try_wait() {
+                let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+                return Some(format!("the flow exited ({status}): {tail}"));
+            }
+        }
+        None
+    }
+}
+
+impl Drop for Flows {
+    fn drop(&mut self) {
+        for c in &self.children {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for c in &mut self.children {
+            while Instant::now() < deadline && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The flow command split into program and arguments, the program found next to oemputx
+/// first (where cargo puts sample-flow), then on PATH.
+fn flow_command(flow_cmd: &str) -> Result<(PathBuf, Vec<String>), ConfigError> {
+    let bad = |why: String| ConfigError::BadValue {
+        flag: "--flow-cmd",
+        why,
+    };
+    let words = shell_words::split(flow_cmd).map_err(|e| bad(e.to_string()))?;
+    let Some((program, args)) = words.split_first() else {
+        return Err(bad("is empty; give the flow's command, e.g. \"sample-flow --db postgres://postgres@127.0.0.1/test\"".into()));
+    };
+    if args
+        .iter()
+        .any(|a| a == "--threads" || a.starts_with("--threads="))
+    {
+        return Err(bad(
+            "must not set --threads: sweep sets it for each point".into()
+        ));
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(program)))
+        .filter(|p| !program.contains('/') && p.is_file());
+    Ok((
+        beside.unwrap_or_else(|| PathBuf::from(program)),
+        args.to_vec(),
+    ))
+}
+
+fn start_flows(
+    program: &Path,
+    args: &[String],
+    cfg: &Config,
+    processes: usize,
+    threads: usize,
+) -> anyhow::Result<Flows> {
+    let mut flows = Flows {
+        children: Vec::new(),
+        logs: Vec::new(),
+    };
+    let has = |flag: &str| {
+        args.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    for _ in 0..processes {
+        let mut cmd = Command::new(program);
+        cmd.args(args).args(["--threads", &threads.to_string()]);
+        if !has("--input-queue") {
+            cmd.args(["--input-queue", &cfg.request_queue]);
+        }
+        if !has("--url")
+            && let Endpoint::Amqp(ep) = &cfg.endpoint
+        {
+            cmd.args(["--url", &ep.url_with_password()]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| ConfigError::BadValue {
+                flag: "--flow-cmd",
+                why: format!("cannot start {}: {e}", program.display()),
+            })?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Ok(mut l) = log.lock() {
+                        l.push(line);
+                        let excess = l.len().saturating_sub(5);
+                        l.drain(..excess);
+                    }
+                }
+            });
+        }
+        flows.children.push(child);
+        flows.logs.push(log);
+    }
+    Ok(flows)
+}
+
+/// Wait until the request queue has `want` consumers (the flows are ready).
+fn wait_ready(cfg: &Config, flows: &mut Flows, want: usize) -> anyhow::Result<()> {
+    let Endpoint::Amqp(ep) = &cfg.endpoint else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Some(why) = flows.exited() {
+            anyhow::bail!("{why}");
+        }
+        let have = crate::transport::amqp::consumers(ep, &cfg.request_queue)?;
+        if have as usize >= want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            anyhow::bail!(
+                "the flows did not start consuming '{}' within {} s ({have} of {want} consumers); check --flow-cmd",
+                cfg.request_queue,
+                READY_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Report) -> Point {
+    Point {
+        tasks,
+        mode,
+        flow_processes: processes,
+        flow_threads_each: threads,
+        transactions: r.transactions,
+        rate_tps: r.rate_tps,
+        round_trip_mean_us: r.round_trip_us.mean,
+        groups: r
+            .groups
+            .iter()
+            .map(|g| (g.name.clone(), g.total_us_per_tran))
+            .collect(),
+        captured_us_per_tran: r.captured_us_per_tran,
+        capture_ratio: r.capture_ratio.as_ref().map(|c| c.value),
+        corrected_us_per_tran: r.corrected_us_per_tran,
+        status: r.status,
+    }
+}
+
+/// Run the sweep; the run options come after the sweep's own.
+pub fn run(
+    args: &SweepArgs,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<crate::exit_codes::Exit> {
+    let cli = Cli::try_parse_from(std::iter::once("oemputx".to_string()).chain(args.run.clone()))?;
+    let mut cfg = Config::from_args(&cli.run)?;
+    if !matches!(cfg.endpoint, Endpoint::Amqp(_)) {
+        return Err(ConfigError::BadValue {
+            flag: "--qmgr",
+            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
+                .into(),
+        }
+        .into());
+    }
+    let tasks = &args.tasks;
+    if tasks.is_empty() || tasks.contains(&0) {
+        return Err(ConfigError::BadValue {
+            flag: "--tasks",
+            why: "give task counts of 1 or more, e.g. --tasks 1,2,3,4".into(),
+        }
+        .into());
+    }
+    if let crate::config::RunLength::Count(n) = cfg.length
+        && tasks.iter().any(|&t| t as u64 > n)
+    {
+        return Err(ConfigError::BadValue {
+            flag: "--tasks",
+            why: format!("a point has more tasks than the {n} messages of --count"),
+        }
+        .into());
+    }
+    let (program, flow_args) = flow_command(&args.flow_cmd)?;
+    // Without a FLOW group of the user's, the flows are accounted by their process ids.
+    let own_flow_group = !cfg.groups.iter().any(|g| g.name == "FLOW");
+    let base_groups = cfg.groups.clone();
+    let quiet = cfg.quiet;
+    cfg.quiet = true;
+    let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut points = Vec::new();
+    let mut template = None;
+    'outer: for &n in tasks {
+        for &mode in &args.modes {
+            if interrupt.load(Ordering::Relaxed) {
+                break 'outer;
+            }
+            let (processes, threads) = match mode {
+                SweepMode::Threads => (1, n),
+                SweepMode::Processes => (n, 1),
+            };
+            if !quiet {
+                eprintln!(
+                    "sweep: {n} task(s) against {processes} flow process(es) of {threads} thread(s)"
+                );
+            }
+            let mut flows = start_flows(&program, &flow_args, &cfg, processes, threads)?;
+            wait_ready(&cfg, &mut flows, processes * threads)?;
+            cfg.tasks = n;
+            cfg.groups = base_groups.clone();
+            if own_flow_group {
+                cfg.groups.push(GroupSpec {
+                    name: "FLOW".into(),
+                    selectors: flows.pids().into_iter().map(Selector::Pid).collect(),
+                });
+            }
+            let report = crate::run::measure(&cfg, interrupt.clone())?;
+            drop(flows);
+            points.push(point(n, mode, processes, threads, &report));
+            template.get_or_insert(report);
+        }
+    }
+    let Some(first) = template else {
+        return Ok(crate::exit_codes::Exit::Interrupted);
+    };
+    let sweep = Sweep {
+        schema: SCHEMA,
+        label: format!("{}-sweep", cfg.label),
+        start_utc,
+        flow_cmd: args.flow_cmd.clone(),
+        settings: first.settings.clone(),
+        points,
+        host: first.host.clone(),
+    };
+    cfg.quiet = quiet;
+    export(&cfg, args, &sweep)?;
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        crate::exit_codes::Exit::Interrupted
+    } else {
+        crate::exit_codes::Exit::Ok
+    })
+}
+
+/// Group names across the points, in first-seen order.
+fn group_names(s: &Sweep) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in &s.points {
+        for (g, _) in &p.groups {
+            if !names.contains(g) {
+                names.push(g.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The table as rows of cells, header first: the one shape every format renders.
+pub fn rows(s: &Sweep) -> Vec<Vec<String>> {
+    let names = group_names(s);
+    let mut header: Vec<String> = [
+        "tasks",
+        "mode",
+        "flow_processes",
+        "flow_threads",
+        "rate_tps",
+        "round_trip_us",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    header.extend(names.iter().map(|g| format!("{g}_us_per_tran")));
+    header.extend(
+        [
+            "captured_us_per_tran",
+            "capture_ratio",
+            "corrected_us_per_tran",
+        ]
+        .map(String::from),
+    );
+    let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
+    let mut out = vec![header];
+    for p in &s.points {
+        let mut row = vec![
+            p.tasks.to_string(),
+            p.mode.as_str().to_string(),
+            p.flow_processes.to_string(),
+            p.flow_threads_each.to_string(),
+            format!("{:.1}", p.rate_tps),
+            format!("{:.1}", p.round_trip_mean_us),
+        ];
+        for g in &names {
+            row.push(opt(
+                p.groups.iter().find(|(n, _)| n == g).map(|(_, v)| *v),
+                2,
+            ));
+        }
+        row.push(opt(p.captured_us_per_tran, 2));
+        row.push(opt(p.capture_ratio, 3));
+        row.push(opt(p.corrected_us_per_tran, 2));
+        out.push(row);
+    }
+    out
+}
+
+/// The table as aligned text, with the settings it was measured under.
+pub fn render_text(s: &Sweep) -> String {
+    let mut rows = rows(s);
+    if let Some(header) = rows.first_mut() {
+        for h in header.iter_mut() {
+            *h = h.replace("_us_per_tran", " us/tran").replace('_', " ");
+        }
+    }
+    format!(
+        "oemputx sweep on {}
+flow: {}
+message: {} ({} bytes), {} messages per point
+
+{}",
+        s.settings.qmgr,
+        s.flow_cmd,
+        s.settings.message_source,
+        s.settings.msg_bytes_max,
+        s.settings
+            .count
+            .map_or_else(|| "timed".into(), |c| c.to_string()),
+        report::cells::text(&rows)
+    )
+}
+
+/// Rate and corrected (else captured) CPU per transaction against N, threads vs processes.
+pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
+    use plotters::prelude::*;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (left, right) = root.split_horizontally(480);
+        let max_n = s.points.iter().map(|p| p.tasks).max().unwrap_or(1) as f64;
+        fn rate(p: &Point) -> Option<f64> {
+            Some(p.rate_tps)
+        }
+        fn cpu(p: &Point) -> Option<f64> {
+            p.corrected_us_per_tran.or(p.captured_us_per_tran)
+        }
+        type Value = fn(&Point) -> Option<f64>;
+        let panels: [(_, &str, Value); 2] = [
+            (&left, "Transaction rate (per s)", rate),
+            (&right, "CPU per transaction (us, corrected)", cpu),
+        ];
+        for (area, title, value) in panels {
+            let top = s.points.iter().filter_map(value).fold(0.0f64, f64::max) * 1.15;
+            let mut chart = ChartBuilder::on(area)
+                .caption(title, ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(36)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0.5..max_n + 0.5, 0.0..top.max(1.0))?;
+            chart
+                .configure_mesh()
+                .x_desc("driver tasks N")
+                .x_labels(max_n as usize + 1)
+                .draw()?;
+            for (mode, color) in [(SweepMode::Threads, BLUE), (SweepMode::Processes, RED)] {
+                let series: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .filter(|p| p.mode == mode)
+                    .filter_map(|p| value(p).map(|v| (p.tasks as f64, v)))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(series.clone(), color.stroke_width(2)))?
+                    .label(mode.describe())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+                chart.draw_series(series.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+            }
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+        }
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
+    let text = render_text(s);
+    let json = serde_json::to_string_pretty(s).context("encoding the sweep as JSON")?;
+    let tsv = report::cells::delimited(&rows(s), b'\t')?;
+    let svg = render_svg(s).context("drawing the sweep chart")?;
+    let write = |path: &Path, what: &str, body: &str| {
+        report::write_atomic(path, body.as_bytes())
+            .with_context(|| format!("writing the sweep {what} to {}", path.display()))
+    };
+    let e = &cfg.exports;
+    let json_to_stdout = cfg
+        .export_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if !cfg.quiet {
+        if json_to_stdout {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+    if let Some(p) = &cfg.export_json {
+        write(p, "JSON", &json)?;
+    }
+    if let Some(p) = &e.tsv {
+        write(p, "TSV", &tsv)?;
+    }
+    if let Some(p) = &e.csv {
+        write(p, "CSV", &report::cells::delimited(&rows(s), e.delimiter)?)?;
+    }
+    if let Some(p) = &e.markdown {
+        let md = format!(
+            "### oemputx sweep: {}\n\n{}",
+            s.flow_cmd,
+            report::cells::markdown(&rows(s))
+        );
+        write(p, "Markdown", &md)?;
+    }
+    if let Some(p) = &args.chart {
+        write(p, "chart", &svg)?;
+    }
+    if let Some(dir) = &e.save_dir {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "creating the reports folder {} (or pass --no-save)",
+                dir.display()
+            )
+        })?;
+        let stamp = s.start_utc.replace([':', '-', '.'], "");
+        let name = |ext: &str| dir.join(format!("{stamp}-{}.{ext}", s.label));
+        write(&name("txt"), "text", &text)?;
+        write(&name("tsv"), "TSV", &tsv)?;
+        write(&name("json"), "JSON", &json)?;
+        write(&name("svg"), "chart", &svg)?;
+        if !cfg.quiet {
+            eprintln!("sweep: saved {}", name("{txt,tsv,json,svg}").display());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flow_command_is_split_like_a_shell_and_may_not_set_threads() {
+        let (p, a) = flow_command("sample-flow --db 'postgres://u@h/db' --stats node").expect("ok");
+        assert!(p.ends_with("sample-flow"));
+        assert_eq!(a, ["--db", "postgres://u@h/db", "--stats", "node"]);
+        assert!(flow_command("sample-flow --threads 2").is_err());
+        assert!(flow_command("").is_err());
+        assert!(flow_command("sample-flow 'unclosed").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! `oemputx sweep` over the real broker and database, and `oemputx compare` on saved reports.
+
+mod common;
+use common::*;
+
+use predicates::prelude::*;
+
+#[test]
+fn a_sweep_runs_threads_and_processes_for_each_task_count() {
+    let q = QueueGuard(fresh_queue("sweep"));
+    let table = TableGuard::fresh("sweep");
+    let chart = tempfile::NamedTempFile::new().expect("temp");
+    let flow_cmd = format!("sample-flow --db {} --db-table {}", pg_url(), table.0);
+    let out = oemputx()
+        .args([
+            "sweep",
+            "--tasks",
+            "1,2",
+            "--flow-cmd",
+            &flow_cmd,
+            "--chart",
+        ])
+        .arg(chart.path())
+        .args([
+            "--qmgr",
+            &amqp_url(),
+            "--request-queue",
+            &q.0,
+            "--count",
+            "60",
+        ])
+        .args(["--group", "QMGR=@rabbitmq", "--export-json", "-", "--quiet"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+    assert_eq!(j["schema"], "oemputx.sweep/1");
+    let points = j["points"].as_array().cloned().unwrap_or_default();
+    let shape: Vec<(u64, String, u64, u64)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["tasks"].as_u64().unwrap_or(0),
+                p["mode"].as_str().unwrap_or("").to_string(),
+                p["flow_processes"].as_u64().unwrap_or(0),
+                p["flow_threads_each"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (1, "threads".into(), 1, 1),
+            (1, "processes".into(), 1, 1),
+            (2, "threads".into(), 1, 2),
+            (2, "processes".into(), 2, 1)
+        ]
+    );
+    for p in &points {
+        assert_eq!(p["transactions"], 60);
+        let flow = p["groups"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g[0] == "FLOW"))
+            .and_then(|g| g[1].as_f64())
+            .unwrap_or(0.0);
+        assert!(flow > 0.0, "FLOW accounted by the flows' pids: {p}");
+    }
+    // Every message of every point is one row: the flows were really in the loop.
+    assert_eq!(
+        pg_scalar(&format!("SELECT count(*) FROM {}", table.0)),
+        Some(240)
+    );
+    let svg = std::fs::read_to_string(chart.path()).expect("chart");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("N processes x 1 thread"),
+        "{svg:.200}"
+    );
+}
+
+#[test]
+fn sweep_needs_a_broker_and_a_flow_command_without_threads() {
+    oemputx()
+        .args(["sweep", "--tasks", "1", "--flow-cmd", "sample-flow"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("sweep starts flows on a broker"));
+    oemputx()
+        .args([
+            "sweep",
+            "--tasks",
+            "1",
+            "--flow-cmd",
+            "sample-flow --threads 3",
+        ])
+        .args(["--qmgr", &amqp_url()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("must not set --threads"));
+}
+
+fn embedded_report(dir: &std::path::Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    oemputx()
+        .args([
+            "--count",
+            "200",
+            "--rounds",
+            "3",
+            "--quiet",
+            "--export-json",
+        ])
+        .arg(&path)
+        .args(extra)
+        .assert()
+        .success();
+    path
+}
+
+#[test]
+fn compare_prints_the_overhead_table_and_refuses_runs_that_differ() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = embedded_report(dir.path(), "a.json", &[]);
+    let b = embedded_report(dir.path(), "b.json", &[]);
+    let c = embedded_report(dir.path(), "c.json", &["--tasks", "2"]);
+    let out = oemputx()
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--export-tsv", "-"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let tsv = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows[0][1..], ["a.json", "b.json"]);
+    assert!(rows.iter().any(|r| r[0] == "DRIVER"), "{tsv}");
+    let total = rows.last().expect("rows");
+    assert_eq!(total[0], "Total Overhead %");
+    assert!(total[2].ends_with('%'), "{tsv}");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Total Overhead %"), "{text}");
+
+    oemputx()
+        .arg("compare")
+        .args([&a, &c])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "tasks: 1 in a.json but 2 in c.json",
+        ))
+        .stderr(predicate::str::contains("--force"));
+    oemputx()
+        .arg("compare")
+        .args([&a, &c])
+        .arg("--force")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Compared with --force"));
+
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{ not json").expect("write");
+    oemputx()
+        .arg("compare")
+        .args([&a, &corrupt])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a JSON report"));
+    oemputx()
+        .arg("compare")
+        .arg(&a)
+        .arg(dir.path().join("missing.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read report"));
+}
