@@ -33,11 +33,58 @@ pub enum Command {
     /// The paper's overhead table: each group's CPU µs per transaction in each saved JSON
     /// report, and the Total Overhead % of each against the first.
     Compare(CompareArgs),
-    /// Compare a run against a baseline and fail on a regression (not yet).
-    Gate {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        rest: Vec<String>,
-    },
+    /// The CI regression gate: compare the rounds of a run with a baseline's, per group
+    /// CPU µs/tran and corrected total; exit 3 on a regression. Give --current REPORT.json,
+    /// or the run options after `--` to measure now.
+    Gate(GateArgs),
+}
+
+/// Options of `oemputx gate`.
+#[derive(Debug, Args, Clone)]
+pub struct GateArgs {
+    /// The baseline report (made on main with --save-baseline PATH).
+    #[arg(long, value_name = "PATH")]
+    pub baseline: PathBuf,
+    /// The report to judge, e.g. reports/latest.json (or give run options after --).
+    #[arg(long, value_name = "PATH")]
+    pub current: Option<PathBuf>,
+    /// Largest slowdown that still passes, e.g. 5% (default 5%, or the gate file's).
+    #[arg(long, value_name = "PERCENT")]
+    pub tolerance: Option<String>,
+    /// TOML with `tolerance = "5%"` and a [metrics] table of per-metric tolerances
+    /// (FLOW = "3%", rate = "10%", p99 = "20%"; naming rate or p99 gates them too).
+    #[arg(long, value_name = "PATH")]
+    pub gate_file: Option<PathBuf>,
+    /// Also gate this metric: rate, p99, captured, corrected or a group name (repeatable).
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Vec<String>,
+    /// Exit 4 when the verdict is inconclusive or the baseline is missing.
+    #[arg(long)]
+    pub strict: bool,
+    /// Gate even when the runs differ in message, tasks, persistence, transport or groups.
+    #[arg(long)]
+    pub force: bool,
+    /// Print GitHub Actions annotations (::error / ::warning, at most ten).
+    #[arg(long)]
+    pub github: bool,
+    /// Write the verdict as Markdown (for $GITHUB_STEP_SUMMARY).
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write JUnit XML: one test case per metric, a failure per regression.
+    #[arg(long, value_name = "PATH")]
+    pub export_junit: Option<PathBuf>,
+    /// Write the current medians in Bencher Metric Format.
+    #[arg(long, value_name = "PATH")]
+    pub export_bmf: Option<PathBuf>,
+    /// Write github-action-benchmark's customSmallerIsBetter JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_gha: Option<PathBuf>,
+    /// Write the verdicts as JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Run options (after --) to measure now and gate that run.
+    #[arg(last = true, value_name = "RUN OPTIONS")]
+    pub run: Vec<String>,
 }
 
 /// How a sweep point runs its N flow instances.
@@ -288,6 +335,11 @@ pub struct RunArgs {
     /// Write the report as JSON (schema oemputx.report/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+
+    /// Write the report as JSON to PATH as the gate's baseline (run it with --rounds 5 or
+    /// more: the gate compares rounds).
+    #[arg(long, value_name = "PATH")]
+    pub save_baseline: Option<PathBuf>,
 
     /// Write the report as tab-separated values for a spreadsheet (`-` for stdout).
     #[arg(long, value_name = "PATH")]

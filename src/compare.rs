@@ -5,6 +5,7 @@
 use crate::cli::CompareArgs;
 use crate::exit_codes::Exit;
 use crate::report::{self, cells};
+use crate::stats::median;
 use anyhow::Context;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -152,17 +153,6 @@ pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
         }
     }
     out
-}
-
-/// The median of a sample (NaN for none).
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
 }
 
 /// The overhead table as rows of cells.

@@ -36,11 +36,6 @@ pub enum ConfigError {
         "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp:// or amqps://"
     )]
     NotYet { url: String, scheme: String },
-    #[error("oemputx {command} is not yet available: {why}")]
-    CommandNotYet {
-        command: &'static str,
-        why: &'static str,
-    },
     #[error("profile file {path}: {why}")]
     BadProfileFile { path: PathBuf, why: String },
     #[error("{flag}: {why}")]
@@ -368,6 +363,8 @@ pub struct Config {
     pub rate: Option<f64>,
     /// JSON export path (`-` = stdout).
     pub export_json: Option<PathBuf>,
+    /// Where to write the report as the gate's baseline.
+    pub save_baseline: Option<PathBuf>,
     /// No text report on stdout.
     pub quiet: bool,
     /// Process groups to account.
@@ -630,6 +627,7 @@ impl Config {
             warmup: args.warmup,
             rate: args.rate,
             export_json: args.export_json.clone(),
+            save_baseline: args.save_baseline.clone(),
             quiet: args.quiet,
             groups,
             exports,

@@ -13,6 +13,8 @@ pub enum Exit {
     Usage = 2,
     /// The gate found a regression.
     Regression = 3,
+    /// Under `gate --strict`: the gate could not decide, or there is no baseline.
+    Inconclusive = 4,
     /// Stopped by Ctrl-C (128 + SIGINT).
     Interrupted = 130,
 }

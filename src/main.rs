@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use oemputx::cli::{Cli, Command};
 use oemputx::commands;
-use oemputx::config::{Config, ConfigError};
+use oemputx::config::Config;
 use oemputx::error::exit_for;
 use oemputx::exit_codes::Exit;
 use oemputx::run;
@@ -41,14 +41,7 @@ fn run() -> anyhow::Result<Exit> {
         Some(Command::Account(args)) => return commands::account(args),
         Some(Command::Sweep(args)) => return oemputx::sweep::run(args, interrupt),
         Some(Command::Compare(args)) => return oemputx::compare::run(args),
-        Some(Command::Gate { .. }) => {
-            let why = "it arrives with the regression gate";
-            return Err(ConfigError::CommandNotYet {
-                command: "gate",
-                why,
-            }
-            .into());
-        }
+        Some(Command::Gate(args)) => return oemputx::gate::run(args, interrupt),
         None => {}
     }
     let cfg = Config::from_args(&cli.run)?;

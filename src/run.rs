@@ -188,6 +188,9 @@ pub fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
     if let Some(path) = &cfg.export_json {
         write(path, "JSON", &json)?;
     }
+    if let Some(path) = &cfg.save_baseline {
+        write(path, "baseline JSON", &json)?;
+    }
     if let Some(path) = &e.tsv {
         write(path, "TSV", &tsv)?;
     }

@@ -1,0 +1,228 @@
+//! `oemputx gate` as CI runs it: every exit code, the exports, and a baseline that is
+//! missing, corrupt or made under other settings.
+
+mod common;
+use common::*;
+
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Ten rounds' jitter of about ±1.5%, as a quiet machine gives.
+const JITTER: [f64; 10] = [
+    1.0, 1.012, 0.989, 1.004, 0.996, 1.015, 0.985, 1.001, 0.998, 1.009,
+];
+
+/// A real report from the embedded queue manager, with its rounds replaced by synthetic ones
+/// (every CPU figure × `scale` × jitter) so that the verdict is known in advance.
+fn report(dir: &Path, name: &str, scale: f64, rounds: usize, extra: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    oemputx()
+        .args(["--count", "100", "--quiet", "--export-json"])
+        .arg(&path)
+        .args(extra)
+        .assert()
+        .success();
+    let mut j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+    let template = j["rounds"][0].clone();
+    let rows: Vec<Value> = (0..rounds)
+        .map(|i| {
+            let f = scale * JITTER[i % JITTER.len()];
+            let mut r = template.clone();
+            for key in ["captured_us_per_tran", "corrected_us_per_tran"] {
+                r[key] = Value::from(100.0 * f);
+            }
+            if let Some(groups) = r["groups"].as_array_mut() {
+                for g in groups {
+                    g["total_us_per_tran"] = Value::from(50.0 * f);
+                }
+            }
+            r["round"] = Value::from(i + 1);
+            r
+        })
+        .collect();
+    j["rounds"] = Value::from(rows);
+    std::fs::write(&path, serde_json::to_string(&j).expect("encode")).expect("write");
+    path
+}
+
+fn gate(base: &Path, current: &Path) -> assert_cmd::Command {
+    let mut c = oemputx();
+    c.args(["gate", "--baseline"])
+        .arg(base)
+        .arg("--current")
+        .arg(current);
+    c
+}
+
+#[test]
+fn identical_runs_pass_and_a_ten_percent_rise_is_a_regression() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = report(dir.path(), "base.json", 1.0, 10, &[]);
+    let same = report(dir.path(), "same.json", 1.0, 10, &[]);
+    let worse = report(dir.path(), "worse.json", 1.10, 10, &[]);
+    let better = report(dir.path(), "better.json", 0.85, 10, &[]);
+    gate(&base, &same)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Verdict: pass"));
+    let junit = dir.path().join("gate.xml");
+    let md = dir.path().join("summary.md");
+    let bmf = dir.path().join("bmf.json");
+    let gha = dir.path().join("gha.json");
+    gate(&base, &worse)
+        .arg("--github")
+        .arg("--export-junit")
+        .arg(&junit)
+        .arg("--export-markdown")
+        .arg(&md)
+        .arg("--export-bmf")
+        .arg(&bmf)
+        .arg("--export-gha")
+        .arg(&gha)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("Verdict: REGRESSION"))
+        .stdout(predicate::str::contains(
+            "::error title=oemputx gate regression: DRIVER::",
+        ));
+    let junit = std::fs::read_to_string(junit).expect("junit");
+    assert!(junit.contains("<failure"), "{junit}");
+    assert!(
+        std::fs::read_to_string(md)
+            .expect("md")
+            .contains("REGRESSION")
+    );
+    let bmf: Value =
+        serde_json::from_str(&std::fs::read_to_string(bmf).expect("bmf")).expect("json");
+    assert!(
+        bmf["oemputx::DRIVER"]["cpu_us_per_tran"]["value"]
+            .as_f64()
+            .is_some()
+    );
+    let gha: Value =
+        serde_json::from_str(&std::fs::read_to_string(gha).expect("gha")).expect("json");
+    assert!(gha.as_array().is_some_and(|a| !a.is_empty()));
+    gate(&base, &better)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Verdict: improvement"));
+    // A 10% rise under a 15% tolerance passes.
+    gate(&base, &worse)
+        .args(["--tolerance", "15%"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn inconclusive_passes_with_a_warning_and_fails_under_strict() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = report(dir.path(), "base.json", 1.0, 2, &[]);
+    let cur = report(dir.path(), "cur.json", 1.2, 2, &[]);
+    gate(&base, &cur)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("too few rounds"))
+        .stderr(predicate::str::contains("inconclusive"));
+    gate(&base, &cur).arg("--strict").assert().code(4);
+}
+
+#[test]
+fn a_missing_baseline_warns_or_under_strict_exits_4() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);
+    let missing = dir.path().join("nope.json");
+    gate(&missing, &cur)
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("no baseline at"))
+        .stderr(predicate::str::contains("--save-baseline"));
+    gate(&missing, &cur).arg("--strict").assert().code(4);
+}
+
+#[test]
+fn a_corrupt_or_incompatible_baseline_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);
+    let corrupt = dir.path().join("corrupt.json");
+    std::fs::write(&corrupt, "{\"schema\": ").expect("write");
+    gate(&corrupt, &cur)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a JSON report"));
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, r#"{"schema": "criterion/1"}"#).expect("write");
+    gate(&other, &cur)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("has schema 'criterion/1'"));
+    let tasks2 = report(dir.path(), "tasks2.json", 1.0, 5, &["--tasks", "2"]);
+    gate(&tasks2, &cur)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "tasks: 2 in tasks2.json but 1 in cur.json",
+        ));
+    gate(&tasks2, &cur).arg("--force").assert().code(0);
+    gate(&cur, &cur)
+        .args(["--tolerance", "lots"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--tolerance"));
+}
+
+#[test]
+fn an_export_that_cannot_be_written_is_a_runtime_failure() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);
+    gate(&cur, &cur)
+        .args(["--export-junit", "/nonexistent-dir/gate.xml"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("writing the gate's JUnit XML"));
+}
+
+#[test]
+fn gate_can_run_the_measurement_itself_and_save_baselines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = dir.path().join("baseline.json");
+    oemputx()
+        .args([
+            "--count",
+            "300",
+            "--rounds",
+            "5",
+            "--quiet",
+            "--save-baseline",
+        ])
+        .arg(&base)
+        .assert()
+        .success();
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline")).expect("json");
+    assert_eq!(j["rounds"].as_array().map(Vec::len), Some(5));
+    // Same build, same settings, a generous tolerance: never a regression.
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&base)
+        .args([
+            "--tolerance",
+            "60%",
+            "--",
+            "--count",
+            "300",
+            "--rounds",
+            "5",
+            "--quiet",
+        ])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("this run"));
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&base)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give either --current"));
+}
