@@ -29,7 +29,7 @@ pub enum Command {
     /// The paper's scaling experiment: for each task count N, run against one flow process
     /// with N threads and against N flow processes, starting and stopping the flows; a table
     /// and an SVG chart. Run options (--qmgr, --count, --group…) follow the sweep's own.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// The paper's overhead table: each group's CPU µs per transaction in each saved JSON
     /// report, and the Total Overhead % of each against the first.
     Compare(CompareArgs),
@@ -114,12 +114,9 @@ impl SweepMode {
     }
 }
 
-/// Options of `oemputx sweep`.
+/// Options of `oemputx sweep`: its own, and a run's (with `--tasks` as a list).
 #[derive(Debug, Args, Clone)]
 pub struct SweepArgs {
-    /// Task counts to run, e.g. 1,2,3,4.
-    #[arg(long, value_delimiter = ',', required = true, value_name = "N,N,...")]
-    pub tasks: Vec<usize>,
     /// The flow to start, without --threads (sweep adds it, and --input-queue and --url when
     /// absent), e.g. "sample-flow --db postgres://postgres@127.0.0.1:5432/test".
     #[arg(long, value_name = "COMMAND")]
@@ -135,13 +132,9 @@ pub struct SweepArgs {
     /// Also write the SVG chart here (it is always saved in the reports folder unless --no-save).
     #[arg(long, value_name = "PATH")]
     pub chart: Option<PathBuf>,
-    /// The run options (--qmgr, --count, --group, --export-json, …).
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "RUN OPTIONS"
-    )]
-    pub run: Vec<String>,
+    /// The run options; --tasks takes the list of task counts, e.g. --tasks 1,2,3,4.
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 /// Options of `oemputx compare`.
@@ -274,9 +267,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "5s", conflicts_with = "duration")]
     pub probe: Option<humantime::Duration>,
 
-    /// Parallel driver tasks, each with its own connection, started together.
-    #[arg(long, short = 't', value_name = "N", default_value_t = 1)]
-    pub tasks: usize,
+    /// Parallel driver tasks, each with its own connection, started together. (`oemputx
+    /// sweep` takes a list, e.g. 1,2,3,4.)
+    #[arg(
+        long,
+        short = 't',
+        value_name = "N",
+        value_delimiter = ',',
+        default_value = "1"
+    )]
+    pub tasks: Vec<usize>,
 
     /// Put K messages, then get their K replies, per loop.
     #[arg(long, value_name = "K", default_value_t = 1)]

@@ -510,17 +510,25 @@ impl Config {
             (None, Some(d)) => RunLength::Duration(d.into()),
             (None, None) => RunLength::Count(DEFAULT_COUNT),
         };
-        if args.tasks == 0 {
+        let tasks = match args.tasks.as_slice() {
+            [t] => *t,
+            _ => {
+                return Err(bad(
+                    "--tasks",
+                    "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
+                ));
+            }
+        };
+        if tasks == 0 {
             return Err(bad("--tasks", "must be at least 1"));
         }
         if let RunLength::Count(n) = length
-            && (args.tasks as u64) > n
+            && (tasks as u64) > n
         {
             return Err(bad(
                 "--tasks",
                 format!(
-                    "{} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count",
-                    args.tasks
+                    "{tasks} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count"
                 ),
             ));
         }
@@ -615,7 +623,7 @@ impl Config {
             declare: args.declare,
             messages,
             length,
-            tasks: args.tasks,
+            tasks,
             rounds: args.rounds,
             probe: args.probe.map(Duration::from).filter(|d| !d.is_zero()),
             msgs_per_loop: args.msgs_per_loop,

@@ -4,11 +4,10 @@
 //! rate and CPU per transaction per group; with a chart of both against N.
 
 use crate::accounting::selector::{GroupSpec, Selector};
-use crate::cli::{Cli, SweepArgs, SweepMode};
+use crate::cli::{SweepArgs, SweepMode};
 use crate::config::{Config, ConfigError, Endpoint};
 use crate::report::{self, Report};
 use anyhow::Context;
-use clap::Parser;
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -229,30 +228,32 @@ pub fn run(
     args: &SweepArgs,
     interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<crate::exit_codes::Exit> {
-    let cli = Cli::try_parse_from(std::iter::once("oemputx".to_string()).chain(args.run.clone()))?;
-    let mut cfg = Config::from_args(&cli.run)?;
-    if !matches!(cfg.endpoint, Endpoint::Amqp(_)) {
-        return Err(ConfigError::BadValue {
-            flag: "--qmgr",
-            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
-                .into(),
-        }
-        .into());
-    }
-    let tasks = &args.tasks;
-    if tasks.is_empty() || tasks.contains(&0) {
+    let tasks = &args.run.tasks;
+    if tasks.contains(&0) {
         return Err(ConfigError::BadValue {
             flag: "--tasks",
             why: "give task counts of 1 or more, e.g. --tasks 1,2,3,4".into(),
         }
         .into());
     }
-    if let crate::config::RunLength::Count(n) = cfg.length
-        && tasks.iter().any(|&t| t as u64 > n)
-    {
+    // Each point is a run with one task count; validating them all first reports a bad one
+    // (more tasks than messages, say) before any flow is started.
+    let configs: Vec<Config> = tasks
+        .iter()
+        .map(|&n| {
+            let mut run = args.run.clone();
+            run.tasks = vec![n];
+            Config::from_args(&run)
+        })
+        .collect::<Result<_, _>>()?;
+    let Some(mut cfg) = configs.first().cloned() else {
+        return Ok(crate::exit_codes::Exit::Ok);
+    };
+    if !matches!(cfg.endpoint, Endpoint::Amqp(_)) {
         return Err(ConfigError::BadValue {
-            flag: "--tasks",
-            why: format!("a point has more tasks than the {n} messages of --count"),
+            flag: "--qmgr",
+            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
+                .into(),
         }
         .into());
     }

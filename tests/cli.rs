@@ -149,6 +149,10 @@ fn bad_counts_and_tasks_are_usage_errors() {
     usage_error(&["--count", "0"], "--count: must be at least 1");
     usage_error(&["--tasks", "0"], "--tasks: must be at least 1");
     usage_error(&["--count", "3", "--tasks", "4"], "use at most --tasks 3");
+    usage_error(
+        &["--tasks", "1,2"],
+        "a list such as 1,2,3,4 is for `oemputx sweep`",
+    );
     usage_error(&["--msgs-per-loop", "0"], "--msgs-per-loop");
     usage_error(&["--rate", "0"], "--rate");
     usage_error(&["--wait", "0s"], "--wait");

@@ -12,15 +12,7 @@ fn a_sweep_runs_threads_and_processes_for_each_task_count() {
     let chart = tempfile::NamedTempFile::new().expect("temp");
     let flow_cmd = format!("sample-flow --db {} --db-table {}", pg_url(), table.0);
     let out = oemputx()
-        .args([
-            "sweep",
-            "--tasks",
-            "1,2",
-            "--flow-cmd",
-            &flow_cmd,
-            "--chart",
-        ])
-        .arg(chart.path())
+        .args(["sweep", "--tasks", "1,2", "--flow-cmd", &flow_cmd])
         .args([
             "--qmgr",
             &amqp_url(),
@@ -30,6 +22,9 @@ fn a_sweep_runs_threads_and_processes_for_each_task_count() {
             "60",
         ])
         .args(["--group", "QMGR=@rabbitmq", "--export-json", "-", "--quiet"])
+        // The sweep's own options may come after the run's.
+        .arg("--chart")
+        .arg(chart.path())
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .expect("runs");

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The project's own regression gate: the reference flow (sample-flow with PostgreSQL) on the
+# local RabbitMQ, driven by oemputx in rounds and gated against the committed baseline.
+#
+#   bash ci/gate.sh                   # gate this build against ci/baseline.json
+#   bash ci/gate.sh --save-baseline   # measure and write ci/baseline.json (on main)
+#
+# It uses the debug binaries the test command builds (OEMPUTX_BIN=target/release for a
+# release build; the baseline must come from the same kind of build). Settings, chosen from
+# the false-alarm and power measurements in ci/gate-calibrate.sh: GATE_COUNT messages per
+# round, GATE_ROUNDS rounds, tolerances in ci/gate.toml. GATE_EXTRA_CPU_US makes the flow burn
+# that much more CPU per message: a controlled regression, for calibrating the gate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${OEMPUTX_BIN:-target/debug}
+count=${GATE_COUNT:-400}
+rounds=${GATE_ROUNDS:-10}
+extra=${GATE_EXTRA_CPU_US:-0}
+baseline=${GATE_BASELINE:-ci/baseline.json}
+url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
+db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
+queue="oemputx.gate.$$"
+table="oemputx_gate_$$"
+log=$(mktemp)
+flow=
+
+cleanup() {
+  if [ -n "$flow" ]; then kill -TERM "$flow" 2>/dev/null || true; wait "$flow" 2>/dev/null || true; fi
+  psql "$db" -qc "DROP TABLE IF EXISTS $table" >/dev/null 2>&1 || true
+  command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
+  rm -f "$log"
+}
+trap cleanup EXIT
+
+"$bin/sample-flow" --url "$url" --input-queue "$queue" --db "$db" --db-table "$table" \
+  --extra-cpu-us "$extra" 2>"$log" &
+flow=$!
+for _ in $(seq 100); do
+  grep -q "processing requests" "$log" && break
+  kill -0 "$flow" 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+
+run=(--qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" --warmup 100
+  --group "FLOW=pid:$flow" --group QMGR=@rabbitmq --group DB=@postgresql
+  --label gate --no-save --quiet)
+if [ "${1:-}" = "--save-baseline" ]; then
+  "$bin/oemputx" "${run[@]}" --save-baseline "$baseline"
+  echo "gate: wrote $baseline"
+else
+  "$bin/oemputx" gate --baseline "$baseline" --gate-file ci/gate.toml "$@" -- "${run[@]}"
+fi
