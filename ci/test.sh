@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: starts (or installs) RabbitMQ and PostgreSQL when they are not running,
-# then checks formatting and lints and runs every test. CI (.ci/run) calls exactly this.
+# then checks formatting and lints, runs every test, and ends with the project's own
+# regression gate on the reference flow (ci/gate.sh). CI (.ci/run) calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/ensure-rust.sh
@@ -8,3 +9,4 @@ bash ci/services.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --quiet -- -D warnings
 cargo test --all-targets 2>&1
+bash ci/gate.sh

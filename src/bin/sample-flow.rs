@@ -40,6 +40,11 @@ struct Args {
     /// Table for --db, created if missing.
     #[arg(long, value_name = "NAME", default_value = "oemputx_flow")]
     db_table: String,
+    /// Do not wait for each row's commit to reach the disk (PostgreSQL's synchronous_commit =
+    /// off): a crash of the database may lose the last rows, never corrupt them. For
+    /// measurements where the disk's flush latency, not CPU, would set the rate.
+    #[arg(long, requires = "db")]
+    db_async_commit: bool,
     /// Bare responder: reply with the request's body and correlation id.
     #[arg(long)]
     echo: bool,
@@ -122,6 +127,7 @@ fn run() -> anyhow::Result<()> {
         input_queue: args.input_queue.clone(),
         audit_queue: args.audit_queue.clone().filter(|_| !args.echo),
         db,
+        db_async_commit: args.db_async_commit,
         echo: args.echo,
         prefetch: args.prefetch,
         extra_cpu: Duration::from_micros(args.extra_cpu_us),

@@ -90,10 +90,17 @@ pub async fn create_table(url: &str, table: &str) -> anyhow::Result<()> {
 }
 
 impl Db {
-    /// Connect and prepare the insert into `table` (which [`create_table`] made).
-    pub async fn connect(url: &str, table: &str) -> anyhow::Result<Db> {
+    /// Connect and prepare the insert into `table` (which [`create_table`] made). With
+    /// `async_commit`, the session does not wait for each commit's WAL flush.
+    pub async fn connect(url: &str, table: &str, async_commit: bool) -> anyhow::Result<Db> {
         check_table(table)?;
         let client = open(url).await?;
+        if async_commit {
+            client
+                .batch_execute("SET synchronous_commit = off")
+                .await
+                .context("setting synchronous_commit = off (--db-async-commit)")?;
+        }
         let insert = client
             .prepare(&format!(
                 "INSERT INTO {table} (correl_id, root, fields, total, checksum, summary, body_bytes)

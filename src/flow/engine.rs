@@ -45,6 +45,8 @@ pub struct FlowOptions {
     pub audit_queue: Option<String>,
     /// Database URL and table; no database node without it.
     pub db: Option<(String, String)>,
+    /// Commit without waiting for the WAL flush (PostgreSQL's synchronous_commit = off).
+    pub db_async_commit: bool,
     pub echo: bool,
     pub prefetch: u16,
     pub extra_cpu: Duration,
@@ -102,7 +104,7 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             .with_context(|| format!("declaring audit queue '{audit}'"))?;
     }
     let mut db = match &o.db {
-        Some((url, table)) if !o.echo => Some(Db::connect(url, table).await?),
+        Some((url, table)) if !o.echo => Some(Db::connect(url, table, o.db_async_commit).await?),
         _ => None,
     };
     ch.basic_qos(BasicQosArguments::new(0, o.prefetch, false))
