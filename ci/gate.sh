@@ -32,9 +32,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --db-async-commit and two tasks keep the run CPU-bound: waiting on the disk's flush (about
-# 1 ms a commit here, and variable) made every group's CPU per message swing by 20-40% from
-# run to run, as idle CPU was spread over fewer messages.
 # A baseline is only as portable as the machine: on another kind of CPU the gate would judge
 # the hardware, not the change. There it says so and stops (make a baseline on that machine).
 if [ "${1:-}" != "--save-baseline" ] && [ -f "$baseline" ]; then
@@ -47,14 +44,12 @@ if [ "${1:-}" != "--save-baseline" ] && [ -f "$baseline" ]; then
   fi
 fi
 
-"$bin/sample-flow" --url "$url" --input-queue "$queue" --db "$db" --db-table "$table" \
-  --db-async-commit --threads 2 --extra-cpu-us "$extra" 2>"$log" &
-flow=$!
-for _ in $(seq 100); do
-  [ "$(grep -c "processing requests" "$log")" -ge 2 ] && break
-  kill -0 "$flow" 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
+# --db-async-commit and two tasks keep the run CPU-bound: waiting on the disk's flush (about
+# 1 ms a commit here, and variable) made every group's CPU per message swing by 20-40% from
+# run to run, as idle CPU was spread over fewer messages.
+. ci/flow.sh
+start_flow "$log" 2 --url "$url" --input-queue "$queue" --db "$db" --db-table "$table" \
+  --db-async-commit --threads 2 --extra-cpu-us "$extra"
 
 run=(--qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" --warmup 100 --tasks 2
   --group "FLOW=pid:$flow" --group QMGR=@rabbitmq --group DB=@postgresql

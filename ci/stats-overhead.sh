@@ -19,22 +19,22 @@ url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
 out=${OUT:-reports/stats-overhead}
 mkdir -p "$out"
+. ci/flow.sh
 table="oemputx_stats_$$"
 # CPU-bound by default (commits not waiting for the disk, two instances and two tasks), as
 # the project's gate runs; MODE=disk runs one task against commits that wait for the flush.
 if [ "${MODE:-cpu}" = disk ]; then
-  flow_opts=""; run_opts=""
+  flow_opts=""; run_opts=""; instances=1
 else
-  flow_opts="--db-async-commit --threads 2"; run_opts="--tasks 2"
+  flow_opts="--db-async-commit --threads 2"; run_opts="--tasks 2"; instances=2
 fi
 queue="oemputx.stats.$$"
 
 run_level() { # level pass
-  local level=$1 pass=$2 flow
-  "$bin/sample-flow" --url "$url" --input-queue "$queue" --db "$db" --db-table "$table" \
-    $flow_opts --stats "$level" --stats-interval 5s --stats-file "$out/flow-$level-$pass.jsonl" 2>/dev/null &
-  flow=$!
-  sleep 1.5
+  local level=$1 pass=$2
+  start_flow "$out/flow-$level-$pass.log" "$instances" --url "$url" --input-queue "$queue" \
+    --db "$db" --db-table "$table" $flow_opts --stats "$level" --stats-interval 5s \
+    --stats-file "$out/flow-$level-$pass.jsonl"
   "$bin/oemputx" --qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" \
     $run_opts --warmup 200 --group "FLOW=pid:$flow" --group QMGR=@rabbitmq --group DB=@postgresql \
     --quiet --no-save --export-json "$out/$level-$pass.json"
