@@ -28,7 +28,7 @@ pub enum Command {
     Account(AccountArgs),
     /// The paper's scaling experiment: for each task count N, run against one flow process
     /// with N threads and against N flow processes, starting and stopping the flows; a table
-    /// and an SVG chart. Run options (--qmgr, --count, --group…) follow the sweep's own.
+    /// and an SVG chart. Takes a run's options (--qmgr, --count, --group…), --tasks as a list.
     Sweep(Box<SweepArgs>),
     /// The paper's overhead table: each group's CPU µs per transaction in each saved JSON
     /// report, and the Total Overhead % of each against the first.
