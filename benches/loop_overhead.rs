@@ -1,8 +1,11 @@
-//! The driver's overhead against a raw client loop (the three-loop method, two of its loops).
+//! The driver's overhead against a raw client loop (the three-loop method).
 //!
 //! In one run, interleaved rounds of
 //!   (a) a raw loop written straight on amqprs, with no oemputx code: publish with
 //!       `reply_to` + `correlation_id`, wait for the reply with that correlation id;
+//!   (a') the same raw loop driven the way a synchronous put/get API must drive the async
+//!       client: one runtime entry and one timed wait per round trip (diagnostic: it tells
+//!       the cost of that structure from the cost of oemputx's bookkeeping);
 //!   (b) the `oemputx` binary doing the same,
 //! against the same RabbitMQ, the same `sample-flow --echo` responder, the same 630-byte
 //! message with the same AMQP properties (reply_to, correlation_id, message_id, delivery
@@ -90,8 +93,66 @@ async fn connect(ep: &AmqpEndpoint) -> Connection {
         .expect("RabbitMQ must be running (bash ci/services.sh)")
 }
 
+/// How the raw loop drives the client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RawStyle {
+    /// One async loop per thread: the fastest use of the client.
+    Async,
+    /// One runtime entry and one timed wait per round trip, as any synchronous API over an
+    /// async client (oemputx's session) needs: the third loop, which tells the cost of that
+    /// structure from the cost of oemputx's own bookkeeping.
+    Sync,
+}
+
+/// One request and its reply, with the same properties oemputx sends.
+async fn round_trip(
+    ch: &amqprs::channel::Channel,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<amqprs::channel::ConsumerMessage>,
+    reply_q: &str,
+    queue: &str,
+    body: &[u8],
+    id: &str,
+    timed: bool,
+) {
+    let mut p = BasicProperties::default();
+    // The same message on the wire as oemputx's: its properties (message_id too, delivery
+    // mode 1) cost the broker and the flow.
+    p.with_correlation_id(id)
+        .with_message_id(id)
+        .with_reply_to(reply_q)
+        .with_persistence(false);
+    ch.basic_publish(
+        p.finish(),
+        body.to_vec(),
+        BasicPublishArguments::new("", queue),
+    )
+    .await
+    .expect("publish");
+    loop {
+        let m = if timed {
+            match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+                Ok(m) => m,
+                Err(_) => continue,
+            }
+        } else {
+            rx.recv().await
+        };
+        let m = m.expect("reply");
+        if m.basic_properties.as_ref().and_then(|p| p.correlation_id()) == Some(&id.to_string()) {
+            break;
+        }
+    }
+}
+
 /// (a) The raw loop: `tasks` threads, each with its own connection and exclusive reply queue.
-fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
+fn raw_loop(
+    ep: &AmqpEndpoint,
+    queue: &str,
+    count: u64,
+    warmup: u64,
+    tasks: usize,
+    style: RawStyle,
+) -> Sample {
     let body = std::fs::read("msgfiles/request-630.xml").expect("msgfiles/request-630.xml");
     let ready = Arc::new(Barrier::new(tasks + 1));
     let done = Arc::new(Barrier::new(tasks + 1));
@@ -112,7 +173,7 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usiz
                     .enable_all()
                     .build()
                     .expect("rt");
-                rt.block_on(async {
+                let (conn, ch, mut rx, reply_q) = rt.block_on(async {
                     let conn = connect(&ep).await;
                     let ch = conn.open_channel(None).await.expect("channel");
                     let (reply_q, _, _) = ch
@@ -120,7 +181,7 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usiz
                         .await
                         .expect("declare")
                         .expect("declare-ok");
-                    let (_, mut rx) = ch
+                    let (_, rx) = ch
                         .basic_consume_rx(
                             BasicConsumeArguments::new(&reply_q, "raw")
                                 .manual_ack(false)
@@ -128,39 +189,36 @@ fn raw_loop(ep: &AmqpEndpoint, queue: &str, count: u64, warmup: u64, tasks: usiz
                         )
                         .await
                         .expect("consume");
-                    let mut trip = async |prefix: &str, n: u64| {
-                        for i in 0..n {
-                            let id = format!("{prefix}-{t}-{i}");
-                            let mut p = BasicProperties::default();
-                            // The same message on the wire as oemputx's: its properties
-                            // (message_id too, delivery mode 1) cost the broker and the flow.
-                            p.with_correlation_id(&id)
-                                .with_message_id(&id)
-                                .with_reply_to(&reply_q)
-                                .with_persistence(false);
-                            ch.basic_publish(
-                                p.finish(),
-                                body.clone(),
-                                BasicPublishArguments::new("", &queue),
-                            )
-                            .await
-                            .expect("publish");
-                            loop {
-                                let m = rx.recv().await.expect("reply");
-                                if m.basic_properties.as_ref().and_then(|p| p.correlation_id())
-                                    == Some(&id)
-                                {
-                                    break;
-                                }
+                    (conn, ch, rx, reply_q)
+                });
+                let mut trips = |prefix: &str, n: u64| {
+                    let ids = (0..n).map(|i| format!("{prefix}-{t}-{i}"));
+                    if style == RawStyle::Async {
+                        rt.block_on(async {
+                            for id in ids {
+                                round_trip(&ch, &mut rx, &reply_q, &queue, &body, &id, false).await;
                             }
+                        });
+                    } else {
+                        // As a synchronous put/get API over the async client must: one
+                        // runtime entry per round trip, and a timed wait for the reply.
+                        for id in ids {
+                            rt.block_on(round_trip(
+                                &ch, &mut rx, &reply_q, &queue, &body, &id, true,
+                            ));
                         }
-                    };
-                    trip("warm", warm).await;
-                    ready.wait();
-                    trip("raw", n).await;
-                    done.wait();
+                    }
+                };
+                trips("warm", warm);
+                ready.wait();
+                trips("raw", n);
+                done.wait();
+                rt.block_on(async {
                     let _ = conn.close().await;
                 });
+                // amqprs channels clean up on drop through the runtime they were made on.
+                let _inside = rt.enter();
+                drop((ch, rx));
             })
         })
         .collect();
@@ -303,20 +361,36 @@ fn main() {
     for &tasks in &o.tasks {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
         let warmup = o.count / 10;
-        raw_loop(&ep, &queue, o.count / 5, warmup, tasks);
+        raw_loop(&ep, &queue, o.count / 5, warmup, tasks, RawStyle::Async);
+        raw_loop(&ep, &queue, o.count / 5, warmup, tasks, RawStyle::Sync);
         oemputx_loop(&o.url, &queue, o.count / 5, warmup, tasks);
-        let (mut raw, mut ours) = (Vec::new(), Vec::new());
+        let (mut raw, mut sync, mut ours) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..o.rounds {
-            if round % 2 == 0 {
-                raw.push(raw_loop(&ep, &queue, o.count, warmup, tasks));
-                ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks));
-            } else {
-                ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks));
-                raw.push(raw_loop(&ep, &queue, o.count, warmup, tasks));
+            // The three loops in a rotating order, so that none always runs first or last.
+            for k in 0..3 {
+                match (round + k) % 3 {
+                    0 => raw.push(raw_loop(
+                        &ep,
+                        &queue,
+                        o.count,
+                        warmup,
+                        tasks,
+                        RawStyle::Async,
+                    )),
+                    1 => sync.push(raw_loop(
+                        &ep,
+                        &queue,
+                        o.count,
+                        warmup,
+                        tasks,
+                        RawStyle::Sync,
+                    )),
+                    _ => ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks)),
+                }
             }
         }
         let mut medians = Vec::new();
-        for (name, s) in [("raw", &raw), ("oemputx", &ours)] {
+        for (name, s) in [("raw", &raw), ("raw-sync", &sync), ("oemputx", &ours)] {
             let r = best_median_worst(s.iter().map(|x| x.rate_tps).collect(), true);
             let c = best_median_worst(s.iter().map(|x| x.cpu_us).collect(), false);
             println!(
@@ -325,8 +399,13 @@ fn main() {
             );
             medians.push((r.1, c.1));
         }
-        let rate_ratio = medians[1].0 / medians[0].0;
-        let cpu_ratio = medians[1].1 / medians[0].1;
+        verdicts.push(format!(
+            "tasks {tasks}: raw-sync/raw median rate {:.1}%, median CPU/tran {:.1}% (the cost of a synchronous API over the async client)",
+            100.0 * medians[1].0 / medians[0].0,
+            100.0 * medians[1].1 / medians[0].1,
+        ));
+        let rate_ratio = medians[2].0 / medians[0].0;
+        let cpu_ratio = medians[2].1 / medians[0].1;
         let ok = rate_ratio >= 0.97 && cpu_ratio <= 1.10;
         verdicts.push(format!(
             "tasks {tasks}: oemputx/raw median rate {:.1}% (target >= 97%), median CPU/tran {:.1}% (target <= 110%): {}",
