@@ -6,7 +6,6 @@ use crate::cli::CompareArgs;
 use crate::exit_codes::Exit;
 use crate::report::{self, cells};
 use crate::stats::median;
-use anyhow::Context;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -252,8 +251,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Exit> {
         text.push('\n');
     }
     let write = |path: &Path, what: &str, body: &str| {
-        report::write_atomic(path, body.as_bytes())
-            .with_context(|| format!("writing the comparison {what} to {}", path.display()))
+        report::write_output(path, &format!("the comparison {what}"), body)
     };
     let machine_on_stdout = [&args.export_tsv, &args.export_markdown]
         .iter()

@@ -316,6 +316,13 @@ pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
     out
 }
 
+/// The metrics that carry a note (why inconclusive), with the note.
+fn notes(o: &Outcome) -> impl Iterator<Item = (&str, &str)> {
+    o.decisions
+        .iter()
+        .filter_map(|d| d.note.as_deref().map(|n| (d.metric.as_str(), n)))
+}
+
 fn render_text(o: &Outcome) -> String {
     let mut s = format!(
         "oemputx gate: {} against baseline {}\n(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)\n\n{}",
@@ -323,12 +330,8 @@ fn render_text(o: &Outcome) -> String {
         o.baseline,
         cells::text(&rows(o))
     );
-    for d in o.decisions.iter().filter(|d| d.note.is_some()) {
-        s.push_str(&format!(
-            "\n{}: {}",
-            d.metric,
-            d.note.as_deref().unwrap_or_default()
-        ));
+    for (metric, note) in notes(o) {
+        s.push_str(&format!("\n{metric}: {note}"));
     }
     s.push_str(&format!("\n\nVerdict: {}\n", o.verdict.as_str()));
     s
@@ -348,12 +351,8 @@ fn render_markdown(o: &Outcome) -> String {
         o.current,
         cells::markdown(&rows(o))
     );
-    for d in o.decisions.iter().filter(|d| d.note.is_some()) {
-        s.push_str(&format!(
-            "\n- **{}**: {}",
-            d.metric,
-            d.note.as_deref().unwrap_or_default()
-        ));
+    for (metric, note) in notes(o) {
+        s.push_str(&format!("\n- **{metric}**: {note}"));
     }
     s.push('\n');
     s
@@ -368,19 +367,7 @@ fn render_github(o: &Outcome) -> String {
             Verdict::Inconclusive => ("warning", "inconclusive"),
             _ => continue,
         };
-        let detail = d.note.clone().unwrap_or_else(|| {
-            format!(
-                "{} -> {} {} ({}, 95% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
-                fmt2(d.base_median),
-                fmt2(d.current_median),
-                d.unit,
-                pct(d.ratio),
-                pct(d.ci_low),
-                pct(d.ci_high),
-                d.p_value,
-                100.0 * d.tolerance
-            )
-        });
+        let detail = d.note.clone().unwrap_or_else(|| evidence(d));
         lines.push(format!(
             "::{kind} title=oemputx gate {what}: {}::{}",
             d.metric,
@@ -391,8 +378,20 @@ fn render_github(o: &Outcome) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
-fn fmt2(x: f64) -> String {
-    format!("{x:.2}")
+/// The figures behind a verdict, in one line: "829.15 -> 912.00 us/tran (+10.0%, 95% CI
+/// [+6.1%, +13.9%], p=0.0002, tolerance 5.0%)".
+fn evidence(d: &Decision) -> String {
+    format!(
+        "{:.2} -> {:.2} {} ({}, 95% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
+        d.base_median,
+        d.current_median,
+        d.unit,
+        pct(d.ratio),
+        pct(d.ci_low),
+        pct(d.ci_high),
+        d.p_value,
+        100.0 * d.tolerance
+    )
 }
 
 /// JUnit XML: one test case per metric, a failure per regression.
@@ -417,19 +416,7 @@ fn render_junit(o: &Outcome) -> String {
         case.push_attribute(("classname", "oemputx.gate"));
         case.push_attribute(("name", d.metric.as_str()));
         let _ = w.write_event(Event::Start(case));
-        let message = format!(
-            "{} {}: {} -> {} {} ({}, 95% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
-            d.metric,
-            d.verdict.as_str(),
-            fmt2(d.base_median),
-            fmt2(d.current_median),
-            d.unit,
-            pct(d.ratio),
-            pct(d.ci_low),
-            pct(d.ci_high),
-            d.p_value,
-            100.0 * d.tolerance
-        );
+        let message = format!("{} {}: {}", d.metric, d.verdict.as_str(), evidence(d));
         match d.verdict {
             Verdict::Regression => {
                 let mut f = BytesStart::new("failure");
@@ -590,8 +577,7 @@ pub fn run(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> 
         print!("{}", render_github(&outcome));
     }
     let write = |path: &Path, what: &str, body: &str| {
-        report::write_atomic(path, body.as_bytes())
-            .with_context(|| format!("writing the gate's {what} to {}", path.display()))
+        report::write_output(path, &format!("the gate's {what}"), body)
     };
     if let Some(p) = &args.export_markdown {
         write(p, "Markdown", &render_markdown(&outcome))?;

@@ -182,8 +182,7 @@ pub fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
     };
     let tsv = report::table::render(report, tsv_format).context("encoding the TSV report")?;
     let write = |path: &std::path::Path, what: &str, body: &str| {
-        report::write_atomic(path, body.as_bytes())
-            .with_context(|| format!("writing the {what} report to {}", path.display()))
+        report::write_output(path, &format!("the {what} report"), body)
     };
     if let Some(path) = &cfg.export_json {
         write(path, "JSON", &json)?;
@@ -209,18 +208,12 @@ pub fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
         write(path, "Markdown", &report::markdown::render(report))?;
     }
     if let Some(dir) = &e.save_dir {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!(
-                "creating the reports folder {} (or pass --no-save)",
-                dir.display()
-            )
-        })?;
-        // 20261130T074012123456Z-label.json: sorts by time, and names the run.
-        let stamp = report.start_utc.replace([':', '-', '.'], "");
-        let name = |ext: &str| dir.join(format!("{stamp}-{}.{ext}", report.label));
-        write(&name("txt"), "text", &text)?;
-        write(&name("tsv"), "TSV", &tsv)?;
-        write(&name("json"), "JSON", &json)?;
+        let files = [
+            ("txt", "the text report", text.as_str()),
+            ("tsv", "the TSV report", tsv.as_str()),
+            ("json", "the JSON report", json.as_str()),
+        ];
+        report::save_in_folder(dir, &report.start_utc, &report.label, &files)?;
         write(&dir.join("latest.json"), "JSON", &json)?;
     }
     Ok(())

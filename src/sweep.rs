@@ -466,8 +466,7 @@ fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
     let tsv = report::cells::delimited(&rows(s), b'\t')?;
     let svg = render_svg(s).context("drawing the sweep chart")?;
     let write = |path: &Path, what: &str, body: &str| {
-        report::write_atomic(path, body.as_bytes())
-            .with_context(|| format!("writing the sweep {what} to {}", path.display()))
+        report::write_output(path, &format!("the sweep {what}"), body)
     };
     let e = &cfg.exports;
     let json_to_stdout = cfg
@@ -502,20 +501,15 @@ fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
         write(p, "chart", &svg)?;
     }
     if let Some(dir) = &e.save_dir {
-        std::fs::create_dir_all(dir).with_context(|| {
-            format!(
-                "creating the reports folder {} (or pass --no-save)",
-                dir.display()
-            )
-        })?;
-        let stamp = s.start_utc.replace([':', '-', '.'], "");
-        let name = |ext: &str| dir.join(format!("{stamp}-{}.{ext}", s.label));
-        write(&name("txt"), "text", &text)?;
-        write(&name("tsv"), "TSV", &tsv)?;
-        write(&name("json"), "JSON", &json)?;
-        write(&name("svg"), "chart", &svg)?;
+        let files = [
+            ("txt", "the sweep text", text.as_str()),
+            ("tsv", "the sweep TSV", tsv.as_str()),
+            ("json", "the sweep JSON", json.as_str()),
+            ("svg", "the sweep chart", svg.as_str()),
+        ];
+        let base = report::save_in_folder(dir, &s.start_utc, &s.label, &files)?;
         if !cfg.quiet {
-            eprintln!("sweep: saved {}", name("{txt,tsv,json,svg}").display());
+            eprintln!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
         }
     }
     Ok(())

@@ -422,6 +422,41 @@ impl Report {
     }
 }
 
+/// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being
+/// written where, e.g. "writing the sweep TSV to out.tsv".
+pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    write_atomic(path, body.as_bytes())
+        .with_context(|| format!("writing {what} to {}", path.display()))
+}
+
+/// Save outputs in the reports folder as `STAMP-LABEL.EXT`, STAMP being `start_utc` without
+/// separators (20261130T074012123456Z) so that the names sort by time; `files` are
+/// (extension, what, body). Returns the common path without the extension.
+pub fn save_in_folder(
+    dir: &std::path::Path,
+    start_utc: &str,
+    label: &str,
+    files: &[(&str, &str, &str)],
+) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "creating the reports folder {} (or pass --no-save)",
+            dir.display()
+        )
+    })?;
+    let stamp = start_utc.replace([':', '-', '.'], "");
+    let base = dir.join(format!("{stamp}-{label}"));
+    for (ext, what, body) in files {
+        // Appended, not with_extension: a label may contain dots.
+        let mut name = base.clone().into_os_string();
+        name.push(format!(".{ext}"));
+        write_output(std::path::Path::new(&name), what, body)?;
+    }
+    Ok(base)
+}
+
 /// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
 /// or to stdout when `path` is `-`.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
