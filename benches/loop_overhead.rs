@@ -9,8 +9,9 @@
 //!   (b) the `oemputx` binary doing the same,
 //! against the same RabbitMQ, the same `sample-flow --echo` responder, the same 630-byte
 //! message with the same AMQP properties (reply_to, correlation_id, message_id, delivery
-//! mode 1) and the same task count. The order alternates each round so that neither loop
-//! always runs on a warmer broker. Reported: best / median / worst of rate and of the
+//! mode 1) and the same task count. The order rotates each round so that no loop always
+//! runs on a warmer broker, and every loop runs in a fresh process of its own each round (the
+//! raw loops re-execute this binary with --child), as the oemputx binary does. Reported: best / median / worst of rate and of the
 //! driver's own CPU per transaction (process CPU clock over the measured window, both
 //! sides), and the ratios of the medians. Targets: rate ≥ 97% and CPU ≤ 110% of raw.
 //! Both loops first make the same number of unmeasured round trips (a tenth of the count)
@@ -342,7 +343,61 @@ impl Drop for Flow {
     }
 }
 
+/// `--child async|sync QUEUE COUNT WARMUP TASKS`: run one raw loop in this fresh process and
+/// print its rate and CPU per transaction, so that the raw loops start each round as cold as
+/// the oemputx binary does (a process of its own, its own heap and caches).
+fn child(args: &[String]) -> Option<()> {
+    let i = args.iter().position(|a| a == "--child")?;
+    let style = match args.get(i + 1)?.as_str() {
+        "async" => RawStyle::Async,
+        _ => RawStyle::Sync,
+    };
+    let queue = args.get(i + 2)?;
+    let num = |k: usize| args.get(i + k).and_then(|v| v.parse::<u64>().ok());
+    let (count, warmup, tasks) = (num(3)?, num(4)?, num(5)? as usize);
+    let url = std::env::var("OEMPUTX_TEST_AMQP")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
+    let s = raw_loop(&endpoint(&url), queue, count, warmup, tasks, style);
+    println!("{} {}", s.rate_tps, s.cpu_us);
+    Some(())
+}
+
+/// A raw loop in a fresh process of its own (see [`child`]).
+fn raw_process(
+    url: &str,
+    queue: &str,
+    count: u64,
+    warmup: u64,
+    tasks: usize,
+    style: RawStyle,
+) -> Sample {
+    let style = if style == RawStyle::Async {
+        "async"
+    } else {
+        "sync"
+    };
+    let out = Command::new(std::env::current_exe().expect("own path"))
+        .env("OEMPUTX_TEST_AMQP", url)
+        .args(["--child", style, queue])
+        .args([count.to_string(), warmup.to_string(), tasks.to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("raw loop process runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut v = text
+        .split_whitespace()
+        .filter_map(|x| x.parse::<f64>().ok());
+    Sample {
+        rate_tps: v.next().expect("rate from the raw loop process"),
+        cpu_us: v.next().expect("CPU from the raw loop process"),
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if child(&args).is_some() {
+        return;
+    }
     let o = opts();
     let ep = endpoint(&o.url);
     let queue = format!("oemputx.bench.{}", std::process::id());
@@ -369,16 +424,16 @@ fn main() {
             // The three loops in a rotating order, so that none always runs first or last.
             for k in 0..3 {
                 match (round + k) % 3 {
-                    0 => raw.push(raw_loop(
-                        &ep,
+                    0 => raw.push(raw_process(
+                        &o.url,
                         &queue,
                         o.count,
                         warmup,
                         tasks,
                         RawStyle::Async,
                     )),
-                    1 => sync.push(raw_loop(
-                        &ep,
+                    1 => sync.push(raw_process(
+                        &o.url,
                         &queue,
                         o.count,
                         warmup,
