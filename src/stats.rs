@@ -12,15 +12,9 @@
 //!   approximation with tie correction and continuity correction (Hollander & Wolfe,
 //!   *Nonparametric Statistical Methods*, 1999, §4.1).
 
-/// The median (NaN for an empty sample).
+/// The median, NaN for an empty sample (the report's median, which says None instead).
 pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
+    crate::report::rounds::median(v).unwrap_or(f64::NAN)
 }
 
 /// SplitMix64 (Steele, Lea & Flood, 2014): a tiny, good, seedable generator, so bootstrap
