@@ -149,20 +149,25 @@ fn normal_sf(z: f64) -> f64 {
 }
 
 fn erfc(x: f64) -> f64 {
-    // Numerical Recipes' erfcc (Chebyshev fit, fractional error below 1.2e-7 everywhere).
+    // Numerical Recipes' erfcc (Chebyshev fit, fractional error below 1.2e-7 everywhere):
+    // erfc(z) ≈ t·exp(−z² + P(t)), t = 1/(1 + z/2), P evaluated by Horner's rule from its
+    // highest coefficient down.
+    const P: [f64; 10] = [
+        -1.265_512_23,
+        1.000_023_68,
+        0.374_091_96,
+        0.096_784_18,
+        -0.186_288_06,
+        0.278_868_07,
+        -1.135_203_98,
+        1.488_515_87,
+        -0.822_152_23,
+        0.170_872_77,
+    ];
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
+    let poly = P.iter().rev().fold(0.0, |acc, c| acc * t + c);
+    let r = t * (-z * z + poly).exp();
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
