@@ -211,8 +211,10 @@ pub enum MatchMode {
 /// The options of a put/get run.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Queue manager: nothing for the embedded one, a URL (`embedded:`, `amqp://user:pass@host:port/vhost`),
-    /// or the name of a profile in oemputx.toml.
+    /// Queue manager: nothing for the embedded one, a URL (`embedded:`, `amqp://user:pass@host:port/vhost`,
+    /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), the name of a profile in
+    /// oemputx.toml, or else the name of an IBM MQ queue manager (client through MQSERVER or
+    /// MQCCDTURL, bindings when local).
     #[arg(long, value_name = "NAME|URL")]
     pub qmgr: Option<String>,
 
@@ -233,9 +235,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_clear: bool,
 
-    /// Create missing queues (otherwise a missing request queue is an error).
+    /// Create missing queues (otherwise a missing request queue is an error). Not for IBM
+    /// MQ, whose queues are defined by its administrator (runmqsc DEFINE QLOCAL).
     #[arg(long)]
     pub declare: bool,
+
+    /// IBM MQ: put each request with MQPUT1 (open, put, close in one call) rather than
+    /// MQPUT to a queue opened once.
+    #[arg(long)]
+    pub put1: bool,
 
     /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
     #[arg(long, value_name = "PATH")]
@@ -282,13 +290,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub msgs_per_loop: usize,
 
-    /// Send persistent messages (AMQP delivery mode 2; the embedded queue manager only marks them).
+    /// Send persistent messages (AMQP delivery mode 2; IBM MQ MQPER_PERSISTENT; the embedded
+    /// queue manager only marks them).
     #[arg(long)]
     pub persistent: bool,
 
     /// Put and get under syncpoint. AMQP: each loop's puts are published in a transaction
     /// (tx.select/tx.commit) and its replies are acknowledged and committed the same way.
-    /// Embedded: puts become visible at commit, as MQPUT with MQPMO_SYNCPOINT and MQCMIT.
+    /// IBM MQ: MQPUT with MQPMO_SYNCPOINT, MQCMIT after the loop's puts, MQGET with
+    /// MQGMO_SYNCPOINT and MQCMIT after its gets. Embedded: puts become visible at commit.
     #[arg(long)]
     pub syncpoint: bool,
 

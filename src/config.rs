@@ -23,7 +23,7 @@ const MAX_QUEUE_NAME: usize = 255;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error(
-        "--qmgr {name}: no profile of that name in {searched} (known profiles: {known}). Give a URL such as amqp://guest:guest@127.0.0.1:5672/%2f, or add [profile.{name}] to oemputx.toml. (IBM MQ queue managers by name are not yet supported.)"
+        "--qmgr {name}: no profile of that name in {searched} (known profiles: {known}), and it cannot be an IBM MQ queue manager name (at most 48 characters of A-Z a-z 0-9 . _ / %). Give a URL such as amqp://guest:guest@127.0.0.1:5672/%2f, or add [profile.{name}] to oemputx.toml"
     )]
     UnknownProfile {
         name: String,
@@ -33,7 +33,7 @@ pub enum ConfigError {
     #[error("--qmgr {url}: {why}")]
     BadUrl { url: String, why: String },
     #[error(
-        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp:// or amqps://"
+        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps:// or ibmmq://"
     )]
     NotYet { url: String, scheme: String },
     #[error("profile file {path}: {why}")]
@@ -81,6 +81,8 @@ pub enum Endpoint {
     Embedded,
     /// An AMQP 0-9-1 broker (RabbitMQ).
     Amqp(AmqpEndpoint),
+    /// An IBM MQ queue manager, through the MQI.
+    IbmMq(IbmMqEndpoint),
 }
 
 impl Endpoint {
@@ -89,6 +91,7 @@ impl Endpoint {
         match self {
             Endpoint::Embedded => "embedded",
             Endpoint::Amqp(_) => "amqp",
+            Endpoint::IbmMq(_) => "ibmmq",
         }
     }
 
@@ -97,6 +100,7 @@ impl Endpoint {
         match self {
             Endpoint::Embedded => "embedded: (in-process queue manager)".into(),
             Endpoint::Amqp(a) => a.redacted(),
+            Endpoint::IbmMq(m) => m.redacted(),
         }
     }
 }
@@ -178,11 +182,176 @@ impl AmqpEndpoint {
     }
 }
 
+/// An IBM MQ queue manager: by name (MQ picks the way: MQSERVER, a CCDT, or bindings) or by
+/// `ibmmq://[user@]QM1?conn=host(1414)&channel=DEV.APP.SVRCONN[&cipher=…&keyrepo=…]`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct IbmMqEndpoint {
+    /// Queue manager name; empty for the default queue manager.
+    pub qmgr: String,
+    /// Client channel and connection name, when the URL gives them.
+    pub channel: Option<(String, String)>,
+    /// MQCSP user; the password comes from the URL (discouraged), OEMPUTX_MQ_PASSWORD or a
+    /// prompt.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// TLS: (cipher spec, key repository).
+    pub tls: Option<(String, String)>,
+    /// Why a bare name was taken for a queue manager (no profile of that name), for errors.
+    pub note: Option<String>,
+}
+
+impl std::fmt::Debug for IbmMqEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl IbmMqEndpoint {
+    /// The endpoint as a URL with the password replaced by `***`, and how MQ will connect.
+    pub fn redacted(&self) -> String {
+        let user = match (&self.user, &self.password) {
+            (Some(u), Some(_)) => format!("{u}:***@"),
+            (Some(u), None) => format!("{u}@"),
+            _ => String::new(),
+        };
+        let mut query = Vec::new();
+        if let Some((channel, conn)) = &self.channel {
+            query.push(format!("conn={conn}&channel={channel}"));
+        }
+        if let Some((cipher, repo)) = &self.tls {
+            query.push(format!("cipher={cipher}&keyrepo={repo}"));
+        }
+        let how = if self.channel.is_some() {
+            String::new()
+        } else if let Ok(server) = std::env::var("MQSERVER") {
+            format!(" (client: MQSERVER={server})")
+        } else if let Ok(ccdt) = std::env::var("MQCCDTURL") {
+            format!(" (client: MQCCDTURL={ccdt})")
+        } else {
+            " (bindings, or the client's CCDT)".into()
+        };
+        let q = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", query.join("&"))
+        };
+        format!("ibmmq://{user}{}{q}{how}", self.qmgr)
+    }
+}
+
+/// Whether `name` can be an MQ object name: 1 to 48 of A-Z a-z 0-9 . _ / %.
+pub fn is_mq_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 48
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '%'))
+}
+
+fn parse_ibmmq(raw: &str) -> Result<Endpoint, ConfigError> {
+    let bad = |why: String| ConfigError::BadUrl {
+        url: redact_raw(raw),
+        why,
+    };
+    let rest = raw.strip_prefix("ibmmq://").unwrap_or(raw);
+    let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = authority.trim_end_matches('/');
+    let (userinfo, qmgr) = match authority.rsplit_once('@') {
+        Some((u, q)) => (Some(u), q),
+        None => (None, authority),
+    };
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let qmgr = decode(qmgr);
+    if !qmgr.is_empty() && !is_mq_name(&qmgr) {
+        return Err(bad(format!(
+            "'{qmgr}' is no queue manager name: at most 48 characters of A-Z a-z 0-9 . _ / %"
+        )));
+    }
+    let (mut user, password) = match userinfo {
+        None => (None, None),
+        Some(u) => match u.split_once(':') {
+            Some((u, p)) => (Some(decode(u)), Some(decode(p))),
+            None => (Some(decode(u)), None),
+        },
+    };
+    let (mut conn, mut channel, mut cipher, mut keyrepo) = (None, None, None, None);
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        let v = v.into_owned();
+        match k.as_ref() {
+            "conn" | "connname" => conn = Some(v),
+            "channel" => channel = Some(v),
+            "user" => user = Some(v),
+            "cipher" | "cipherspec" => cipher = Some(v),
+            "keyrepo" => keyrepo = Some(v),
+            other => {
+                return Err(bad(format!(
+                    "unknown parameter '{other}'; known: conn, channel, user, cipher, keyrepo"
+                )));
+            }
+        }
+    }
+    let channel = match (channel, conn) {
+        (Some(ch), Some(conn)) => {
+            if ch.is_empty() || ch.len() > 20 {
+                return Err(bad(format!(
+                    "channel '{ch}': MQ channel names are 1 to 20 characters"
+                )));
+            }
+            if conn.is_empty() || conn.len() > 264 || conn.contains('/') {
+                return Err(bad(format!(
+                    "conn '{conn}': write host(port), e.g. conn=127.0.0.1(1414)"
+                )));
+            }
+            Some((ch, conn))
+        }
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(bad(
+                "conn= needs channel= too, e.g. channel=DEV.APP.SVRCONN".into(),
+            ));
+        }
+        (Some(_), None) => {
+            return Err(bad(
+                "channel= needs conn= too, e.g. conn=127.0.0.1(1414)".into()
+            ));
+        }
+    };
+    let tls = match (cipher, keyrepo.or_else(|| std::env::var("MQSSLKEYR").ok())) {
+        (None, _) => None,
+        (Some(_), _) if channel.is_none() => {
+            return Err(bad(
+                "cipher= applies to a client channel given by conn= and channel= (otherwise set it in the CCDT)".into(),
+            ));
+        }
+        (Some(c), Some(repo)) => Some((c, repo)),
+        (Some(_), None) => {
+            return Err(bad(
+                "cipher= needs a key repository: add keyrepo=/path/to/key (without .kdb) or set MQSSLKEYR".into(),
+            ));
+        }
+    };
+    Ok(Endpoint::IbmMq(IbmMqEndpoint {
+        qmgr,
+        channel,
+        user,
+        password,
+        tls,
+        note: None,
+    }))
+}
+
 /// Parse `embedded:` or `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default
 /// guest/guest, port 5672, vhost "/" when the path is absent, percent-decoded otherwise).
 pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
     if raw == "embedded:" || raw == "embedded" || raw.starts_with("embedded:") {
         return Ok(Endpoint::Embedded);
+    }
+    if raw.starts_with("ibmmq://") {
+        return parse_ibmmq(raw);
     }
     let url = url::Url::parse(raw).map_err(|e| ConfigError::BadUrl {
         url: redact_raw(raw),
@@ -190,7 +359,7 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
     })?;
     match url.scheme() {
         "amqp" | "amqps" => {}
-        "ibmmq" | "nats" | "amqp1" => {
+        "nats" | "amqp1" => {
             return Err(ConfigError::NotYet {
                 url: redact_raw(raw),
                 scheme: url.scheme().into(),
@@ -199,7 +368,7 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, ConfigError> {
         other => {
             return Err(ConfigError::BadUrl {
                 url: redact_raw(raw),
-                why: format!("unknown scheme {other}:; use embedded: or amqp://"),
+                why: format!("unknown scheme {other}:; use embedded:, amqp:// or ibmmq://"),
             });
         }
     }
@@ -335,6 +504,8 @@ pub struct Config {
     pub clear_reply_queue: bool,
     /// Create missing queues.
     pub declare: bool,
+    /// IBM MQ: MQPUT1 per request.
+    pub put1: bool,
     /// The request bodies.
     pub messages: Messages,
     /// Count or duration.
@@ -472,10 +643,40 @@ impl Config {
             }
             Some(name) => {
                 let paths = profile_paths(args.config.as_deref());
-                let p = find_profile(name, &paths, args.config.is_some())?;
-                (parse_url(&p.url)?, Some(name.to_string()), Some(p))
+                match find_profile(name, &paths, args.config.is_some()) {
+                    Ok(p) => (parse_url(&p.url)?, Some(name.to_string()), Some(p)),
+                    // A name that is no profile is an IBM MQ queue manager, as with OEMPUTX.
+                    Err(ConfigError::UnknownProfile {
+                        searched, known, ..
+                    }) if is_mq_name(name) => (
+                        Endpoint::IbmMq(IbmMqEndpoint {
+                            qmgr: name.to_string(),
+                            user: std::env::var("OEMPUTX_MQ_USER").ok(),
+                            note: Some(format!(
+                                "--qmgr {name} is no profile in {searched} (known profiles: {known}), so it was taken as an IBM MQ queue manager"
+                            )),
+                            ..Default::default()
+                        }),
+                        None,
+                        None,
+                    ),
+                    Err(e) => return Err(e),
+                }
             }
         };
+        let is_mq = matches!(endpoint, Endpoint::IbmMq(_));
+        if args.put1 && !is_mq {
+            return Err(bad(
+                "--put1",
+                "MQPUT1 is an IBM MQ call: use it with an IBM MQ queue manager",
+            ));
+        }
+        if args.declare && is_mq {
+            return Err(bad(
+                "--declare",
+                "oemputx does not define IBM MQ queues: define them with runmqsc (DEFINE QLOCAL(MQSI.IN)) and leave --declare out",
+            ));
+        }
         let profile = profile.as_ref();
         let request_queue = args
             .request_queue
@@ -576,6 +777,9 @@ impl Config {
         } else if endpoint == Endpoint::Embedded {
             // The embedded queue manager's flow runs as a thread of oemputx itself.
             selector::parse_groups(["EMBEDDED=thread:^oemputx-flow$"])?
+        } else if is_mq {
+            // OEMPUTX's address spaces: the queue manager, the broker (ACE), the database.
+            selector::parse_groups(["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"])?
         } else {
             Vec::new()
         };
@@ -621,6 +825,7 @@ impl Config {
             reply_queue,
             clear_reply_queue: !args.no_clear,
             declare: args.declare,
+            put1: args.put1,
             messages,
             length,
             tasks,
@@ -716,9 +921,66 @@ mod tests {
     }
 
     #[test]
+    fn ibmmq_urls_give_channel_user_and_tls_and_hide_the_password() {
+        let Ok(Endpoint::IbmMq(m)) = parse_url(
+            "ibmmq://app@QM1?conn=mq.example(1414)&channel=DEV.APP.SVRCONN&cipher=TLS_AES_128_GCM_SHA256&keyrepo=/var/mqm/key",
+        ) else {
+            panic!("not ibmmq")
+        };
+        assert_eq!(m.qmgr, "QM1");
+        assert_eq!(
+            m.channel,
+            Some(("DEV.APP.SVRCONN".into(), "mq.example(1414)".into()))
+        );
+        assert_eq!(m.user.as_deref(), Some("app"));
+        assert_eq!(
+            m.tls,
+            Some(("TLS_AES_128_GCM_SHA256".into(), "/var/mqm/key".into()))
+        );
+        assert_eq!(
+            m.redacted(),
+            "ibmmq://app@QM1?conn=mq.example(1414)&channel=DEV.APP.SVRCONN&cipher=TLS_AES_128_GCM_SHA256&keyrepo=/var/mqm/key"
+        );
+        let Ok(Endpoint::IbmMq(m)) = parse_url("ibmmq://app:pa55@QM1") else {
+            panic!("not ibmmq")
+        };
+        assert_eq!(m.password.as_deref(), Some("pa55"));
+        assert!(m.redacted().starts_with("ibmmq://app:***@QM1"));
+        assert!(!format!("{m:?}").contains("pa55"));
+        // The default queue manager: no name.
+        let Ok(Endpoint::IbmMq(m)) = parse_url("ibmmq://") else {
+            panic!("not ibmmq")
+        };
+        assert_eq!(m.qmgr, "");
+    }
+
+    #[test]
+    fn a_queue_manager_by_name_accounts_the_queue_manager_broker_and_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("oemputx.toml");
+        std::fs::write(&file, "[profile.RABBIT]\nurl = \"amqp://localhost\"\n").expect("write");
+        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "oemputx",
+            "--config",
+            file.to_str().expect("utf-8 path"),
+            "--qmgr",
+            "QM1",
+        ])
+        .expect("parse");
+        let cfg = Config::from_args(&cli.run).expect("valid");
+        let Endpoint::IbmMq(m) = &cfg.endpoint else {
+            panic!("not ibmmq: {:?}", cfg.endpoint)
+        };
+        assert_eq!(m.qmgr, "QM1");
+        assert!(m.note.as_deref().is_some_and(|n| n.contains("RABBIT")));
+        let names: Vec<&str> = cfg.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(names, ["QMGR", "BROKER", "DB"]);
+    }
+
+    #[test]
     fn unsupported_schemes_say_not_yet() {
         assert!(matches!(
-            parse_url("ibmmq://QM1"),
+            parse_url("nats://127.0.0.1:4222"),
             Err(ConfigError::NotYet { .. })
         ));
         let Endpoint::Amqp(a) =

@@ -360,6 +360,7 @@ impl TaskLoop<'_> {
             if self.plan.controls.interrupt.load(Ordering::Relaxed) {
                 stats.integrity.abandoned += self.inflight.len() as u64;
                 self.inflight.clear();
+                self.session.forget_pending();
                 return Ok(());
             }
             if now >= deadline {
@@ -382,6 +383,7 @@ impl TaskLoop<'_> {
         for (seq, _) in self.inflight.drain(..) {
             self.timed_out.insert(seq);
         }
+        self.session.forget_pending();
         stats.integrity.timed_out += n;
         let total = self.plan.controls.timeouts.fetch_add(n, Ordering::Relaxed) + n;
         if self.plan.cfg.max_timeouts.is_some_and(|max| total >= max) {

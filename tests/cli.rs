@@ -121,15 +121,77 @@ fn an_unknown_profile_lists_the_known_ones() {
         "[profile.RABBIT]\nurl = \"amqp://localhost\"\n",
     )
     .expect("write");
+    // Not an MQ queue manager name either (a space), so nothing else it could be.
     oemputx()
         .current_dir(dir.path())
-        .args(["--qmgr", "QM1"])
+        .args(["--qmgr", "NO SUCH"])
         .assert()
         .code(2)
         .stderr(
             predicate::str::contains("no profile of that name")
                 .and(predicate::str::contains("known profiles: RABBIT")),
         );
+}
+
+#[test]
+fn a_name_that_is_no_profile_is_an_ibm_mq_queue_manager() {
+    if std::path::Path::new("/opt/mqm/lib64/libmqm_r.so").exists() {
+        eprintln!("skipped: an IBM MQ client is installed here, so QM1 would be tried for real");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("oemputx.toml"),
+        "[profile.RABBIT]\nurl = \"amqp://localhost\"\n",
+    )
+    .expect("write");
+    oemputx()
+        .current_dir(dir.path())
+        .env("MQ_INSTALLATION_PATH", dir.path())
+        .env_remove("LD_LIBRARY_PATH")
+        .args(["--qmgr", "QM1", "--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("taken as an IBM MQ queue manager")
+                .and(predicate::str::contains("known profiles: RABBIT"))
+                .and(predicate::str::contains("libmqm_r.so"))
+                .and(predicate::str::contains("/opt/mqm/lib64"))
+                .and(predicate::str::contains("redistributable client")),
+        );
+}
+
+#[test]
+fn ibm_mq_urls_and_options_are_checked_before_anything_is_loaded() {
+    usage_error(
+        &["--qmgr", "ibmmq://QM1?conn=127.0.0.1(1414)"],
+        "conn= needs channel=",
+    );
+    usage_error(
+        &["--qmgr", "ibmmq://QM1?channel=DEV.APP.SVRCONN&port=1414"],
+        "unknown parameter 'port'",
+    );
+    usage_error(
+        &[
+            "--qmgr",
+            "ibmmq://THIS.NAME.IS.MUCH.TOO.LONG.FOR.ANY.QUEUE.MANAGER.AT.ALL",
+        ],
+        "at most 48 characters",
+    );
+    usage_error(&["--qmgr", "ibmmq://QM1", "--declare"], "DEFINE QLOCAL");
+    usage_error(&["--put1"], "MQPUT1 is an IBM MQ call");
+    // A password in the URL is never printed, whatever fails.
+    oemputx()
+        .env("MQ_INSTALLATION_PATH", "/nonexistent")
+        .args([
+            "--qmgr",
+            "ibmmq://app:s3cret@QM1?conn=127.0.0.1(1414)&channel=DEV.APP.SVRCONN",
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("s3cret").not());
 }
 
 #[test]
@@ -202,7 +264,7 @@ fn malformed_and_future_urls_are_usage_errors_that_hide_the_password() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("bob:***").and(predicate::str::contains("s3cret").not()));
-    usage_error(&["--qmgr", "ibmmq://QM1"], "not yet supported");
+    usage_error(&["--qmgr", "nats://127.0.0.1:4222"], "not yet supported");
     usage_error(&["--qmgr", "ftp://x"], "unknown scheme");
 }
 

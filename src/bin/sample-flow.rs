@@ -90,6 +90,9 @@ fn run() -> anyhow::Result<()> {
         Endpoint::Embedded => anyhow::bail!(
             "--url must be an amqp:// or amqps:// URL (the embedded queue manager has its own responder)"
         ),
+        Endpoint::IbmMq(_) => anyhow::bail!(
+            "--url must be an amqp:// or amqps:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
+        ),
     };
     if args.threads == 0 {
         anyhow::bail!("--threads must be at least 1");

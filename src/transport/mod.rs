@@ -8,6 +8,7 @@
 pub mod amqp;
 pub mod correl;
 pub mod embedded;
+pub mod ibmmq;
 
 use crate::config::{Config, Endpoint, ReplyQueue};
 use std::sync::Arc;
@@ -48,6 +49,23 @@ pub enum TransportError {
     },
     #[error("the connection to {target} was lost: {why}")]
     ConnectionLost { target: String, why: String },
+    #[error("{why}")]
+    MqLibrary { why: String },
+    #[error("{what} on {target}: {failure}. {fix}")]
+    MqRefused {
+        target: String,
+        what: String,
+        failure: String,
+        fix: &'static str,
+    },
+    #[error(
+        "{target}: user '{user}' needs a password ({why}): set OEMPUTX_MQ_PASSWORD, or run in a terminal to be asked"
+    )]
+    NeedsPassword {
+        target: String,
+        user: String,
+        why: String,
+    },
 }
 
 impl TransportError {
@@ -60,6 +78,9 @@ impl TransportError {
                 | TransportError::VhostRefused { .. }
                 | TransportError::MissingQueue { .. }
                 | TransportError::TooLarge { .. }
+                | TransportError::MqLibrary { .. }
+                | TransportError::MqRefused { .. }
+                | TransportError::NeedsPassword { .. }
         )
     }
 }
@@ -105,6 +126,9 @@ pub trait Session: Send {
     fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError>;
     /// Commit the unit of work under syncpoint (puts become visible, gets are acknowledged).
     fn commit(&mut self) -> Result<(), TransportError>;
+    /// The driver stopped waiting for every request in flight (timed out or abandoned); a
+    /// transport that gets replies by correlation id stops asking for theirs.
+    fn forget_pending(&mut self) {}
     /// Close the connection cleanly.
     fn close(self: Box<Self>) -> Result<(), TransportError>;
 }
@@ -142,5 +166,13 @@ pub fn open(cfg: &Config) -> Result<Arc<dyn Transport>, TransportError> {
     Ok(match &cfg.endpoint {
         Endpoint::Embedded => Arc::new(embedded::Embedded::start(setup)),
         Endpoint::Amqp(ep) => Arc::new(amqp::Amqp::new(ep.clone(), setup)),
+        Endpoint::IbmMq(ep) => Arc::new(ibmmq::IbmMq::open(
+            ep,
+            ibmmq::MqOptions {
+                setup,
+                match_mode: cfg.match_mode,
+                put1: cfg.put1,
+            },
+        )?),
     })
 }

@@ -1,0 +1,147 @@
+//! The MQI seam: the calls oemputx makes to a queue manager, with their options, and
+//! nothing else.
+//!
+//! The transport is written against [`MqiLibrary`] and [`MqiConnection`]; the real
+//! implementation (`library.rs`) passes each call to the `mqi` crate, and the tests pass it
+//! to an in-memory queue manager that records every call. Options are the MQI's own types
+//! (`MQOO`, `MQPMO`, `MQGMO`) so that a test states exactly what would reach MQ.
+
+use mqi::types::{MQGMO, MQOO, MQPER, MQPMO, MQRC};
+
+/// A message or correlation id: 24 bytes, as MQ has them.
+pub type Id = [u8; 24];
+
+/// An MQ reason code, named the way MQ names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Reason(pub i32);
+
+impl Reason {
+    pub const NO_MSG_AVAILABLE: Reason = Reason(2033);
+    pub const CONNECTION_BROKEN: Reason = Reason(2009);
+    pub const NOT_AUTHORIZED: Reason = Reason(2035);
+    pub const UNKNOWN_OBJECT_NAME: Reason = Reason(2085);
+    pub const Q_MGR_NAME_ERROR: Reason = Reason(2058);
+    pub const Q_MGR_NOT_AVAILABLE: Reason = Reason(2059);
+    pub const HOST_NOT_AVAILABLE: Reason = Reason(2538);
+    pub const MSG_TOO_BIG_FOR_Q: Reason = Reason(2030);
+    pub const MSG_TOO_BIG_FOR_Q_MGR: Reason = Reason(2031);
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The name comes from MQ's own constant table (libmqm-constants), not from a list
+        // of ours, so that every reason code prints by name.
+        let named = MQRC(self.0).to_string();
+        if named.starts_with("MQRC_") {
+            write!(f, "{named} ({})", self.0)
+        } else {
+            write!(f, "MQRC {}", self.0)
+        }
+    }
+}
+
+/// A failed MQI call: the verb and its reason code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MqFailure {
+    pub verb: &'static str,
+    pub reason: Reason,
+}
+
+impl std::fmt::Display for MqFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed with {}", self.verb, self.reason)
+    }
+}
+
+/// The MQMD fields a request sets; the rest are MQMD_DEFAULT (MsgType request, MsgId
+/// from the queue manager through MQPMO_NEW_MSG_ID).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestMd {
+    /// ReplyToQ: the queue the responder puts the reply to.
+    pub reply_to_q: String,
+    pub persistence: MQPER,
+    /// Format MQSTR for text bodies, MQFMT_NONE for bytes.
+    pub text: bool,
+}
+
+/// What an MQGET returned about the message it got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Got {
+    pub msg_id: Id,
+    pub correl_id: Id,
+    /// Body bytes received (at most the buffer; MQGMO_ACCEPT_TRUNCATED_MSG drops the rest).
+    pub len: usize,
+}
+
+/// How to reach a queue manager.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ConnectSpec {
+    /// Queue manager name; empty for the default queue manager.
+    pub qmgr: String,
+    /// A client channel given in the URL: (channel, connection name). `None` leaves the
+    /// choice to MQ: MQSERVER, then a CCDT (MQCCDTURL), else bindings to a local queue
+    /// manager.
+    pub channel: Option<(String, String)>,
+    /// User and password for MQCSP authentication.
+    pub credentials: Option<(String, String)>,
+    /// TLS on the client channel: (cipher spec, key repository).
+    pub tls: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for ConnectSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectSpec")
+            .field("qmgr", &self.qmgr)
+            .field("channel", &self.channel)
+            .field("user", &self.credentials.as_ref().map(|(u, _)| u))
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// Opens connections: MQCONNX.
+pub trait MqiLibrary: Send + Sync {
+    fn connect(&self, spec: &ConnectSpec) -> Result<Box<dyn MqiConnection>, MqFailure>;
+}
+
+/// An object handle of a connection.
+pub type Hobj = usize;
+
+/// One connection's MQI calls.
+pub trait MqiConnection: Send {
+    /// MQOPEN; returns the handle and the resolved queue name (a model queue resolves to
+    /// the dynamic queue it created).
+    fn open(&mut self, queue: &str, options: MQOO) -> Result<(Hobj, String), MqFailure>;
+    /// MQPUT; returns the MsgId the queue manager gave the message.
+    fn put(
+        &mut self,
+        hobj: Hobj,
+        md: &RequestMd,
+        options: MQPMO,
+        body: &[u8],
+    ) -> Result<Id, MqFailure>;
+    /// MQPUT1 to `queue`; returns the MsgId.
+    fn put1(
+        &mut self,
+        queue: &str,
+        md: &RequestMd,
+        options: MQPMO,
+        body: &[u8],
+    ) -> Result<Id, MqFailure>;
+    /// MQGET with `options` and WaitInterval `wait_ms`, matching CorrelId when `correl_id`
+    /// is given (MQMO_MATCH_CORREL_ID). `Ok(None)` is MQRC_NO_MSG_AVAILABLE.
+    fn get(
+        &mut self,
+        hobj: Hobj,
+        options: MQGMO,
+        wait_ms: i32,
+        correl_id: Option<Id>,
+        buffer: &mut [u8],
+    ) -> Result<Option<Got>, MqFailure>;
+    /// MQCMIT.
+    fn commit(&mut self) -> Result<(), MqFailure>;
+    /// MQCLOSE.
+    fn close(&mut self, hobj: Hobj) -> Result<(), MqFailure>;
+    /// MQDISC.
+    fn disconnect(self: Box<Self>) -> Result<(), MqFailure>;
+}

@@ -1,0 +1,488 @@
+//! IBM MQ through the MQI, the way OEMPUTX drove it: MQPUT (or MQPUT1) of a request whose
+//! MQMD names the reply queue, MQGET with MQGMO_WAIT of the reply whose CorrelId is the
+//! request's MsgId, under syncpoint with MQCMIT when asked.
+//!
+//! The calls go through the seam in [`calls`], so that the exact calls and options are
+//! tested without a queue manager (none can run here) and run for real through `mqi`.
+
+pub mod calls;
+#[cfg(test)]
+mod fake;
+pub mod library;
+#[cfg(test)]
+mod tests;
+
+use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
+use crate::cli::MatchMode;
+use crate::config::{IbmMqEndpoint, ReplyQueue};
+use calls::{ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd};
+use mqi::constants;
+use mqi::types::{MQGMO, MQOO, MQPMO};
+use std::collections::{HashMap, VecDeque};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The model queue a temporary reply queue is made from (one dynamic queue per task).
+pub const MODEL_QUEUE: &str = "SYSTEM.DEFAULT.MODEL.QUEUE";
+/// The environment variable that gives the MQCSP password.
+pub const PASSWORD_ENV: &str = "OEMPUTX_MQ_PASSWORD";
+/// MQ's largest message (MAXMSGL can be at most 100 MB); a queue's own MAXMSGL may be
+/// lower, and MQPUT then fails with MQRC_MSG_TOO_BIG_FOR_Q, reported as such.
+const MQ_MAX_MESSAGE: usize = 104_857_600;
+/// Reply bodies are not used, only counted: a reply longer than this is received truncated
+/// (MQGMO_ACCEPT_TRUNCATED_MSG) rather than failing.
+const REPLY_BUFFER: usize = 1 << 20;
+/// Answered MsgIds remembered per task, so that a second reply to one request is counted
+/// as a duplicate rather than as a stray.
+const ANSWERED_MEMORY: usize = 65_536;
+
+/// How the driver's options map to the MQI, fixed for a run.
+#[derive(Debug, Clone)]
+pub struct MqOptions {
+    pub setup: QueueSetup,
+    pub match_mode: MatchMode,
+    /// MQPUT1 for every request instead of MQPUT to an open queue.
+    pub put1: bool,
+}
+
+/// IBM MQ, one queue manager.
+pub struct IbmMq {
+    lib: Arc<dyn MqiLibrary>,
+    spec: ConnectSpec,
+    target: String,
+    opts: MqOptions,
+    /// Why a bare --qmgr name was taken for a queue manager, added to connection errors
+    /// (the name may have been a mistyped profile).
+    note: Option<String>,
+}
+
+impl IbmMq {
+    /// Load the MQ client library and settle the connection (asking for the password when
+    /// a user is given and no environment variable has it).
+    pub fn open(ep: &IbmMqEndpoint, opts: MqOptions) -> Result<IbmMq, TransportError> {
+        let lib = library::load().map_err(|e| TransportError::MqLibrary {
+            why: match &ep.note {
+                Some(note) => format!("{note}; {e}"),
+                None => e.to_string(),
+            },
+        })?;
+        let spec = connect_spec(ep)?;
+        let mut mq = IbmMq::with_library(lib, spec, ep.redacted(), opts);
+        mq.note = ep.note.clone();
+        Ok(mq)
+    }
+
+    /// The transport over any MQI (the tests' in-memory queue manager).
+    pub fn with_library(
+        lib: Arc<dyn MqiLibrary>,
+        spec: ConnectSpec,
+        target: String,
+        opts: MqOptions,
+    ) -> IbmMq {
+        IbmMq {
+            lib,
+            spec,
+            target,
+            opts,
+            note: None,
+        }
+    }
+
+    fn connect(&self) -> Result<Box<dyn MqiConnection>, TransportError> {
+        self.lib.connect(&self.spec).map_err(|f| {
+            match (
+                mq_error(&self.target, "connecting (MQCONNX)", "", f),
+                &self.note,
+            ) {
+                (TransportError::Unreachable { target, why }, Some(note)) => {
+                    TransportError::Unreachable {
+                        target,
+                        why: format!("{why} ({note})"),
+                    }
+                }
+                (e, _) => e,
+            }
+        })
+    }
+
+    fn sync_put(&self) -> MQPMO {
+        if self.opts.setup.syncpoint {
+            constants::MQPMO_SYNCPOINT
+        } else {
+            constants::MQPMO_NO_SYNCPOINT
+        }
+    }
+
+    fn sync_get(&self) -> MQGMO {
+        if self.opts.setup.syncpoint {
+            constants::MQGMO_SYNCPOINT
+        } else {
+            constants::MQGMO_NO_SYNCPOINT
+        }
+    }
+
+    /// Empty a named reply queue with destructive gets, as OEMPUTX did before a run.
+    fn clear(&self, conn: &mut dyn MqiConnection, queue: &str) -> Result<u64, TransportError> {
+        let (hobj, _) = conn
+            .open(queue, OPEN_SHARED_INPUT)
+            .map_err(|f| mq_error(&self.target, "opening the reply queue", queue, f))?;
+        let mut buffer = vec![0u8; REPLY_BUFFER];
+        let mut cleared = 0;
+        let options = constants::MQGMO_NO_WAIT
+            | constants::MQGMO_NO_SYNCPOINT
+            | constants::MQGMO_ACCEPT_TRUNCATED_MSG
+            | constants::MQGMO_FAIL_IF_QUIESCING;
+        while conn
+            .get(hobj, options, 0, None, &mut buffer)
+            .map_err(|f| mq_error(&self.target, "clearing the reply queue", queue, f))?
+            .is_some()
+        {
+            cleared += 1;
+        }
+        conn.close(hobj)
+            .map_err(|f| mq_error(&self.target, "closing the reply queue", queue, f))?;
+        Ok(cleared)
+    }
+}
+
+const OPEN_OUTPUT: MQOO = MQOO(constants::MQOO_OUTPUT.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
+const OPEN_SHARED_INPUT: MQOO =
+    MQOO(constants::MQOO_INPUT_SHARED.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
+const OPEN_EXCLUSIVE_INPUT: MQOO =
+    MQOO(constants::MQOO_INPUT_EXCLUSIVE.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
+
+impl Transport for IbmMq {
+    fn prepare(&self) -> Result<Prepared, TransportError> {
+        let mut conn = self.connect()?;
+        let request = &self.opts.setup.request_queue;
+        // Opening for output checks that the request queue exists and that we may put to it.
+        let (hobj, _) = conn
+            .open(request, OPEN_OUTPUT)
+            .map_err(|f| mq_error(&self.target, "opening the request queue", request, f))?;
+        conn.close(hobj)
+            .map_err(|f| mq_error(&self.target, "closing the request queue", request, f))?;
+        let cleared = match &self.opts.setup.reply_queue {
+            ReplyQueue::Named(q) if self.opts.setup.clear_reply_queue => {
+                self.clear(conn.as_mut(), q)?
+            }
+            _ => 0,
+        };
+        conn.disconnect()
+            .map_err(|f| mq_error(&self.target, "disconnecting (MQDISC)", "", f))?;
+        Ok(Prepared { cleared })
+    }
+
+    fn session(&self, _task: usize) -> Result<Box<dyn Session>, TransportError> {
+        let mut conn = self.connect()?;
+        let request_queue = self.opts.setup.request_queue.clone();
+        let request = if self.opts.put1 {
+            None
+        } else {
+            Some(conn.open(&request_queue, OPEN_OUTPUT).map_err(|f| {
+                mq_error(&self.target, "opening the request queue", &request_queue, f)
+            })?)
+        };
+        let (reply, reply_name, shared) = match &self.opts.setup.reply_queue {
+            ReplyQueue::Named(q) => {
+                let (hobj, resolved) = conn
+                    .open(q, OPEN_SHARED_INPUT)
+                    .map_err(|f| mq_error(&self.target, "opening the reply queue", q, f))?;
+                // A model queue named as reply queue resolves to this task's own dynamic queue.
+                let shared = resolved == *q;
+                (hobj, resolved, shared)
+            }
+            ReplyQueue::Temporary => {
+                let (hobj, resolved) =
+                    conn.open(MODEL_QUEUE, OPEN_EXCLUSIVE_INPUT).map_err(|f| {
+                        mq_error(
+                            &self.target,
+                            "creating a temporary reply queue from",
+                            MODEL_QUEUE,
+                            f,
+                        )
+                    })?;
+                (hobj, resolved, false)
+            }
+        };
+        Ok(Box::new(MqSession {
+            conn: Some(conn),
+            target: self.target.clone(),
+            request_queue,
+            request: request.map(|(h, _)| h),
+            reply,
+            md: RequestMd {
+                reply_to_q: reply_name,
+                persistence: if self.opts.setup.persistent {
+                    constants::MQPER_PERSISTENT
+                } else {
+                    constants::MQPER_NOT_PERSISTENT
+                },
+                text: true,
+            },
+            put_options: constants::MQPMO_NEW_MSG_ID
+                | constants::MQPMO_FAIL_IF_QUIESCING
+                | self.sync_put(),
+            get_options: constants::MQGMO_WAIT
+                | constants::MQGMO_FAIL_IF_QUIESCING
+                | constants::MQGMO_ACCEPT_TRUNCATED_MSG
+                | self.sync_get(),
+            by_correl: shared && self.opts.match_mode == MatchMode::Correl,
+            syncpoint: self.opts.setup.syncpoint,
+            outstanding: HashMap::new(),
+            order: VecDeque::new(),
+            answered: HashMap::new(),
+            answered_order: VecDeque::new(),
+            buffer: vec![0u8; REPLY_BUFFER],
+        }))
+    }
+
+    fn max_message_size(&self) -> usize {
+        MQ_MAX_MESSAGE
+    }
+}
+
+/// One task's connection, reply queue and the MsgIds of its requests.
+struct MqSession {
+    /// `None` only after close.
+    conn: Option<Box<dyn MqiConnection>>,
+    target: String,
+    request_queue: String,
+    /// The open request queue; `None` under --put1.
+    request: Option<Hobj>,
+    reply: Hobj,
+    md: RequestMd,
+    put_options: MQPMO,
+    get_options: MQGMO,
+    /// MQGET by CorrelId (a reply queue shared by several tasks) rather than next message.
+    by_correl: bool,
+    syncpoint: bool,
+    /// The driver's correlation id of each request not yet answered, by MsgId.
+    outstanding: HashMap<Id, String>,
+    /// MsgIds in put order, the ones the driver still waits for (for MQGET by CorrelId).
+    order: VecDeque<Id>,
+    /// Recently answered requests, to tell a duplicate reply from a stray one.
+    answered: HashMap<Id, String>,
+    answered_order: VecDeque<Id>,
+    buffer: Vec<u8>,
+}
+
+impl MqSession {
+    fn conn(&mut self) -> Result<&mut Box<dyn MqiConnection>, TransportError> {
+        let target = &self.target;
+        self.conn
+            .as_mut()
+            .ok_or_else(|| TransportError::ConnectionLost {
+                target: target.clone(),
+                why: "session already closed".into(),
+            })
+    }
+
+    /// The driver's correlation id for a reply's CorrelId: ours when it names a request of
+    /// this task, else the CorrelId in hex (the driver counts it as unmatched).
+    fn correlate(&mut self, correl_id: &Id) -> String {
+        if let Some(ours) = self.outstanding.remove(correl_id) {
+            if let Some(pos) = self.order.iter().position(|id| id == correl_id) {
+                self.order.remove(pos);
+            }
+            if self.answered_order.len() >= ANSWERED_MEMORY
+                && let Some(old) = self.answered_order.pop_front()
+            {
+                self.answered.remove(&old);
+            }
+            self.answered.insert(*correl_id, ours.clone());
+            self.answered_order.push_back(*correl_id);
+            return ours;
+        }
+        if let Some(ours) = self.answered.get(correl_id) {
+            return ours.clone();
+        }
+        correl_id.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl Session for MqSession {
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        let (md, options, request, queue) = (
+            self.md.clone(),
+            self.put_options,
+            self.request,
+            self.request_queue.clone(),
+        );
+        let target = self.target.clone();
+        let conn = self.conn()?;
+        let result = match request {
+            Some(hobj) => conn.put(hobj, &md, options, body),
+            None => conn.put1(&queue, &md, options, body),
+        };
+        let msg_id = result.map_err(|f| {
+            if matches!(
+                f.reason,
+                Reason::MSG_TOO_BIG_FOR_Q | Reason::MSG_TOO_BIG_FOR_Q_MGR
+            ) {
+                return TransportError::MqRefused {
+                    target: target.clone(),
+                    what: format!("putting a {} byte request to '{queue}'", body.len()),
+                    failure: f.to_string(),
+                    fix: "raise MAXMSGL of the queue (and queue manager), or use a smaller --msgfile or --msg-size",
+                };
+            }
+            mq_error(&target, "putting a request to", &queue, f)
+        })?;
+        self.outstanding.insert(msg_id, correl_id.to_string());
+        if self.by_correl {
+            self.order.push_back(msg_id);
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let correl = if self.by_correl {
+            match self.order.front() {
+                Some(id) => Some(*id),
+                None => {
+                    // Nothing of ours is awaited; a get would take another task's reply.
+                    std::thread::sleep(wait);
+                    return Ok(None);
+                }
+            }
+        } else {
+            None
+        };
+        let wait_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+        let (hobj, options) = (self.reply, self.get_options);
+        let target = self.target.clone();
+        let reply_q = self.md.reply_to_q.clone();
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let got = self.conn().and_then(|conn| {
+            conn.get(hobj, options, wait_ms, correl, &mut buffer)
+                .map_err(|f| mq_error(&target, "getting a reply from", &reply_q, f))
+        });
+        self.buffer = buffer;
+        Ok(got?.map(|m| Reply {
+            correl_id: Some(self.correlate(&m.correl_id)),
+            len: m.len,
+        }))
+    }
+
+    fn commit(&mut self) -> Result<(), TransportError> {
+        if !self.syncpoint {
+            return Ok(());
+        }
+        let target = self.target.clone();
+        self.conn()?
+            .commit()
+            .map_err(|f| mq_error(&target, "committing (MQCMIT)", "", f))
+    }
+
+    fn forget_pending(&mut self) {
+        // The driver gave up on these requests; their MsgIds stay known so that a late
+        // reply still reads as late, but MQGET by CorrelId moves on to newer requests.
+        self.order.clear();
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let target = self.target.clone();
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(());
+        };
+        for hobj in self.request.into_iter().chain([self.reply]) {
+            conn.close(hobj)
+                .map_err(|f| mq_error(&target, "closing a queue (MQCLOSE)", "", f))?;
+        }
+        conn.disconnect()
+            .map_err(|f| mq_error(&target, "disconnecting (MQDISC)", "", f))
+    }
+}
+
+impl Drop for MqSession {
+    fn drop(&mut self) {
+        // After an error the driver drops the session without close: disconnect anyway, so
+        // that the queue manager backs out any unit of work and removes the dynamic queue.
+        if let Some(conn) = self.conn.take() {
+            let _ = conn.disconnect();
+        }
+    }
+}
+
+/// A failed MQI call as a transport error: the reason by name, with what to do about it.
+fn mq_error(target: &str, what: &str, object: &str, f: MqFailure) -> TransportError {
+    let what = if object.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what} '{object}'")
+    };
+    let refused = |fix: &'static str| TransportError::MqRefused {
+        target: target.to_string(),
+        what: what.clone(),
+        failure: f.to_string(),
+        fix,
+    };
+    match f.reason.0 {
+        // MQRC_CONNECTION_BROKEN, HCONN_ERROR, Q_MGR_QUIESCING, Q_MGR_STOPPING,
+        // CONNECTION_QUIESCING, CONNECTION_STOPPING: the run fails with its partial report.
+        2009 | 2018 | 2161 | 2162 | 2202 | 2203 => TransportError::ConnectionLost {
+            target: target.to_string(),
+            why: format!("{what}: {f}"),
+        },
+        2035 => refused(
+            "grant the user access (setmqaut, or SET AUTHREC in runmqsc) or connect as a user who has it",
+        ),
+        2085 => refused(
+            "define the queue (runmqsc: DEFINE QLOCAL(name)) or name an existing one with --request-queue / --reply-queue",
+        ),
+        // MQRC_Q_MGR_NAME_ERROR, Q_MGR_NOT_AVAILABLE, HOST_NOT_AVAILABLE, CHANNEL_CONFIG_ERROR,
+        // UNKNOWN_CHANNEL_NAME: the queue manager cannot be reached as named.
+        2058 | 2059 | 2538 | 2539 | 2540 => TransportError::Unreachable {
+            target: target.to_string(),
+            why: format!(
+                "{what}: {f}; check the queue manager name, MQSERVER or the CCDT, and that the listener runs"
+            ),
+        },
+        2152 => refused("MQ object names are at most 48 characters of A-Z a-z 0-9 . _ / %"),
+        _ => TransportError::Broker {
+            what,
+            target: target.to_string(),
+            why: f.to_string(),
+        },
+    }
+}
+
+/// The connection a config names, with the password settled.
+fn connect_spec(ep: &IbmMqEndpoint) -> Result<ConnectSpec, TransportError> {
+    let credentials = match &ep.user {
+        None => None,
+        Some(user) => Some((user.clone(), password_for(ep, user)?)),
+    };
+    Ok(ConnectSpec {
+        qmgr: ep.qmgr.clone(),
+        channel: ep.channel.clone(),
+        credentials,
+        tls: ep.tls.clone(),
+    })
+}
+
+/// The MQCSP password: from the URL (discouraged), $OEMPUTX_MQ_PASSWORD, or a prompt that
+/// does not echo when a terminal is there to ask.
+fn password_for(ep: &IbmMqEndpoint, user: &str) -> Result<String, TransportError> {
+    if let Some(p) = &ep.password {
+        return Ok(p.clone());
+    }
+    if let Ok(p) = std::env::var(PASSWORD_ENV) {
+        return Ok(p);
+    }
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password(format!("IBM MQ password for {user}: ")).map_err(|e| {
+            TransportError::NeedsPassword {
+                target: ep.redacted(),
+                user: user.to_string(),
+                why: format!("the prompt failed: {e}"),
+            }
+        });
+    }
+    Err(TransportError::NeedsPassword {
+        target: ep.redacted(),
+        user: user.to_string(),
+        why: "no terminal to ask on".into(),
+    })
+}
