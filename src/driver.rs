@@ -13,14 +13,17 @@
 
 use crate::cli::MatchMode;
 use crate::config::{Config, RunLength};
-use crate::transport::{Reply, Session, Transport, TransportError, correl};
+use crate::transport::amqp::AmqpSession;
+use crate::transport::{Reply, Session, TaskSession, Transport, TransportError, correl};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
 
 /// Longest single wait inside a get, so that Ctrl-C and a stop are seen promptly.
 const GET_SLICE: Duration = Duration::from_millis(200);
@@ -258,6 +261,90 @@ fn share(total: u64, tasks: usize, task: usize) -> u64 {
     total / t + u64::from((task as u64) < total % t)
 }
 
+/// The loop's operations on a session, awaited. A blocking session's complete at once
+/// (the call blocks); an async session's are real awaits, so that a whole phase of the loop
+/// (warmup, probe, a measured round) runs in one entry into its runtime.
+trait Driven {
+    /// What runs a phase of the loop to its end.
+    type Exec: Executor;
+    fn executor(&self) -> Self::Exec;
+    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError>;
+    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError>;
+    async fn commit_unit(&mut self) -> Result<(), TransportError>;
+    fn forget_pending(&mut self);
+    fn finish(self) -> Result<(), TransportError>;
+}
+
+trait Executor {
+    fn run<F: Future>(&self, f: F) -> F::Output;
+}
+
+/// Runs a future that never waits: a blocking session's phase is done in one poll.
+struct Immediate;
+
+impl Executor for Immediate {
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+            // Not reached: nothing a blocking session awaits is ever pending.
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Executor for Arc<Runtime> {
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        self.block_on(f)
+    }
+}
+
+impl Driven for Box<dyn Session> {
+    type Exec = Immediate;
+    fn executor(&self) -> Immediate {
+        Immediate
+    }
+    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        self.put(body, correl_id)
+    }
+    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        self.get(wait)
+    }
+    async fn commit_unit(&mut self) -> Result<(), TransportError> {
+        self.commit()
+    }
+    fn forget_pending(&mut self) {
+        Session::forget_pending(self.as_mut());
+    }
+    fn finish(self) -> Result<(), TransportError> {
+        self.close()
+    }
+}
+
+impl Driven for Box<AmqpSession> {
+    type Exec = Arc<Runtime>;
+    fn executor(&self) -> Arc<Runtime> {
+        self.runtime()
+    }
+    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        self.put_request(body, correl_id)
+    }
+    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        self.next_reply(wait).await
+    }
+    async fn commit_unit(&mut self) -> Result<(), TransportError> {
+        self.commit_work().await
+    }
+    fn forget_pending(&mut self) {}
+    fn finish(mut self) -> Result<(), TransportError> {
+        let rt = self.runtime();
+        rt.block_on(self.shut())
+    }
+}
+
 /// The loop settings every task shares.
 struct Plan<'a> {
     cfg: &'a Config,
@@ -269,17 +356,17 @@ struct Plan<'a> {
 
 /// One task's loop state: carries over from warmup to the measured phase so that a late
 /// reply to a warmup request is still recognised.
-struct TaskLoop<'a> {
+struct TaskLoop<'a, S> {
     plan: &'a Plan<'a>,
-    session: Box<dyn Session>,
+    session: S,
     task: usize,
     next_seq: u64,
     timed_out: HashSet<u64>,
     inflight: VecDeque<(u64, Instant)>,
 }
 
-impl TaskLoop<'_> {
-    fn run(
+impl<S: Driven> TaskLoop<'_, S> {
+    async fn run(
         &mut self,
         limit: Limit,
         stats: &mut TaskStats,
@@ -318,6 +405,10 @@ impl TaskLoop<'_> {
                         let due = start + offset + iv.mul_f64((done + i) as f64);
                         let now = Instant::now();
                         if due > now {
+                            // A thread sleep, also inside an async session's runtime: tokio's
+                            // timers round up to the millisecond, too coarse for pacing, and
+                            // the runtime is this task's alone, with nothing due before the
+                            // put.
                             std::thread::sleep(due - now);
                         }
                         due
@@ -328,17 +419,17 @@ impl TaskLoop<'_> {
                 self.next_seq += 1;
                 let body = &bodies[(seq % bodies.len() as u64) as usize];
                 self.session
-                    .put(body, &correl::make(&self.plan.run_id, self.task, seq))?;
+                    .send(body, &correl::make(&self.plan.run_id, self.task, seq))?;
                 stats.integrity.sent += 1;
                 self.inflight.push_back((seq, sent_at));
             }
             if cfg.syncpoint {
-                self.session.commit()?;
+                self.session.commit_unit().await?;
             }
             let matched_before = stats.integrity.matched;
-            self.collect(stats)?;
+            self.collect(stats).await?;
             if cfg.syncpoint {
-                self.session.commit()?;
+                self.session.commit_unit().await?;
             }
             if count_progress && let Some(slot) = self.plan.controls.progress.0.get(self.task) {
                 slot.0
@@ -350,7 +441,7 @@ impl TaskLoop<'_> {
     }
 
     /// Get replies until every outstanding request is answered, timed out or abandoned.
-    fn collect(&mut self, stats: &mut TaskStats) -> Result<(), TransportError> {
+    async fn collect(&mut self, stats: &mut TaskStats) -> Result<(), TransportError> {
         let cfg = self.plan.cfg;
         // Like a series of MQGETs with a wait: each reply gets the full --wait from the
         // moment the previous one arrived (or the puts were done).
@@ -367,7 +458,10 @@ impl TaskLoop<'_> {
                 self.time_out(stats);
                 return Ok(());
             }
-            let reply = self.session.get((deadline - now).min(GET_SLICE))?;
+            let reply = self
+                .session
+                .receive((deadline - now).min(GET_SLICE))
+                .await?;
             now = Instant::now();
             if let Some(reply) = reply
                 && self.classify(reply, now, stats)
@@ -624,14 +718,26 @@ fn task_main(
     closing: &Gate,
     tx: &mpsc::Sender<Event>,
 ) {
-    let cfg = plan.cfg;
-    let session = match transport.session(task) {
-        Ok(s) => s,
+    let gates = (probe_gate, go, closing);
+    match transport.task_session(task) {
+        Ok(TaskSession::Blocking(s)) => task_phases(plan, s, task, gates, tx),
+        Ok(TaskSession::Async(s)) => task_phases(plan, s, task, gates, tx),
         Err(e) => {
             let _ = tx.send(Event::Ready(Err(e)));
-            return;
         }
-    };
+    }
+}
+
+/// A task's life: warmup, the probe, each measured round, then close once all are done.
+fn task_phases<S: Driven>(
+    plan: &Plan,
+    session: S,
+    task: usize,
+    (probe_gate, go, closing): (&Gate, &[Gate], &Gate),
+    tx: &mpsc::Sender<Event>,
+) {
+    let cfg = plan.cfg;
+    let exec = session.executor();
     let mut lp = TaskLoop {
         plan,
         session,
@@ -642,28 +748,28 @@ fn task_main(
     };
     let warm = share(cfg.warmup, cfg.tasks, task);
     let warmed = if warm > 0 {
-        lp.run(Limit::Count(warm), &mut TaskStats::new(), false, false)
+        exec.run(lp.run(Limit::Count(warm), &mut TaskStats::new(), false, false))
     } else {
         Ok(())
     };
     let failed = warmed.is_err();
     let _ = tx.send(Event::Ready(warmed));
     if failed {
-        let _ = lp.session.close();
+        let _ = lp.session.finish();
         return;
     }
     if probe_gate.wait() {
         let mut probe = TaskStats::new();
-        let probed = lp.run(
+        let probed = exec.run(lp.run(
             Limit::Until(Instant::now() + PROBE_TIME),
             &mut probe,
             false,
             false,
-        );
+        ));
         let failed = probed.is_err();
         let _ = tx.send(Event::Probed(probed.map(|()| probe.integrity.matched)));
         if failed {
-            let _ = lp.session.close();
+            let _ = lp.session.finish();
             return;
         }
     }
@@ -671,7 +777,7 @@ fn task_main(
         // Allocated before the window opens, so that the window holds only the loop.
         let mut stats = TaskStats::new();
         if !gate.wait() {
-            let _ = lp.session.close();
+            let _ = lp.session.finish();
             return;
         }
         let limit = match cfg.length {
@@ -680,7 +786,7 @@ fn task_main(
             }
             RunLength::Duration(d) => Limit::Until(Instant::now() + d),
         };
-        let err = lp.run(limit, &mut stats, true, true).err();
+        let err = exec.run(lp.run(limit, &mut stats, true, true)).err();
         // Requests still in flight after a failure are neither answered nor timed out.
         stats.integrity.abandoned += lp.inflight.len() as u64;
         lp.inflight.clear();
@@ -691,7 +797,7 @@ fn task_main(
         }
     }
     closing.wait();
-    let _ = lp.session.close();
+    let _ = lp.session.finish();
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! receipt, so under --syncpoint only the puts are transactional in that mode.
 
 use super::correl;
-use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
+use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
 use crate::config::{AmqpEndpoint, ReplyQueue};
 use amqprs::BasicProperties;
 use amqprs::channel::{
@@ -435,22 +435,11 @@ impl Transport for Amqp {
     }
 
     fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
-        let rt = self.runtime()?;
-        let inbox = self
-            .inboxes
-            .lock()
-            .ok()
-            .and_then(|mut v| v.get_mut(task).and_then(Option::take));
-        let parts = rt.block_on(self.open_session(task, inbox))?;
-        Ok(Box::new(AmqpSession {
-            rt,
-            parts: Some(parts),
-            request_queue: self.setup.request_queue.clone(),
-            target: self.target(),
-            syncpoint: self.setup.syncpoint,
-            last_tag: None,
-            unsent: Vec::new(),
-        }))
+        Ok(Box::new(self.open_task(task)?))
+    }
+
+    fn task_session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        Ok(TaskSession::Async(Box::new(self.open_task(task)?)))
     }
 
     fn max_message_size(&self) -> usize {
@@ -458,8 +447,33 @@ impl Transport for Amqp {
     }
 }
 
-struct AmqpSession {
-    rt: Runtime,
+impl Amqp {
+    /// Open task `task`'s connection, reply queue and consumer.
+    fn open_task(&self, task: usize) -> Result<AmqpSession, TransportError> {
+        let rt = Arc::new(self.runtime()?);
+        let inbox = self
+            .inboxes
+            .lock()
+            .ok()
+            .and_then(|mut v| v.get_mut(task).and_then(Option::take));
+        let parts = rt.block_on(self.open_session(task, inbox))?;
+        Ok(AmqpSession {
+            rt,
+            parts: Some(parts),
+            request_queue: self.setup.request_queue.clone(),
+            target: self.target(),
+            syncpoint: self.setup.syncpoint,
+            last_tag: None,
+            unsent: Vec::new(),
+        })
+    }
+}
+
+/// One task's AMQP connection. Its operations are async; the driver awaits them in one
+/// entry into the session's runtime per phase of its loop (see [`super::TaskSession`]),
+/// and the [`Session`] methods wrap them for callers that want blocking calls.
+pub struct AmqpSession {
+    rt: Arc<Runtime>,
     /// `None` only after close.
     parts: Option<Parts>,
     request_queue: String,
@@ -503,19 +517,14 @@ impl AmqpSession {
             why: why.to_string(),
         }
     }
-}
 
-impl Drop for AmqpSession {
-    fn drop(&mut self) {
-        // amqprs connections and channels clean up on drop through the runtime they were
-        // made on; a session dropped without close (after an error) must drop them inside it.
-        let _inside = self.rt.enter();
-        self.parts.take();
+    /// The runtime the session's client runs on: futures of this session run in it.
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.rt.clone()
     }
-}
 
-impl Session for AmqpSession {
-    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+    /// Queue a request; it is published by the next get, commit or close.
+    pub fn put_request(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
         let Some(parts) = self.parts.as_ref() else {
             return Err(self.lost("session already closed"));
         };
@@ -527,19 +536,21 @@ impl Session for AmqpSession {
         Ok(())
     }
 
-    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+    /// Publish what is queued, then wait up to `wait` for the next reply. Must run inside
+    /// [`Self::runtime`].
+    pub async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
         let Some(parts) = self.parts.as_mut() else {
             return Err(self.lost("session already closed"));
         };
         let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
         let Parts { ch, replies, .. } = parts;
-        // The timer must be made inside the runtime, hence the async block around it.
-        let next = self.rt.block_on(async {
+        let next = async {
             send_all(ch, queue, unsent).await.map_err(Sent::Failed)?;
             tokio::time::timeout(wait, replies.next())
                 .await
                 .map_err(|_| Sent::TimedOut)
-        });
+        }
+        .await;
         match next {
             Err(Sent::TimedOut) => Ok(None),
             Err(Sent::Failed(e)) => Err(self.lost(format!("publishing a request: {e}"))),
@@ -554,36 +565,69 @@ impl Session for AmqpSession {
         }
     }
 
-    fn commit(&mut self) -> Result<(), TransportError> {
+    /// Under --syncpoint: publish what is queued, acknowledge the replies got, tx.commit.
+    pub async fn commit_work(&mut self) -> Result<(), TransportError> {
         if !self.syncpoint {
             return Ok(());
         }
         let tag = self.last_tag.take();
         let ch = self.parts()?.ch.clone();
         let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
-        let result = self.rt.block_on(async move {
+        let result = async move {
             send_all(&ch, queue, unsent).await?;
             if let Some(tag) = tag {
                 ch.basic_ack(BasicAckArguments::new(tag, true)).await?;
             }
             ch.tx_commit().await
-        });
+        }
+        .await;
         result.map_err(|e| self.lost(format!("tx.commit: {e}")))
     }
 
-    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+    /// Publish what is queued and close the channel and connection.
+    pub async fn shut(&mut self) -> Result<(), TransportError> {
         if let Some(parts) = self.parts.take() {
             let Parts { conn, ch, .. } = parts;
             let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
-            self.rt
-                .block_on(async move {
-                    let _ = send_all(&ch, queue, unsent).await;
-                    let _ = ch.close().await;
-                    conn.close().await
-                })
-                .map_err(|e| self.lost(format!("closing: {e}")))?;
+            let closed = async move {
+                let _ = send_all(&ch, queue, unsent).await;
+                let _ = ch.close().await;
+                conn.close().await
+            }
+            .await;
+            closed.map_err(|e| self.lost(format!("closing: {e}")))?;
         }
         Ok(())
+    }
+}
+
+impl Drop for AmqpSession {
+    fn drop(&mut self) {
+        // amqprs connections and channels clean up on drop through the runtime they were
+        // made on; a session dropped without close (after an error) must drop them inside it.
+        let _inside = self.rt.enter();
+        self.parts.take();
+    }
+}
+
+impl Session for AmqpSession {
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        self.put_request(body, correl_id)
+    }
+
+    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let rt = self.runtime();
+        rt.block_on(self.next_reply(wait))
+    }
+
+    fn commit(&mut self) -> Result<(), TransportError> {
+        let rt = self.runtime();
+        rt.block_on(self.commit_work())
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.runtime();
+        rt.block_on(self.shut())
     }
 }
 

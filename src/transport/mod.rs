@@ -107,6 +107,11 @@ pub trait Transport: Send + Sync {
     fn prepare(&self) -> Result<Prepared, TransportError>;
     /// Open task `task`'s own connection, with its reply queue and consumer ready.
     fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError>;
+    /// Task `task`'s session as the driver drives it: blocking calls unless the transport
+    /// has an async client whose loop should run in one entry into its runtime.
+    fn task_session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        self.session(task).map(TaskSession::Blocking)
+    }
     /// Largest message body the transport accepts, in bytes.
     fn max_message_size(&self) -> usize;
     /// Kernel thread ids of threads inside this process that belong to the queue manager or
@@ -131,6 +136,16 @@ pub trait Session: Send {
     fn forget_pending(&mut self) {}
     /// Close the connection cleanly.
     fn close(self: Box<Self>) -> Result<(), TransportError>;
+}
+
+/// A task's session, as the driver drives it.
+pub enum TaskSession {
+    /// Calls that block until done (embedded, IBM MQ): the driver makes them one by one.
+    Blocking(Box<dyn Session>),
+    /// An async client (AMQP): each phase of the driver's loop runs in one entry into the
+    /// session's runtime, as a hand-written async loop would, rather than one entry per put
+    /// and get (which measurably cost CPU per message).
+    Async(Box<amqp::AmqpSession>),
 }
 
 /// What every transport needs from the config, in one place.
