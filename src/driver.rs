@@ -6,6 +6,10 @@
 //! The driver knows nothing of CPU: it calls a [`Window`] at the two instants, and whoever
 //! measures (the driver's own CPU, the process groups) does it there.
 //!
+//! The loop is written once, as async code over [`Driven`]: a blocking session's calls
+//! complete at once inside it, and an async session (AMQP) runs each phase of the loop in
+//! one entry into its runtime, as a hand-written async client loop would.
+//!
 //! Every request is accounted for: `sent = matched + timed_out + abandoned`, where abandoned
 //! requests are those still in flight when Ctrl-C stopped the run. Replies that match no
 //! outstanding request are counted as unmatched (not ours), late (their request had
