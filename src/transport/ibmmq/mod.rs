@@ -242,6 +242,19 @@ impl Transport for IbmMq {
     }
 }
 
+/// The session's connection, or the error of a session already closed. A function over the
+/// two fields rather than a method, so that the other fields stay free to borrow: the hot
+/// path clones nothing.
+fn live<'a>(
+    conn: &'a mut Option<Box<dyn MqiConnection>>,
+    target: &str,
+) -> Result<&'a mut Box<dyn MqiConnection>, TransportError> {
+    conn.as_mut().ok_or_else(|| TransportError::ConnectionLost {
+        target: target.to_string(),
+        why: "session already closed".into(),
+    })
+}
+
 /// One task's connection, reply queue and the MsgIds of its requests.
 struct MqSession {
     /// `None` only after close.
@@ -268,16 +281,6 @@ struct MqSession {
 }
 
 impl MqSession {
-    fn conn(&mut self) -> Result<&mut Box<dyn MqiConnection>, TransportError> {
-        let target = &self.target;
-        self.conn
-            .as_mut()
-            .ok_or_else(|| TransportError::ConnectionLost {
-                target: target.clone(),
-                why: "session already closed".into(),
-            })
-    }
-
     /// The driver's correlation id for a reply's CorrelId: ours when it names a request of
     /// this task, else the CorrelId in hex (the driver counts it as unmatched).
     fn correlate(&mut self, correl_id: &Id) -> String {
@@ -303,17 +306,19 @@ impl MqSession {
 
 impl Session for MqSession {
     fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
-        let (md, options, request, queue) = (
-            self.md.clone(),
-            self.put_options,
-            self.request,
-            self.request_queue.clone(),
-        );
-        let target = self.target.clone();
-        let conn = self.conn()?;
-        let result = match request {
-            Some(hobj) => conn.put(hobj, &md, options, body),
-            None => conn.put1(&queue, &md, options, body),
+        let MqSession {
+            conn,
+            target,
+            md,
+            put_options,
+            request,
+            request_queue,
+            ..
+        } = self;
+        let conn = live(conn, target)?;
+        let result = match *request {
+            Some(hobj) => conn.put(hobj, md, *put_options, body),
+            None => conn.put1(request_queue, md, *put_options, body),
         };
         let msg_id = result.map_err(|f| {
             if matches!(
@@ -322,12 +327,15 @@ impl Session for MqSession {
             ) {
                 return TransportError::MqRefused {
                     target: target.clone(),
-                    what: format!("putting a {} byte request to '{queue}'", body.len()),
+                    what: format!(
+                        "putting a {} byte request to '{request_queue}'",
+                        body.len()
+                    ),
                     failure: f.to_string(),
                     fix: "raise MAXMSGL of the queue (and queue manager), or use a smaller --msgfile or --msg-size",
                 };
             }
-            mq_error(&target, "putting a request to", &queue, f)
+            mq_error(target, "putting a request to", request_queue, f)
         })?;
         self.outstanding.insert(msg_id, correl_id.to_string());
         if self.by_correl {
@@ -350,15 +358,18 @@ impl Session for MqSession {
             None
         };
         let wait_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
-        let (hobj, options) = (self.reply, self.get_options);
-        let target = self.target.clone();
-        let reply_q = self.md.reply_to_q.clone();
-        let mut buffer = std::mem::take(&mut self.buffer);
-        let got = self.conn().and_then(|conn| {
-            conn.get(hobj, options, wait_ms, correl, &mut buffer)
-                .map_err(|f| mq_error(&target, "getting a reply from", &reply_q, f))
-        });
-        self.buffer = buffer;
+        let MqSession {
+            conn,
+            target,
+            md,
+            reply,
+            get_options,
+            buffer,
+            ..
+        } = self;
+        let got = live(conn, target)?
+            .get(*reply, *get_options, wait_ms, correl, buffer)
+            .map_err(|f| mq_error(target, "getting a reply from", &md.reply_to_q, f));
         Ok(got?.map(|m| Reply {
             correl_id: Some(self.correlate(&m.correl_id)),
             len: m.len,
@@ -369,10 +380,9 @@ impl Session for MqSession {
         if !self.syncpoint {
             return Ok(());
         }
-        let target = self.target.clone();
-        self.conn()?
+        live(&mut self.conn, &self.target)?
             .commit()
-            .map_err(|f| mq_error(&target, "committing (MQCMIT)", "", f))
+            .map_err(|f| mq_error(&self.target, "committing (MQCMIT)", "", f))
     }
 
     fn forget_pending(&mut self) {
