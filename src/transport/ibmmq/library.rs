@@ -200,7 +200,7 @@ impl MqiConnection for RealConnection {
             .map_err(failure)?
             .discard_warning();
         let resolved = resolved
-            .map(|q| q.to_string().trim_end().to_string())
+            .map(|q| q.to_string().trim_end_matches([' ', '\0']).to_string())
             .filter(|q| !q.is_empty())
             .unwrap_or_else(|| queue.to_string());
         self.objects.push(Some(obj));
