@@ -723,7 +723,7 @@ fn task_main(
     tx: &mpsc::Sender<Event>,
 ) {
     let gates = (probe_gate, go, closing);
-    match transport.task_session(task) {
+    match transport.session(task) {
         Ok(TaskSession::Blocking(s)) => task_phases(plan, s, task, gates, tx),
         Ok(TaskSession::Async(s)) => task_phases(plan, s, task, gates, tx),
         Err(e) => {
@@ -988,13 +988,16 @@ mod loop_tests {
         fn prepare(&self) -> Result<Prepared, TransportError> {
             self.inner.prepare()
         }
-        fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
-            Ok(Box::new(FaultySession {
-                inner: self.inner.session(task)?,
+        fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+            let TaskSession::Blocking(inner) = self.inner.session(task)? else {
+                panic!("the embedded queue manager's sessions block");
+            };
+            Ok(TaskSession::Blocking(Box::new(FaultySession {
+                inner,
                 faults: self.faults,
                 seen: 0,
                 pending: VecDeque::new(),
-            }))
+            })))
         }
         fn max_message_size(&self) -> usize {
             self.inner.max_message_size()

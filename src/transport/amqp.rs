@@ -16,7 +16,7 @@
 //! receipt, so under --syncpoint only the puts are transactional in that mode.
 
 use super::correl;
-use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
+use super::{Prepared, QueueSetup, Reply, TaskSession, Transport, TransportError};
 use crate::config::{AmqpEndpoint, ReplyQueue};
 use amqprs::BasicProperties;
 use amqprs::channel::{
@@ -434,11 +434,7 @@ impl Transport for Amqp {
         Ok(prepared)
     }
 
-    fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
-        Ok(Box::new(self.open_task(task)?))
-    }
-
-    fn task_session(&self, task: usize) -> Result<TaskSession, TransportError> {
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         Ok(TaskSession::Async(Box::new(self.open_task(task)?)))
     }
 
@@ -470,8 +466,7 @@ impl Amqp {
 }
 
 /// One task's AMQP connection. Its operations are async; the driver awaits them in one
-/// entry into the session's runtime per phase of its loop (see [`super::TaskSession`]),
-/// and the [`Session`] methods wrap them for callers that want blocking calls.
+/// entry into the session's runtime per phase of its loop (see [`super::TaskSession`]).
 pub struct AmqpSession {
     rt: Arc<Runtime>,
     /// `None` only after close.
@@ -607,27 +602,6 @@ impl Drop for AmqpSession {
         // made on; a session dropped without close (after an error) must drop them inside it.
         let _inside = self.rt.enter();
         self.parts.take();
-    }
-}
-
-impl Session for AmqpSession {
-    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
-        self.put_request(body, correl_id)
-    }
-
-    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        let rt = self.runtime();
-        rt.block_on(self.next_reply(wait))
-    }
-
-    fn commit(&mut self) -> Result<(), TransportError> {
-        let rt = self.runtime();
-        rt.block_on(self.commit_work())
-    }
-
-    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
-        let rt = self.runtime();
-        rt.block_on(self.shut())
     }
 }
 

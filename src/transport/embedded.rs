@@ -9,7 +9,7 @@
 //! with a CorrelId selects; temporary ones are read first in, first out.
 
 use super::correl;
-use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
+use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
 use crate::config::ReplyQueue;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -173,7 +173,7 @@ impl Transport for Embedded {
         Ok(Prepared { cleared })
     }
 
-    fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError> {
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let (reply_name, temporary) = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => (q.clone(), false),
             ReplyQueue::Temporary => {
@@ -181,7 +181,7 @@ impl Transport for Embedded {
                 (format!("AMQ.OEMPUTX.TEMP.{task}.{n}"), true)
             }
         };
-        Ok(Box::new(EmbeddedSession {
+        Ok(TaskSession::Blocking(Box::new(EmbeddedSession {
             qmgr: self.qmgr.clone(),
             request: self.qmgr.queue(&self.setup.request_queue),
             reply: self.qmgr.queue(&reply_name),
@@ -191,7 +191,7 @@ impl Transport for Embedded {
             select_task: (!temporary && self.setup.tasks > 1).then_some(task),
             syncpoint: self.setup.syncpoint,
             uncommitted: Vec::new(),
-        }))
+        })))
     }
 
     fn max_message_size(&self) -> usize {

@@ -1,9 +1,11 @@
 //! The seam between the driver and a queue manager: one trait, one file per transport.
 //!
 //! A [`Transport`] is opened once per run; it checks or creates the queues and clears the
-//! reply queue ([`Transport::prepare`]), then opens one [`Session`] (its own connection) per
-//! driver task. A session puts requests carrying a correlation id and gets replies with a
-//! wait; pairing replies with requests is the driver's job, written once for all transports.
+//! reply queue ([`Transport::prepare`]), then opens one session (its own connection) per
+//! driver task: a blocking [`Session`], or an async one for a client that runs on a runtime
+//! ([`TaskSession`]). A session puts requests carrying a correlation id and gets replies
+//! with a wait; pairing replies with requests is the driver's job, written once for all
+//! transports.
 
 pub mod amqp;
 pub mod correl;
@@ -106,12 +108,7 @@ pub trait Transport: Send + Sync {
     /// Check (or, with --declare, create) the queues and clear a named reply queue.
     fn prepare(&self) -> Result<Prepared, TransportError>;
     /// Open task `task`'s own connection, with its reply queue and consumer ready.
-    fn session(&self, task: usize) -> Result<Box<dyn Session>, TransportError>;
-    /// Task `task`'s session as the driver drives it: blocking calls unless the transport
-    /// has an async client whose loop should run in one entry into its runtime.
-    fn task_session(&self, task: usize) -> Result<TaskSession, TransportError> {
-        self.session(task).map(TaskSession::Blocking)
-    }
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError>;
     /// Largest message body the transport accepts, in bytes.
     fn max_message_size(&self) -> usize;
     /// Kernel thread ids of threads inside this process that belong to the queue manager or

@@ -12,7 +12,7 @@ pub mod library;
 #[cfg(test)]
 mod tests;
 
-use super::{Prepared, QueueSetup, Reply, Session, Transport, TransportError};
+use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
 use crate::cli::MatchMode;
 use crate::config::{IbmMqEndpoint, ReplyQueue};
 use calls::{ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd};
@@ -173,7 +173,7 @@ impl Transport for IbmMq {
         Ok(Prepared { cleared })
     }
 
-    fn session(&self, _task: usize) -> Result<Box<dyn Session>, TransportError> {
+    fn session(&self, _task: usize) -> Result<TaskSession, TransportError> {
         let mut conn = self.connect()?;
         let request_queue = self.opts.setup.request_queue.clone();
         let request = if self.opts.put1 {
@@ -205,7 +205,7 @@ impl Transport for IbmMq {
                 (hobj, resolved, false)
             }
         };
-        Ok(Box::new(MqSession {
+        Ok(TaskSession::Blocking(Box::new(MqSession {
             conn: Some(conn),
             target: self.target.clone(),
             request_queue,
@@ -234,7 +234,7 @@ impl Transport for IbmMq {
             answered: HashMap::new(),
             answered_order: VecDeque::new(),
             buffer: vec![0u8; REPLY_BUFFER],
-        }))
+        })))
     }
 
     fn max_message_size(&self) -> usize {

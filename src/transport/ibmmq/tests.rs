@@ -7,7 +7,7 @@ use super::{IbmMq, MODEL_QUEUE, MqOptions};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::driver::{self, Controls, NoWindow, Outcome, Status};
-use crate::transport::{QueueSetup, Transport, TransportError};
+use crate::transport::{QueueSetup, TaskSession, Transport, TransportError};
 use clap::Parser;
 use mqi::constants as c;
 use std::sync::Arc;
@@ -289,7 +289,9 @@ fn uncommitted_puts_are_not_seen_by_the_flow() {
     let qm = qm(Responder::Echo);
     let cfg = config(&["--count", "1", "--syncpoint"]);
     let t = transport(&cfg, &qm);
-    let mut session = t.session(0).expect("session");
+    let Ok(TaskSession::Blocking(mut session)) = t.session(0) else {
+        panic!("an IBM MQ session blocks");
+    };
     session.put(b"<a/>", "oemputx-0-0-0").expect("put");
     assert_eq!(
         session
