@@ -19,7 +19,8 @@
 //! Both loops first make the same number of unmeasured round trips (a tenth of the count)
 //! on their connections, so that neither is measured cold: oemputx with `--warmup`.
 //!
-//! Run: `cargo bench --bench loop_overhead -- [--rounds 5] [--count 5000] [--tasks 1,8]`
+//! Run: `cargo bench --bench loop_overhead -- [--rounds 5] [--count 5000] [--tasks 1,8]`;
+//! to judge the targets on a noisy machine, `--rounds 60 --count 6000` (about ten minutes)
 //! (needs RabbitMQ on 127.0.0.1:5672 or $OEMPUTX_TEST_AMQP; `bash ci/services.sh` starts it).
 
 use amqprs::BasicProperties;
