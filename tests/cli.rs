@@ -6,6 +6,13 @@ use common::oemputx;
 use predicates::prelude::*;
 use std::time::Duration;
 
+/// A temporary directory holding an oemputx.toml with `profiles`.
+fn dir_with_profiles(profiles: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("oemputx.toml"), profiles).expect("write");
+    dir
+}
+
 fn usage_error(args: &[&str], says: &str) {
     oemputx()
         .args(args)
@@ -81,12 +88,8 @@ fn json_export_to_a_file_is_complete() {
 
 #[test]
 fn a_profile_names_the_transport_and_queues() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("oemputx.toml"),
-        "[profile.LOCAL]\nurl = \"embedded:\"\nrequest_queue = \"FLOW.IN\"\n",
-    )
-    .expect("write");
+    let dir =
+        dir_with_profiles("[profile.LOCAL]\nurl = \"embedded:\"\nrequest_queue = \"FLOW.IN\"\n");
     oemputx()
         .current_dir(dir.path())
         .args(["--qmgr", "LOCAL", "--count", "20"])
@@ -115,12 +118,7 @@ fn profiles_are_also_found_under_xdg_config_home() {
 
 #[test]
 fn an_unknown_profile_lists_the_known_ones() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("oemputx.toml"),
-        "[profile.RABBIT]\nurl = \"amqp://localhost\"\n",
-    )
-    .expect("write");
+    let dir = dir_with_profiles("[profile.RABBIT]\nurl = \"amqp://localhost\"\n");
     // Not an MQ queue manager name either (a space), so nothing else it could be.
     oemputx()
         .current_dir(dir.path())
@@ -139,12 +137,7 @@ fn a_name_that_is_no_profile_is_an_ibm_mq_queue_manager() {
         eprintln!("skipped: an IBM MQ client is installed here, so QM1 would be tried for real");
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(
-        dir.path().join("oemputx.toml"),
-        "[profile.RABBIT]\nurl = \"amqp://localhost\"\n",
-    )
-    .expect("write");
+    let dir = dir_with_profiles("[profile.RABBIT]\nurl = \"amqp://localhost\"\n");
     oemputx()
         .current_dir(dir.path())
         .env("MQ_INSTALLATION_PATH", dir.path())
@@ -196,8 +189,7 @@ fn ibm_mq_urls_and_options_are_checked_before_anything_is_loaded() {
 
 #[test]
 fn a_broken_profile_file_is_named() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("oemputx.toml"), "[profile.X]\nurl = 3\n").expect("write");
+    let dir = dir_with_profiles("[profile.X]\nurl = 3\n");
     oemputx()
         .current_dir(dir.path())
         .args(["--qmgr", "X"])
