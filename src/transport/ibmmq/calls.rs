@@ -6,6 +6,7 @@
 //! to an in-memory queue manager that records every call. Options are the MQI's own types
 //! (`MQOO`, `MQPMO`, `MQGMO`) so that a test states exactly what would reach MQ.
 
+use mqi::constants;
 use mqi::types::{MQGMO, MQOO, MQPER, MQPMO, MQRC};
 
 /// A message or correlation id: 24 bytes, as MQ has them.
@@ -15,16 +16,26 @@ pub type Id = [u8; 24];
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Reason(pub i32);
 
+/// The reason codes oemputx treats apart, taken from MQ's own constants.
 impl Reason {
-    pub const NO_MSG_AVAILABLE: Reason = Reason(2033);
-    pub const CONNECTION_BROKEN: Reason = Reason(2009);
-    pub const NOT_AUTHORIZED: Reason = Reason(2035);
-    pub const UNKNOWN_OBJECT_NAME: Reason = Reason(2085);
-    pub const Q_MGR_NAME_ERROR: Reason = Reason(2058);
-    pub const Q_MGR_NOT_AVAILABLE: Reason = Reason(2059);
-    pub const HOST_NOT_AVAILABLE: Reason = Reason(2538);
-    pub const MSG_TOO_BIG_FOR_Q: Reason = Reason(2030);
-    pub const MSG_TOO_BIG_FOR_Q_MGR: Reason = Reason(2031);
+    pub const NO_MSG_AVAILABLE: Reason = Reason(constants::MQRC_NO_MSG_AVAILABLE.0);
+    pub const CONNECTION_BROKEN: Reason = Reason(constants::MQRC_CONNECTION_BROKEN.0);
+    pub const HCONN_ERROR: Reason = Reason(constants::MQRC_HCONN_ERROR.0);
+    pub const HOBJ_ERROR: Reason = Reason(constants::MQRC_HOBJ_ERROR.0);
+    pub const NOT_AUTHORIZED: Reason = Reason(constants::MQRC_NOT_AUTHORIZED.0);
+    pub const UNKNOWN_OBJECT_NAME: Reason = Reason(constants::MQRC_UNKNOWN_OBJECT_NAME.0);
+    pub const OBJECT_NAME_ERROR: Reason = Reason(constants::MQRC_OBJECT_NAME_ERROR.0);
+    pub const Q_MGR_NAME_ERROR: Reason = Reason(constants::MQRC_Q_MGR_NAME_ERROR.0);
+    pub const Q_MGR_NOT_AVAILABLE: Reason = Reason(constants::MQRC_Q_MGR_NOT_AVAILABLE.0);
+    pub const Q_MGR_QUIESCING: Reason = Reason(constants::MQRC_Q_MGR_QUIESCING.0);
+    pub const Q_MGR_STOPPING: Reason = Reason(constants::MQRC_Q_MGR_STOPPING.0);
+    pub const CONNECTION_QUIESCING: Reason = Reason(constants::MQRC_CONNECTION_QUIESCING.0);
+    pub const CONNECTION_STOPPING: Reason = Reason(constants::MQRC_CONNECTION_STOPPING.0);
+    pub const HOST_NOT_AVAILABLE: Reason = Reason(constants::MQRC_HOST_NOT_AVAILABLE.0);
+    pub const CHANNEL_CONFIG_ERROR: Reason = Reason(constants::MQRC_CHANNEL_CONFIG_ERROR.0);
+    pub const UNKNOWN_CHANNEL_NAME: Reason = Reason(constants::MQRC_UNKNOWN_CHANNEL_NAME.0);
+    pub const MSG_TOO_BIG_FOR_Q: Reason = Reason(constants::MQRC_MSG_TOO_BIG_FOR_Q.0);
+    pub const MSG_TOO_BIG_FOR_Q_MGR: Reason = Reason(constants::MQRC_MSG_TOO_BIG_FOR_Q_MGR.0);
 }
 
 impl std::fmt::Display for Reason {

@@ -194,7 +194,7 @@ impl FakeConnection {
     fn queue(&self, hobj: Hobj, verb: &'static str) -> Result<String, MqFailure> {
         self.objects.get(hobj).cloned().flatten().ok_or(MqFailure {
             verb,
-            reason: Reason(2019),
+            reason: Reason::HOBJ_ERROR,
         })
     }
 

@@ -113,7 +113,7 @@ fn failure(e: mqi::result::Error) -> MqFailure {
 fn bad_name(verb: &'static str) -> MqFailure {
     MqFailure {
         verb,
-        reason: Reason(2152), // MQRC_OBJECT_NAME_ERROR
+        reason: Reason::OBJECT_NAME_ERROR,
     }
 }
 
@@ -127,7 +127,7 @@ impl MqiLibrary for Loaded {
         let server = match server_text.as_deref() {
             Some(s) => Some(MqServer::try_from(s).map_err(|_| MqFailure {
                 verb: "MQCONNX",
-                reason: Reason(2540), // MQRC_UNKNOWN_CHANNEL_NAME
+                reason: Reason::UNKNOWN_CHANNEL_NAME,
             })?),
             None => None,
         };
@@ -170,7 +170,7 @@ impl RealConnection {
             .and_then(Option::as_ref)
             .ok_or(MqFailure {
                 verb,
-                reason: Reason(2019), // MQRC_HOBJ_ERROR
+                reason: Reason::HOBJ_ERROR,
             })
     }
 }

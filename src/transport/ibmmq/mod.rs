@@ -428,28 +428,37 @@ fn mq_error(target: &str, what: &str, object: &str, f: MqFailure) -> TransportEr
         failure: f.to_string(),
         fix,
     };
-    match f.reason.0 {
-        // MQRC_CONNECTION_BROKEN, HCONN_ERROR, Q_MGR_QUIESCING, Q_MGR_STOPPING,
-        // CONNECTION_QUIESCING, CONNECTION_STOPPING: the run fails with its partial report.
-        2009 | 2018 | 2161 | 2162 | 2202 | 2203 => TransportError::ConnectionLost {
+    match f.reason {
+        // The connection is gone: the run fails with its partial report.
+        Reason::CONNECTION_BROKEN
+        | Reason::HCONN_ERROR
+        | Reason::Q_MGR_QUIESCING
+        | Reason::Q_MGR_STOPPING
+        | Reason::CONNECTION_QUIESCING
+        | Reason::CONNECTION_STOPPING => TransportError::ConnectionLost {
             target: target.to_string(),
             why: format!("{what}: {f}"),
         },
-        2035 => refused(
+        Reason::NOT_AUTHORIZED => refused(
             "grant the user access (setmqaut, or SET AUTHREC in runmqsc) or connect as a user who has it",
         ),
-        2085 => refused(
+        Reason::UNKNOWN_OBJECT_NAME => refused(
             "define the queue (runmqsc: DEFINE QLOCAL(name)) or name an existing one with --request-queue / --reply-queue",
         ),
-        // MQRC_Q_MGR_NAME_ERROR, Q_MGR_NOT_AVAILABLE, HOST_NOT_AVAILABLE, CHANNEL_CONFIG_ERROR,
-        // UNKNOWN_CHANNEL_NAME: the queue manager cannot be reached as named.
-        2058 | 2059 | 2538 | 2539 | 2540 => TransportError::Unreachable {
+        // The queue manager cannot be reached as named.
+        Reason::Q_MGR_NAME_ERROR
+        | Reason::Q_MGR_NOT_AVAILABLE
+        | Reason::HOST_NOT_AVAILABLE
+        | Reason::CHANNEL_CONFIG_ERROR
+        | Reason::UNKNOWN_CHANNEL_NAME => TransportError::Unreachable {
             target: target.to_string(),
             why: format!(
                 "{what}: {f}; check the queue manager name, MQSERVER or the CCDT, and that the listener runs"
             ),
         },
-        2152 => refused("MQ object names are at most 48 characters of A-Z a-z 0-9 . _ / %"),
+        Reason::OBJECT_NAME_ERROR => {
+            refused("MQ object names are at most 48 characters of A-Z a-z 0-9 . _ / %")
+        }
         _ => TransportError::Broker {
             what,
             target: target.to_string(),
