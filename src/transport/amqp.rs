@@ -537,21 +537,17 @@ impl AmqpSession {
         let Some(parts) = self.parts.as_mut() else {
             return Err(self.lost("session already closed"));
         };
-        let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
         let Parts { ch, replies, .. } = parts;
-        let next = async {
-            send_all(ch, queue, unsent).await.map_err(Sent::Failed)?;
-            tokio::time::timeout(wait, replies.next())
-                .await
-                .map_err(|_| Sent::TimedOut)
+        if let Err(e) = send_all(ch, &self.request_queue, &mut self.unsent).await {
+            return Err(self.lost(format!("publishing a request: {e}")));
         }
-        .await;
+        let Ok(next) = tokio::time::timeout(wait, replies.next()).await else {
+            return Ok(None);
+        };
         match next {
-            Err(Sent::TimedOut) => Ok(None),
-            Err(Sent::Failed(e)) => Err(self.lost(format!("publishing a request: {e}"))),
-            Ok(None) => Err(self.lost("the broker closed the reply consumer")),
-            Ok(Some(Incoming::Routed(r))) => Ok(Some(r)),
-            Ok(Some(Incoming::Delivery(reply, tag))) => {
+            None => Err(self.lost("the broker closed the reply consumer")),
+            Some(Incoming::Routed(r)) => Ok(Some(r)),
+            Some(Incoming::Delivery(reply, tag)) => {
                 if self.syncpoint {
                     self.last_tag = tag.or(self.last_tag);
                 }
@@ -603,12 +599,6 @@ impl Drop for AmqpSession {
         let _inside = self.rt.enter();
         self.parts.take();
     }
-}
-
-/// Why a get ended without a reply.
-enum Sent {
-    Failed(amqprs::error::Error),
-    TimedOut,
 }
 
 /// A reply off the wire (with its delivery tag), or one another task's consumer routed here.
