@@ -228,7 +228,7 @@ fn main() {
 fn delete_queue(url: &str, queue: &str) {
     use amqprs::channel::QueueDeleteArguments;
     use amqprs::connection::{Connection, OpenConnectionArguments};
-    let Ok(oemputx::config::Endpoint::Amqp(ep)) = oemputx::config::parse_url(url) else {
+    let Ok(oemputx::transport::Endpoint::Amqp(ep)) = oemputx::transport::parse_url(url) else {
         return;
     };
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()

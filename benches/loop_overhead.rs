@@ -28,7 +28,8 @@ use amqprs::channel::{
     BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments, QueueDeleteArguments,
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
-use oemputx::config::{AmqpEndpoint, Endpoint, parse_url};
+use oemputx::transport::amqp::url::AmqpEndpoint;
+use oemputx::transport::{Endpoint, parse_url};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};

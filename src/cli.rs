@@ -1,6 +1,7 @@
 //! Command-line types (clap derive) and nothing else: validation lives in [`crate::config`].
 
 pub use crate::accounting::snapshot::CpuSource;
+pub use crate::transport::MatchMode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -195,17 +196,6 @@ pub struct AccountArgs {
     /// The load driver and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
-}
-
-/// Reply matching: how a reply is paired with its request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MatchMode {
-    /// A reply answers the request whose correlation id it carries (AMQP `correlation_id`,
-    /// MQ `CorrelId` = request `MsgId`).
-    Correl,
-    /// Any reply answers the oldest outstanding request.
-    Any,
 }
 
 /// The options of a put/get run.

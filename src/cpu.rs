@@ -180,7 +180,7 @@ impl DriverCpu {
     }
 }
 
-impl crate::driver::Window for DriverCpu {
+impl crate::window::Window for DriverCpu {
     fn start(&mut self) {
         self.start = self.read();
     }

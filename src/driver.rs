@@ -6,28 +6,29 @@
 //! The driver knows nothing of CPU: it calls a [`Window`] at the two instants, and whoever
 //! measures (the driver's own CPU, the process groups) does it there.
 //!
-//! The loop is written once, as async code over [`Driven`]: a blocking session's calls
+//! The loop is written once, as async code over [`LoopSession`]: a blocking session's calls
 //! complete at once inside it, and an async session (AMQP) runs each phase of the loop in
-//! one entry into its runtime, as a hand-written async client loop would.
+//! one entry into its runtime, as a hand-written async client loop would. The driver names
+//! no concrete transport.
 //!
 //! Every request is accounted for: `sent = matched + timed_out + abandoned`, where abandoned
 //! requests are those still in flight when Ctrl-C stopped the run. Replies that match no
 //! outstanding request are counted as unmatched (not ours), late (their request had
 //! already timed out) or duplicates (their request was already answered).
 
-use crate::cli::MatchMode;
 use crate::config::{Config, RunLength};
-use crate::transport::amqp::AmqpSession;
-use crate::transport::{Reply, Session, TaskSession, Transport, TransportError, correl};
+use crate::transport::MatchMode;
+use crate::transport::{
+    LoopSession, PhaseRunner, Reply, TaskSession, Transport, TransportError, correl,
+};
+use crate::window::Window;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::runtime::Runtime;
 
 /// Longest single wait inside a get, so that Ctrl-C and a stop are seen promptly.
 const GET_SLICE: Duration = Duration::from_millis(200);
@@ -35,21 +36,6 @@ const GET_SLICE: Duration = Duration::from_millis(200);
 const PROBE_TIME: Duration = Duration::from_secs(1);
 /// Round trips are recorded in nanoseconds, from 1 ns to an hour, to 3 significant digits.
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
-
-/// Called at the two instants that bound the measured window.
-pub trait Window {
-    /// Right before the first measured put.
-    fn start(&mut self);
-    /// Right after the last measured reply (before any connection is closed).
-    fn end(&mut self);
-}
-
-/// A window that measures nothing.
-pub struct NoWindow;
-impl Window for NoWindow {
-    fn start(&mut self) {}
-    fn end(&mut self) {}
-}
 
 /// The request and reply counts of a run: nothing lost, nothing hidden.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -265,90 +251,6 @@ fn share(total: u64, tasks: usize, task: usize) -> u64 {
     total / t + u64::from((task as u64) < total % t)
 }
 
-/// The loop's operations on a session, awaited. A blocking session's complete at once
-/// (the call blocks); an async session's are real awaits, so that a whole phase of the loop
-/// (warmup, probe, a measured round) runs in one entry into its runtime.
-trait Driven {
-    /// What runs a phase of the loop to its end.
-    type Exec: Executor;
-    fn executor(&self) -> Self::Exec;
-    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError>;
-    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError>;
-    async fn commit_unit(&mut self) -> Result<(), TransportError>;
-    fn forget_pending(&mut self);
-    fn finish(self) -> Result<(), TransportError>;
-}
-
-trait Executor {
-    fn run<F: Future>(&self, f: F) -> F::Output;
-}
-
-/// Runs a future that never waits: a blocking session's phase is done in one poll.
-struct Immediate;
-
-impl Executor for Immediate {
-    fn run<F: Future>(&self, f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-            // Not reached: nothing a blocking session awaits is ever pending.
-            std::thread::yield_now();
-        }
-    }
-}
-
-impl Executor for Arc<Runtime> {
-    fn run<F: Future>(&self, f: F) -> F::Output {
-        self.block_on(f)
-    }
-}
-
-impl Driven for Box<dyn Session> {
-    type Exec = Immediate;
-    fn executor(&self) -> Immediate {
-        Immediate
-    }
-    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
-        self.put(body, correl_id)
-    }
-    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        self.get(wait)
-    }
-    async fn commit_unit(&mut self) -> Result<(), TransportError> {
-        self.commit()
-    }
-    fn forget_pending(&mut self) {
-        Session::forget_pending(self.as_mut());
-    }
-    fn finish(self) -> Result<(), TransportError> {
-        self.close()
-    }
-}
-
-impl Driven for Box<AmqpSession> {
-    type Exec = Arc<Runtime>;
-    fn executor(&self) -> Arc<Runtime> {
-        self.runtime()
-    }
-    fn send(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
-        self.put_request(body, correl_id)
-    }
-    async fn receive(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        self.next_reply(wait).await
-    }
-    async fn commit_unit(&mut self) -> Result<(), TransportError> {
-        self.commit_work().await
-    }
-    fn forget_pending(&mut self) {}
-    fn finish(mut self) -> Result<(), TransportError> {
-        let rt = self.runtime();
-        rt.block_on(self.shut())
-    }
-}
-
 /// The loop settings every task shares.
 struct Plan<'a> {
     cfg: &'a Config,
@@ -369,7 +271,7 @@ struct TaskLoop<'a, S> {
     inflight: VecDeque<(u64, Instant)>,
 }
 
-impl<S: Driven> TaskLoop<'_, S> {
+impl<S: LoopSession> TaskLoop<'_, S> {
     async fn run(
         &mut self,
         limit: Limit,
@@ -733,7 +635,7 @@ fn task_main(
 }
 
 /// A task's life: warmup, the probe, each measured round, then close once all are done.
-fn task_phases<S: Driven>(
+fn task_phases<S: LoopSession>(
     plan: &Plan,
     session: S,
     task: usize,
@@ -741,7 +643,7 @@ fn task_phases<S: Driven>(
     tx: &mpsc::Sender<Event>,
 ) {
     let cfg = plan.cfg;
-    let exec = session.executor();
+    let exec = session.runner();
     let mut lp = TaskLoop {
         plan,
         session,
@@ -841,7 +743,8 @@ mod loop_tests {
     use super::*;
     use crate::cli::Cli;
     use crate::transport::embedded::Embedded;
-    use crate::transport::{Prepared, QueueSetup};
+    use crate::transport::{Prepared, Session};
+    use crate::window::NoWindow;
     use clap::Parser;
 
     fn config(args: &[&str]) -> Config {
@@ -852,7 +755,7 @@ mod loop_tests {
     }
 
     fn run_embedded(cfg: &Config) -> Outcome {
-        let t = Embedded::start(QueueSetup::from_config(cfg));
+        let t = Embedded::start(cfg.queue_setup());
         run(cfg, &t, &Controls::default(), &mut NoWindow).expect("embedded run")
     }
 
@@ -915,7 +818,7 @@ mod loop_tests {
             fn end(&mut self) {}
         }
         let cfg = config(&["--count", "90", "--rounds", "3", "--tasks", "2"]);
-        let t = Embedded::start(QueueSetup::from_config(&cfg));
+        let t = Embedded::start(cfg.queue_setup());
         let mut windows = Count(0);
         let out = run(&cfg, &t, &Controls::default(), &mut windows).expect("run");
         assert_eq!(windows.0, 3, "one window per round");
@@ -1048,7 +951,7 @@ mod loop_tests {
             stray_every: 9,
         };
         let t = Faulty {
-            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            inner: Embedded::start(cfg.queue_setup()),
             faults,
         };
         let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
@@ -1070,7 +973,7 @@ mod loop_tests {
             stray_every: u64::MAX,
         };
         let t = Faulty {
-            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            inner: Embedded::start(cfg.queue_setup()),
             faults,
         };
         let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
@@ -1088,7 +991,7 @@ mod loop_tests {
             stray_every: u64::MAX,
         };
         let t = Faulty {
-            inner: Embedded::start(QueueSetup::from_config(&cfg)),
+            inner: Embedded::start(cfg.queue_setup()),
             faults,
         };
         let controls = Controls::default();
@@ -1108,7 +1011,7 @@ mod loop_tests {
     #[test]
     fn messages_larger_than_the_transport_allows_are_refused_before_the_run() {
         let cfg = config(&["--msg-size", "104857601"]);
-        let t = Embedded::start(QueueSetup::from_config(&cfg));
+        let t = Embedded::start(cfg.queue_setup());
         let err = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
         assert!(matches!(err, TransportError::TooLarge { .. }));
         assert!(err.is_usage());

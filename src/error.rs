@@ -8,7 +8,7 @@ use crate::compare::ReportFileError;
 use crate::config::ConfigError;
 use crate::exit_codes::Exit;
 use crate::msgfile::MsgFileError;
-use crate::transport::TransportError;
+use crate::transport::{EndpointError, TransportError};
 
 /// The exit code for an error chain: the first typed error in it decides.
 pub fn exit_for(err: &anyhow::Error) -> Exit {
@@ -16,6 +16,7 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
         if cause.downcast_ref::<ConfigError>().is_some()
             || cause.downcast_ref::<MsgFileError>().is_some()
             || cause.downcast_ref::<ReportFileError>().is_some()
+            || cause.downcast_ref::<EndpointError>().is_some()
         {
             return Exit::Usage;
         }

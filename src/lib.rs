@@ -22,3 +22,4 @@ pub mod run;
 pub mod stats;
 pub mod sweep;
 pub mod transport;
+pub mod window;

@@ -6,7 +6,8 @@
 //! batch logs stay clean. `--stats-interval` prints one line per interval on stderr, like
 //! the interval statistics of the IBM harnesses.
 
-use crate::driver::{ProgressCounters, Window};
+use crate::driver::ProgressCounters;
+use crate::window::Window;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! One measured run, from a validated config to its report, and the report's export: shared
 //! by the default command, `sweep` (a run per point) and `gate` (a run, then the verdict).
 
-use crate::accounting::{Accounting, DriverRow, Windows};
+use crate::accounting::{Accounting, DriverRow};
 use crate::config::{Config, RunLength};
 use crate::cpu::DriverCpu;
 use crate::driver::{self, Controls, Status};
@@ -9,13 +9,14 @@ use crate::exit_codes::Exit;
 use crate::progress::{Progress, ProgressSettings};
 use crate::report::{self, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
 use crate::transport;
+use crate::window::Windows;
 use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Run the loop `cfg` describes, with its accounting windows, and build the report.
 pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
-    let transport = transport::open(cfg)?;
+    let transport = transport::open(&cfg.endpoint, cfg.queue_setup())?;
     let excluded = transport.own_threads();
     let mut window = DriverCpu::new(excluded.clone());
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio);

@@ -5,7 +5,7 @@
 
 use crate::accounting::selector::{GroupSpec, Selector};
 use crate::cli::{SweepArgs, SweepMode};
-use crate::config::{Config, ConfigError, Endpoint};
+use crate::config::{Config, ConfigError};
 use crate::report::{self, Report};
 use anyhow::Context;
 use serde::Serialize;
@@ -145,9 +145,9 @@ fn start_flows(
             cmd.args(["--input-queue", &cfg.request_queue]);
         }
         if !has("--url")
-            && let Endpoint::Amqp(ep) = &cfg.endpoint
+            && let Some(url) = cfg.endpoint.kind().url_for_flow()
         {
-            cmd.args(["--url", &ep.url_with_password()]);
+            cmd.args(["--url", &url]);
         }
         let mut child = cmd
             .stdin(Stdio::null())
@@ -179,15 +179,14 @@ fn start_flows(
 
 /// Wait until the request queue has `want` consumers (the flows are ready).
 fn wait_ready(cfg: &Config, flows: &mut Flows, want: usize) -> anyhow::Result<()> {
-    let Endpoint::Amqp(ep) = &cfg.endpoint else {
-        return Ok(());
-    };
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Some(why) = flows.exited() {
             anyhow::bail!("{why}");
         }
-        let have = crate::transport::amqp::consumers(ep, &cfg.request_queue)?;
+        let Some(have) = cfg.endpoint.kind().consumers(&cfg.request_queue)? else {
+            return Ok(());
+        };
         if have as usize >= want {
             return Ok(());
         }
@@ -249,7 +248,7 @@ pub fn run(
     let Some(mut cfg) = configs.first().cloned() else {
         return Ok(crate::exit_codes::Exit::Ok);
     };
-    if !matches!(cfg.endpoint, Endpoint::Amqp(_)) {
+    if cfg.endpoint.kind().url_for_flow().is_none() {
         return Err(ConfigError::BadValue {
             flag: "--qmgr",
             why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"

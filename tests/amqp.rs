@@ -202,7 +202,8 @@ fn a_foreign_responder_that_copies_message_id_works() {
 }
 
 fn open_args() -> OpenConnectionArguments {
-    let oemputx::config::Endpoint::Amqp(ep) = oemputx::config::parse_url(&amqp_url()).expect("url")
+    let oemputx::transport::Endpoint::Amqp(ep) =
+        oemputx::transport::parse_url(&amqp_url()).expect("url")
     else {
         panic!("amqp url")
     };

@@ -78,7 +78,8 @@ fn tls_proxy(server: rustls::ServerConfig, broker: std::net::SocketAddr) -> u16 
 }
 
 fn broker_addr() -> std::net::SocketAddr {
-    let oemputx::config::Endpoint::Amqp(ep) = oemputx::config::parse_url(&amqp_url()).expect("url")
+    let oemputx::transport::Endpoint::Amqp(ep) =
+        oemputx::transport::parse_url(&amqp_url()).expect("url")
     else {
         panic!("amqp")
     };

@@ -9,7 +9,7 @@ pub mod math;
 pub mod selector;
 pub mod snapshot;
 
-use crate::driver::Window;
+use crate::window::Window;
 use selector::GroupSpec;
 use serde::Serialize;
 use snapshot::{CpuSource, Key, Members, Sample, Snapshot};
@@ -656,23 +656,6 @@ impl Window for Accounting {
         match self.windows.last_mut() {
             Some(w) => w.1 = e,
             None => self.windows.push((None, e)),
-        }
-    }
-}
-
-/// Several windows in one: started in order, ended in reverse, so that the innermost (the
-/// driver's own CPU) is the closest to the traffic and the snapshots stay outside it.
-pub struct Windows<'a>(pub Vec<&'a mut dyn Window>);
-
-impl Window for Windows<'_> {
-    fn start(&mut self) {
-        for w in self.0.iter_mut() {
-            w.start();
-        }
-    }
-    fn end(&mut self) {
-        for w in self.0.iter_mut().rev() {
-            w.end();
         }
     }
 }

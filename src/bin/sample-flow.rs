@@ -10,10 +10,10 @@
 
 use anyhow::Context;
 use clap::Parser;
-use oemputx::config::{Endpoint, parse_url};
 use oemputx::flow::db;
 use oemputx::flow::engine::{FlowOptions, run_thread};
 use oemputx::flow::stats::{Level, Sink};
+use oemputx::transport::{Endpoint, parse_url};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;

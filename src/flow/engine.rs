@@ -8,7 +8,7 @@
 use super::db::Db;
 use super::nodes::{self, Invalid};
 use super::stats::{Collector, Level, Sink};
-use crate::config::AmqpEndpoint;
+use crate::transport::amqp::url::AmqpEndpoint;
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, BasicQosArguments, Channel,

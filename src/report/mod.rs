@@ -16,8 +16,9 @@ pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
 };
 use crate::cli::MatchMode;
-use crate::config::{Config, ReplyQueue, RunLength};
+use crate::config::{Config, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
+use crate::transport::ReplyQueue;
 use serde::Serialize;
 use std::time::Duration;
 

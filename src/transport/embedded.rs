@@ -9,8 +9,10 @@
 //! with a CorrelId selects; temporary ones are read first in, first out.
 
 use super::correl;
-use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
-use crate::config::ReplyQueue;
+use super::endpoint::EndpointKind;
+use super::{
+    Prepared, QueueSetup, Reply, ReplyQueue, Session, TaskSession, Transport, TransportError,
+};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -161,6 +163,21 @@ impl Drop for Embedded {
         if let Some(h) = lock(&self.responder).take() {
             let _ = h.join();
         }
+    }
+}
+
+/// `embedded:`: the in-process queue manager with its built-in responder.
+pub struct EmbeddedEndpoint;
+
+impl EndpointKind for EmbeddedEndpoint {
+    fn transport(&self) -> &'static str {
+        "embedded"
+    }
+    fn redacted(&self) -> String {
+        "embedded: (in-process queue manager)".into()
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(Embedded::start(setup)))
     }
 }
 

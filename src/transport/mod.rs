@@ -10,11 +10,15 @@
 pub mod amqp;
 pub mod correl;
 pub mod embedded;
+pub mod endpoint;
 pub mod ibmmq;
+pub mod session;
 
-use crate::config::{Config, Endpoint, ReplyQueue};
+pub use endpoint::{Endpoint, EndpointError, parse_url, redact_raw};
+pub use session::{
+    AsyncSession, Immediate, LoopSession, PhaseRunner, Session, SessionFuture, TaskSession,
+};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A failure talking to a queue manager.
 #[derive(Debug, thiserror::Error)]
@@ -119,33 +123,29 @@ pub trait Transport: Send + Sync {
     }
 }
 
-/// One task's connection.
-pub trait Session: Send {
-    /// Put one request carrying `correl_id` (as correlation id and message id) and this
-    /// session's reply queue.
-    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError>;
-    /// Wait up to `wait` for the next reply; `None` when none came.
-    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError>;
-    /// Commit the unit of work under syncpoint (puts become visible, gets are acknowledged).
-    fn commit(&mut self) -> Result<(), TransportError>;
-    /// The driver stopped waiting for every request in flight (timed out or abandoned); a
-    /// transport that gets replies by correlation id stops asking for theirs.
-    fn forget_pending(&mut self) {}
-    /// Close the connection cleanly.
-    fn close(self: Box<Self>) -> Result<(), TransportError>;
+/// How a reply is paired with its request.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchMode {
+    /// A reply answers the request whose correlation id it carries (AMQP `correlation_id`,
+    /// MQ `CorrelId` = request `MsgId`).
+    Correl,
+    /// Any reply answers the oldest outstanding request.
+    Any,
 }
 
-/// A task's session, as the driver drives it.
-pub enum TaskSession {
-    /// Calls that block until done (embedded, IBM MQ): the driver makes them one by one.
-    Blocking(Box<dyn Session>),
-    /// An async client (AMQP): each phase of the driver's loop runs in one entry into the
-    /// session's runtime, as a hand-written async loop would, rather than one entry per put
-    /// and get (which measurably cost CPU per message).
-    Async(Box<amqp::AmqpSession>),
+/// Where replies come back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplyQueue {
+    /// A temporary, exclusive queue per task, created by the broker and gone with the connection.
+    Temporary,
+    /// A named queue shared by all tasks; replies are matched by correlation id.
+    Named(String),
 }
 
-/// What every transport needs from the config, in one place.
+/// What every transport needs to know about the run's queues and messages.
 #[derive(Debug, Clone)]
 pub struct QueueSetup {
     pub request_queue: String,
@@ -155,36 +155,14 @@ pub struct QueueSetup {
     pub persistent: bool,
     pub syncpoint: bool,
     pub tasks: usize,
+    /// How replies are paired with requests (a transport that gets by correlation id asks
+    /// for the request's own reply under `Correl`).
+    pub match_mode: MatchMode,
+    /// IBM MQ: MQPUT1 per request.
+    pub put1: bool,
 }
 
-impl QueueSetup {
-    /// Take the queue settings of a validated config.
-    pub fn from_config(cfg: &Config) -> Self {
-        QueueSetup {
-            request_queue: cfg.request_queue.clone(),
-            reply_queue: cfg.reply_queue.clone(),
-            clear_reply_queue: cfg.clear_reply_queue,
-            declare: cfg.declare,
-            persistent: cfg.persistent,
-            syncpoint: cfg.syncpoint,
-            tasks: cfg.tasks,
-        }
-    }
-}
-
-/// Open the transport a config names.
-pub fn open(cfg: &Config) -> Result<Arc<dyn Transport>, TransportError> {
-    let setup = QueueSetup::from_config(cfg);
-    Ok(match &cfg.endpoint {
-        Endpoint::Embedded => Arc::new(embedded::Embedded::start(setup)),
-        Endpoint::Amqp(ep) => Arc::new(amqp::Amqp::new(ep.clone(), setup)),
-        Endpoint::IbmMq(ep) => Arc::new(ibmmq::IbmMq::open(
-            ep,
-            ibmmq::MqOptions {
-                setup,
-                match_mode: cfg.match_mode,
-                put1: cfg.put1,
-            },
-        )?),
-    })
+/// Open the transport an endpoint names.
+pub fn open(endpoint: &Endpoint, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+    endpoint.kind().open(setup)
 }

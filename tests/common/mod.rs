@@ -38,8 +38,8 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn connect() -> Connection {
-    let oemputx::config::Endpoint::Amqp(ep) =
-        oemputx::config::parse_url(&amqp_url()).expect("test URL")
+    let oemputx::transport::Endpoint::Amqp(ep) =
+        oemputx::transport::parse_url(&amqp_url()).expect("test URL")
     else {
         panic!("OEMPUTX_TEST_AMQP must be an amqp:// URL")
     };

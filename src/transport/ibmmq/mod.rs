@@ -11,10 +11,10 @@ mod fake;
 pub mod library;
 #[cfg(test)]
 mod tests;
+pub mod url;
 
+use super::{MatchMode, ReplyQueue};
 use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
-use crate::cli::MatchMode;
-use crate::config::{IbmMqEndpoint, ReplyQueue};
 use calls::{ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd};
 use mqi::constants;
 use mqi::types::{MQGMO, MQOO, MQPMO};
@@ -22,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
+use url::IbmMqEndpoint;
 
 /// The model queue a temporary reply queue is made from (one dynamic queue per task).
 pub const MODEL_QUEUE: &str = "SYSTEM.DEFAULT.MODEL.QUEUE";
@@ -37,21 +38,12 @@ const REPLY_BUFFER: usize = 1 << 20;
 /// as a duplicate rather than as a stray.
 const ANSWERED_MEMORY: usize = 65_536;
 
-/// How the driver's options map to the MQI, fixed for a run.
-#[derive(Debug, Clone)]
-pub struct MqOptions {
-    pub setup: QueueSetup,
-    pub match_mode: MatchMode,
-    /// MQPUT1 for every request instead of MQPUT to an open queue.
-    pub put1: bool,
-}
-
 /// IBM MQ, one queue manager.
 pub struct IbmMq {
     lib: Arc<dyn MqiLibrary>,
     spec: ConnectSpec,
     target: String,
-    opts: MqOptions,
+    setup: QueueSetup,
     /// Why a bare --qmgr name was taken for a queue manager, added to connection errors
     /// (the name may have been a mistyped profile).
     note: Option<String>,
@@ -60,7 +52,7 @@ pub struct IbmMq {
 impl IbmMq {
     /// Load the MQ client library and settle the connection (asking for the password when
     /// a user is given and no environment variable has it).
-    pub fn open(ep: &IbmMqEndpoint, opts: MqOptions) -> Result<IbmMq, TransportError> {
+    pub fn open(ep: &IbmMqEndpoint, setup: QueueSetup) -> Result<IbmMq, TransportError> {
         let lib = library::load().map_err(|e| TransportError::MqLibrary {
             why: match &ep.note {
                 Some(note) => format!("{note}; {e}"),
@@ -68,7 +60,7 @@ impl IbmMq {
             },
         })?;
         let spec = connect_spec(ep)?;
-        let mut mq = IbmMq::with_library(lib, spec, ep.redacted(), opts);
+        let mut mq = IbmMq::with_library(lib, spec, ep.redacted(), setup);
         mq.note = ep.note.clone();
         Ok(mq)
     }
@@ -78,13 +70,13 @@ impl IbmMq {
         lib: Arc<dyn MqiLibrary>,
         spec: ConnectSpec,
         target: String,
-        opts: MqOptions,
+        setup: QueueSetup,
     ) -> IbmMq {
         IbmMq {
             lib,
             spec,
             target,
-            opts,
+            setup,
             note: None,
         }
     }
@@ -107,7 +99,7 @@ impl IbmMq {
     }
 
     fn sync_put(&self) -> MQPMO {
-        if self.opts.setup.syncpoint {
+        if self.setup.syncpoint {
             constants::MQPMO_SYNCPOINT
         } else {
             constants::MQPMO_NO_SYNCPOINT
@@ -115,7 +107,7 @@ impl IbmMq {
     }
 
     fn sync_get(&self) -> MQGMO {
-        if self.opts.setup.syncpoint {
+        if self.setup.syncpoint {
             constants::MQGMO_SYNCPOINT
         } else {
             constants::MQGMO_NO_SYNCPOINT
@@ -155,17 +147,15 @@ const OPEN_EXCLUSIVE_INPUT: MQOO =
 impl Transport for IbmMq {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let mut conn = self.connect()?;
-        let request = &self.opts.setup.request_queue;
+        let request = &self.setup.request_queue;
         // Opening for output checks that the request queue exists and that we may put to it.
         let (hobj, _) = conn
             .open(request, OPEN_OUTPUT)
             .map_err(|f| mq_error(&self.target, "opening the request queue", request, f))?;
         conn.close(hobj)
             .map_err(|f| mq_error(&self.target, "closing the request queue", request, f))?;
-        let cleared = match &self.opts.setup.reply_queue {
-            ReplyQueue::Named(q) if self.opts.setup.clear_reply_queue => {
-                self.clear(conn.as_mut(), q)?
-            }
+        let cleared = match &self.setup.reply_queue {
+            ReplyQueue::Named(q) if self.setup.clear_reply_queue => self.clear(conn.as_mut(), q)?,
             _ => 0,
         };
         conn.disconnect()
@@ -175,15 +165,15 @@ impl Transport for IbmMq {
 
     fn session(&self, _task: usize) -> Result<TaskSession, TransportError> {
         let mut conn = self.connect()?;
-        let request_queue = self.opts.setup.request_queue.clone();
-        let request = if self.opts.put1 {
+        let request_queue = self.setup.request_queue.clone();
+        let request = if self.setup.put1 {
             None
         } else {
             Some(conn.open(&request_queue, OPEN_OUTPUT).map_err(|f| {
                 mq_error(&self.target, "opening the request queue", &request_queue, f)
             })?)
         };
-        let (reply, reply_name, shared) = match &self.opts.setup.reply_queue {
+        let (reply, reply_name, shared) = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => {
                 let (hobj, resolved) = conn
                     .open(q, OPEN_SHARED_INPUT)
@@ -213,7 +203,7 @@ impl Transport for IbmMq {
             reply,
             md: RequestMd {
                 reply_to_q: reply_name,
-                persistence: if self.opts.setup.persistent {
+                persistence: if self.setup.persistent {
                     constants::MQPER_PERSISTENT
                 } else {
                     constants::MQPER_NOT_PERSISTENT
@@ -227,8 +217,8 @@ impl Transport for IbmMq {
                 | constants::MQGMO_FAIL_IF_QUIESCING
                 | constants::MQGMO_ACCEPT_TRUNCATED_MSG
                 | self.sync_get(),
-            by_correl: shared && self.opts.match_mode == MatchMode::Correl,
-            syncpoint: self.opts.setup.syncpoint,
+            by_correl: shared && self.setup.match_mode == MatchMode::Correl,
+            syncpoint: self.setup.syncpoint,
             outstanding: HashMap::new(),
             order: VecDeque::new(),
             answered: HashMap::new(),

@@ -3,11 +3,12 @@
 
 use super::calls::{ConnectSpec, Reason};
 use super::fake::{Call, FakeQm, Responder};
-use super::{IbmMq, MODEL_QUEUE, MqOptions};
+use super::{IbmMq, MODEL_QUEUE};
 use crate::cli::Cli;
 use crate::config::Config;
-use crate::driver::{self, Controls, NoWindow, Outcome, Status};
-use crate::transport::{QueueSetup, TaskSession, Transport, TransportError};
+use crate::driver::{self, Controls, Outcome, Status};
+use crate::transport::{TaskSession, Transport, TransportError};
+use crate::window::NoWindow;
 use clap::Parser;
 use mqi::constants as c;
 use std::sync::Arc;
@@ -30,11 +31,7 @@ fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
             ..Default::default()
         },
         "ibmmq://QM1".into(),
-        MqOptions {
-            setup: QueueSetup::from_config(cfg),
-            match_mode: cfg.match_mode,
-            put1: cfg.put1,
-        },
+        cfg.queue_setup(),
     )
 }
 

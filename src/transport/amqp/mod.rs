@@ -15,9 +15,14 @@
 //! round-robin, even after its own task had finished. Routed replies are acknowledged on
 //! receipt, so under --syncpoint only the puts are transactional in that mode.
 
+pub mod url;
+
+use super::ReplyQueue;
 use super::correl;
-use super::{Prepared, QueueSetup, Reply, TaskSession, Transport, TransportError};
-use crate::config::{AmqpEndpoint, ReplyQueue};
+use super::{
+    AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
+    TransportError,
+};
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, Channel, ConsumerMessage,
@@ -30,6 +35,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use url::AmqpEndpoint;
 
 /// RabbitMQ's default `max_message_size` (128 MiB since 3.8).
 pub const MAX_MESSAGE: usize = 128 * 1024 * 1024;
@@ -466,7 +472,7 @@ impl Amqp {
 }
 
 /// One task's AMQP connection. Its operations are async; the driver awaits them in one
-/// entry into the session's runtime per phase of its loop (see [`super::TaskSession`]).
+/// entry into the session's runtime per phase of its loop (see [`super::session`]).
 pub struct AmqpSession {
     rt: Arc<Runtime>,
     /// `None` only after close.
@@ -513,13 +519,8 @@ impl AmqpSession {
         }
     }
 
-    /// The runtime the session's client runs on: futures of this session run in it.
-    pub fn runtime(&self) -> Arc<Runtime> {
-        self.rt.clone()
-    }
-
     /// Queue a request; it is published by the next get, commit or close.
-    pub fn put_request(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+    fn put_request(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
         let Some(parts) = self.parts.as_ref() else {
             return Err(self.lost("session already closed"));
         };
@@ -532,8 +533,8 @@ impl AmqpSession {
     }
 
     /// Publish what is queued, then wait up to `wait` for the next reply. Must run inside
-    /// [`Self::runtime`].
-    pub async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+    /// the session's runtime.
+    async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
         let Some(parts) = self.parts.as_mut() else {
             return Err(self.lost("session already closed"));
         };
@@ -557,7 +558,7 @@ impl AmqpSession {
     }
 
     /// Under --syncpoint: publish what is queued, acknowledge the replies got, tx.commit.
-    pub async fn commit_work(&mut self) -> Result<(), TransportError> {
+    async fn commit_work(&mut self) -> Result<(), TransportError> {
         if !self.syncpoint {
             return Ok(());
         }
@@ -576,7 +577,7 @@ impl AmqpSession {
     }
 
     /// Publish what is queued and close the channel and connection.
-    pub async fn shut(&mut self) -> Result<(), TransportError> {
+    async fn shut(&mut self) -> Result<(), TransportError> {
         if let Some(parts) = self.parts.take() {
             let Parts { conn, ch, .. } = parts;
             let (unsent, queue) = (&mut self.unsent, self.request_queue.as_str());
@@ -589,6 +590,25 @@ impl AmqpSession {
             closed.map_err(|e| self.lost(format!("closing: {e}")))?;
         }
         Ok(())
+    }
+}
+
+impl AsyncSession for AmqpSession {
+    fn runtime(&self) -> Arc<Runtime> {
+        self.rt.clone()
+    }
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        self.put_request(body, correl_id)
+    }
+    fn get(&mut self, wait: Duration) -> SessionFuture<'_, Result<Option<Reply>, TransportError>> {
+        Box::pin(self.next_reply(wait))
+    }
+    fn commit(&mut self) -> SessionFuture<'_, Result<(), TransportError>> {
+        Box::pin(self.commit_work())
+    }
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.rt.clone();
+        rt.block_on(self.shut())
     }
 }
 
@@ -634,6 +654,8 @@ pub fn consumers(ep: &AmqpEndpoint, queue: &str) -> Result<u32, TransportError> 
             persistent: false,
             syncpoint: false,
             tasks: 1,
+            match_mode: super::MatchMode::Correl,
+            put1: false,
         },
     );
     probe.runtime()?.block_on(async {

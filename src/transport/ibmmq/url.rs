@@ -1,0 +1,179 @@
+//! `ibmmq://` URLs and queue manager names, and what they name.
+
+use super::super::endpoint::{EndpointError, EndpointKind, redact_raw};
+use super::super::{QueueSetup, Transport, TransportError};
+use std::sync::Arc;
+
+/// An IBM MQ queue manager: by name (MQ picks the way: MQSERVER, a CCDT, or bindings) or by
+/// `ibmmq://[user@]QM1?conn=host(1414)&channel=DEV.APP.SVRCONN[&cipher=…&keyrepo=…]`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct IbmMqEndpoint {
+    /// Queue manager name; empty for the default queue manager.
+    pub qmgr: String,
+    /// Client channel and connection name, when the URL gives them.
+    pub channel: Option<(String, String)>,
+    /// MQCSP user; the password comes from the URL (discouraged), OEMPUTX_MQ_PASSWORD or a
+    /// prompt.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// TLS: (cipher spec, key repository).
+    pub tls: Option<(String, String)>,
+    /// Why a bare name was taken for a queue manager (no profile of that name), for errors.
+    pub note: Option<String>,
+}
+
+impl std::fmt::Debug for IbmMqEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl IbmMqEndpoint {
+    /// The endpoint as a URL with the password replaced by `***`, and how MQ will connect.
+    pub fn redacted(&self) -> String {
+        let user = match (&self.user, &self.password) {
+            (Some(u), Some(_)) => format!("{u}:***@"),
+            (Some(u), None) => format!("{u}@"),
+            _ => String::new(),
+        };
+        let mut query = Vec::new();
+        if let Some((channel, conn)) = &self.channel {
+            query.push(format!("conn={conn}&channel={channel}"));
+        }
+        if let Some((cipher, repo)) = &self.tls {
+            query.push(format!("cipher={cipher}&keyrepo={repo}"));
+        }
+        let how = if self.channel.is_some() {
+            String::new()
+        } else if let Ok(server) = std::env::var("MQSERVER") {
+            format!(" (client: MQSERVER={server})")
+        } else if let Ok(ccdt) = std::env::var("MQCCDTURL") {
+            format!(" (client: MQCCDTURL={ccdt})")
+        } else {
+            " (bindings, or the client's CCDT)".into()
+        };
+        let q = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", query.join("&"))
+        };
+        format!("ibmmq://{user}{}{q}{how}", self.qmgr)
+    }
+}
+
+impl EndpointKind for IbmMqEndpoint {
+    fn transport(&self) -> &'static str {
+        "ibmmq"
+    }
+    fn redacted(&self) -> String {
+        IbmMqEndpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(super::IbmMq::open(self, setup)?))
+    }
+}
+
+/// Whether `name` can be an MQ object name: 1 to 48 of A-Z a-z 0-9 . _ / %.
+pub fn is_mq_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 48
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '%'))
+}
+
+pub fn parse(raw: &str) -> Result<super::super::Endpoint, EndpointError> {
+    let bad = |why: String| EndpointError::BadUrl {
+        url: redact_raw(raw),
+        why,
+    };
+    let rest = raw.strip_prefix("ibmmq://").unwrap_or(raw);
+    let (authority, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = authority.trim_end_matches('/');
+    let (userinfo, qmgr) = match authority.rsplit_once('@') {
+        Some((u, q)) => (Some(u), q),
+        None => (None, authority),
+    };
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let qmgr = decode(qmgr);
+    if !qmgr.is_empty() && !is_mq_name(&qmgr) {
+        return Err(bad(format!(
+            "'{qmgr}' is no queue manager name: at most 48 characters of A-Z a-z 0-9 . _ / %"
+        )));
+    }
+    let (mut user, password) = match userinfo {
+        None => (None, None),
+        Some(u) => match u.split_once(':') {
+            Some((u, p)) => (Some(decode(u)), Some(decode(p))),
+            None => (Some(decode(u)), None),
+        },
+    };
+    let (mut conn, mut channel, mut cipher, mut keyrepo) = (None, None, None, None);
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        let v = v.into_owned();
+        match k.as_ref() {
+            "conn" | "connname" => conn = Some(v),
+            "channel" => channel = Some(v),
+            "user" => user = Some(v),
+            "cipher" | "cipherspec" => cipher = Some(v),
+            "keyrepo" => keyrepo = Some(v),
+            other => {
+                return Err(bad(format!(
+                    "unknown parameter '{other}'; known: conn, channel, user, cipher, keyrepo"
+                )));
+            }
+        }
+    }
+    let channel = match (channel, conn) {
+        (Some(ch), Some(conn)) => {
+            if ch.is_empty() || ch.len() > 20 {
+                return Err(bad(format!(
+                    "channel '{ch}': MQ channel names are 1 to 20 characters"
+                )));
+            }
+            if conn.is_empty() || conn.len() > 264 || conn.contains('/') {
+                return Err(bad(format!(
+                    "conn '{conn}': write host(port), e.g. conn=127.0.0.1(1414)"
+                )));
+            }
+            Some((ch, conn))
+        }
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(bad(
+                "conn= needs channel= too, e.g. channel=DEV.APP.SVRCONN".into(),
+            ));
+        }
+        (Some(_), None) => {
+            return Err(bad(
+                "channel= needs conn= too, e.g. conn=127.0.0.1(1414)".into()
+            ));
+        }
+    };
+    let tls = match (cipher, keyrepo.or_else(|| std::env::var("MQSSLKEYR").ok())) {
+        (None, _) => None,
+        (Some(_), _) if channel.is_none() => {
+            return Err(bad(
+                "cipher= applies to a client channel given by conn= and channel= (otherwise set it in the CCDT)".into(),
+            ));
+        }
+        (Some(c), Some(repo)) => Some((c, repo)),
+        (Some(_), None) => {
+            return Err(bad(
+                "cipher= needs a key repository: add keyrepo=/path/to/key (without .kdb) or set MQSSLKEYR".into(),
+            ));
+        }
+    };
+    Ok(super::super::Endpoint::IbmMq(IbmMqEndpoint {
+        qmgr,
+        channel,
+        user,
+        password,
+        tls,
+        note: None,
+    }))
+}
