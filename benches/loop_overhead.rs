@@ -80,7 +80,7 @@ struct Sample {
 }
 
 fn process_cpu() -> Duration {
-    oemputx::cpu::self_process().expect("process CPU clock")
+    oemputx::accounting::clock::self_process().expect("process CPU clock")
 }
 
 fn endpoint(url: &str) -> AmqpEndpoint {

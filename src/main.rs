@@ -1,13 +1,11 @@
-//! The `oemputx` binary: parse options, run the driver, export the report.
+//! The `oemputx` binary: parse options, install the Ctrl-C handler, dispatch, exit with the
+//! named code.
 
 use anyhow::Context;
 use clap::Parser;
-use oemputx::cli::{Cli, Command};
+use oemputx::cli::Cli;
 use oemputx::commands;
-use oemputx::config::Config;
-use oemputx::error::exit_for;
-use oemputx::exit_codes::Exit;
-use oemputx::run;
+use oemputx::exit::{Exit, exit_for};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -36,17 +34,5 @@ fn run() -> anyhow::Result<Exit> {
         .and_then(|_| signal_hook::flag::register(sig, interrupt.clone()))
         .context("installing the Ctrl-C handler")?;
     }
-    match &cli.command {
-        Some(Command::Cpu(args)) => return commands::cpu(args, interrupt),
-        Some(Command::Account(args)) => return commands::account(args),
-        Some(Command::Sweep(args)) => return oemputx::sweep::run(args, interrupt),
-        Some(Command::Compare(args)) => return oemputx::compare::run(args),
-        Some(Command::Gate(args)) => return oemputx::gate::run(args, interrupt),
-        None => {}
-    }
-    let cfg = Config::from_args(&cli.run)?;
-
-    let report = run::measure(&cfg, interrupt)?;
-    run::export(&cfg, &report)?;
-    Ok(run::exit_of(report.status))
+    commands::dispatch(&cli, interrupt)
 }

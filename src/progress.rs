@@ -85,7 +85,7 @@ impl Window for Progress {
 
 fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool) {
     let started = Instant::now();
-    let cpu_start = crate::cpu::self_process().ok();
+    let cpu_start = crate::accounting::clock::self_process().ok();
     let mut bar: Option<ProgressBar> = None;
     let (mut last_line, mut last_done) = (started, 0u64);
     while !stop.load(Ordering::Relaxed) {
@@ -124,7 +124,7 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
             } else {
                 f64::NAN
             };
-            let cpu = match (cpu_start, crate::cpu::self_process().ok()) {
+            let cpu = match (cpu_start, crate::accounting::clock::self_process().ok()) {
                 (Some(a), Some(b)) if done > 0 => {
                     format!("{:.2}", (b - a).as_secs_f64() * 1e6 / done as f64)
                 }

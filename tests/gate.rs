@@ -173,6 +173,31 @@ fn a_corrupt_or_incompatible_baseline_is_a_usage_error() {
 }
 
 #[test]
+fn a_field_the_gate_needs_that_is_renamed_or_missing_fails_closed_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);
+    // A report whose rounds call the groups' figure by another name, schema unchanged: the
+    // gate must not read empty samples and pass as "inconclusive".
+    let renamed = dir.path().join("renamed.json");
+    let text = std::fs::read_to_string(&cur).expect("read");
+    std::fs::write(
+        &renamed,
+        text.replace("\"total_us_per_tran\"", "\"us_per_tran_total\""),
+    )
+    .expect("write");
+    gate(&renamed, &cur)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("total_us_per_tran"));
+    // A metric asked for that neither report has.
+    gate(&cur, &cur)
+        .args(["--metric", "NOSUCHGROUP"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("NOSUCHGROUP"));
+}
+
+#[test]
 fn an_export_that_cannot_be_written_is_a_runtime_failure() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);

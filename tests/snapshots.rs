@@ -10,8 +10,8 @@ use oemputx::accounting::{
 use oemputx::cli::Cli;
 use oemputx::config::Config;
 use oemputx::driver::{Integrity, Outcome, Round, Status};
-use oemputx::report::table::Format;
-use oemputx::report::{self, Host, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use oemputx::export::{self, delimited::Format};
+use oemputx::report::{Host, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
 use std::time::Duration;
 
 fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> ProcessRow {
@@ -155,7 +155,7 @@ fn fixed_report() -> Report {
 
 #[test]
 fn text_layout() {
-    insta::assert_snapshot!(report::text::render(&fixed_report()));
+    insta::assert_snapshot!(export::text::render(&fixed_report()));
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn tsv_layout() {
         delimiter: b'\t',
         decimal_comma: false,
     };
-    insta::assert_snapshot!(report::table::render(&fixed_report(), f).expect("tsv"));
+    insta::assert_snapshot!(export::delimited::render(&fixed_report(), f).expect("tsv"));
 }
 
 #[test]
@@ -173,10 +173,10 @@ fn csv_layout_for_decimal_comma_locales() {
         delimiter: b';',
         decimal_comma: true,
     };
-    insta::assert_snapshot!(report::table::render(&fixed_report(), f).expect("csv"));
+    insta::assert_snapshot!(export::delimited::render(&fixed_report(), f).expect("csv"));
 }
 
 #[test]
 fn markdown_layout() {
-    insta::assert_snapshot!(report::markdown::render(&fixed_report()));
+    insta::assert_snapshot!(export::markdown::render(&fixed_report()));
 }

@@ -5,6 +5,7 @@
 //! time; the difference, divided by the transactions, is each row's µs per transaction.
 //! Accounting knows nothing of brokers or of the driver: it is a [`Window`] the driver calls.
 
+pub mod clock;
 pub mod math;
 pub mod selector;
 pub mod snapshot;

@@ -141,7 +141,7 @@ fn uptime_ticks() -> u64 {
 
 /// Take a snapshot for `groups`.
 pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, SnapshotError> {
-    let cost_start = crate::cpu::self_thread().ok();
+    let cost_start = crate::accounting::clock::self_thread().ok();
     let at = Instant::now();
     let tck = clk_tck();
     let ticks_to_ns = |t: u64| t.saturating_mul(1_000_000_000) / tck;
@@ -169,7 +169,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
             Err(_) => continue,
         };
         let cpu_ns = match source {
-            CpuSource::Exact => crate::cpu::process(stat.pid)
+            CpuSource::Exact => crate::accounting::clock::process(stat.pid)
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or_else(|_| ticks_to_ns(stat.utime + stat.stime)),
             CpuSource::Ticks => ticks_to_ns(stat.utime + stat.stime),
@@ -271,7 +271,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         .collect();
 
     let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
-    let cost = match (cost_start, crate::cpu::self_thread().ok()) {
+    let cost = match (cost_start, crate::accounting::clock::self_thread().ok()) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => Duration::ZERO,
     };
@@ -305,7 +305,7 @@ fn own_threads(
             continue;
         }
         let cpu_ns = match source {
-            CpuSource::Exact => crate::cpu::thread(task.tid)
+            CpuSource::Exact => crate::accounting::clock::thread(task.tid)
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or_else(|_| ticks_to_ns(stat.utime + stat.stime)),
             CpuSource::Ticks => ticks_to_ns(stat.utime + stat.stime),

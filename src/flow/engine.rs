@@ -61,8 +61,8 @@ fn burn(extra: Duration) -> anyhow::Result<()> {
     if extra.is_zero() {
         return Ok(());
     }
-    let start = crate::cpu::self_thread()?;
-    while crate::cpu::self_thread()? - start < extra {
+    let start = crate::accounting::clock::self_thread()?;
+    while crate::accounting::clock::self_thread()? - start < extra {
         std::hint::spin_loop();
     }
     Ok(())
@@ -142,7 +142,7 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             Ok(Some(m)) => m,
         };
         if cpu_first.is_none() {
-            cpu_first = crate::cpu::self_process().ok();
+            cpu_first = crate::accounting::clock::self_process().ok();
         }
         stats.message_start();
         let handled = if o.echo {
@@ -155,7 +155,7 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
         }
         stats.message_end();
         stats.maybe_emit(false);
-        cpu_last = crate::cpu::self_process().ok();
+        cpu_last = crate::accounting::clock::self_process().ok();
     };
     stats.maybe_emit(true);
     let cpu_ns = match (cpu_first, cpu_last) {

@@ -5,12 +5,8 @@
 //! rows (`processes`, `groups`) are part of the model from the start and stay empty until
 //! process accounting is asked for.
 
-pub mod cells;
-pub mod json;
-pub mod markdown;
 pub mod rounds;
-pub mod table;
-pub mod text;
+pub mod saved;
 
 pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
@@ -420,103 +416,5 @@ impl Report {
             probe: out.probed,
             host: Host::current(),
         }
-    }
-}
-
-/// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being
-/// written where, e.g. "writing the sweep TSV to out.tsv".
-pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
-    write_atomic(path, body.as_bytes())
-        .with_context(|| format!("writing {what} to {}", path.display()))
-}
-
-/// Save outputs in the reports folder as `STAMP-LABEL.EXT`, STAMP being `start_utc` without
-/// separators (20261130T074012123456Z) so that the names sort by time; `files` are
-/// (extension, what, body). Returns the common path without the extension.
-pub fn save_in_folder(
-    dir: &std::path::Path,
-    start_utc: &str,
-    label: &str,
-    files: &[(&str, &str, &str)],
-) -> anyhow::Result<std::path::PathBuf> {
-    use anyhow::Context;
-    std::fs::create_dir_all(dir).with_context(|| {
-        format!(
-            "creating the reports folder {} (or pass --no-save)",
-            dir.display()
-        )
-    })?;
-    let stamp = start_utc.replace([':', '-', '.'], "");
-    let base = dir.join(format!("{stamp}-{label}"));
-    for (ext, what, body) in files {
-        // Appended, not with_extension: a label may contain dots.
-        let mut name = base.clone().into_os_string();
-        name.push(format!(".{ext}"));
-        write_output(std::path::Path::new(&name), what, body)?;
-    }
-    Ok(base)
-}
-
-/// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
-/// or to stdout when `path` is `-`.
-pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if path.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
-        return out.flush();
-    }
-    // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is written in place:
-    // renaming a temporary file onto it would replace the device node with a regular file,
-    // which for /dev/null breaks every other program on the machine.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
-        f.write_all(bytes)?;
-        return f.flush();
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::write_atomic;
-    use std::os::unix::fs::FileTypeExt;
-
-    #[test]
-    fn a_regular_file_is_replaced_whole() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("r.json");
-        std::fs::write(&path, "old and longer").expect("write");
-        write_atomic(&path, b"new").expect("atomic write");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new");
-    }
-
-    #[test]
-    fn a_fifo_is_written_in_place_not_replaced() {
-        // The same path as /dev/null takes: renaming onto a device node would replace it.
-        let dir = tempfile::tempdir().expect("temp dir");
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
-        let reader = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::read(fifo).expect("read the fifo"))
-        };
-        write_atomic(&fifo, b"report").expect("write to the fifo");
-        assert_eq!(reader.join().expect("reader"), b"report");
-        let kind = std::fs::metadata(&fifo).expect("still there").file_type();
-        assert!(kind.is_fifo(), "the FIFO must survive the write");
     }
 }

@@ -118,7 +118,7 @@ impl Embedded {
             std::thread::Builder::new()
                 .name("oemputx-flow".into())
                 .spawn(move || {
-                    *lock(&tid) = Some(crate::cpu::current_tid());
+                    *lock(&tid) = Some(crate::accounting::clock::current_tid());
                     respond(&qmgr, &input, &stop);
                 })
                 .ok()

@@ -1,8 +1,8 @@
 //! The text exporter: OEMPUTX's report layout, plain aligned text in 80 columns.
 
-use super::{AccountingInfo, CaptureRatio, GroupRow, OtherCpu, ProcessRow, Report};
 use crate::cli::MatchMode;
 use crate::driver::Status;
+use crate::report::{AccountingInfo, CaptureRatio, GroupRow, OtherCpu, ProcessRow, Report};
 use std::fmt::Write;
 
 fn opt(v: Option<f64>, prec: usize) -> String {
@@ -179,7 +179,7 @@ fn rounds_table(o: &mut String, r: &Report) {
             opt(row.captured_us_per_tran)
         );
     }
-    let line = |o: &mut String, name: &str, b: &Option<super::rounds::Bmw>| {
+    let line = |o: &mut String, name: &str, b: &Option<crate::report::rounds::Bmw>| {
         if let Some(b) = b {
             let _ = writeln!(
                 o,
@@ -207,7 +207,7 @@ fn rounds_table(o: &mut String, r: &Report) {
             let _ = writeln!(
                 o,
                 "Noise                 : CPU per transaction within {:.0}% across {} rounds",
-                super::rounds::NOISY_SPREAD_PCT,
+                crate::report::rounds::NOISY_SPREAD_PCT,
                 sum.rounds
             );
         }

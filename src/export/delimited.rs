@@ -5,7 +5,7 @@
 //! or decimal commas with `--decimal-comma` for locales whose spreadsheets expect them
 //! (TSV's tab delimiter keeps a decimal comma unambiguous; for CSV pick `--delimiter ';'`).
 
-use super::Report;
+use crate::report::Report;
 
 /// Column names; the unit is in each name.
 pub const COLUMNS: &[&str] = &[

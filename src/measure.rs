@@ -1,16 +1,14 @@
 //! One measured run, from a validated config to its report, and the report's export: shared
 //! by the default command, `sweep` (a run per point) and `gate` (a run, then the verdict).
 
+use crate::accounting::clock::DriverCpu;
 use crate::accounting::{Accounting, DriverRow};
 use crate::config::{Config, RunLength};
-use crate::cpu::DriverCpu;
-use crate::driver::{self, Controls, Status};
-use crate::exit_codes::Exit;
+use crate::driver::{self, Controls};
 use crate::progress::{Progress, ProgressSettings};
-use crate::report::{self, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use crate::report::{Latency, Report, RoundGroup, RoundRow, RoundsSummary};
 use crate::transport;
 use crate::window::Windows;
-use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -75,15 +73,6 @@ pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Repor
     report.rounds = round_rows(cfg, &outcome, &window, &accounting);
     report.rounds_summary = RoundsSummary::of(&report.rounds);
     Ok(report)
-}
-
-/// The exit code a finished run's status calls for.
-pub fn exit_of(status: Status) -> Exit {
-    match status {
-        Status::Completed => Exit::Ok,
-        Status::Interrupted => Exit::Interrupted,
-        Status::TimedOut | Status::StoppedAfterTimeouts | Status::Failed => Exit::Failure,
-    }
 }
 
 /// Each round's figures; with one round, the run's own table stands for it.
@@ -156,66 +145,4 @@ fn round_rows(
             }
         })
         .collect()
-}
-
-pub fn export(cfg: &Config, report: &Report) -> anyhow::Result<()> {
-    use report::table::Format;
-    let e = &cfg.exports;
-    let to_stdout =
-        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let machine_on_stdout = to_stdout(&cfg.export_json)
-        || to_stdout(&e.tsv)
-        || to_stdout(&e.csv)
-        || to_stdout(&e.markdown);
-    let text = report::text::render(report);
-    if !cfg.quiet {
-        // Keep stdout clean for a machine format when one goes there.
-        if machine_on_stdout {
-            eprint!("{text}")
-        } else {
-            print!("{text}")
-        }
-    }
-    let json = report::json::render(report).context("encoding the JSON report")?;
-    let tsv_format = Format {
-        delimiter: b'\t',
-        decimal_comma: e.decimal_comma,
-    };
-    let tsv = report::table::render(report, tsv_format).context("encoding the TSV report")?;
-    let write = |path: &std::path::Path, what: &str, body: &str| {
-        report::write_output(path, &format!("the {what} report"), body)
-    };
-    if let Some(path) = &cfg.export_json {
-        write(path, "JSON", &json)?;
-    }
-    if let Some(path) = &cfg.save_baseline {
-        write(path, "baseline JSON", &json)?;
-    }
-    if let Some(path) = &e.tsv {
-        write(path, "TSV", &tsv)?;
-    }
-    if let Some(path) = &e.csv {
-        let csv = report::table::render(
-            report,
-            Format {
-                delimiter: e.delimiter,
-                decimal_comma: e.decimal_comma,
-            },
-        )
-        .context("encoding the CSV report")?;
-        write(path, "CSV", &csv)?;
-    }
-    if let Some(path) = &e.markdown {
-        write(path, "Markdown", &report::markdown::render(report))?;
-    }
-    if let Some(dir) = &e.save_dir {
-        let files = [
-            ("txt", "the text report", text.as_str()),
-            ("tsv", "the TSV report", tsv.as_str()),
-            ("json", "the JSON report", json.as_str()),
-        ];
-        report::save_in_folder(dir, &report.start_utc, &report.label, &files)?;
-        write(&dir.join("latest.json"), "JSON", &json)?;
-    }
-    Ok(())
 }

@@ -830,7 +830,10 @@ mod loop_tests {
         );
         assert_eq!(out.integrity.matched, 270);
         assert_eq!(out.per_task_matched, vec![135, 135]);
-        assert_eq!(out.elapsed, out.rounds.iter().map(|r| r.elapsed).sum());
+        assert_eq!(
+            out.elapsed,
+            out.rounds.iter().map(|r| r.elapsed).sum::<Duration>()
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use crate::accounting::selector::{GroupSpec, Selector};
 use crate::cli::{SweepArgs, SweepMode};
 use crate::config::{Config, ConfigError};
+use crate::export;
 use crate::report::{self, Report};
 use anyhow::Context;
 use serde::Serialize;
@@ -223,10 +224,7 @@ fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Re
 }
 
 /// Run the sweep; the run options come after the sweep's own.
-pub fn run(
-    args: &SweepArgs,
-    interrupt: Arc<AtomicBool>,
-) -> anyhow::Result<crate::exit_codes::Exit> {
+pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
     let tasks = &args.run.tasks;
     if tasks.contains(&0) {
         return Err(ConfigError::BadValue {
@@ -246,7 +244,7 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     let Some(mut cfg) = configs.first().cloned() else {
-        return Ok(crate::exit_codes::Exit::Ok);
+        return Ok(crate::exit::Exit::Ok);
     };
     if cfg.endpoint.kind().url_for_flow().is_none() {
         return Err(ConfigError::BadValue {
@@ -289,14 +287,14 @@ pub fn run(
                     selectors: flows.pids().into_iter().map(Selector::Pid).collect(),
                 });
             }
-            let report = crate::run::measure(&cfg, interrupt.clone())?;
+            let report = crate::measure::measure(&cfg, interrupt.clone())?;
             drop(flows);
             points.push(point(n, mode, processes, threads, &report));
             template.get_or_insert(report);
         }
     }
     let Some(first) = template else {
-        return Ok(crate::exit_codes::Exit::Interrupted);
+        return Ok(crate::exit::Exit::Interrupted);
     };
     let sweep = Sweep {
         schema: SCHEMA,
@@ -308,11 +306,11 @@ pub fn run(
         host: first.host.clone(),
     };
     cfg.quiet = quiet;
-    export(&cfg, args, &sweep)?;
+    write_reports(&cfg, args, &sweep)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
-        crate::exit_codes::Exit::Interrupted
+        crate::exit::Exit::Interrupted
     } else {
-        crate::exit_codes::Exit::Ok
+        crate::exit::Exit::Ok
     })
 }
 
@@ -398,7 +396,7 @@ message: {} ({} bytes), {} messages per point
         s.settings
             .count
             .map_or_else(|| "timed".into(), |c| c.to_string()),
-        report::cells::text(&rows)
+        export::cells::text(&rows)
     )
 }
 
@@ -459,13 +457,13 @@ pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
     Ok(svg)
 }
 
-fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
+fn write_reports(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
     let text = render_text(s);
     let json = serde_json::to_string_pretty(s).context("encoding the sweep as JSON")?;
-    let tsv = report::cells::delimited(&rows(s), b'\t')?;
+    let tsv = export::cells::delimited(&rows(s), b'\t')?;
     let svg = render_svg(s).context("drawing the sweep chart")?;
     let write = |path: &Path, what: &str, body: &str| {
-        report::write_output(path, &format!("the sweep {what}"), body)
+        export::write_output(path, &format!("the sweep {what}"), body)
     };
     let e = &cfg.exports;
     let json_to_stdout = cfg
@@ -486,13 +484,13 @@ fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
         write(p, "TSV", &tsv)?;
     }
     if let Some(p) = &e.csv {
-        write(p, "CSV", &report::cells::delimited(&rows(s), e.delimiter)?)?;
+        write(p, "CSV", &export::cells::delimited(&rows(s), e.delimiter)?)?;
     }
     if let Some(p) = &e.markdown {
         let md = format!(
             "### oemputx sweep: {}\n\n{}",
             s.flow_cmd,
-            report::cells::markdown(&rows(s))
+            export::cells::markdown(&rows(s))
         );
         write(p, "Markdown", &md)?;
     }
@@ -506,7 +504,7 @@ fn export(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
             ("json", "the sweep JSON", json.as_str()),
             ("svg", "the sweep chart", svg.as_str()),
         ];
-        let base = report::save_in_folder(dir, &s.start_utc, &s.label, &files)?;
+        let base = export::save_in_folder(dir, &s.start_utc, &s.label, &files)?;
         if !cfg.quiet {
             eprintln!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
         }

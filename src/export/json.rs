@@ -1,6 +1,6 @@
 //! The JSON exporter: the report model as `oemputx.report/1`.
 
-use super::Report;
+use crate::report::Report;
 
 /// The report as pretty-printed JSON with a trailing newline.
 pub fn render(report: &Report) -> Result<String, serde_json::Error> {

@@ -1,6 +1,6 @@
 //! The Markdown exporter: the summary and the CPU table, for a wiki page or a CI job summary.
 
-use super::Report;
+use crate::report::Report;
 use std::fmt::Write;
 
 fn f2(v: Option<f64>) -> String {

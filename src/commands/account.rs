@@ -1,187 +1,19 @@
-//! The `cpu` and `account` subcommands: the groups' CPU without the put/get driver.
-//!
-//! `cpu` is the paper's first method — readings taken by hand before and after a run, or
-//! watched per interval; `account` wraps any other load driver (JMeter, PerfTest, a script)
-//! between two snapshots and divides by the messages it says it sent.
+//! `oemputx account`: wraps any other load driver (JMeter, PerfTest, a script) between two
+//! snapshots of the groups and divides by the messages it says it sent.
 
-use crate::accounting::selector::{self, GroupSpec, PRESETS};
-use crate::accounting::snapshot::{self, Members};
+use crate::accounting::selector::{self};
 use crate::accounting::{Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow};
-use crate::cli::{AccountArgs, CpuArgs};
+use crate::cli::AccountArgs;
 use crate::config::{ConfigError, parse_ratio};
-use crate::exit_codes::Exit;
-use crate::report::text::{CpuSection, cpu_table};
-use crate::report::{AccountingInfo, Host, write_atomic};
+use crate::exit::Exit;
+use crate::export::text::{CpuSection, cpu_table};
+use crate::export::write_atomic;
+use crate::report::{AccountingInfo, Host};
 use crate::window::Window;
 use anyhow::Context;
 use serde::Serialize;
 use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError> {
-    if specs.is_empty() {
-        let all: Vec<String> = PRESETS.iter().map(|(n, _)| format!("{n}=@{n}")).collect();
-        return Ok(selector::parse_groups(all.iter().map(String::as_str))?);
-    }
-    Ok(selector::parse_groups(specs.iter().map(String::as_str))?)
-}
-
-/// One output row of `oemputx cpu`.
-struct CpuRow {
-    group: String,
-    name: String,
-    pid: Option<i32>,
-    user_s: f64,
-    sys_s: f64,
-    total_s: f64,
-}
-
-fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> anyhow::Result<()> {
-    if tsv {
-        let mut w = csv::WriterBuilder::new()
-            .delimiter(b'\t')
-            .has_headers(false)
-            .from_writer(std::io::stdout());
-        if header {
-            let mut h = vec!["group", "process", "pid", "user_s", "sys_s", "total_s"];
-            if stamp.is_some() {
-                h.insert(0, "time_utc");
-            }
-            w.write_record(&h)?;
-        }
-        for r in rows {
-            let mut rec = vec![
-                r.group.clone(),
-                r.name.clone(),
-                r.pid.map(|p| p.to_string()).unwrap_or_default(),
-            ];
-            rec.extend([r.user_s, r.sys_s, r.total_s].map(|v| format!("{v:.6}")));
-            if let Some(t) = stamp {
-                rec.insert(0, t.to_string());
-            }
-            w.write_record(&rec)?;
-        }
-        w.flush()?;
-        return Ok(());
-    }
-    let mut o = String::new();
-    if let Some(t) = stamp {
-        let _ = writeln!(o, "{t}");
-    }
-    if header || stamp.is_some() {
-        let _ = writeln!(
-            o,
-            " {:<14} {:<28} {:>12} {:>12} {:>12}",
-            "Group", "Process", "USR(s)", "SYS(s)", "Tot(s)"
-        );
-    }
-    for r in rows {
-        let _ = writeln!(
-            o,
-            " {:<14} {:<28} {:>12.6} {:>12.6} {:>12.6}",
-            r.group, r.name, r.user_s, r.sys_s, r.total_s
-        );
-    }
-    print!("{o}");
-    Ok(())
-}
-
-/// `oemputx cpu`.
-pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let groups = groups_or_presets(&args.groups)?;
-    let Some(interval) = args.interval.map(Duration::from) else {
-        let snap = snapshot::take(&groups, args.cpu_source)?;
-        let mut rows = Vec::new();
-        for (g, members) in groups.iter().zip(&snap.groups) {
-            let samples: Vec<&snapshot::Sample> = match members {
-                Members::Procs(keys) => keys.iter().filter_map(|k| snap.procs.get(k)).collect(),
-                Members::Threads(t) => t.values().collect(),
-                Members::Cgroup(c) => {
-                    if let Some(c) = c {
-                        let total = c.usage_ns as f64 / 1e9;
-                        let (u, s) = crate::accounting::math::split(total, c.user, c.system);
-                        rows.push(CpuRow {
-                            group: g.name.clone(),
-                            name: "cgroup".into(),
-                            pid: None,
-                            user_s: u,
-                            sys_s: s,
-                            total_s: total,
-                        });
-                    }
-                    continue;
-                }
-            };
-            for p in samples {
-                let total = p.cpu_ns as f64 / 1e9;
-                let (u, s) = crate::accounting::math::split(total, p.utime, p.stime);
-                rows.push(CpuRow {
-                    group: g.name.clone(),
-                    name: format!("{}.{}", p.name, p.pid),
-                    pid: Some(p.pid),
-                    user_s: u,
-                    sys_s: s,
-                    total_s: total,
-                });
-            }
-        }
-        if rows.is_empty() {
-            eprintln!(
-                "oemputx cpu: no process matched the groups; give --group NAME=SEL (see oemputx --help)"
-            );
-        }
-        print_rows(&rows, args.tsv, true, None)?;
-        return Ok(Exit::Ok);
-    };
-    if interval.is_zero() {
-        return Err(ConfigError::BadValue {
-            flag: "--interval",
-            why: "must be longer than zero, e.g. 1s".into(),
-        }
-        .into());
-    }
-    let mut acc = Accounting::new(
-        groups,
-        args.cpu_source,
-        crate::accounting::RatioMode::Measured,
-    );
-    acc.start();
-    let mut n = 0u64;
-    while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {
-        std::thread::sleep(interval);
-        acc.end();
-        // One "transaction" per interval: the table's µs/tran are µs in the interval.
-        let table = acc.table(1, None, None, 0.0, 0.0).with_context(|| {
-            format!(
-                "taking CPU snapshots: {}",
-                acc.error.clone().unwrap_or_default()
-            )
-        })?;
-        let rows: Vec<CpuRow> = table
-            .groups
-            .iter()
-            .map(|g| CpuRow {
-                group: g.name.clone(),
-                name: format!("{}*", g.name),
-                pid: None,
-                user_s: g.user_us_per_tran / 1e6,
-                sys_s: g.sys_us_per_tran / 1e6,
-                total_s: g.total_us_per_tran / 1e6,
-            })
-            .collect();
-        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        print_rows(&rows, args.tsv, n == 0, Some(&stamp))?;
-        acc.roll();
-        n += 1;
-    }
-    Ok(if interrupt.load(Ordering::Relaxed) {
-        Exit::Interrupted
-    } else {
-        Exit::Ok
-    })
-}
 
 /// What `oemputx account` reports.
 #[derive(Debug, Serialize)]

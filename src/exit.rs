@@ -1,14 +1,38 @@
-//! Mapping errors to exit codes.
+//! The process exit codes, named once so that `main`, the gate and the tests agree, and the
+//! mapping from an error to its code.
 //!
 //! Module boundaries return `thiserror` enums; the glue wraps them in `anyhow` with context.
 //! Whether a failure is the user's input (exit 2) or the run's (exit 1) is decided here, once,
 //! by walking the error chain for a typed error that knows.
 
-use crate::compare::ReportFileError;
 use crate::config::ConfigError;
-use crate::exit_codes::Exit;
 use crate::msgfile::MsgFileError;
+use crate::report::saved::ReportFileError;
 use crate::transport::{EndpointError, TransportError};
+use std::process::ExitCode;
+
+/// Every exit status oemputx can end with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The run finished and every request was answered.
+    Ok = 0,
+    /// A runtime failure: the broker went away, replies timed out, a report could not be written.
+    Failure = 1,
+    /// Usage or bad input: a flag, a profile, a URL, a message file, an unreachable broker.
+    Usage = 2,
+    /// The gate found a regression.
+    Regression = 3,
+    /// Under `gate --strict`: the gate could not decide, or there is no baseline.
+    Inconclusive = 4,
+    /// Stopped by Ctrl-C (128 + SIGINT).
+    Interrupted = 130,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
 
 /// The exit code for an error chain: the first typed error in it decides.
 pub fn exit_for(err: &anyhow::Error) -> Exit {

@@ -1,0 +1,196 @@
+//! `oemputx gate`: the CI regression gate on cost per message. It reads the baseline (and
+//! the current report, or measures one now), picks the metrics and tolerances, lets
+//! [`crate::gate`] decide, and writes the verdict in the formats asked for.
+
+use crate::cli::GateArgs;
+use crate::config::ConfigError;
+use crate::exit::Exit;
+use crate::export;
+use crate::gate::render::{
+    render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
+};
+use crate::gate::{
+    Decision, GateFile, Outcome, Verdict, Worse, decide, exit_of, overall, parse_tolerance,
+};
+use crate::report::saved::{Metric, ReportFileError, Saved, differences};
+use anyhow::Context;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// The metrics to gate and their tolerances.
+fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(String, f64)>> {
+    let file: GateFile = match &args.gate_file {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| ConfigError::BadValue {
+                flag: "--gate-file",
+                why: format!("cannot read {}: {e}", p.display()),
+            })?;
+            toml::from_str(&text).map_err(|e| ConfigError::BadValue {
+                flag: "--gate-file",
+                why: format!("{}: {e}", p.display()),
+            })?
+        }
+        None => GateFile::default(),
+    };
+    let default = match (&args.tolerance, &file.tolerance) {
+        (Some(t), _) => parse_tolerance("--tolerance", t)?,
+        (None, Some(t)) => parse_tolerance("--gate-file tolerance", t)?,
+        (None, None) => 0.05,
+    };
+    let mut metrics: Vec<String> = base
+        .group_names()
+        .into_iter()
+        .filter(|g| current.group_names().contains(g))
+        .collect();
+    // The corrected total when both runs have one, else the captured total.
+    let total = if !base.samples(&Metric::Corrected).is_empty()
+        && !current.samples(&Metric::Corrected).is_empty()
+    {
+        "corrected"
+    } else {
+        "captured"
+    };
+    if !base.samples(&Metric::named(total)).is_empty() {
+        metrics.push(total.to_string());
+    }
+    for m in args.metric.iter().chain(file.metrics.keys()) {
+        if !metrics.contains(m) {
+            metrics.push(m.clone());
+        }
+    }
+    metrics
+        .into_iter()
+        .map(|m| {
+            let t = match file.metrics.get(&m) {
+                Some(t) => parse_tolerance("--gate-file metrics", t)?,
+                None => default,
+            };
+            Ok((m, t))
+        })
+        .collect()
+}
+
+/// `oemputx gate`.
+pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    if args.current.is_some() != args.run.is_empty() {
+        return Err(ConfigError::BadValue {
+            flag: "--current",
+            why: "give either --current REPORT.json or, after --, the run options to measure now"
+                .into(),
+        }
+        .into());
+    }
+    let base = match Saved::load(&args.baseline) {
+        Ok(b) => b,
+        Err(ReportFileError::Unreadable { why, .. }) if !args.baseline.exists() => {
+            let msg = format!(
+                "no baseline at {} ({why}); make one on main with --save-baseline {}",
+                args.baseline.display(),
+                args.baseline.display()
+            );
+            if args.strict {
+                eprintln!("Error: {msg}");
+                return Ok(Exit::Inconclusive);
+            }
+            eprintln!("Warning: {msg}; the gate passes without one (use --strict to fail)");
+            if args.github {
+                println!("::warning title=oemputx gate::{}", msg.replace('%', "%25"));
+            }
+            return Ok(Exit::Ok);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let current = match (&args.current, args.run.is_empty()) {
+        (Some(p), _) => Saved::load(p)?,
+        (None, _) => {
+            let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+                std::iter::once("oemputx".to_string()).chain(args.run.clone()),
+            )?;
+            let cfg = crate::config::Config::from_args(&cli.run)?;
+            let report = crate::measure::measure(&cfg, interrupt)?;
+            crate::commands::run::write_reports(&cfg, &report)?;
+            if report.status != crate::driver::Status::Completed {
+                anyhow::bail!(
+                    "the run did not complete ({:?}), so there is nothing to gate",
+                    report.status
+                );
+            }
+            let json = serde_json::to_value(&report).context("encoding the run's report")?;
+            Saved::from_json("this run".into(), json)?
+        }
+    };
+    let diffs = differences(&base, &current, true);
+    if !diffs.is_empty() && !args.force {
+        return Err(ReportFileError::Differs(diffs).into());
+    }
+    let metrics = plan(args, &base, &current)?;
+    // A metric either report lacks is an error naming it (exit 2), never a silent
+    // "inconclusive" that would let CI pass.
+    let decisions: Vec<Decision> = metrics
+        .iter()
+        .map(|(m, t)| {
+            let metric = Metric::named(m);
+            let worse = if metric.higher_is_worse() {
+                Worse::Higher
+            } else {
+                Worse::Lower
+            };
+            Ok(decide(
+                m,
+                &base.require(&metric)?,
+                &current.require(&metric)?,
+                *t,
+                worse,
+            ))
+        })
+        .collect::<Result<_, ReportFileError>>()?;
+    if decisions.is_empty() {
+        return Err(ConfigError::BadValue {
+            flag: "--baseline",
+            why: "the reports share no metric to gate (no groups, no CPU totals)".into(),
+        }
+        .into());
+    }
+    let outcome = Outcome {
+        baseline: base.name(),
+        current: current.name(),
+        verdict: overall(&decisions),
+        decisions,
+    };
+    let text = render_text(&outcome);
+    print!("{text}");
+    if args.github {
+        print!("{}", render_github(&outcome));
+    }
+    let write = |path: &Path, what: &str, body: &str| {
+        export::write_output(path, &format!("the gate's {what}"), body)
+    };
+    if let Some(p) = &args.export_markdown {
+        write(p, "Markdown", &render_markdown(&outcome))?;
+    }
+    if let Some(p) = &args.export_junit {
+        write(p, "JUnit XML", &render_junit(&outcome))?;
+    }
+    if let Some(p) = &args.export_bmf {
+        write(p, "Bencher metrics", &render_bmf(&outcome)?)?;
+    }
+    if let Some(p) = &args.export_gha {
+        write(p, "github-action-benchmark JSON", &render_gha(&outcome)?)?;
+    }
+    if let Some(p) = &args.export_json {
+        let json = serde_json::to_string_pretty(&outcome)?;
+        write(p, "JSON", &json)?;
+    }
+    if outcome.verdict == Verdict::Inconclusive {
+        eprintln!(
+            "Warning: the gate is inconclusive (see the notes above){}",
+            if args.strict {
+                ""
+            } else {
+                "; passing (use --strict to fail)"
+            }
+        );
+    }
+    Ok(exit_of(outcome.verdict, args.strict))
+}

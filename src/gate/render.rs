@@ -1,0 +1,268 @@
+//! The gate's result rendered: the verdict table (text and Markdown), GitHub annotations,
+//! JUnit XML, Bencher metric format and github-action-benchmark JSON.
+
+use super::{Decision, Outcome, Verdict};
+use crate::export::cells;
+
+/// At most this many GitHub annotation lines (GitHub shows ten per step).
+const MAX_ANNOTATIONS: usize = 10;
+
+fn pct(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:+.1}%", 100.0 * (x - 1.0))
+    } else {
+        "-".into()
+    }
+}
+
+/// The verdict table as rows of cells.
+pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
+    let mut out = vec![
+        [
+            "metric",
+            "baseline",
+            "current",
+            "change",
+            "95% CI",
+            "p",
+            "tolerance",
+            "rounds",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for d in &o.decisions {
+        out.push(vec![
+            d.metric.clone(),
+            format!("{:.2}", d.base_median),
+            format!("{:.2}", d.current_median),
+            pct(d.ratio),
+            format!("[{}, {}]", pct(d.ci_low), pct(d.ci_high)),
+            format!("{:.4}", d.p_value),
+            format!("{:.1}%", 100.0 * d.tolerance),
+            format!("{}/{}", d.base_rounds, d.current_rounds),
+            d.verdict.as_str().to_string(),
+        ]);
+    }
+    out
+}
+
+/// The metrics that carry a note (why inconclusive), with the note.
+fn notes(o: &Outcome) -> impl Iterator<Item = (&str, &str)> {
+    o.decisions
+        .iter()
+        .filter_map(|d| d.note.as_deref().map(|n| (d.metric.as_str(), n)))
+}
+
+pub fn render_text(o: &Outcome) -> String {
+    let mut s = format!(
+        "oemputx gate: {} against baseline {}\n(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)\n\n{}",
+        o.current,
+        o.baseline,
+        cells::text(&rows(o))
+    );
+    for (metric, note) in notes(o) {
+        s.push_str(&format!("\n{metric}: {note}"));
+    }
+    s.push_str(&format!("\n\nVerdict: {}\n", o.verdict.as_str()));
+    s
+}
+
+pub fn render_markdown(o: &Outcome) -> String {
+    let icon = match o.verdict {
+        Verdict::Pass => "✅",
+        Verdict::Improvement => "🚀",
+        Verdict::Regression => "❌",
+        Verdict::Inconclusive => "⚠️",
+    };
+    let mut s = format!(
+        "### {icon} oemputx gate: {}\n\nBaseline `{}`, current `{}`.\n\n{}",
+        o.verdict.as_str(),
+        o.baseline,
+        o.current,
+        cells::markdown(&rows(o))
+    );
+    for (metric, note) in notes(o) {
+        s.push_str(&format!("\n- **{metric}**: {note}"));
+    }
+    s.push('\n');
+    s
+}
+
+/// GitHub workflow commands: an error per regression, a warning per inconclusive metric.
+pub fn render_github(o: &Outcome) -> String {
+    let mut lines = Vec::new();
+    for d in &o.decisions {
+        let (kind, what) = match d.verdict {
+            Verdict::Regression => ("error", "regression"),
+            Verdict::Inconclusive => ("warning", "inconclusive"),
+            _ => continue,
+        };
+        let detail = d.note.clone().unwrap_or_else(|| evidence(d));
+        lines.push(format!(
+            "::{kind} title=oemputx gate {what}: {}::{}",
+            d.metric,
+            detail.replace('%', "%25").replace('\n', "%0A")
+        ));
+    }
+    lines.truncate(MAX_ANNOTATIONS);
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The figures behind a verdict, in one line: "829.15 -> 912.00 us/tran (+10.0%, 95% CI
+/// [+6.1%, +13.9%], p=0.0002, tolerance 5.0%)".
+fn evidence(d: &Decision) -> String {
+    format!(
+        "{:.2} -> {:.2} {} ({}, 95% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
+        d.base_median,
+        d.current_median,
+        d.unit,
+        pct(d.ratio),
+        pct(d.ci_low),
+        pct(d.ci_high),
+        d.p_value,
+        100.0 * d.tolerance
+    )
+}
+
+/// JUnit XML: one test case per metric, a failure per regression.
+pub fn render_junit(o: &Outcome) -> String {
+    use quick_xml::Writer;
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    let failures = o
+        .decisions
+        .iter()
+        .filter(|d| d.verdict == Verdict::Regression)
+        .count();
+    // Writing into a Vec cannot fail.
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let mut suite = BytesStart::new("testsuite");
+    suite.push_attribute(("name", "oemputx gate"));
+    suite.push_attribute(("tests", o.decisions.len().to_string().as_str()));
+    suite.push_attribute(("failures", failures.to_string().as_str()));
+    let _ = w.write_event(Event::Start(suite));
+    for d in &o.decisions {
+        let mut case = BytesStart::new("testcase");
+        case.push_attribute(("classname", "oemputx.gate"));
+        case.push_attribute(("name", d.metric.as_str()));
+        let _ = w.write_event(Event::Start(case));
+        let message = format!("{} {}: {}", d.metric, d.verdict.as_str(), evidence(d));
+        match d.verdict {
+            Verdict::Regression => {
+                let mut f = BytesStart::new("failure");
+                f.push_attribute(("message", message.as_str()));
+                f.push_attribute(("type", "regression"));
+                let _ = w.write_event(Event::Empty(f));
+            }
+            _ => {
+                let text = match &d.note {
+                    Some(n) => format!("{message}\n{n}"),
+                    None => message,
+                };
+                let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
+                let _ = w.write_event(Event::Text(BytesText::new(&text)));
+                let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
+            }
+        }
+        let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
+    String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
+}
+
+/// Bencher Metric Format: the current run's medians, with their rounds' range.
+pub fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
+    let mut m = serde_json::Map::new();
+    for d in &o.decisions {
+        let measure = if d.unit == "tps" {
+            "throughput"
+        } else {
+            "cpu_us_per_tran"
+        };
+        m.insert(
+            format!("oemputx::{}", d.metric),
+            serde_json::json!({ measure: {
+                "value": d.current_median,
+                "lower_value": d.current_min,
+                "upper_value": d.current_max,
+            }}),
+        );
+    }
+    Ok(serde_json::to_string_pretty(&m)? + "\n")
+}
+
+/// github-action-benchmark's customSmallerIsBetter: every metric where smaller is better
+/// (the rate is left out: it is bigger-is-better).
+pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
+    let v: Vec<serde_json::Value> = o
+        .decisions
+        .iter()
+        .filter(|d| d.unit != "tps")
+        .map(|d| {
+            serde_json::json!({
+                "name": format!("oemputx {}", d.metric),
+                "unit": d.unit,
+                "value": d.current_median,
+                "range": format!("{:.2}-{:.2}", d.current_min, d.current_max),
+                "extra": format!("{} rounds; {} vs baseline ({})", d.current_rounds, pct(d.ratio), d.verdict.as_str()),
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&v)? + "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Worse, decide, overall};
+    use super::*;
+
+    fn rounds(scale: f64) -> Vec<f64> {
+        [
+            100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
+        ]
+        .iter()
+        .map(|x| x * scale)
+        .collect()
+    }
+
+    #[test]
+    fn exports_carry_each_metric() {
+        let decisions = vec![
+            decide("FLOW", &rounds(1.0), &rounds(1.10), 0.05, Worse::Higher),
+            decide("DRIVER", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher),
+        ];
+        let o = Outcome {
+            baseline: "b.json".into(),
+            current: "c.json".into(),
+            verdict: overall(&decisions),
+            decisions,
+        };
+        assert_eq!(o.verdict, Verdict::Regression);
+        let junit = render_junit(&o);
+        assert!(junit.contains(r#"tests="2" failures="1""#), "{junit}");
+        assert!(
+            junit.contains(r#"<failure message="FLOW REGRESSION"#),
+            "{junit}"
+        );
+        let gh = render_github(&o);
+        assert_eq!(gh.lines().count(), 1);
+        assert!(
+            gh.starts_with("::error title=oemputx gate regression: FLOW::"),
+            "{gh}"
+        );
+        let bmf: serde_json::Value =
+            serde_json::from_str(&render_bmf(&o).expect("bmf")).expect("json");
+        assert!(
+            bmf["oemputx::FLOW"]["cpu_us_per_tran"]["value"]
+                .as_f64()
+                .is_some()
+        );
+        let gha: serde_json::Value =
+            serde_json::from_str(&render_gha(&o).expect("gha")).expect("json");
+        assert_eq!(gha[0]["name"], "oemputx FLOW");
+        assert_eq!(gha[0]["unit"], "us/tran");
+        assert!(render_markdown(&o).contains("| FLOW |"));
+    }
+}

@@ -1,0 +1,373 @@
+//! Saved reports read back, typed: the narrow view of a report's JSON that `compare` and the
+//! gate use, and the one place that maps a metric's name to its field.
+//!
+//! Reading through serde rather than by string keys means a renamed or missing field is an
+//! error naming the field (exit 2), never an empty sample that would make the gate
+//! "inconclusive" and let CI pass.
+
+use super::SCHEMA;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A report that cannot be used: the user's input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ReportFileError {
+    #[error(
+        "cannot read report {path}: {why}; give the JSON a run wrote (--export-json, or reports/latest.json)"
+    )]
+    Unreadable { path: PathBuf, why: String },
+    #[error(
+        "{path} is not a JSON report ({why}); give the JSON a run wrote (--export-json, or reports/latest.json)"
+    )]
+    Corrupt { path: PathBuf, why: String },
+    #[error(
+        "{path} has schema '{found}', not '{SCHEMA}': it was written by another tool or an incompatible oemputx"
+    )]
+    Schema { path: PathBuf, found: String },
+    #[error(
+        "{path} has no figure for metric '{metric}' ({field}): name a metric both reports have (a group, captured, corrected, rate or p99)"
+    )]
+    MissingMetric {
+        path: PathBuf,
+        metric: String,
+        field: String,
+    },
+    #[error("the runs differ in what matters, so their costs do not compare:\n{}\nRun them with the same settings, or pass --force to compare anyway", .0.join("\n"))]
+    Differs(Vec<String>),
+}
+
+/// The settings whose difference makes two runs' costs incomparable.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedSettings {
+    pub transport: String,
+    pub message_source: String,
+    pub msg_bytes_max: u64,
+    pub tasks: u64,
+    pub persistent: bool,
+    pub syncpoint: bool,
+    pub msgs_per_loop: u64,
+}
+
+/// A group's total in the whole run or in one round.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedGroup {
+    pub name: String,
+    pub total_us_per_tran: f64,
+}
+
+/// The latency percentile the gate can judge.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedLatency {
+    pub p99: f64,
+}
+
+/// The figures of one round, or of a whole run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedFigures {
+    pub rate_tps: f64,
+    pub round_trip_us: SavedLatency,
+    pub captured_us_per_tran: Option<f64>,
+    pub corrected_us_per_tran: Option<f64>,
+    pub groups: Vec<SavedGroup>,
+}
+
+/// The part of a report that compare and the gate read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedReport {
+    pub schema: String,
+    pub settings: SavedSettings,
+    /// The whole run's figures (the report's top level).
+    #[serde(flatten)]
+    pub whole: SavedFigures,
+    pub rounds: Vec<SavedFigures>,
+}
+
+/// What can be gated or compared: a figure per round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Metric {
+    /// A group's total µs per transaction.
+    Group(String),
+    /// The groups' captured total µs per transaction.
+    Captured,
+    /// The captured total corrected by the capture ratio.
+    Corrected,
+    /// Transactions per second (higher is better).
+    Rate,
+    /// The 99th percentile round trip, µs.
+    P99,
+}
+
+impl Metric {
+    /// A metric by the name the gate file and `--metric` use; anything else is a group.
+    pub fn named(name: &str) -> Metric {
+        match name {
+            "captured" => Metric::Captured,
+            "corrected" => Metric::Corrected,
+            "rate" => Metric::Rate,
+            "p99" => Metric::P99,
+            g => Metric::Group(g.to_string()),
+        }
+    }
+
+    /// The report field the metric is read from, for messages.
+    pub fn field(&self) -> String {
+        match self {
+            Metric::Group(g) => format!("groups[name = {g}].total_us_per_tran"),
+            Metric::Captured => "captured_us_per_tran".into(),
+            Metric::Corrected => "corrected_us_per_tran".into(),
+            Metric::Rate => "rate_tps".into(),
+            Metric::P99 => "round_trip_us.p99".into(),
+        }
+    }
+
+    /// Whether a higher value is worse (cost, latency) rather than better (rate).
+    pub fn higher_is_worse(&self) -> bool {
+        !matches!(self, Metric::Rate)
+    }
+
+    /// The metric's value in one set of figures.
+    pub fn of(&self, f: &SavedFigures) -> Option<f64> {
+        match self {
+            Metric::Group(g) => f
+                .groups
+                .iter()
+                .find(|x| &x.name == g)
+                .map(|x| x.total_us_per_tran),
+            Metric::Captured => f.captured_us_per_tran,
+            Metric::Corrected => f.corrected_us_per_tran,
+            Metric::Rate => Some(f.rate_tps),
+            Metric::P99 => Some(f.round_trip_us.p99),
+        }
+    }
+}
+
+/// One saved report and where it came from.
+#[derive(Debug, Clone)]
+pub struct Saved {
+    pub path: PathBuf,
+    pub report: SavedReport,
+}
+
+impl Saved {
+    /// Read and check a report file.
+    pub fn load(path: &Path) -> Result<Saved, ReportFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReportFileError::Unreadable {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
+        Saved::from_json(path.to_path_buf(), json)
+    }
+
+    /// Check a report already parsed as JSON (the gate's current run, say).
+    pub fn from_json(path: PathBuf, json: serde_json::Value) -> Result<Saved, ReportFileError> {
+        // The schema first: a report of another version is named as such, not as corrupt.
+        let found = json
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .unwrap_or("none");
+        if found != SCHEMA {
+            return Err(ReportFileError::Schema {
+                path,
+                found: found.to_string(),
+            });
+        }
+        match serde_json::from_value::<SavedReport>(json) {
+            Ok(report) => Ok(Saved { path, report }),
+            Err(e) => Err(ReportFileError::Corrupt {
+                path,
+                why: e.to_string(),
+            }),
+        }
+    }
+
+    /// The file name, as a column heading.
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// Group names in the report's order.
+    pub fn group_names(&self) -> Vec<String> {
+        self.report
+            .whole
+            .groups
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    }
+
+    /// A metric's value in each round (one value for a report without rounds); empty when
+    /// the report has no such figure.
+    pub fn samples(&self, metric: &Metric) -> Vec<f64> {
+        if self.report.rounds.is_empty() {
+            return metric.of(&self.report.whole).into_iter().collect();
+        }
+        self.report
+            .rounds
+            .iter()
+            .filter_map(|r| metric.of(r))
+            .collect()
+    }
+
+    /// A metric's value in every round, or an error naming the missing field.
+    pub fn require(&self, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
+        let v = self.samples(metric);
+        let expected = self.report.rounds.len().max(1);
+        if v.len() == expected {
+            return Ok(v);
+        }
+        let name = match metric {
+            Metric::Group(g) => g.clone(),
+            Metric::Captured => "captured".into(),
+            Metric::Corrected => "corrected".into(),
+            Metric::Rate => "rate".into(),
+            Metric::P99 => "p99".into(),
+        };
+        Err(ReportFileError::MissingMetric {
+            path: self.path.clone(),
+            metric: name,
+            field: if v.is_empty() {
+                metric.field()
+            } else {
+                format!("{} in {} of {expected} rounds", metric.field(), v.len())
+            },
+        })
+    }
+}
+
+/// What differs between `base` and `other` in what matters, one line each; `groups` adds the
+/// set of group names (the gate's rule).
+pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
+    let (a, b) = (&base.report.settings, &other.report.settings);
+    let quoted = |s: &str| format!("\"{s}\"");
+    let pairs = [
+        ("transport", quoted(&a.transport), quoted(&b.transport)),
+        (
+            "message",
+            quoted(&a.message_source),
+            quoted(&b.message_source),
+        ),
+        (
+            "message size",
+            a.msg_bytes_max.to_string(),
+            b.msg_bytes_max.to_string(),
+        ),
+        ("tasks", a.tasks.to_string(), b.tasks.to_string()),
+        (
+            "persistence",
+            a.persistent.to_string(),
+            b.persistent.to_string(),
+        ),
+        (
+            "syncpoint",
+            a.syncpoint.to_string(),
+            b.syncpoint.to_string(),
+        ),
+        (
+            "messages per loop",
+            a.msgs_per_loop.to_string(),
+            b.msgs_per_loop.to_string(),
+        ),
+    ];
+    let mut out: Vec<String> = pairs
+        .into_iter()
+        .filter(|(_, x, y)| x != y)
+        .map(|(what, x, y)| {
+            format!(
+                "  {what}: {x} in {} but {y} in {}",
+                base.name(),
+                other.name()
+            )
+        })
+        .collect();
+    if groups {
+        let (mut a, mut b) = (base.group_names(), other.group_names());
+        a.sort();
+        b.sort();
+        if a != b {
+            out.push(format!(
+                "  groups: {} in {} but {} in {}",
+                a.join(","),
+                base.name(),
+                b.join(","),
+                other.name()
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn report(settings_tasks: u64) -> serde_json::Value {
+        let figures = json!({
+            "rate_tps": 100.0, "round_trip_us": {"p99": 10.0},
+            "captured_us_per_tran": 5.0, "corrected_us_per_tran": null,
+            "groups": [{"name": "FLOW", "total_us_per_tran": 4.0}]
+        });
+        let mut r = figures.clone();
+        r["schema"] = json!(SCHEMA);
+        r["settings"] = json!({"transport": "amqp", "message_source": "m", "msg_bytes_max": 630,
+            "tasks": settings_tasks, "persistent": false, "syncpoint": false, "msgs_per_loop": 1});
+        r["rounds"] = json!([figures.clone(), figures]);
+        r
+    }
+
+    #[test]
+    fn metrics_come_from_their_fields_per_round() {
+        let s = Saved::from_json("r.json".into(), report(1)).expect("valid");
+        assert_eq!(s.samples(&Metric::named("FLOW")), [4.0, 4.0]);
+        assert_eq!(s.samples(&Metric::Captured), [5.0, 5.0]);
+        assert_eq!(s.samples(&Metric::Rate), [100.0, 100.0]);
+        assert_eq!(s.samples(&Metric::P99), [10.0, 10.0]);
+        assert!(s.samples(&Metric::Corrected).is_empty());
+    }
+
+    #[test]
+    fn a_renamed_field_is_an_error_naming_it_not_an_empty_sample() {
+        let mut r = report(1);
+        let groups = r["groups"].clone();
+        r.as_object_mut().expect("object").remove("groups");
+        r["process_groups"] = groups;
+        let err = Saved::from_json("r.json".into(), r).expect_err("missing field");
+        assert!(err.to_string().contains("groups"), "{err}");
+    }
+
+    #[test]
+    fn a_metric_missing_from_a_report_is_named() {
+        let s = Saved::from_json("r.json".into(), report(1)).expect("valid");
+        let err = s.require(&Metric::Corrected).expect_err("no corrected");
+        assert!(err.to_string().contains("corrected_us_per_tran"), "{err}");
+        let err = s.require(&Metric::named("DB")).expect_err("no DB group");
+        assert!(err.to_string().contains("DB"), "{err}");
+    }
+
+    #[test]
+    fn another_schema_is_refused_by_name() {
+        let mut r = report(1);
+        r["schema"] = json!("oemputx.report/0");
+        let err = Saved::from_json("r.json".into(), r).expect_err("schema");
+        assert!(matches!(err, ReportFileError::Schema { .. }));
+    }
+
+    #[test]
+    fn runs_that_differ_in_what_matters_are_listed() {
+        let a = Saved::from_json("a.json".into(), report(1)).expect("valid");
+        let b = Saved::from_json("b.json".into(), report(4)).expect("valid");
+        assert_eq!(
+            differences(&a, &b, false),
+            ["  tasks: 1 in a.json but 4 in b.json"]
+        );
+        assert!(differences(&a, &a, true).is_empty());
+    }
+}
