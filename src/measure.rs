@@ -2,7 +2,7 @@
 //! by the default command, `sweep` (a run per point) and `gate` (a run, then the verdict).
 
 use crate::accounting::clock::DriverCpu;
-use crate::accounting::{Accounting, DriverRow};
+use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::{Config, RunLength};
 use crate::driver::{self, Controls};
 use crate::progress::{Progress, ProgressSettings};
@@ -54,13 +54,13 @@ pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Repor
     let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
     let driver_row = window.used().map(DriverRow::oemputx);
-    let table = accounting.table(
+    let table = accounting.table(Traffic {
         transactions,
-        driver_row.as_ref(),
-        Some(cfg.tasks),
+        driver: driver_row.as_ref(),
+        concurrency: Some(cfg.tasks),
         round_trip_us,
-        rate,
-    );
+        rate_tps: rate,
+    });
     let report = Report::build(
         cfg,
         &outcome,
@@ -102,23 +102,17 @@ fn round_rows(
                 driver_cpu.used()
             };
             let driver = cpu.map(DriverRow::oemputx);
+            let traffic = Traffic {
+                transactions,
+                driver: driver.as_ref(),
+                concurrency: Some(cfg.tasks),
+                round_trip_us: round_trip_us.mean,
+                rate_tps,
+            };
             let table = if several {
-                accounting.round_table(
-                    i,
-                    transactions,
-                    driver.as_ref(),
-                    Some(cfg.tasks),
-                    round_trip_us.mean,
-                    rate_tps,
-                )
+                accounting.round_table(i, traffic)
             } else {
-                accounting.table(
-                    transactions,
-                    driver.as_ref(),
-                    Some(cfg.tasks),
-                    round_trip_us.mean,
-                    rate_tps,
-                )
+                accounting.table(traffic)
             };
             RoundRow {
                 round: i + 1,

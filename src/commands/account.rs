@@ -2,7 +2,9 @@
 //! snapshots of the groups and divides by the messages it says it sent.
 
 use crate::accounting::selector::{self};
-use crate::accounting::{Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow};
+use crate::accounting::{
+    Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow, Traffic,
+};
 use crate::cli::AccountArgs;
 use crate::config::{ConfigError, parse_ratio};
 use crate::exit::Exit;
@@ -99,13 +101,13 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
     let rate = args.messages as f64 / elapsed.max(f64::MIN_POSITIVE);
     let per_msg = (command_cpu.0 + command_cpu.1).as_secs_f64() * 1e6 / args.messages as f64;
     let table = acc
-        .table(
-            args.messages,
-            Some(&command_row),
-            None,
-            elapsed * 1e6 / args.messages as f64,
-            rate,
-        )
+        .table(Traffic {
+            transactions: args.messages,
+            driver: Some(&command_row),
+            concurrency: None,
+            round_trip_us: elapsed * 1e6 / args.messages as f64,
+            rate_tps: rate,
+        })
         .ok_or_else(|| {
             anyhow::anyhow!(
                 "taking CPU snapshots failed: {}",

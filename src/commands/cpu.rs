@@ -3,6 +3,7 @@
 //! around a run).
 
 use crate::accounting::Accounting;
+use crate::accounting::Traffic;
 use crate::accounting::selector::{self, GroupSpec, PRESETS};
 use crate::accounting::snapshot::{self, Members};
 use crate::cli::CpuArgs;
@@ -148,12 +149,17 @@ pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         std::thread::sleep(interval);
         acc.end();
         // One "transaction" per interval: the table's µs/tran are µs in the interval.
-        let table = acc.table(1, None, None, 0.0, 0.0).with_context(|| {
-            format!(
-                "taking CPU snapshots: {}",
-                acc.error.clone().unwrap_or_default()
-            )
-        })?;
+        let table = acc
+            .table(Traffic {
+                transactions: 1,
+                ..Traffic::default()
+            })
+            .with_context(|| {
+                format!(
+                    "taking CPU snapshots: {}",
+                    acc.error.clone().unwrap_or_default()
+                )
+            })?;
         let rows: Vec<CpuRow> = table
             .groups
             .iter()

@@ -1,0 +1,505 @@
+//! The CPU table between two snapshots, built in named steps that each can be tested on
+//! constructed snapshots: a member row per kind (process, thread, cgroup), the driver's row,
+//! the group totals, the CPU outside the groups, the capture ratio and the verdict.
+//!
+//! Processes are keyed by (pid, start time): a pid reused inside the window is two
+//! processes, one that exited and one that started, never one whose CPU went backwards.
+
+use super::selector::GroupSpec;
+use super::snapshot::{CgroupSample, CpuSource, Key, Members, Sample, Snapshot};
+use super::{
+    AccountingInfo, CaptureRatio, CpuTable, DriverRow, GroupRow, OtherCpu, OtherProcess,
+    ProcessRow, RatioMode, math,
+};
+use std::collections::{HashMap, HashSet};
+
+/// The traffic a table is for: its transactions (the divisor), the driver's own row, and the
+/// figures the verdict weighs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Traffic<'a> {
+    /// Round trips in the window; every figure is per transaction.
+    pub transactions: u64,
+    /// Whatever drove the traffic, as one more group.
+    pub driver: Option<&'a DriverRow>,
+    /// Concurrent request streams (tasks): they can keep at most that many CPUs busy.
+    pub concurrency: Option<usize>,
+    pub round_trip_us: f64,
+    pub rate_tps: f64,
+}
+
+/// Facts about the machine the arithmetic needs, read once by the caller so that the steps
+/// stay pure.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    /// The kernel's tick, seconds, for the split's uncertainty, and where it came from.
+    pub tick_s: f64,
+    pub tick_source: String,
+    /// USER_HZ: /proc's clock ticks per second.
+    pub clk_tck: u64,
+    /// CPUs this process may use.
+    pub cpus: usize,
+}
+
+/// A process's CPU over the window: exact nanoseconds, and the tick counts that split it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Cpu {
+    ns: u64,
+    user_ticks: u64,
+    sys_ticks: u64,
+}
+
+/// The table under construction.
+struct Builder<'a> {
+    start: &'a Snapshot,
+    end: &'a Snapshot,
+    traffic: Traffic<'a>,
+    machine: &'a Machine,
+    /// Whether process totals come from CPU clocks (exact) or from ticks.
+    exact: bool,
+    rows: Vec<ProcessRow>,
+    warnings: Vec<String>,
+    /// Every process some group holds, so that the rest count as "other".
+    grouped: HashSet<Key>,
+}
+
+/// Build the table of the window `start`..`end` for `groups`.
+pub fn build(
+    groups: &[GroupSpec],
+    (start, end): (&Snapshot, &Snapshot),
+    traffic: Traffic,
+    machine: &Machine,
+    source: CpuSource,
+    ratio: RatioMode,
+) -> CpuTable {
+    let mut b = Builder {
+        start,
+        end,
+        traffic,
+        machine,
+        exact: source == CpuSource::Exact,
+        rows: Vec::new(),
+        warnings: Vec::new(),
+        grouped: HashSet::new(),
+    };
+    for (i, spec) in groups.iter().enumerate() {
+        b.member_rows(spec, &start.groups[i], &end.groups[i]);
+    }
+    if let Some(d) = traffic.driver {
+        b.driver_row(d);
+    }
+    let names: Vec<&str> = groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .chain(traffic.driver.map(|d| d.group))
+        .collect();
+    let (captured, group_rows) = b.group_totals(&names);
+    let (other_cpu, all_tasks_ns) = b.other_cpu();
+    let capture_ratio = b.capture_ratio(ratio, all_tasks_ns);
+    b.warn_denied();
+    let verdict = b.verdict(captured, other_cpu.us_per_tran);
+    let snapshot_cpu_s = (start.cost + end.cost).as_secs_f64();
+    let captured_s = captured * traffic.transactions as f64 / 1e6;
+    let tck = machine.clk_tck as f64;
+    CpuTable {
+        processes: b.rows,
+        groups: group_rows,
+        captured_us_per_tran: captured,
+        corrected_us_per_tran: capture_ratio.as_ref().map(|r| captured / r.value),
+        capture_ratio,
+        other_cpu,
+        info: AccountingInfo {
+            cpu_source: Some(source),
+            tick_s: machine.tick_s,
+            tick_source: machine.tick_source.clone(),
+            steal_s: end.steal_ticks.saturating_sub(start.steal_ticks) as f64 / tck,
+            snapshot_cpu_s,
+            snapshot_share_pct: if captured_s > 0.0 {
+                100.0 * snapshot_cpu_s / captured_s
+            } else {
+                0.0
+            },
+            verdict,
+            warnings: b.warnings,
+            error: None,
+        },
+    }
+}
+
+/// Folded from +0.0: an empty f64 sum is -0.0, which prints as "-0.00".
+fn sum(it: impl Iterator<Item = f64>) -> f64 {
+    it.fold(0.0, |acc, v| acc + v)
+}
+
+impl Builder<'_> {
+    /// Nanoseconds of the window → µs per transaction.
+    fn per(&self, ns: f64) -> f64 {
+        match self.traffic.transactions {
+            0 => 0.0,
+            n => ns / 1000.0 / n as f64,
+        }
+    }
+
+    fn ticks_ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e9 / self.machine.clk_tck as f64
+    }
+
+    /// A process's CPU over the window: end − start, or its whole life when it was not in
+    /// the first snapshot (with a note saying whether it started or joined the group).
+    fn delta(&self, key: &Key, end: &Sample, start: Option<&Sample>) -> (Cpu, Option<String>) {
+        match start {
+            Some(s) => (
+                Cpu {
+                    ns: end.cpu_ns.saturating_sub(s.cpu_ns),
+                    user_ticks: end.utime.saturating_sub(s.utime),
+                    sys_ticks: end.stime.saturating_sub(s.stime),
+                },
+                None,
+            ),
+            None => {
+                let whole = Cpu {
+                    ns: end.cpu_ns,
+                    user_ticks: end.utime,
+                    sys_ticks: end.stime,
+                };
+                let note = if key.1 >= self.start.uptime_ticks {
+                    "started in the window"
+                } else {
+                    "joined the group in the window"
+                };
+                (whole, Some(note.into()))
+            }
+        }
+    }
+
+    /// One row: the exact total split by the tick counts, with the split's 1σ.
+    fn row(&self, group: &str, name: String, pid: Option<i32>, cpu: Cpu) -> ProcessRow {
+        let (u, s) = math::split(cpu.ns as f64, cpu.user_ticks, cpu.sys_ticks);
+        // Half a tick added to each side (Laplace): with all ticks on one side, p(1-p)
+        // would claim a certainty that a handful of samples cannot give.
+        let share = (cpu.sys_ticks as f64 + 0.5) / ((cpu.user_ticks + cpu.sys_ticks) as f64 + 1.0);
+        let sigma_ns = math::split_sigma(cpu.ns as f64 / 1e9, self.machine.tick_s, share) * 1e9;
+        ProcessRow {
+            group: group.to_string(),
+            name,
+            pid,
+            user_us_per_tran: self.per(u),
+            sys_us_per_tran: self.per(s),
+            total_us_per_tran: self.per(cpu.ns as f64),
+            pct: 0.0,
+            split_sigma_us_per_tran: self.per(sigma_ns),
+            ticks_us_per_tran: None,
+            exact: self.exact,
+            note: None,
+        }
+    }
+
+    /// A process or thread seen at the end: its window's CPU, with the ticks reading beside it.
+    fn live(&self, group: &str, key: &Key, end: &Sample, start: Option<&Sample>) -> ProcessRow {
+        let (cpu, note) = self.delta(key, end, start);
+        let mut row = self.row(
+            group,
+            format!("{}.{}", end.name, end.pid),
+            Some(end.pid),
+            cpu,
+        );
+        row.note = note;
+        row.ticks_us_per_tran = Some(self.per(self.ticks_ns(cpu.user_ticks + cpu.sys_ticks)));
+        row
+    }
+
+    /// Step 1: the rows of one group's members, by kind.
+    fn member_rows(&mut self, spec: &GroupSpec, a: &Members, b: &Members) {
+        let before = self.rows.len();
+        match (a, b) {
+            (Members::Procs(ka), Members::Procs(kb)) => self.process_rows(&spec.name, ka, kb),
+            (Members::Threads(ta), Members::Threads(tb)) => self.thread_rows(&spec.name, ta, tb),
+            (Members::Cgroup(Some(ca)), Members::Cgroup(Some(cb))) => self.cgroup_row(spec, ca, cb),
+            _ => self.warnings.push(format!(
+                "{}: its cgroup counters could not be read",
+                spec.name
+            )),
+        }
+        if self.rows.len() == before {
+            self.warnings.push(format!("group {} matched nothing: check its selectors (oemputx cpu --group … lists what a group holds); processes that start and exit inside the window are seen only by a cgroup: selector", spec.name));
+        }
+    }
+
+    /// Processes in the group at either snapshot, each once, in the order first seen.
+    fn process_rows(&mut self, group: &str, at_start: &[Key], at_end: &[Key]) {
+        let mut seen = HashSet::new();
+        let keys: Vec<Key> = at_start
+            .iter()
+            .chain(at_end)
+            .filter(|k| seen.insert(**k))
+            .copied()
+            .collect();
+        for key in keys {
+            self.grouped.insert(key);
+            match (self.start.procs.get(&key), self.end.procs.get(&key)) {
+                (start, Some(end)) => {
+                    let row = self.live(group, &key, end, start);
+                    self.rows.push(row);
+                    self.reaped_children_row(group, end, start);
+                }
+                (Some(start), None) => self.exited_row(group, start),
+                (None, None) => {}
+            }
+        }
+    }
+
+    /// Children a member reaped in the window: their CPU, at tick precision.
+    fn reaped_children_row(&mut self, group: &str, end: &Sample, start: Option<&Sample>) {
+        let reaped = start.map_or(0, |s| end.children_ticks.saturating_sub(s.children_ticks));
+        if reaped == 0 {
+            return;
+        }
+        let cpu = Cpu {
+            ns: reaped * 1_000_000_000 / self.machine.clk_tck,
+            ..Cpu::default()
+        };
+        let mut row = self.row(
+            group,
+            format!("{}.{} children", end.name, end.pid),
+            None,
+            cpu,
+        );
+        row.exact = false;
+        row.note = Some("reaped children (ticks)".into());
+        self.rows.push(row);
+    }
+
+    /// A member gone by the end: its CPU after the first snapshot is in no snapshot.
+    fn exited_row(&mut self, group: &str, start: &Sample) {
+        self.warnings.push(format!(
+            "{group} {}.{} exited in the window: its CPU after the first snapshot is missing (partly counted if a group member reaped it)",
+            start.name, start.pid
+        ));
+        let name = format!("{}.{}", start.name, start.pid);
+        let mut row = self.row(group, name, Some(start.pid), Cpu::default());
+        row.note = Some("exited in the window".into());
+        self.rows.push(row);
+    }
+
+    fn thread_rows(
+        &mut self,
+        group: &str,
+        at_start: &HashMap<Key, Sample>,
+        at_end: &HashMap<Key, Sample>,
+    ) {
+        for (key, end) in at_end {
+            let row = self.live(group, key, end, at_start.get(key));
+            self.rows.push(row);
+        }
+        for (key, start) in at_start.iter().filter(|(k, _)| !at_end.contains_key(k)) {
+            self.warnings.push(format!(
+                "{group} thread {}.{} ended in the window: its CPU is missing",
+                start.name, key.0
+            ));
+        }
+    }
+
+    /// A cgroup's counters: exact, and they keep the CPU of members that exited.
+    fn cgroup_row(&mut self, spec: &GroupSpec, a: &CgroupSample, b: &CgroupSample) {
+        let cpu = Cpu {
+            ns: b.usage_ns.saturating_sub(a.usage_ns),
+            user_ticks: b.user.saturating_sub(a.user),
+            sys_ticks: b.system.saturating_sub(a.system),
+        };
+        let path = spec
+            .cgroup()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let mut row = self.row(&spec.name, format!("cgroup:{path}"), None, cpu);
+        row.exact = true;
+        self.rows.push(row);
+    }
+
+    /// Step 2: the driver — this process (less the threads that belong to a group), split
+    /// like this process's ticks; or, for `oemputx account`, the command it ran, from rusage.
+    fn driver_row(&mut self, d: &DriverRow) {
+        let me = std::process::id() as i32;
+        let mine = self.end.procs.iter().find(|((pid, _), _)| *pid == me);
+        let (user_ticks, sys_ticks) = match (d.split, mine) {
+            (Some(split), _) => split,
+            (None, Some((k, s))) => {
+                let start = self.start.procs.get(k);
+                (
+                    s.utime.saturating_sub(start.map_or(0, |x| x.utime)),
+                    s.stime.saturating_sub(start.map_or(0, |x| x.stime)),
+                )
+            }
+            (None, None) => (0, 0),
+        };
+        let cpu = Cpu {
+            ns: d.cpu.as_nanos() as u64,
+            user_ticks,
+            sys_ticks,
+        };
+        let mut row = self.row(d.group, d.name.clone(), d.pid, cpu);
+        row.exact = true;
+        self.rows.push(row);
+    }
+
+    /// Step 3: each row's share of the captured total, and one total row per group.
+    fn group_totals(&mut self, names: &[&str]) -> (f64, Vec<GroupRow>) {
+        let captured = sum(self.rows.iter().map(|r| r.total_us_per_tran));
+        let share = |v: f64| {
+            if captured > 0.0 {
+                100.0 * v / captured
+            } else {
+                0.0
+            }
+        };
+        for r in &mut self.rows {
+            r.pct = share(r.total_us_per_tran);
+        }
+        let groups = names
+            .iter()
+            .map(|&name| {
+                let members: Vec<&ProcessRow> =
+                    self.rows.iter().filter(|r| r.group == name).collect();
+                let total = sum(members.iter().map(|r| r.total_us_per_tran));
+                GroupRow {
+                    name: name.to_string(),
+                    user_us_per_tran: sum(members.iter().map(|r| r.user_us_per_tran)),
+                    sys_us_per_tran: sum(members.iter().map(|r| r.sys_us_per_tran)),
+                    total_us_per_tran: total,
+                    pct: share(total),
+                    processes: members.len(),
+                    // + 0.0 turns the -0.0 of an empty sum into 0.0.
+                    ticks_us_per_tran: members
+                        .iter()
+                        .map(|r| r.ticks_us_per_tran)
+                        .sum::<Option<f64>>()
+                        .map(|t| t + 0.0),
+                }
+            })
+            .collect();
+        (captured, groups)
+    }
+
+    /// Step 4: CPU of every process outside the groups and the driver (the three largest
+    /// named), and the CPU of all tasks on the machine, for the capture ratio.
+    fn other_cpu(&self) -> (OtherCpu, u64) {
+        let me = std::process::id() as i32;
+        // A command that has exited is in no snapshot; its CPU still ran on this machine.
+        let mut all_ns = self
+            .traffic
+            .driver
+            .filter(|d| d.exited)
+            .map_or(0, |d| d.cpu.as_nanos() as u64);
+        let mut others: Vec<(u64, &Sample)> = Vec::new();
+        for (key, end) in &self.end.procs {
+            let (cpu, _) = self.delta(key, end, self.start.procs.get(key));
+            all_ns += cpu.ns;
+            if !self.grouped.contains(key) && key.0 != me {
+                others.push((cpu.ns, end));
+            }
+        }
+        let other_ns: u64 = others.iter().map(|(ns, _)| ns).sum();
+        others.sort_by_key(|x| std::cmp::Reverse(x.0));
+        let other = OtherCpu {
+            us_per_tran: self.per(other_ns as f64),
+            top: others
+                .iter()
+                .take(3)
+                .map(|(ns, s)| OtherProcess {
+                    name: s.name.clone(),
+                    pid: s.pid,
+                    us_per_tran: self.per(*ns as f64),
+                })
+                .collect(),
+        };
+        (other, all_ns)
+    }
+
+    /// Step 5: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
+    /// time); a measured ratio above 1 is tick noise and is clamped with a warning.
+    fn capture_ratio(&mut self, mode: RatioMode, all_tasks_ns: u64) -> Option<CaptureRatio> {
+        let (a, b) = (self.start, self.end);
+        let tck = self.machine.clk_tck as f64;
+        let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
+        let cpus = self.machine.cpus;
+        let measured = |value: f64, tasks_s: f64, busy: f64| CaptureRatio {
+            value,
+            source: "measured",
+            tasks_cpu_s: Some(tasks_s),
+            busy_s: Some(busy),
+        };
+        match mode {
+            RatioMode::Fixed(v) => Some(CaptureRatio {
+                value: v,
+                source: "fixed",
+                tasks_cpu_s: None,
+                busy_s: None,
+            }),
+            RatioMode::Measured => {
+                let idle_s = b.idle_ticks.saturating_sub(a.idle_ticks) as f64 / tck;
+                let iowait_s = b.iowait_ticks.saturating_sub(a.iowait_ticks) as f64 / tck;
+                let tasks_s = all_tasks_ns as f64 / 1e9;
+                let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
+                match math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) {
+                    Some(v) if v > 1.0 => {
+                        self.warnings.push(format!(
+                            "the measured capture ratio came out at {v:.3}, above 1: /proc/stat counts idle in {:.0} ms ticks, too coarse for a {elapsed_s:.3} s window; it is clamped to 1 (run longer for a real figure)",
+                            1000.0 / tck
+                        ));
+                        Some(measured(1.0, tasks_s, busy))
+                    }
+                    Some(v) => Some(measured(v, tasks_s, busy)),
+                    None => {
+                        self.warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// Processes /proc would not let us read, by pid.
+    fn warn_denied(&mut self) {
+        let denied: HashSet<i32> = self
+            .start
+            .denied
+            .iter()
+            .chain(&self.end.denied)
+            .copied()
+            .collect();
+        if denied.is_empty() {
+            return;
+        }
+        let mut pids: Vec<i32> = denied.into_iter().collect();
+        pids.sort_unstable();
+        let named: Vec<String> = pids.iter().take(10).map(|p| format!("/proc/{p}")).collect();
+        self.warnings.push(format!(
+            "{} process(es) could not be read ({}{}): /proc is mounted with hidepid or they belong to another user; run oemputx as their user or as root to account them",
+            pids.len(),
+            named.join(", "),
+            if pids.len() > 10 { ", …" } else { "" }
+        ));
+    }
+
+    /// Step 6: CPU-bound or waiting, with the arithmetic. Concurrent request streams can
+    /// keep at most min(streams, CPUs) CPUs busy.
+    fn verdict(&self, captured: f64, other_us_per_tran: f64) -> String {
+        let cpus = self.machine.cpus;
+        let usable = self.traffic.concurrency.map_or(cpus, |c| c.clamp(1, cpus));
+        let (bound, used) =
+            math::cpu_bound(captured + other_us_per_tran, self.traffic.rate_tps, usable);
+        if bound {
+            format!(
+                "CPU-bound: each transaction's CPU kept {:.0}% of the {usable} CPU(s) its request streams can use busy",
+                100.0 * used
+            )
+        } else {
+            format!(
+                "waiting: a round trip takes {:.1} us but the measured processes spend {captured:.1} us of CPU on it; the {usable} CPU(s) its request streams can use were {:.0}% busy, so the rest is I/O, locks, network or queueing",
+                self.traffic.round_trip_us,
+                100.0 * used
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,436 @@
+//! The table's arithmetic on constructed snapshots: every edge case that live tests can only
+//! reach by luck (a process exiting or a pid reused inside the window, reaped children, a
+//! capture ratio above 1).
+
+use super::*;
+use crate::accounting::selector::{Selector, parse_groups};
+use std::time::{Duration, Instant};
+
+const TCK: u64 = 100;
+
+fn machine(cpus: usize) -> Machine {
+    Machine {
+        tick_s: 0.004,
+        tick_source: "CONFIG_HZ=250".into(),
+        clk_tck: TCK,
+        cpus,
+    }
+}
+
+fn sample(pid: i32, name: &str, cpu_ms: u64, utime: u64, stime: u64) -> Sample {
+    Sample {
+        pid,
+        name: name.into(),
+        cpu_ns: cpu_ms * 1_000_000,
+        utime,
+        stime,
+        children_ticks: 0,
+    }
+}
+
+/// A snapshot `at` seconds after `t0`, with `uptime` ticks since boot and `idle` idle ticks.
+fn snap(t0: Instant, at_s: f64, uptime: u64, idle: u64) -> Snapshot {
+    Snapshot {
+        at: t0 + Duration::from_secs_f64(at_s),
+        procs: HashMap::new(),
+        groups: Vec::new(),
+        idle_ticks: idle,
+        iowait_ticks: 0,
+        steal_ticks: 0,
+        uptime_ticks: uptime,
+        denied: Vec::new(),
+        cost: Duration::ZERO,
+    }
+}
+
+fn traffic(transactions: u64) -> Traffic<'static> {
+    Traffic {
+        transactions,
+        ..Traffic::default()
+    }
+}
+
+fn table(
+    groups: &[GroupSpec],
+    a: &Snapshot,
+    b: &Snapshot,
+    t: Traffic,
+    ratio: RatioMode,
+) -> CpuTable {
+    build(groups, (a, b), t, &machine(2), CpuSource::Exact, ratio)
+}
+
+fn groups(specs: &[&str]) -> Vec<GroupSpec> {
+    parse_groups(specs.iter().copied()).expect("valid group specs")
+}
+
+/// Start and end snapshots of one group "FLOW" holding the given processes.
+fn flow_window(start: &[(Key, Sample)], end: &[(Key, Sample)]) -> (Snapshot, Snapshot) {
+    let t0 = Instant::now();
+    let mut a = snap(t0, 0.0, 1000, 0);
+    let mut b = snap(t0, 1.0, 1100, 0);
+    a.procs = start.iter().cloned().collect();
+    b.procs = end.iter().cloned().collect();
+    a.groups = vec![Members::Procs(start.iter().map(|(k, _)| *k).collect())];
+    b.groups = vec![Members::Procs(end.iter().map(|(k, _)| *k).collect())];
+    (a, b)
+}
+
+#[test]
+fn a_live_process_row_is_its_cpu_delta_per_transaction_split_by_its_ticks() {
+    let k = (10, 500);
+    let (a, b) = flow_window(
+        &[(k, sample(10, "flow", 100, 5, 5))],
+        &[(k, sample(10, "flow", 150, 8, 7))],
+    );
+    let t = table(
+        &groups(&["FLOW=pid:10"]),
+        &a,
+        &b,
+        traffic(1000),
+        RatioMode::Fixed(1.0),
+    );
+    let row = &t.processes[0];
+    assert_eq!(row.name, "flow.10");
+    // 50 ms over 1000 transactions = 50 µs each; 3 user and 2 system ticks split it 3:2.
+    assert!((row.total_us_per_tran - 50.0).abs() < 1e-9, "{row:?}");
+    assert!((row.user_us_per_tran - 30.0).abs() < 1e-9);
+    assert!((row.sys_us_per_tran - 20.0).abs() < 1e-9);
+    assert!(row.exact && row.note.is_none());
+    // The tick reading beside it: 5 ticks of 10 ms = 50 ms.
+    assert_eq!(row.ticks_us_per_tran, Some(50.0));
+    assert!(row.split_sigma_us_per_tran > 0.0);
+    assert_eq!(t.groups[0].total_us_per_tran, row.total_us_per_tran);
+    assert_eq!(t.groups[0].pct, 100.0);
+}
+
+#[test]
+fn a_process_that_exits_in_the_window_shows_with_no_cpu_and_a_warning() {
+    let k = (11, 500);
+    let (a, b) = flow_window(&[(k, sample(11, "worker", 100, 5, 5))], &[]);
+    let t = table(
+        &groups(&["FLOW=pid:11"]),
+        &a,
+        &b,
+        traffic(10),
+        RatioMode::Fixed(1.0),
+    );
+    assert_eq!(t.processes.len(), 1);
+    assert_eq!(t.processes[0].total_us_per_tran, 0.0);
+    assert_eq!(t.processes[0].note.as_deref(), Some("exited in the window"));
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.contains("worker.11 exited in the window")),
+        "{:?}",
+        t.info.warnings
+    );
+}
+
+#[test]
+fn a_process_that_starts_in_the_window_counts_its_whole_life() {
+    // Started at tick 1050, after the first snapshot (uptime 1000).
+    let k = (12, 1050);
+    let (a, b) = flow_window(&[], &[(k, sample(12, "new", 20, 1, 1))]);
+    let t = table(
+        &groups(&["FLOW=pid:12"]),
+        &a,
+        &b,
+        traffic(10),
+        RatioMode::Fixed(1.0),
+    );
+    assert!((t.processes[0].total_us_per_tran - 2000.0).abs() < 1e-9);
+    assert_eq!(
+        t.processes[0].note.as_deref(),
+        Some("started in the window")
+    );
+}
+
+#[test]
+fn a_reused_pid_is_two_processes_not_one_whose_cpu_went_backwards() {
+    // pid 13 exited after the first snapshot and the kernel gave the pid to a new process.
+    let old = (13, 400);
+    let new = (13, 1050);
+    let (a, b) = flow_window(
+        &[(old, sample(13, "old", 900, 50, 40))],
+        &[(new, sample(13, "new", 30, 2, 1))],
+    );
+    let t = table(
+        &groups(&["FLOW=pid:13"]),
+        &a,
+        &b,
+        traffic(10),
+        RatioMode::Fixed(1.0),
+    );
+    let notes: Vec<_> = t.processes.iter().map(|r| r.note.as_deref()).collect();
+    assert_eq!(
+        notes,
+        [Some("exited in the window"), Some("started in the window")]
+    );
+    // The new process's 30 ms, not 30 − 900 saturated to 0, nor 900 + 30.
+    assert!((t.groups[0].total_us_per_tran - 3000.0).abs() < 1e-9);
+}
+
+#[test]
+fn children_reaped_in_the_window_are_a_row_of_their_own_at_tick_precision() {
+    let k = (14, 500);
+    let mut start = sample(14, "parent", 100, 5, 5);
+    let mut end = sample(14, "parent", 110, 6, 5);
+    start.children_ticks = 3;
+    end.children_ticks = 8;
+    let (a, b) = flow_window(&[(k, start)], &[(k, end)]);
+    let t = table(
+        &groups(&["FLOW=pid:14"]),
+        &a,
+        &b,
+        traffic(1),
+        RatioMode::Fixed(1.0),
+    );
+    assert_eq!(t.processes.len(), 2);
+    let reaped = &t.processes[1];
+    assert_eq!(reaped.name, "parent.14 children");
+    assert_eq!(reaped.pid, None);
+    assert!(!reaped.exact);
+    // 5 ticks of 10 ms.
+    assert!((reaped.total_us_per_tran - 50_000.0).abs() < 1e-6);
+    assert_eq!(t.groups[0].processes, 2);
+}
+
+#[test]
+fn threads_are_rows_and_a_thread_that_ended_is_a_warning() {
+    let t0 = Instant::now();
+    let (mut a, mut b) = (snap(t0, 0.0, 1000, 0), snap(t0, 1.0, 1100, 0));
+    let (k1, k2) = ((21, 500), (22, 500));
+    a.groups = vec![Members::Threads(HashMap::from([
+        (k1, sample(21, "flow-t", 10, 1, 0)),
+        (k2, sample(22, "flow-u", 10, 1, 0)),
+    ]))];
+    b.groups = vec![Members::Threads(HashMap::from([(
+        k1,
+        sample(21, "flow-t", 40, 4, 0),
+    )]))];
+    let t = table(
+        &groups(&["FLOW=thread:flow"]),
+        &a,
+        &b,
+        traffic(10),
+        RatioMode::Fixed(1.0),
+    );
+    assert_eq!(t.processes.len(), 1);
+    assert!((t.processes[0].total_us_per_tran - 3000.0).abs() < 1e-9);
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.contains("thread flow-u.22 ended"))
+    );
+}
+
+#[test]
+fn a_cgroup_row_is_exact_and_an_unreadable_cgroup_is_named() {
+    let t0 = Instant::now();
+    let (mut a, mut b) = (snap(t0, 0.0, 1000, 0), snap(t0, 1.0, 1100, 0));
+    let cg = |ns, user, system| {
+        Members::Cgroup(Some(CgroupSample {
+            usage_ns: ns,
+            user,
+            system,
+        }))
+    };
+    a.groups = vec![cg(1_000_000, 10, 10), Members::Cgroup(None)];
+    b.groups = vec![cg(5_000_000, 40, 20), Members::Cgroup(None)];
+    // Built directly: parsing checks that the cgroup exists on this machine.
+    let cgroup = |name: &str, path: &str| GroupSpec {
+        name: name.into(),
+        selectors: vec![Selector::Cgroup(path.into())],
+    };
+    let specs = [
+        cgroup("DB", "/sys/fs/cgroup/db.slice"),
+        cgroup("MQ", "/sys/fs/cgroup/mq.slice"),
+    ];
+    let t = table(&specs, &a, &b, traffic(4), RatioMode::Fixed(1.0));
+    let row = &t.processes[0];
+    assert_eq!(row.name, "cgroup:/sys/fs/cgroup/db.slice");
+    assert!(row.exact);
+    assert!((row.total_us_per_tran - 1000.0).abs() < 1e-9);
+    assert!((row.user_us_per_tran - 750.0).abs() < 1e-9);
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("MQ: its cgroup counters could not be read"))
+    );
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("group MQ matched nothing"))
+    );
+}
+
+#[test]
+fn the_driver_is_a_group_of_its_own_and_shares_are_of_the_captured_total() {
+    let k = (15, 500);
+    let (a, b) = flow_window(
+        &[(k, sample(15, "flow", 0, 0, 0))],
+        &[(k, sample(15, "flow", 30, 3, 0))],
+    );
+    let driver = DriverRow {
+        group: "DRIVER",
+        name: "loader.99".into(),
+        pid: Some(99),
+        cpu: Duration::from_millis(10),
+        split: Some((1, 1)),
+        exited: false,
+    };
+    let t = table(
+        &groups(&["FLOW=pid:15"]),
+        &a,
+        &b,
+        Traffic {
+            transactions: 10,
+            driver: Some(&driver),
+            ..Traffic::default()
+        },
+        RatioMode::Fixed(0.8),
+    );
+    let names: Vec<&str> = t.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["FLOW", "DRIVER"]);
+    assert!((t.captured_us_per_tran - 4000.0).abs() < 1e-9);
+    assert!((t.groups[0].pct - 75.0).abs() < 1e-9);
+    assert!((t.groups[1].pct - 25.0).abs() < 1e-9);
+    // The driver's split comes from its own ticks: 1:1.
+    assert!((t.groups[1].user_us_per_tran - 500.0).abs() < 1e-9);
+    // The driver has no tick reading, so its group has none either.
+    assert_eq!(t.groups[1].ticks_us_per_tran, None);
+    // Fixed ratio: corrected = captured ÷ 0.8.
+    assert_eq!(t.capture_ratio.as_ref().map(|r| r.source), Some("fixed"));
+    assert!((t.corrected_us_per_tran.unwrap_or_default() - 5000.0).abs() < 1e-9);
+}
+
+#[test]
+fn cpu_outside_the_groups_is_other_with_the_largest_named() {
+    let t0 = Instant::now();
+    let (mut a, mut b) = (snap(t0, 0.0, 1000, 0), snap(t0, 1.0, 1100, 0));
+    let member = (16, 500);
+    a.procs.insert(member, sample(16, "flow", 0, 0, 0));
+    b.procs.insert(member, sample(16, "flow", 10, 1, 0));
+    for (pid, ms) in [(30, 5), (31, 40), (32, 20), (33, 1)] {
+        a.procs.insert((pid, 1), sample(pid, "busy", 0, 0, 0));
+        b.procs.insert((pid, 1), sample(pid, "busy", ms, 0, 0));
+    }
+    a.groups = vec![Members::Procs(vec![member])];
+    b.groups = vec![Members::Procs(vec![member])];
+    let t = table(
+        &groups(&["FLOW=pid:16"]),
+        &a,
+        &b,
+        traffic(1),
+        RatioMode::Fixed(1.0),
+    );
+    assert!((t.other_cpu.us_per_tran - 66_000.0).abs() < 1e-6);
+    let top: Vec<i32> = t.other_cpu.top.iter().map(|p| p.pid).collect();
+    assert_eq!(top, [31, 32, 30]);
+}
+
+#[test]
+fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
+    let k = (17, 500);
+    // 1 s on 2 CPUs, 150 idle ticks (1.5 s): 0.5 s busy; the tasks used 0.4 s.
+    let (mut a, mut b) = flow_window(
+        &[(k, sample(17, "flow", 0, 0, 0))],
+        &[(k, sample(17, "flow", 400, 30, 10))],
+    );
+    b.idle_ticks = 150;
+    let t = table(
+        &groups(&["FLOW=pid:17"]),
+        &a,
+        &b,
+        traffic(100),
+        RatioMode::Measured,
+    );
+    let r = t.capture_ratio.expect("measured");
+    assert_eq!(r.source, "measured");
+    assert!((r.value - 0.8).abs() < 1e-9, "{r:?}");
+    assert!((t.corrected_us_per_tran.unwrap_or_default() - 5000.0).abs() < 1e-6);
+    // Idle ticks that leave less busy time than the tasks used: tick noise, clamped to 1.
+    b.idle_ticks = 170;
+    a.idle_ticks = 0;
+    let t = table(
+        &groups(&["FLOW=pid:17"]),
+        &a,
+        &b,
+        traffic(100),
+        RatioMode::Measured,
+    );
+    assert_eq!(t.capture_ratio.map(|r| r.value), Some(1.0));
+    assert!(t.info.warnings.iter().any(|w| w.contains("above 1")));
+    // No busy time at all: no ratio, and a warning that says what to do.
+    b.idle_ticks = 200;
+    let t = table(
+        &groups(&["FLOW=pid:17"]),
+        &a,
+        &b,
+        traffic(100),
+        RatioMode::Measured,
+    );
+    assert!(t.capture_ratio.is_none());
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.contains("--capture-ratio 0.9"))
+    );
+}
+
+#[test]
+fn the_verdict_weighs_the_cpu_per_transaction_against_the_usable_cpus() {
+    let k = (18, 500);
+    let (a, b) = flow_window(
+        &[(k, sample(18, "flow", 0, 0, 0))],
+        &[(k, sample(18, "flow", 900, 90, 0))],
+    );
+    // 900 µs per transaction at 1000 tps on one stream: 90% of one CPU.
+    let busy = Traffic {
+        transactions: 1000,
+        concurrency: Some(1),
+        round_trip_us: 1000.0,
+        rate_tps: 1000.0,
+        ..Traffic::default()
+    };
+    let specs = groups(&["FLOW=pid:18"]);
+    let t = table(&specs, &a, &b, busy, RatioMode::Fixed(1.0));
+    assert!(
+        t.info.verdict.starts_with("CPU-bound"),
+        "{}",
+        t.info.verdict
+    );
+    // The same CPU at a tenth of the rate: waiting.
+    let slow = Traffic {
+        rate_tps: 100.0,
+        round_trip_us: 10_000.0,
+        ..busy
+    };
+    let t = table(&specs, &a, &b, slow, RatioMode::Fixed(1.0));
+    assert!(t.info.verdict.starts_with("waiting"), "{}", t.info.verdict);
+}
+
+#[test]
+fn no_transactions_give_zeros_not_infinities() {
+    let k = (19, 500);
+    let (a, b) = flow_window(
+        &[(k, sample(19, "flow", 0, 0, 0))],
+        &[(k, sample(19, "flow", 10, 1, 0))],
+    );
+    let t = table(
+        &groups(&["FLOW=pid:19"]),
+        &a,
+        &b,
+        traffic(0),
+        RatioMode::Fixed(1.0),
+    );
+    assert_eq!(t.captured_us_per_tran, 0.0);
+    assert_eq!(t.groups[0].pct, 0.0);
+    assert!(t.processes.iter().all(|r| r.total_us_per_tran.is_finite()));
+}
