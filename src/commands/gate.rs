@@ -43,9 +43,10 @@ fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(S
         .into_iter()
         .filter(|g| current.group_names().contains(g))
         .collect();
-    // The corrected total when both runs have one, else the captured total.
-    let total = if !base.samples(&Metric::Corrected).is_empty()
-        && !current.samples(&Metric::Corrected).is_empty()
+    // The corrected total when every round of both runs has one (a round too short for
+    // /proc/stat's ticks has no capture ratio), else the captured total.
+    let total = if base.require(&Metric::Corrected).is_ok()
+        && current.require(&Metric::Corrected).is_ok()
     {
         "corrected"
     } else {
