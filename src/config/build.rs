@@ -1,0 +1,306 @@
+//! From the options of a run to a validated [`Config`], in named steps: where to connect,
+//! the queues, the run's shape, the messages, the process groups, the exports and the label.
+//! Each step checks what it reads and says which flag is wrong and how to fix it.
+
+use super::profile::{Profile, find_profile, profile_paths};
+use super::{
+    Config, ConfigError, DEFAULT_COUNT, DEFAULT_REQUEST_QUEUE, Exports, MAX_QUEUE_NAME, RunLength,
+    bad, parse_ratio,
+};
+use crate::accounting::selector::{self, GroupSpec};
+use crate::cli::RunArgs;
+use crate::msgfile::Messages;
+use crate::transport::ibmmq::url::{IbmMqEndpoint, is_mq_name};
+use crate::transport::{Endpoint, ReplyQueue, parse_url};
+use std::time::Duration;
+
+impl Config {
+    /// Validate the options of a run, reading the profile and the message files.
+    pub fn from_args(args: &RunArgs) -> Result<Config, ConfigError> {
+        let (endpoint, profile_name, profile) = endpoint(args)?;
+        check_transport_options(args, &endpoint)?;
+        let profile = profile.as_ref();
+        let (request_queue, reply_queue) = queues(args, profile)?;
+        let shape = RunShape::of(args)?;
+        let messages = match (args.msg_size, args.msgfile.is_empty()) {
+            (Some(n), _) => Messages::generated(n)?,
+            (None, false) => Messages::from_files(&args.msgfile, args.lines)?,
+            (None, true) => Messages::default_request()?,
+        };
+        let groups = groups(args, profile, &endpoint)?;
+        let capture_ratio = parse_ratio(&args.capture_ratio)?;
+        let exports = exports(args)?;
+        let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
+        Ok(Config {
+            endpoint,
+            profile: profile_name,
+            label,
+            request_queue,
+            reply_queue,
+            clear_reply_queue: !args.no_clear,
+            declare: args.declare,
+            put1: args.put1,
+            messages,
+            length: shape.length,
+            tasks: shape.tasks,
+            rounds: args.rounds,
+            probe: args.probe.map(Duration::from).filter(|d| !d.is_zero()),
+            msgs_per_loop: args.msgs_per_loop,
+            persistent: args.persistent,
+            syncpoint: args.syncpoint,
+            wait: shape.wait,
+            max_timeouts: args.max_timeouts,
+            match_mode: args.match_mode,
+            warmup: args.warmup,
+            rate: args.rate,
+            export_json: args.export_json.clone(),
+            save_baseline: args.save_baseline.clone(),
+            quiet: args.quiet,
+            groups,
+            exports,
+            progress_bar: !args.no_progress && !args.quiet,
+            stats_interval: args
+                .stats_interval
+                .map(Duration::from)
+                .filter(|d| !d.is_zero()),
+            cpu_source: args.cpu_source,
+            capture_ratio,
+        })
+    }
+}
+
+/// Where to connect: nothing for the embedded queue manager, a URL, a profile, or else the
+/// name of an IBM MQ queue manager (as with OEMPUTX). Returns the profile's name and table
+/// when one was used.
+fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>), ConfigError> {
+    let name = match args.qmgr.as_deref() {
+        None | Some("") => return Ok((Endpoint::Embedded, None, None)),
+        Some(q) if q.contains("://") || q.starts_with("embedded") => {
+            return Ok((parse_url(q)?, None, None));
+        }
+        Some(name) => name,
+    };
+    let paths = profile_paths(args.config.as_deref());
+    match find_profile(name, &paths, args.config.is_some()) {
+        Ok(p) => Ok((parse_url(&p.url)?, Some(name.to_string()), Some(p))),
+        Err(ConfigError::UnknownProfile {
+            searched, known, ..
+        }) if is_mq_name(name) => Ok((
+            Endpoint::IbmMq(IbmMqEndpoint {
+                qmgr: name.to_string(),
+                user: std::env::var("OEMPUTX_MQ_USER").ok(),
+                note: Some(format!(
+                    "--qmgr {name} is no profile in {searched} (known profiles: {known}), so it was taken as an IBM MQ queue manager"
+                )),
+                ..Default::default()
+            }),
+            None,
+            None,
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// Options that only one transport understands.
+fn check_transport_options(args: &RunArgs, endpoint: &Endpoint) -> Result<(), ConfigError> {
+    let is_mq = matches!(endpoint, Endpoint::IbmMq(_));
+    if args.put1 && !is_mq {
+        return Err(bad(
+            "--put1",
+            "MQPUT1 is an IBM MQ call: use it with an IBM MQ queue manager",
+        ));
+    }
+    if args.declare && is_mq {
+        return Err(bad(
+            "--declare",
+            "oemputx does not define IBM MQ queues: define them with runmqsc (DEFINE QLOCAL(MQSI.IN)) and leave --declare out",
+        ));
+    }
+    Ok(())
+}
+
+fn check_queue_name(flag: &'static str, name: &str) -> Result<(), ConfigError> {
+    if name.is_empty() {
+        return Err(bad(flag, "a queue name cannot be empty"));
+    }
+    if name.len() > MAX_QUEUE_NAME {
+        return Err(bad(
+            flag,
+            format!(
+                "queue name is {} bytes; AMQP allows at most {MAX_QUEUE_NAME}",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The request queue and where replies come back: flag, else profile, else the default.
+fn queues(args: &RunArgs, profile: Option<&Profile>) -> Result<(String, ReplyQueue), ConfigError> {
+    let request_queue = args
+        .request_queue
+        .clone()
+        .or_else(|| profile.and_then(|p| p.request_queue.clone()))
+        .unwrap_or_else(|| DEFAULT_REQUEST_QUEUE.to_string());
+    check_queue_name("--request-queue", &request_queue)?;
+    let reply = args
+        .reply_queue
+        .clone()
+        .or_else(|| profile.and_then(|p| p.reply_queue.clone()));
+    let Some(q) = reply else {
+        return Ok((request_queue, ReplyQueue::Temporary));
+    };
+    check_queue_name("--reply-queue", &q)?;
+    if q == request_queue {
+        return Err(bad(
+            "--reply-queue",
+            "must differ from the request queue, or the driver would read its own requests",
+        ));
+    }
+    Ok((request_queue, ReplyQueue::Named(q)))
+}
+
+/// How long the run lasts, over how many tasks, and how long each reply is waited for.
+struct RunShape {
+    length: RunLength,
+    tasks: usize,
+    wait: Duration,
+}
+
+impl RunShape {
+    fn of(args: &RunArgs) -> Result<RunShape, ConfigError> {
+        let length = match (args.count, args.duration) {
+            (Some(0), _) => return Err(bad("--count", "must be at least 1")),
+            (Some(n), _) => RunLength::Count(n),
+            (None, Some(d)) if d.as_secs_f64() <= 0.0 => {
+                return Err(bad("--duration", "must be longer than zero, e.g. 30s"));
+            }
+            (None, Some(d)) => RunLength::Duration(d.into()),
+            (None, None) => RunLength::Count(DEFAULT_COUNT),
+        };
+        let &[tasks] = args.tasks.as_slice() else {
+            return Err(bad(
+                "--tasks",
+                "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
+            ));
+        };
+        if tasks == 0 {
+            return Err(bad("--tasks", "must be at least 1"));
+        }
+        if let RunLength::Count(n) = length
+            && (tasks as u64) > n
+        {
+            return Err(bad(
+                "--tasks",
+                format!(
+                    "{tasks} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count"
+                ),
+            ));
+        }
+        if args.rounds == 0 {
+            return Err(bad("--rounds", "must be at least 1"));
+        }
+        if args.msgs_per_loop == 0 {
+            return Err(bad("--msgs-per-loop", "must be at least 1"));
+        }
+        let wait: Duration = args.wait.into();
+        if wait.is_zero() {
+            return Err(bad("--wait", "must be longer than zero, e.g. 60s"));
+        }
+        if let Some(r) = args.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(bad(
+                "--rate",
+                "must be a positive number of requests per second",
+            ));
+        }
+        if args.max_timeouts == Some(0) {
+            return Err(bad(
+                "--max-timeouts",
+                "must be at least 1 (leave it out for no limit)",
+            ));
+        }
+        Ok(RunShape {
+            length,
+            tasks,
+            wait,
+        })
+    }
+}
+
+/// The process groups: --group, else the profile's, else the transport's usual ones.
+fn groups(
+    args: &RunArgs,
+    profile: Option<&Profile>,
+    endpoint: &Endpoint,
+) -> Result<Vec<GroupSpec>, ConfigError> {
+    if args.no_groups {
+        return Ok(Vec::new());
+    }
+    if !args.groups.is_empty() {
+        return Ok(selector::parse_groups(
+            args.groups.iter().map(String::as_str),
+        )?);
+    }
+    if let Some(g) = profile.and_then(|p| p.groups.as_ref()) {
+        let specs: Vec<String> = g
+            .iter()
+            .map(|(name, sels)| format!("{name}={}", sels.join(",")))
+            .collect();
+        return Ok(selector::parse_groups(specs.iter().map(String::as_str))?);
+    }
+    Ok(match endpoint {
+        // The embedded queue manager's flow runs as a thread of oemputx itself.
+        Endpoint::Embedded => selector::parse_groups(["EMBEDDED=thread:^oemputx-flow$"])?,
+        // OEMPUTX's address spaces: the queue manager, the broker (ACE), the database.
+        Endpoint::IbmMq(_) => selector::parse_groups(["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"])?,
+        _ => Vec::new(),
+    })
+}
+
+/// Report destinations and formats.
+fn exports(args: &RunArgs) -> Result<Exports, ConfigError> {
+    if !args.delimiter.is_ascii() || args.delimiter == '"' || args.delimiter == '\n' {
+        return Err(bad(
+            "--delimiter",
+            "must be one ASCII character other than a quote or newline, e.g. ';'",
+        ));
+    }
+    if args.decimal_comma && args.export_csv.is_some() && args.delimiter == ',' {
+        return Err(bad(
+            "--decimal-comma",
+            "with CSV needs another delimiter: add --delimiter ';'",
+        ));
+    }
+    Ok(Exports {
+        tsv: args.export_tsv.clone(),
+        csv: args.export_csv.clone(),
+        markdown: args.export_markdown.clone(),
+        delimiter: args.delimiter as u8,
+        decimal_comma: args.decimal_comma,
+        save_dir: (!args.no_save).then(|| args.reports_dir.clone()),
+    })
+}
+
+/// The label that names saved reports: flag, profile's label, profile's name, transport.
+fn label(
+    args: &RunArgs,
+    profile: Option<&Profile>,
+    profile_name: Option<&str>,
+    endpoint: &Endpoint,
+) -> Result<String, ConfigError> {
+    let label = args
+        .label
+        .clone()
+        .or_else(|| profile.and_then(|p| p.label.clone()))
+        .or_else(|| profile_name.map(String::from))
+        .unwrap_or_else(|| endpoint.transport().to_string());
+    if label.is_empty() || label.contains(['/', '\\', '\0']) {
+        return Err(bad(
+            "--label",
+            "must be non-empty and contain no slashes: it names files in the reports folder",
+        ));
+    }
+    Ok(label)
+}

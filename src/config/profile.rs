@@ -1,0 +1,98 @@
+//! Profiles: `[profile.NAME]` tables of oemputx.toml, so that `--qmgr RABBIT` names a URL,
+//! its queues, label and process groups once.
+
+use super::ConfigError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One `[profile.NAME]` table of oemputx.toml.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Transport URL (`embedded:`, `amqp://…`).
+    pub url: String,
+    pub request_queue: Option<String>,
+    pub reply_queue: Option<String>,
+    /// Label for saved reports; defaults to the profile name.
+    pub label: Option<String>,
+    /// Default process groups: NAME = [selectors].
+    pub groups: Option<BTreeMap<String, Vec<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    #[serde(default)]
+    profile: BTreeMap<String, Profile>,
+}
+
+/// The profile files looked at, in order: an explicit --config, else ./oemputx.toml and
+/// $XDG_CONFIG_HOME/oemputx/oemputx.toml (~/.config when XDG_CONFIG_HOME is unset).
+pub fn profile_paths(explicit: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(p) = explicit {
+        return vec![p.to_path_buf()];
+    }
+    let mut paths = vec![PathBuf::from("oemputx.toml")];
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(dir) = xdg {
+        paths.push(dir.join("oemputx").join("oemputx.toml"));
+    }
+    paths
+}
+
+/// Read the profiles of one file; a missing file has none.
+pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => {
+            return Err(ConfigError::BadProfileFile {
+                path: path.into(),
+                why: format!("cannot read it: {e}"),
+            });
+        }
+    };
+    let file: ProfileFile = toml::from_str(&text).map_err(|e| ConfigError::BadProfileFile {
+        path: path.into(),
+        why: format!("{e}; see the oemputx.toml shipped with oemputx for the format"),
+    })?;
+    Ok(file.profile)
+}
+
+/// Find a profile by name in the profile files, first file first.
+pub(super) fn find_profile(
+    name: &str,
+    paths: &[PathBuf],
+    explicit: bool,
+) -> Result<Profile, ConfigError> {
+    let mut known = Vec::new();
+    for path in paths {
+        if explicit && !path.exists() {
+            return Err(ConfigError::BadProfileFile {
+                path: path.clone(),
+                why: "no such file (from --config)".into(),
+            });
+        }
+        let mut profiles = read_profiles(path)?;
+        if let Some(p) = profiles.remove(name) {
+            return Ok(p);
+        }
+        known.extend(profiles.into_keys());
+    }
+    Err(ConfigError::UnknownProfile {
+        name: name.into(),
+        searched: paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        known: if known.is_empty() {
+            "none".into()
+        } else {
+            known.join(", ")
+        },
+    })
+}
