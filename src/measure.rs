@@ -39,7 +39,7 @@ pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Repor
             controls.progress_counters(),
         );
         let mut windows = Windows(vec![&mut accounting, &mut progress, &mut window]);
-        driver::run(cfg, transport.as_ref(), &controls, &mut windows)?
+        driver::drive(cfg, transport.as_ref(), &controls, &mut windows)?
     };
 
     let source = match (&window.error, excluded.is_empty()) {

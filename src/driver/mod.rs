@@ -16,171 +16,46 @@
 //! outstanding request are counted as unmatched (not ours), late (their request had
 //! already timed out) or duplicates (their request was already answered).
 
+mod latch;
+mod outcome;
+mod task;
+
+pub use outcome::{Integrity, Outcome, Probe, Round, Status, TaskStats};
+
 use crate::config::{Config, RunLength};
-use crate::transport::MatchMode;
-use crate::transport::{
-    LoopSession, PhaseRunner, Reply, TaskSession, Transport, TransportError, correl,
-};
+use crate::transport::{Transport, TransportError, correl};
 use crate::window::Window;
-use hdrhistogram::Histogram;
-use serde::Serialize;
-use std::collections::{HashSet, VecDeque};
+use latch::Latch;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use task::{Event, LoopSettings, task_main};
 
 /// Longest single wait inside a get, so that Ctrl-C and a stop are seen promptly.
 const GET_SLICE: Duration = Duration::from_millis(200);
 /// How long --probe runs to find the rate.
 const PROBE_TIME: Duration = Duration::from_secs(1);
-/// Round trips are recorded in nanoseconds, from 1 ns to an hour, to 3 significant digits.
-const HIST_MAX_NS: u64 = 3_600_000_000_000;
-
-/// The request and reply counts of a run: nothing lost, nothing hidden.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Integrity {
-    /// Requests put in the measured window.
-    pub sent: u64,
-    /// Replies received in the window, of every kind below.
-    pub received: u64,
-    /// Replies paired with an outstanding request.
-    pub matched: u64,
-    /// Replies that belong to no request of this run (stray messages).
-    pub unmatched: u64,
-    /// Requests whose reply did not come within --wait.
-    pub timed_out: u64,
-    /// Replies to a request that had already been answered.
-    pub duplicates: u64,
-    /// Replies to a request that had already timed out.
-    pub late: u64,
-    /// Requests still in flight when the run was interrupted.
-    pub abandoned: u64,
-}
-
-impl Integrity {
-    fn add(&mut self, o: &Integrity) {
-        self.sent += o.sent;
-        self.received += o.received;
-        self.matched += o.matched;
-        self.unmatched += o.unmatched;
-        self.timed_out += o.timed_out;
-        self.duplicates += o.duplicates;
-        self.late += o.late;
-        self.abandoned += o.abandoned;
-    }
-
-    /// Whether every request sent is accounted for.
-    pub fn balanced(&self) -> bool {
-        self.sent == self.matched + self.timed_out + self.abandoned
-            && self.received == self.matched + self.unmatched + self.duplicates + self.late
-    }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Every request was sent and answered.
-    Completed,
-    /// Some replies did not come within --wait.
-    TimedOut,
-    /// Stopped early after --max-timeouts timeouts.
-    StoppedAfterTimeouts,
-    /// Stopped by Ctrl-C.
-    Interrupted,
-    /// A task lost its connection; the figures cover what happened before.
-    Failed,
-}
-
-/// One task's figures.
-#[derive(Debug, Clone)]
-pub struct TaskStats {
-    pub integrity: Integrity,
-    /// Round trips in nanoseconds.
-    pub round_trip_ns: Histogram<u64>,
-}
-
-impl TaskStats {
-    fn new() -> Self {
-        // 3 significant digits over 1 ns..1 h is a fixed ~30 KiB whatever the run length.
-        let round_trip_ns = Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
-            .expect("constant histogram bounds are valid");
-        TaskStats {
-            integrity: Integrity::default(),
-            round_trip_ns,
-        }
-    }
-
-    fn record(&mut self, rt: Duration) {
-        let ns = (rt.as_nanos() as u64).clamp(1, HIST_MAX_NS);
-        // Cannot fail within the bounds clamped to above.
-        let _ = self.round_trip_ns.record(ns);
-    }
-}
-
-/// The driver's result: timings, counts and latency of the measured window.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub status: Status,
-    /// Wall-clock time the window opened and closed.
-    pub start: chrono::DateTime<chrono::Utc>,
-    pub end: chrono::DateTime<chrono::Utc>,
-    pub elapsed: Duration,
-    /// Messages deleted from the reply queue before the run.
-    pub cleared: u64,
-    pub integrity: Integrity,
-    /// Round trips of all tasks, merged, in nanoseconds.
-    pub round_trip_ns: Histogram<u64>,
-    /// Matched replies per task.
-    pub per_task_matched: Vec<u64>,
-    /// The first transport error, when a task failed mid-run.
-    pub error: Option<String>,
-    /// Each measured window (one unless --rounds), in order.
-    pub rounds: Vec<Round>,
-    /// What --probe found and decided.
-    pub probed: Option<Probe>,
-}
-
-/// The result of --probe.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Probe {
-    /// The rate of the unmeasured probe, all tasks.
-    pub rate_tps: f64,
-    /// Messages per round it chose (never fewer than --count).
-    pub count_per_round: u64,
-    /// The round length it aimed at, seconds.
-    pub target_s: f64,
-}
-
-/// One measured window of a run with --rounds.
-#[derive(Debug, Clone)]
-pub struct Round {
-    pub elapsed: Duration,
-    pub integrity: Integrity,
-    /// Round trips in nanoseconds.
-    pub round_trip_ns: Histogram<u64>,
-}
 
 /// Shared run controls: Ctrl-C, and the stop that --max-timeouts or a failed task raises.
 #[derive(Debug, Default)]
 pub struct Controls {
     /// Set by the SIGINT handler.
     pub interrupt: Arc<AtomicBool>,
-    stop: AtomicBool,
-    timeouts: AtomicU64,
+    pub(crate) stop: AtomicBool,
+    pub(crate) timeouts: AtomicU64,
     /// Matched replies so far in the window, one counter per task on its own cache line so
     /// that tasks never contend for it.
-    progress: ProgressCounters,
+    pub(crate) progress: ProgressCounters,
 }
 
 #[derive(Debug, Default)]
 #[repr(align(128))]
-struct PerTask(AtomicU64);
+pub(crate) struct PerTask(pub(crate) AtomicU64);
 
 /// Matched replies so far, per task; cheap to clone and read from a display thread.
 #[derive(Debug, Default, Clone)]
-pub struct ProgressCounters(Arc<[PerTask]>);
+pub struct ProgressCounters(pub(crate) Arc<[PerTask]>);
 
 impl ProgressCounters {
     /// Matched replies so far, all tasks.
@@ -209,237 +84,32 @@ impl Controls {
         self.progress.clone()
     }
 
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.interrupt.load(Ordering::Relaxed)
     }
 }
 
-/// A one-shot gate: tasks wait until it opens (true) or is abandoned (false).
-#[derive(Default)]
-struct Gate {
-    state: Mutex<Option<bool>>,
-    cv: Condvar,
+/// The latches the task threads wait at: the probe, one per measured round (it opens that
+/// round's window for all tasks at once), and closing.
+struct Latches {
+    probe: Latch,
+    rounds: Vec<Latch>,
+    closing: Latch,
 }
 
-impl Gate {
-    fn open(&self, go: bool) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
-        self.cv.notify_all();
+impl Latches {
+    /// Release every task from every latch not yet opened: the run ends here.
+    fn abandon_from(&self, round: usize) {
+        self.probe.open(false);
+        for latch in self.rounds.iter().skip(round) {
+            latch.open(false);
+        }
+        self.closing.open(true);
     }
-
-    fn wait(&self) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(go) = *s {
-                return go;
-            }
-            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// How much one task does in a phase.
-#[derive(Debug, Clone, Copy)]
-enum Limit {
-    Count(u64),
-    Until(Instant),
-}
-
-/// Split `total` over `tasks`: the first `total % tasks` tasks take one more.
-fn share(total: u64, tasks: usize, task: usize) -> u64 {
-    let t = tasks as u64;
-    total / t + u64::from((task as u64) < total % t)
-}
-
-/// The loop settings every task shares.
-struct Plan<'a> {
-    cfg: &'a Config,
-    run_id: String,
-    controls: &'a Controls,
-    /// Messages per round in all tasks: --count, or what --probe sized.
-    count: AtomicU64,
-}
-
-/// One task's loop state: carries over from warmup to the measured phase so that a late
-/// reply to a warmup request is still recognised.
-struct TaskLoop<'a, S> {
-    plan: &'a Plan<'a>,
-    session: S,
-    task: usize,
-    next_seq: u64,
-    timed_out: HashSet<u64>,
-    inflight: VecDeque<(u64, Instant)>,
-}
-
-impl<S: LoopSession> TaskLoop<'_, S> {
-    async fn run(
-        &mut self,
-        limit: Limit,
-        stats: &mut TaskStats,
-        paced: bool,
-        count_progress: bool,
-    ) -> Result<(), TransportError> {
-        let cfg = self.plan.cfg;
-        let bodies = &cfg.messages.bodies;
-        let k = cfg.msgs_per_loop as u64;
-        let start = Instant::now();
-        // Under --rate, task `task`'s i-th request is due at start + (i·tasks + task)/rate:
-        // the tasks interleave evenly and the total rate is the one asked for.
-        let interval = cfg
-            .rate
-            .filter(|_| paced)
-            .map(|r| Duration::from_secs_f64(cfg.tasks as f64 / r));
-        let offset = cfg
-            .rate
-            .filter(|_| paced)
-            .map(|r| Duration::from_secs_f64(self.task as f64 / r))
-            .unwrap_or_default();
-        let mut done = 0u64;
-        loop {
-            if self.plan.controls.stopping() {
-                break;
-            }
-            let batch = match limit {
-                Limit::Count(n) if done >= n => break,
-                Limit::Count(n) => k.min(n - done),
-                Limit::Until(t) if Instant::now() >= t => break,
-                Limit::Until(_) => k,
-            };
-            for i in 0..batch {
-                let sent_at = match interval {
-                    Some(iv) => {
-                        let due = start + offset + iv.mul_f64((done + i) as f64);
-                        let now = Instant::now();
-                        if due > now {
-                            // A thread sleep, also inside an async session's runtime: tokio's
-                            // timers round up to the millisecond, too coarse for pacing, and
-                            // the runtime is this task's alone, with nothing due before the
-                            // put.
-                            std::thread::sleep(due - now);
-                        }
-                        due
-                    }
-                    None => Instant::now(),
-                };
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                let body = &bodies[(seq % bodies.len() as u64) as usize];
-                self.session
-                    .send(body, &correl::make(&self.plan.run_id, self.task, seq))?;
-                stats.integrity.sent += 1;
-                self.inflight.push_back((seq, sent_at));
-            }
-            if cfg.syncpoint {
-                self.session.commit_unit().await?;
-            }
-            let matched_before = stats.integrity.matched;
-            self.collect(stats).await?;
-            if cfg.syncpoint {
-                self.session.commit_unit().await?;
-            }
-            if count_progress && let Some(slot) = self.plan.controls.progress.0.get(self.task) {
-                slot.0
-                    .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
-            }
-            done += batch;
-        }
-        Ok(())
-    }
-
-    /// Get replies until every outstanding request is answered, timed out or abandoned.
-    async fn collect(&mut self, stats: &mut TaskStats) -> Result<(), TransportError> {
-        let cfg = self.plan.cfg;
-        // Like a series of MQGETs with a wait: each reply gets the full --wait from the
-        // moment the previous one arrived (or the puts were done).
-        let mut now = Instant::now();
-        let mut deadline = now + cfg.wait;
-        while !self.inflight.is_empty() {
-            if self.plan.controls.interrupt.load(Ordering::Relaxed) {
-                stats.integrity.abandoned += self.inflight.len() as u64;
-                self.inflight.clear();
-                self.session.forget_pending();
-                return Ok(());
-            }
-            if now >= deadline {
-                self.time_out(stats);
-                return Ok(());
-            }
-            let reply = self
-                .session
-                .receive((deadline - now).min(GET_SLICE))
-                .await?;
-            now = Instant::now();
-            if let Some(reply) = reply
-                && self.classify(reply, now, stats)
-            {
-                deadline = now + cfg.wait;
-            }
-        }
-        Ok(())
-    }
-
-    fn time_out(&mut self, stats: &mut TaskStats) {
-        let n = self.inflight.len() as u64;
-        for (seq, _) in self.inflight.drain(..) {
-            self.timed_out.insert(seq);
-        }
-        self.session.forget_pending();
-        stats.integrity.timed_out += n;
-        let total = self.plan.controls.timeouts.fetch_add(n, Ordering::Relaxed) + n;
-        if self.plan.cfg.max_timeouts.is_some_and(|max| total >= max) {
-            self.plan.controls.stop.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Count a reply received at `now`; true when it answered an outstanding request.
-    fn classify(&mut self, reply: Reply, now: Instant, stats: &mut TaskStats) -> bool {
-        let s = &mut stats.integrity;
-        s.received += 1;
-        if self.plan.cfg.match_mode == MatchMode::Any {
-            let Some((_, sent)) = self.inflight.pop_front() else {
-                s.unmatched += 1;
-                return false;
-            };
-            s.matched += 1;
-            stats.record(now - sent);
-            return true;
-        }
-        let ours = reply
-            .correl_id
-            .as_deref()
-            .and_then(correl::parse)
-            .filter(|c| c.run == self.plan.run_id && c.task == self.task)
-            .map(|c| c.seq);
-        let Some(seq) = ours else {
-            s.unmatched += 1;
-            return false;
-        };
-        if let Some(pos) = self.inflight.iter().position(|&(q, _)| q == seq) {
-            let (_, sent) = self.inflight.remove(pos).unwrap_or((seq, now));
-            s.matched += 1;
-            stats.record(now - sent);
-            return true;
-        }
-        if self.timed_out.remove(&seq) {
-            s.late += 1;
-        } else if seq < self.next_seq {
-            s.duplicates += 1;
-        } else {
-            s.unmatched += 1;
-        }
-        false
-    }
-}
-
-enum Event {
-    Ready(Result<(), TransportError>),
-    Done(usize, TaskStats, Option<TransportError>),
-    /// A task's matched replies during the probe, or its failure.
-    Probed(Result<u64, TransportError>),
 }
 
 /// Run the configured loop over `transport`, calling `window` at the window's two instants.
-pub fn run(
+pub fn drive(
     cfg: &Config,
     transport: &dyn Transport,
     controls: &Controls,
@@ -454,7 +124,7 @@ pub fn run(
         });
     }
     let prepared = transport.prepare()?;
-    let plan = Plan {
+    let settings = LoopSettings {
         cfg,
         run_id: correl::new_run_id(),
         controls,
@@ -463,20 +133,26 @@ pub fn run(
             RunLength::Duration(_) => 0,
         }),
     };
-    let probe_gate = Gate::default();
-    // One gate per round opens its window for all tasks at once.
-    let go: Vec<Gate> = (0..cfg.rounds).map(|_| Gate::default()).collect();
-    let closing = Gate::default();
+    let latches = Latches {
+        probe: Latch::default(),
+        rounds: (0..cfg.rounds).map(|_| Latch::default()).collect(),
+        closing: Latch::default(),
+    };
     let (tx, rx) = mpsc::channel::<Event>();
 
     std::thread::scope(|scope| {
         for task in 0..cfg.tasks {
-            let (plan, go, closing, task_tx, probe_gate) =
-                (&plan, &go, &closing, tx.clone(), &probe_gate);
+            let (settings, latches, task_tx) = (&settings, &latches, tx.clone());
             let spawned = std::thread::Builder::new()
                 .name(format!("oemputx-task-{task}"))
                 .spawn_scoped(scope, move || {
-                    task_main(plan, transport, task, probe_gate, go, closing, &task_tx)
+                    task_main(
+                        settings,
+                        transport,
+                        task,
+                        (&latches.probe, &latches.rounds, &latches.closing),
+                        &task_tx,
+                    )
                 });
             if let Err(e) = spawned {
                 let _ = tx.send(Event::Ready(Err(TransportError::Broker {
@@ -488,226 +164,175 @@ pub fn run(
         }
         drop(tx);
 
-        // Every task connected and warmed up, or the first failure.
-        let mut first_err = None;
-        for _ in 0..cfg.tasks {
-            match rx.recv() {
-                Ok(Event::Ready(Ok(()))) => {}
-                Ok(Event::Ready(Err(e))) => {
-                    first_err.get_or_insert(e);
+        let probed =
+            match await_ready(cfg.tasks, &rx).and_then(|()| probe(&settings, &latches, &rx)) {
+                Ok(p) => p,
+                Err(e) => {
+                    latches.abandon_from(0);
+                    return Err(e);
                 }
-                Ok(Event::Done(..) | Event::Probed(_)) | Err(_) => break,
-            }
-        }
-        // --probe: a short unmeasured run gives the rate; each round is then sized to last.
-        let mut probed = None;
-        if let (Some(target), RunLength::Count(n)) = (cfg.probe, cfg.length)
-            && first_err.is_none()
-        {
-            let t0 = Instant::now();
-            probe_gate.open(true);
-            let mut matched = 0u64;
-            for _ in 0..cfg.tasks {
-                match rx.recv() {
-                    Ok(Event::Probed(Ok(m))) => matched += m,
-                    Ok(Event::Probed(Err(e))) => {
-                        first_err.get_or_insert(e);
-                    }
-                    _ => break,
-                }
-            }
-            let rate = matched as f64 / t0.elapsed().as_secs_f64().max(1e-9);
-            let sized = ((rate * target.as_secs_f64()).ceil() as u64)
-                .max(n)
-                .max(cfg.tasks as u64);
-            plan.count.store(sized, Ordering::Relaxed);
-            probed = Some(Probe {
-                rate_tps: rate,
-                count_per_round: sized,
-                target_s: target.as_secs_f64(),
-            });
-        } else {
-            probe_gate.open(false);
-        }
-        if let Some(e) = first_err {
-            for gate in &go {
-                gate.open(false);
-            }
-            closing.open(true);
-            return Err(e);
-        }
-
+            };
         let start = chrono::Utc::now();
-        let mut rounds: Vec<Round> = Vec::with_capacity(cfg.rounds);
-        let mut total = TaskStats::new();
-        let mut per_task_matched = vec![0; cfg.tasks];
-        let mut error = None;
-        for (r, gate) in go.iter().enumerate() {
-            if r > 0 && (error.is_some() || controls.stopping()) {
-                break;
-            }
-            window.start();
-            let t0 = Instant::now();
-            gate.open(true);
-            let mut finished = Vec::with_capacity(cfg.tasks);
-            for _ in 0..cfg.tasks {
-                let Ok(Event::Done(task, stats, err)) = rx.recv() else {
-                    break;
-                };
-                if let Some(e) = err {
-                    // Stop the other tasks rather than let them run on alone.
-                    controls.stop.store(true, Ordering::Relaxed);
-                    error.get_or_insert(e.to_string());
-                }
-                finished.push((task, stats));
-            }
-            let elapsed = t0.elapsed();
-            window.end();
-            // Merging happens after the window: it is the report's work, not the run's.
-            let mut round = TaskStats::new();
-            for (task, stats) in finished {
-                per_task_matched[task] += stats.integrity.matched;
-                round.integrity.add(&stats.integrity);
-                // All histograms share bounds, so adding cannot fail.
-                let _ = round.round_trip_ns.add(&stats.round_trip_ns);
-            }
-            total.integrity.add(&round.integrity);
-            let _ = total.round_trip_ns.add(&round.round_trip_ns);
-            rounds.push(Round {
-                elapsed,
-                integrity: round.integrity,
-                round_trip_ns: round.round_trip_ns,
-            });
-        }
-        // Rounds not run (after a stop) release their tasks.
-        for gate in go.iter().skip(rounds.len()) {
-            gate.open(false);
-        }
-        let elapsed = rounds.iter().map(|r| r.elapsed).sum();
+        let measured = measure_rounds(&settings, &latches, &rx, window);
         let end = chrono::Utc::now();
-        closing.open(true);
-
-        let i = &total.integrity;
-        let status = if error.is_some() {
-            Status::Failed
-        } else if controls.interrupt.load(Ordering::Relaxed) {
-            Status::Interrupted
-        } else if controls.stop.load(Ordering::Relaxed) {
-            Status::StoppedAfterTimeouts
-        } else if i.timed_out > 0 {
-            Status::TimedOut
-        } else {
-            Status::Completed
-        };
+        latches.abandon_from(measured.rounds.len());
         Ok(Outcome {
-            status,
+            status: status(
+                controls,
+                measured.error.is_some(),
+                &measured.total.integrity,
+            ),
             start,
             end,
-            elapsed,
+            elapsed: measured.rounds.iter().map(|r| r.elapsed).sum(),
             cleared: prepared.cleared,
-            integrity: total.integrity,
-            round_trip_ns: total.round_trip_ns,
-            per_task_matched,
-            error,
-            rounds,
+            integrity: measured.total.integrity,
+            round_trip_ns: measured.total.round_trip_ns,
+            per_task_matched: measured.per_task_matched,
+            error: measured.error,
+            rounds: measured.rounds,
             probed,
         })
     })
 }
 
-fn task_main(
-    plan: &Plan,
-    transport: &dyn Transport,
-    task: usize,
-    probe_gate: &Gate,
-    go: &[Gate],
-    closing: &Gate,
-    tx: &mpsc::Sender<Event>,
-) {
-    let gates = (probe_gate, go, closing);
-    match transport.session(task) {
-        Ok(TaskSession::Blocking(s)) => task_phases(plan, s, task, gates, tx),
-        Ok(TaskSession::Async(s)) => task_phases(plan, s, task, gates, tx),
-        Err(e) => {
-            let _ = tx.send(Event::Ready(Err(e)));
+/// Wait until every task has connected and warmed up; the first failure if one did not.
+fn await_ready(tasks: usize, rx: &mpsc::Receiver<Event>) -> Result<(), TransportError> {
+    let mut first_err = None;
+    for _ in 0..tasks {
+        match rx.recv() {
+            Ok(Event::Ready(Ok(()))) => {}
+            Ok(Event::Ready(Err(e))) => {
+                first_err.get_or_insert(e);
+            }
+            Ok(Event::Done(..) | Event::Probed(_)) | Err(_) => break,
         }
     }
+    first_err.map_or(Ok(()), Err)
 }
 
-/// A task's life: warmup, the probe, each measured round, then close once all are done.
-fn task_phases<S: LoopSession>(
-    plan: &Plan,
-    session: S,
-    task: usize,
-    (probe_gate, go, closing): (&Gate, &[Gate], &Gate),
-    tx: &mpsc::Sender<Event>,
-) {
-    let cfg = plan.cfg;
-    let exec = session.runner();
-    let mut lp = TaskLoop {
-        plan,
-        session,
-        task,
-        next_seq: 0,
-        timed_out: HashSet::new(),
-        inflight: VecDeque::new(),
+/// --probe: a short unmeasured run gives the rate; each round is then sized to last the
+/// time asked for. Without --probe the tasks are told to skip it.
+fn probe(
+    settings: &LoopSettings,
+    latches: &Latches,
+    rx: &mpsc::Receiver<Event>,
+) -> Result<Option<Probe>, TransportError> {
+    let cfg = settings.cfg;
+    let (Some(target), RunLength::Count(n)) = (cfg.probe, cfg.length) else {
+        latches.probe.open(false);
+        return Ok(None);
     };
-    let warm = share(cfg.warmup, cfg.tasks, task);
-    let warmed = if warm > 0 {
-        exec.run(lp.run(Limit::Count(warm), &mut TaskStats::new(), false, false))
-    } else {
-        Ok(())
-    };
-    let failed = warmed.is_err();
-    let _ = tx.send(Event::Ready(warmed));
-    if failed {
-        let _ = lp.session.finish();
-        return;
-    }
-    if probe_gate.wait() {
-        let mut probe = TaskStats::new();
-        let probed = exec.run(lp.run(
-            Limit::Until(Instant::now() + PROBE_TIME),
-            &mut probe,
-            false,
-            false,
-        ));
-        let failed = probed.is_err();
-        let _ = tx.send(Event::Probed(probed.map(|()| probe.integrity.matched)));
-        if failed {
-            let _ = lp.session.finish();
-            return;
-        }
-    }
-    for gate in go {
-        // Allocated before the window opens, so that the window holds only the loop.
-        let mut stats = TaskStats::new();
-        if !gate.wait() {
-            let _ = lp.session.finish();
-            return;
-        }
-        let limit = match cfg.length {
-            RunLength::Count(_) => {
-                Limit::Count(share(plan.count.load(Ordering::Relaxed), cfg.tasks, task))
+    let t0 = Instant::now();
+    latches.probe.open(true);
+    let mut matched = 0u64;
+    let mut first_err = None;
+    for _ in 0..cfg.tasks {
+        match rx.recv() {
+            Ok(Event::Probed(Ok(m))) => matched += m,
+            Ok(Event::Probed(Err(e))) => {
+                first_err.get_or_insert(e);
             }
-            RunLength::Duration(d) => Limit::Until(Instant::now() + d),
-        };
-        let err = exec.run(lp.run(limit, &mut stats, true, true)).err();
-        // Requests still in flight after a failure are neither answered nor timed out.
-        stats.integrity.abandoned += lp.inflight.len() as u64;
-        lp.inflight.clear();
-        let failed = err.is_some();
-        let _ = tx.send(Event::Done(task, stats, err));
-        if failed {
+            _ => break,
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let rate = matched as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+    let sized = ((rate * target.as_secs_f64()).ceil() as u64)
+        .max(n)
+        .max(cfg.tasks as u64);
+    settings.count.store(sized, Ordering::Relaxed);
+    Ok(Some(Probe {
+        rate_tps: rate,
+        count_per_round: sized,
+        target_s: target.as_secs_f64(),
+    }))
+}
+
+/// What the measured rounds gave.
+struct Measured {
+    rounds: Vec<Round>,
+    total: TaskStats,
+    per_task_matched: Vec<u64>,
+    /// The first task failure, which ends the run after its round.
+    error: Option<String>,
+}
+
+/// Run each measured round: open the window, release the tasks, collect each task's figures,
+/// close the window; stop after a failed round or on a stop.
+fn measure_rounds(
+    settings: &LoopSettings,
+    latches: &Latches,
+    rx: &mpsc::Receiver<Event>,
+    window: &mut dyn Window,
+) -> Measured {
+    let (cfg, controls) = (settings.cfg, settings.controls);
+    let mut m = Measured {
+        rounds: Vec::with_capacity(cfg.rounds),
+        total: TaskStats::new(),
+        per_task_matched: vec![0; cfg.tasks],
+        error: None,
+    };
+    for (r, latch) in latches.rounds.iter().enumerate() {
+        if r > 0 && (m.error.is_some() || controls.stopping()) {
             break;
         }
+        window.start();
+        let t0 = Instant::now();
+        latch.open(true);
+        let mut finished = Vec::with_capacity(cfg.tasks);
+        for _ in 0..cfg.tasks {
+            let Ok(Event::Done(task, stats, err)) = rx.recv() else {
+                break;
+            };
+            if let Some(e) = err {
+                // Stop the other tasks rather than let them run on alone.
+                controls.stop.store(true, Ordering::Relaxed);
+                m.error.get_or_insert(e.to_string());
+            }
+            finished.push((task, stats));
+        }
+        let elapsed = t0.elapsed();
+        window.end();
+        // Merging happens after the window: it is the report's work, not the run's.
+        let mut round = TaskStats::new();
+        for (task, stats) in finished {
+            m.per_task_matched[task] += stats.integrity.matched;
+            round.integrity.add(&stats.integrity);
+            // All histograms share bounds, so adding cannot fail.
+            let _ = round.round_trip_ns.add(&stats.round_trip_ns);
+        }
+        m.total.integrity.add(&round.integrity);
+        let _ = m.total.round_trip_ns.add(&round.round_trip_ns);
+        m.rounds.push(Round {
+            elapsed,
+            integrity: round.integrity,
+            round_trip_ns: round.round_trip_ns,
+        });
     }
-    closing.wait();
-    let _ = lp.session.finish();
+    m
+}
+
+/// How the run ended, most serious first.
+fn status(controls: &Controls, failed: bool, integrity: &Integrity) -> Status {
+    if failed {
+        Status::Failed
+    } else if controls.interrupt.load(Ordering::Relaxed) {
+        Status::Interrupted
+    } else if controls.stop.load(Ordering::Relaxed) {
+        Status::StoppedAfterTimeouts
+    } else if integrity.timed_out > 0 {
+        Status::TimedOut
+    } else {
+        Status::Completed
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::task::share;
     use super::*;
 
     #[test]
@@ -743,9 +368,10 @@ mod loop_tests {
     use super::*;
     use crate::cli::Cli;
     use crate::transport::embedded::Embedded;
-    use crate::transport::{Prepared, Session};
+    use crate::transport::{Prepared, Reply, Session, TaskSession};
     use crate::window::NoWindow;
     use clap::Parser;
+    use std::collections::VecDeque;
 
     fn config(args: &[&str]) -> Config {
         let mut argv = vec!["oemputx"];
@@ -756,7 +382,7 @@ mod loop_tests {
 
     fn run_embedded(cfg: &Config) -> Outcome {
         let t = Embedded::start(cfg.queue_setup());
-        run(cfg, &t, &Controls::default(), &mut NoWindow).expect("embedded run")
+        drive(cfg, &t, &Controls::default(), &mut NoWindow).expect("embedded run")
     }
 
     #[test]
@@ -820,7 +446,7 @@ mod loop_tests {
         let cfg = config(&["--count", "90", "--rounds", "3", "--tasks", "2"]);
         let t = Embedded::start(cfg.queue_setup());
         let mut windows = Count(0);
-        let out = run(&cfg, &t, &Controls::default(), &mut windows).expect("run");
+        let out = drive(&cfg, &t, &Controls::default(), &mut windows).expect("run");
         assert_eq!(windows.0, 3, "one window per round");
         assert_eq!(out.rounds.len(), 3);
         assert!(
@@ -957,7 +583,7 @@ mod loop_tests {
             inner: Embedded::start(cfg.queue_setup()),
             faults,
         };
-        let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         let i = out.integrity;
         assert_eq!(out.status, Status::TimedOut);
         assert_eq!(i.sent, 100);
@@ -979,7 +605,7 @@ mod loop_tests {
             inner: Embedded::start(cfg.queue_setup()),
             faults,
         };
-        let out = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::StoppedAfterTimeouts);
         assert_eq!(out.integrity.timed_out, 3);
         assert_eq!(out.integrity.sent, 3);
@@ -1003,7 +629,7 @@ mod loop_tests {
             std::thread::sleep(Duration::from_millis(200));
             flag.store(true, Ordering::Relaxed);
         });
-        let out = run(&cfg, &t, &controls, &mut NoWindow).expect("run");
+        let out = drive(&cfg, &t, &controls, &mut NoWindow).expect("run");
         stopper.join().expect("stopper thread");
         assert_eq!(out.status, Status::Interrupted);
         assert!(out.elapsed < Duration::from_secs(2));
@@ -1015,7 +641,7 @@ mod loop_tests {
     fn messages_larger_than_the_transport_allows_are_refused_before_the_run() {
         let cfg = config(&["--msg-size", "104857601"]);
         let t = Embedded::start(cfg.queue_setup());
-        let err = run(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
+        let err = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
         assert!(matches!(err, TransportError::TooLarge { .. }));
         assert!(err.is_usage());
     }

@@ -36,7 +36,7 @@ fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
 }
 
 fn run(cfg: &Config, qm: &FakeQm) -> Result<Outcome, TransportError> {
-    driver::run(
+    driver::drive(
         cfg,
         &transport(cfg, qm),
         &Controls::default(),

@@ -1,0 +1,134 @@
+//! What the driver hands back: the request and reply counts that must balance, how the run
+//! ended, and the round trips of each measured window.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::time::Duration;
+
+/// Round trips are recorded in nanoseconds, from 1 ns to an hour, to 3 significant digits.
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+/// The request and reply counts of a run: nothing lost, nothing hidden.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Integrity {
+    /// Requests put in the measured window.
+    pub sent: u64,
+    /// Replies received in the window, of every kind below.
+    pub received: u64,
+    /// Replies paired with an outstanding request.
+    pub matched: u64,
+    /// Replies that belong to no request of this run (stray messages).
+    pub unmatched: u64,
+    /// Requests whose reply did not come within --wait.
+    pub timed_out: u64,
+    /// Replies to a request that had already been answered.
+    pub duplicates: u64,
+    /// Replies to a request that had already timed out.
+    pub late: u64,
+    /// Requests still in flight when the run was interrupted.
+    pub abandoned: u64,
+}
+
+impl Integrity {
+    pub(super) fn add(&mut self, o: &Integrity) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.matched += o.matched;
+        self.unmatched += o.unmatched;
+        self.timed_out += o.timed_out;
+        self.duplicates += o.duplicates;
+        self.late += o.late;
+        self.abandoned += o.abandoned;
+    }
+
+    /// Whether every request sent is accounted for.
+    pub fn balanced(&self) -> bool {
+        self.sent == self.matched + self.timed_out + self.abandoned
+            && self.received == self.matched + self.unmatched + self.duplicates + self.late
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every request was sent and answered.
+    Completed,
+    /// Some replies did not come within --wait.
+    TimedOut,
+    /// Stopped early after --max-timeouts timeouts.
+    StoppedAfterTimeouts,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+    /// A task lost its connection; the figures cover what happened before.
+    Failed,
+}
+
+/// One task's figures.
+#[derive(Debug, Clone)]
+pub struct TaskStats {
+    pub integrity: Integrity,
+    /// Round trips in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
+}
+
+impl TaskStats {
+    pub(super) fn new() -> Self {
+        // 3 significant digits over 1 ns..1 h is a fixed ~30 KiB whatever the run length.
+        let round_trip_ns = Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+            .expect("constant histogram bounds are valid");
+        TaskStats {
+            integrity: Integrity::default(),
+            round_trip_ns,
+        }
+    }
+
+    pub(super) fn record(&mut self, rt: Duration) {
+        let ns = (rt.as_nanos() as u64).clamp(1, HIST_MAX_NS);
+        // Cannot fail within the bounds clamped to above.
+        let _ = self.round_trip_ns.record(ns);
+    }
+}
+
+/// The driver's result: timings, counts and latency of the measured window.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    /// Wall-clock time the window opened and closed.
+    pub start: chrono::DateTime<chrono::Utc>,
+    pub end: chrono::DateTime<chrono::Utc>,
+    pub elapsed: Duration,
+    /// Messages deleted from the reply queue before the run.
+    pub cleared: u64,
+    pub integrity: Integrity,
+    /// Round trips of all tasks, merged, in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
+    /// Matched replies per task.
+    pub per_task_matched: Vec<u64>,
+    /// The first transport error, when a task failed mid-run.
+    pub error: Option<String>,
+    /// Each measured window (one unless --rounds), in order.
+    pub rounds: Vec<Round>,
+    /// What --probe found and decided.
+    pub probed: Option<Probe>,
+}
+
+/// The result of --probe.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Probe {
+    /// The rate of the unmeasured probe, all tasks.
+    pub rate_tps: f64,
+    /// Messages per round it chose (never fewer than --count).
+    pub count_per_round: u64,
+    /// The round length it aimed at, seconds.
+    pub target_s: f64,
+}
+
+/// One measured window of a run with --rounds.
+#[derive(Debug, Clone)]
+pub struct Round {
+    pub elapsed: Duration,
+    pub integrity: Integrity,
+    /// Round trips in nanoseconds.
+    pub round_trip_ns: Histogram<u64>,
+}
