@@ -6,29 +6,7 @@
 //! (TSV's tab delimiter keeps a decimal comma unambiguous; for CSV pick `--delimiter ';'`).
 
 use crate::report::Report;
-
-/// Column names; the unit is in each name.
-pub const COLUMNS: &[&str] = &[
-    "row",
-    "group",
-    "name",
-    "pid",
-    "user_us_per_tran",
-    "sys_us_per_tran",
-    "total_us_per_tran",
-    "pct",
-    "transactions",
-    "elapsed_s",
-    "rate_tps",
-    "round_trip_mean_us",
-    "round_trip_p99_us",
-    "app_cpu_us_per_tran",
-    "captured_us_per_tran",
-    "capture_ratio",
-    "corrected_us_per_tran",
-    "label",
-    "start_utc",
-];
+use serde::Serialize;
 
 /// How numbers are written.
 #[derive(Debug, Clone, Copy)]
@@ -56,74 +34,103 @@ fn num_p(v: Option<f64>, f: Format, prec: usize) -> String {
     }
 }
 
-/// The rows of a report, header first, as strings.
-pub fn rows(r: &Report, f: Format) -> Vec<Vec<String>> {
-    let mut out = vec![COLUMNS.iter().map(|c| c.to_string()).collect::<Vec<_>>()];
-    let blank = || vec![String::new(); COLUMNS.len()];
+/// One row of the file. The header is these field names, so the unit is in each column's
+/// name; numbers are written by [`num`] before they get here, so that the decimal mark is
+/// the user's choice.
+#[derive(Debug, Default, Serialize)]
+struct Line {
+    row: &'static str,
+    group: String,
+    name: String,
+    pid: String,
+    user_us_per_tran: String,
+    sys_us_per_tran: String,
+    total_us_per_tran: String,
+    pct: String,
+    transactions: String,
+    elapsed_s: String,
+    rate_tps: String,
+    round_trip_mean_us: String,
+    round_trip_p99_us: String,
+    app_cpu_us_per_tran: String,
+    captured_us_per_tran: String,
+    capture_ratio: String,
+    corrected_us_per_tran: String,
+    label: String,
+    start_utc: String,
+}
+
+/// The lines of a report: processes, groups, rounds (with two or more), the summary.
+fn lines(r: &Report, f: Format) -> Vec<Line> {
+    let mut out = Vec::new();
     for p in &r.processes {
-        let mut row = blank();
-        row[0] = "process".into();
-        row[1] = p.group.clone();
-        row[2] = p.name.clone();
-        row[3] = p.pid.map(|x| x.to_string()).unwrap_or_default();
-        row[4] = num(Some(p.user_us_per_tran), f);
-        row[5] = num(Some(p.sys_us_per_tran), f);
-        row[6] = num(Some(p.total_us_per_tran), f);
-        row[7] = num(Some(p.pct), f);
-        out.push(row);
+        out.push(Line {
+            row: "process",
+            group: p.group.clone(),
+            name: p.name.clone(),
+            pid: p.pid.map(|x| x.to_string()).unwrap_or_default(),
+            user_us_per_tran: num(Some(p.user_us_per_tran), f),
+            sys_us_per_tran: num(Some(p.sys_us_per_tran), f),
+            total_us_per_tran: num(Some(p.total_us_per_tran), f),
+            pct: num(Some(p.pct), f),
+            ..Line::default()
+        });
     }
     for g in &r.groups {
-        let mut row = blank();
-        row[0] = "group".into();
-        row[1] = g.name.clone();
-        row[2] = format!("{}*", g.name);
-        row[4] = num(Some(g.user_us_per_tran), f);
-        row[5] = num(Some(g.sys_us_per_tran), f);
-        row[6] = num(Some(g.total_us_per_tran), f);
-        row[7] = num(Some(g.pct), f);
-        out.push(row);
+        out.push(Line {
+            row: "group",
+            group: g.name.clone(),
+            name: format!("{}*", g.name),
+            user_us_per_tran: num(Some(g.user_us_per_tran), f),
+            sys_us_per_tran: num(Some(g.sys_us_per_tran), f),
+            total_us_per_tran: num(Some(g.total_us_per_tran), f),
+            pct: num(Some(g.pct), f),
+            ..Line::default()
+        });
     }
     if r.rounds.len() > 1 {
         for rd in &r.rounds {
-            let mut row = blank();
-            row[0] = "round".into();
-            row[2] = format!("round {}", rd.round);
-            row[8] = rd.transactions.to_string();
-            row[9] = num_p(Some(rd.elapsed_s), f, 6);
-            row[10] = num(Some(rd.rate_tps), f);
-            row[11] = num(Some(rd.round_trip_us.mean), f);
-            row[12] = num(Some(rd.round_trip_us.p99), f);
-            row[13] = num(rd.app_cpu_us_per_tran, f);
-            row[14] = num(rd.captured_us_per_tran, f);
-            row[16] = num(rd.corrected_us_per_tran, f);
-            out.push(row);
+            out.push(Line {
+                row: "round",
+                name: format!("round {}", rd.round),
+                transactions: rd.transactions.to_string(),
+                elapsed_s: num_p(Some(rd.elapsed_s), f, 6),
+                rate_tps: num(Some(rd.rate_tps), f),
+                round_trip_mean_us: num(Some(rd.round_trip_us.mean), f),
+                round_trip_p99_us: num(Some(rd.round_trip_us.p99), f),
+                app_cpu_us_per_tran: num(rd.app_cpu_us_per_tran, f),
+                captured_us_per_tran: num(rd.captured_us_per_tran, f),
+                corrected_us_per_tran: num(rd.corrected_us_per_tran, f),
+                ..Line::default()
+            });
         }
     }
-    let mut row = blank();
-    row[0] = "summary".into();
-    row[2] = r.settings.qmgr.clone();
-    row[8] = r.transactions.to_string();
-    row[9] = num_p(Some(r.elapsed_s), f, 6);
-    row[10] = num(Some(r.rate_tps), f);
-    row[11] = num(Some(r.round_trip_us.mean), f);
-    row[12] = num(Some(r.round_trip_us.p99), f);
-    row[13] = num(r.app_cpu.us_per_tran, f);
-    row[14] = num(r.captured_us_per_tran, f);
-    row[15] = num(r.capture_ratio.as_ref().map(|c| c.value), f);
-    row[16] = num(r.corrected_us_per_tran, f);
-    row[17] = r.label.clone();
-    row[18] = r.start_utc.clone();
-    out.push(row);
+    out.push(Line {
+        row: "summary",
+        name: r.settings.qmgr.clone(),
+        transactions: r.transactions.to_string(),
+        elapsed_s: num_p(Some(r.elapsed_s), f, 6),
+        rate_tps: num(Some(r.rate_tps), f),
+        round_trip_mean_us: num(Some(r.round_trip_us.mean), f),
+        round_trip_p99_us: num(Some(r.round_trip_us.p99), f),
+        app_cpu_us_per_tran: num(r.app_cpu.us_per_tran, f),
+        captured_us_per_tran: num(r.captured_us_per_tran, f),
+        capture_ratio: num(r.capture_ratio.as_ref().map(|c| c.value), f),
+        corrected_us_per_tran: num(r.corrected_us_per_tran, f),
+        label: r.label.clone(),
+        start_utc: r.start_utc.clone(),
+        ..Line::default()
+    });
     out
 }
 
-/// Render as delimited text (RFC 4180 quoting where a field needs it).
+/// Render as delimited text (RFC 4180 quoting where a field needs it), header first.
 pub fn render(r: &Report, f: Format) -> Result<String, csv::Error> {
     let mut w = csv::WriterBuilder::new()
         .delimiter(f.delimiter)
         .from_writer(Vec::new());
-    for row in rows(r, f) {
-        w.write_record(&row)?;
+    for line in lines(r, f) {
+        w.serialize(line)?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())

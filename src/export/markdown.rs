@@ -1,16 +1,30 @@
 //! The Markdown exporter: the summary and the CPU table, for a wiki page or a CI job summary.
 
+use super::rows::{CpuLine, cpu_lines, spread_lines};
 use crate::report::Report;
 use std::fmt::Write;
 
-fn f2(v: Option<f64>) -> String {
+fn two_places(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".into(), |x| format!("{x:.2}"))
 }
 
 /// Render the report as Markdown.
 pub fn render(r: &Report) -> String {
-    let s = &r.settings;
     let mut o = String::new();
+    summary(&mut o, r);
+    cpu_table(&mut o, r);
+    rounds_table(&mut o, r);
+    if let Some(acc) = &r.accounting
+        && !acc.verdict.is_empty()
+    {
+        let _ = writeln!(o, "\n{}", acc.verdict);
+    }
+    o
+}
+
+/// The run in a sentence, then its figures.
+fn summary(o: &mut String, r: &Report) {
+    let s = &r.settings;
     let _ = writeln!(o, "## oemputx: {} ({})\n", r.label, s.qmgr);
     let _ = writeln!(
         o,
@@ -41,7 +55,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(
         o,
         "| App CPU per msg (µs) | {} |",
-        f2(r.app_cpu.us_per_tran)
+        two_places(r.app_cpu.us_per_tran)
     );
     if let Some(c) = r.captured_us_per_tran {
         let _ = writeln!(o, "| Captured CPU per msg (µs) | {c:.2} |");
@@ -60,61 +74,53 @@ pub fn render(r: &Report) -> String {
         "| Integrity | sent {}, matched {}, timed out {}, unmatched {}, duplicates {}, late {} |",
         i.sent, i.matched, i.timed_out, i.unmatched, i.duplicates, i.late
     );
-    if !r.groups.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n| Jobname.PID | USR µs/tran | SYS µs/tran | Tot µs/tran | % |\n|---|---:|---:|---:|---:|"
-        );
-        for g in &r.groups {
-            for p in r.processes.iter().filter(|p| p.group == g.name) {
-                let _ = writeln!(
-                    o,
-                    "| {} | {:.2} | {:.2} | {:.2} | {:.1} |",
-                    p.name, p.user_us_per_tran, p.sys_us_per_tran, p.total_us_per_tran, p.pct
-                );
-            }
-            let _ = writeln!(
+}
+
+/// A row per process, a bold total row per group.
+fn cpu_table(o: &mut String, r: &Report) {
+    if r.groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n| Jobname.PID | USR µs/tran | SYS µs/tran | Tot µs/tran | % |\n|---|---:|---:|---:|---:|"
+    );
+    for line in cpu_lines(&r.processes, &r.groups) {
+        let _ = match line {
+            CpuLine::Member(p) => writeln!(
+                o,
+                "| {} | {:.2} | {:.2} | {:.2} | {:.1} |",
+                p.name, p.user_us_per_tran, p.sys_us_per_tran, p.total_us_per_tran, p.pct
+            ),
+            CpuLine::Total(g) => writeln!(
                 o,
                 "| **{}\\*** | **{:.2}** | **{:.2}** | **{:.2}** | **{:.1}** |",
                 g.name, g.user_us_per_tran, g.sys_us_per_tran, g.total_us_per_tran, g.pct
-            );
-        }
+            ),
+        };
     }
-    if let Some(sum) = &r.rounds_summary {
+}
+
+/// Best / median / worst across rounds, and the noise verdict.
+fn rounds_table(o: &mut String, r: &Report) {
+    let Some(sum) = &r.rounds_summary else { return };
+    let _ = writeln!(
+        o,
+        "\n| across {} rounds | best | median | worst | spread |\n|---|---:|---:|---:|---:|",
+        sum.rounds
+    );
+    for (of, b) in spread_lines(sum) {
         let _ = writeln!(
             o,
-            "\n| across {} rounds | best | median | worst | spread |\n|---|---:|---:|---:|---:|",
-            sum.rounds
+            "| {} | {:.2} | {:.2} | {:.2} | {:.1}% |",
+            of.label("µs", "\\*"),
+            b.best,
+            b.median,
+            b.worst,
+            b.spread_pct
         );
-        let rows = [
-            ("Rate (trans/s)", sum.rate_tps),
-            ("Round trip mean (µs)", sum.round_trip_mean_us),
-            ("App CPU (µs/tran)", sum.app_cpu_us_per_tran),
-            ("Captured (µs/tran)", sum.captured_us_per_tran),
-        ];
-        for (name, b) in rows
-            .iter()
-            .filter_map(|(n, b)| b.map(|b| (n.to_string(), b)))
-            .chain(
-                sum.groups
-                    .iter()
-                    .map(|g| (format!("{}\\* (µs/tran)", g.name), g.total_us_per_tran)),
-            )
-        {
-            let _ = writeln!(
-                o,
-                "| {name} | {:.2} | {:.2} | {:.2} | {:.1}% |",
-                b.best, b.median, b.worst, b.spread_pct
-            );
-        }
-        if let Some(n) = &sum.noisy {
-            let _ = writeln!(o, "\n**Noisy:** {n}");
-        }
     }
-    if let Some(acc) = &r.accounting
-        && !acc.verdict.is_empty()
-    {
-        let _ = writeln!(o, "\n{}", acc.verdict);
+    if let Some(n) = &sum.noisy {
+        let _ = writeln!(o, "\n**Noisy:** {n}");
     }
-    o
 }

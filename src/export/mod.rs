@@ -6,6 +6,7 @@ pub mod cells;
 pub mod delimited;
 pub mod json;
 pub mod markdown;
+pub mod rows;
 pub mod text;
 
 /// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being

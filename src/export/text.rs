@@ -1,5 +1,6 @@
 //! The text exporter: OEMPUTX's report layout, plain aligned text in 80 columns.
 
+use super::rows::{CpuLine, cpu_lines, spread_lines};
 use crate::cli::MatchMode;
 use crate::driver::Status;
 use crate::report::{AccountingInfo, CaptureRatio, GroupRow, OtherCpu, ProcessRow, Report};
@@ -61,42 +62,63 @@ pub fn cpu_table(o: &mut String, r: &CpuSection) {
         " {:<24} {:>10} {:>10} {:>9}",
         "", "/tran", "/tran", "/tran"
     );
-    for g in r.groups {
-        for p in r.processes.iter().filter(|p| p.group == g.name) {
-            let name = if p.name.chars().count() > 24 {
-                format!("{}~", p.name.chars().take(23).collect::<String>())
-            } else {
-                p.name.clone()
-            };
-            let _ = writeln!(
-                o,
-                " {:<24} {:>10} {:>10} {:>9.2} {:>6.1}{}",
-                name,
-                with_sigma(p.user_us_per_tran, p.split_sigma_us_per_tran),
-                with_sigma(p.sys_us_per_tran, p.split_sigma_us_per_tran),
-                p.total_us_per_tran,
-                p.pct,
-                p.note
-                    .as_deref()
-                    .map(|n| format!("  ({n})"))
-                    .unwrap_or_default()
-            );
-        }
-        let star = format!("{}*", g.name);
-        if g.processes == 0 {
-            let _ = writeln!(
-                o,
-                " {star:<24} {:>10} {:>10} {:>9} {:>6}  (matched nothing)",
-                "-", "-", "-", "-"
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                " {star:<24} {:>10.2} {:>10.2} {:>9.2} {:>6.1}",
-                g.user_us_per_tran, g.sys_us_per_tran, g.total_us_per_tran, g.pct
-            );
+    member_rows(o, r);
+    totals(o, r);
+    accounting_notes(o, acc);
+}
+
+/// A row per process of each group, then the group's total row (`NAME*`).
+fn member_rows(o: &mut String, r: &CpuSection) {
+    for line in cpu_lines(r.processes, r.groups) {
+        match line {
+            CpuLine::Member(p) => {
+                let name = if p.name.chars().count() > 24 {
+                    format!("{}~", p.name.chars().take(23).collect::<String>())
+                } else {
+                    p.name.clone()
+                };
+                let _ = writeln!(
+                    o,
+                    " {:<24} {:>10} {:>10} {:>9.2} {:>6.1}{}",
+                    name,
+                    with_sigma(p.user_us_per_tran, p.split_sigma_us_per_tran),
+                    with_sigma(p.sys_us_per_tran, p.split_sigma_us_per_tran),
+                    p.total_us_per_tran,
+                    p.pct,
+                    p.note
+                        .as_deref()
+                        .map(|n| format!("  ({n})"))
+                        .unwrap_or_default()
+                );
+            }
+            CpuLine::Total(g) if g.processes == 0 => {
+                let _ = writeln!(
+                    o,
+                    " {:<24} {:>10} {:>10} {:>9} {:>6}  (matched nothing)",
+                    format!("{}*", g.name),
+                    "-",
+                    "-",
+                    "-",
+                    "-"
+                );
+            }
+            CpuLine::Total(g) => {
+                let _ = writeln!(
+                    o,
+                    " {:<24} {:>10.2} {:>10.2} {:>9.2} {:>6.1}",
+                    format!("{}*", g.name),
+                    g.user_us_per_tran,
+                    g.sys_us_per_tran,
+                    g.total_us_per_tran,
+                    g.pct
+                );
+            }
         }
     }
+}
+
+/// The captured total, the capture ratio and corrected total, and the CPU outside the groups.
+fn totals(o: &mut String, r: &CpuSection) {
     if let Some(c) = r.captured_us_per_tran {
         let _ = writeln!(o, " {:<46} {:>9.2}", "Captured total", c);
     }
@@ -129,6 +151,10 @@ pub fn cpu_table(o: &mut String, r: &CpuSection) {
             let _ = writeln!(o, "   top: {}", top.join(", "));
         }
     }
+}
+
+/// Where the CPU figures came from, what the snapshots cost, the verdict and the warnings.
+fn accounting_notes(o: &mut String, acc: &AccountingInfo) {
     let source = match acc.cpu_source {
         Some(crate::accounting::snapshot::CpuSource::Ticks) => {
             "ticks from /proc/PID/stat (10 ms steps; for comparison)".to_string()
@@ -179,24 +205,15 @@ fn rounds_table(o: &mut String, r: &Report) {
             opt(row.captured_us_per_tran)
         );
     }
-    let line = |o: &mut String, name: &str, b: &Option<crate::report::rounds::Bmw>| {
-        if let Some(b) = b {
-            let _ = writeln!(
-                o,
-                " {name:<24} best {:>10.2}  median {:>10.2}  worst {:>10.2}  spread {:>5.1}%",
-                b.best, b.median, b.worst, b.spread_pct
-            );
-        }
-    };
-    line(o, "Rate (trans/s)", &sum.rate_tps);
-    line(o, "Round trip mean (us)", &sum.round_trip_mean_us);
-    line(o, "App CPU (us/tran)", &sum.app_cpu_us_per_tran);
-    line(o, "Captured (us/tran)", &sum.captured_us_per_tran);
-    for g in &sum.groups {
-        line(
+    for (of, b) in spread_lines(sum) {
+        let _ = writeln!(
             o,
-            &format!("{}* (us/tran)", g.name),
-            &Some(g.total_us_per_tran),
+            " {:<24} best {:>10.2}  median {:>10.2}  worst {:>10.2}  spread {:>5.1}%",
+            of.label("us", "*"),
+            b.best,
+            b.median,
+            b.worst,
+            b.spread_pct
         );
     }
     match &sum.noisy {
@@ -216,7 +233,6 @@ fn rounds_table(o: &mut String, r: &Report) {
 
 /// Render the report as text.
 pub fn render(r: &Report) -> String {
-    let s = &r.settings;
     let mut o = String::new();
     // Writing to a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(
@@ -224,6 +240,19 @@ pub fn render(r: &Report) -> String {
         "oemputx {} - what does one message cost?",
         r.tool.version
     );
+    settings_section(&mut o, r);
+    run_figures(&mut o, r);
+    latency_and_integrity(&mut o, r);
+    let _ = writeln!(o, "Driver CPU source     : {}", r.app_cpu.source);
+    cpu_table(&mut o, &CpuSection::from(r));
+    rounds_table(&mut o, r);
+    status_line(&mut o, r);
+    o
+}
+
+/// The settings echoed, as OEMPUTX's report opens.
+fn settings_section(o: &mut String, r: &Report) {
+    let s = &r.settings;
     let _ = writeln!(o, "Queue manager     : {}", s.qmgr);
     let h = &r.host;
     let yes_no = |b: Option<bool>| b.map_or("unknown", |b| if b { "yes" } else { "no" });
@@ -306,6 +335,10 @@ pub fn render(r: &Report) -> String {
             r.reply_queue_cleared
         );
     }
+}
+
+/// OEMPUTX's figures: transactions, elapsed, application CPU, rate, round trip.
+fn run_figures(o: &mut String, r: &Report) {
     let _ = writeln!(o);
     let _ = writeln!(o, "Start time            : {}", r.start_utc);
     let _ = writeln!(o, "End time              : {}", r.end_utc);
@@ -329,6 +362,10 @@ pub fn render(r: &Report) -> String {
         "Avg App CPU per msg   : {:>12} microseconds",
         opt(cpu.us_per_tran, 2)
     );
+}
+
+/// Round-trip percentiles and the request/reply books.
+fn latency_and_integrity(o: &mut String, r: &Report) {
     let _ = writeln!(o);
     let l = &r.round_trip_us;
     let _ = writeln!(
@@ -355,9 +392,10 @@ pub fn render(r: &Report) -> String {
         let per: Vec<String> = r.per_task_transactions.iter().map(u64::to_string).collect();
         let _ = writeln!(o, "Transactions per task : {}", per.join(" "));
     }
-    let _ = writeln!(o, "Driver CPU source     : {}", cpu.source);
-    cpu_table(&mut o, &CpuSection::from(r));
-    rounds_table(&mut o, r);
+}
+
+/// How the run ended, when it did not complete.
+fn status_line(o: &mut String, r: &Report) {
     match r.status {
         Status::Completed => {}
         Status::Interrupted => {
@@ -375,5 +413,4 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
-    o
 }

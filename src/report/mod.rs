@@ -231,10 +231,10 @@ pub struct RoundGroup {
 #[derive(Debug, Clone, Serialize)]
 pub struct RoundsSummary {
     pub rounds: usize,
-    pub rate_tps: Option<rounds::Bmw>,
-    pub round_trip_mean_us: Option<rounds::Bmw>,
-    pub app_cpu_us_per_tran: Option<rounds::Bmw>,
-    pub captured_us_per_tran: Option<rounds::Bmw>,
+    pub rate_tps: Option<rounds::BestMedianWorst>,
+    pub round_trip_mean_us: Option<rounds::BestMedianWorst>,
+    pub app_cpu_us_per_tran: Option<rounds::BestMedianWorst>,
+    pub captured_us_per_tran: Option<rounds::BestMedianWorst>,
     pub groups: Vec<GroupSpread>,
     /// Set when the CPU per transaction varies by more than 5% across rounds.
     pub noisy: Option<String>,
@@ -244,7 +244,7 @@ pub struct RoundsSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupSpread {
     pub name: String,
-    pub total_us_per_tran: rounds::Bmw,
+    pub total_us_per_tran: rounds::BestMedianWorst,
 }
 
 impl RoundsSummary {
@@ -264,14 +264,14 @@ impl RoundsSummary {
                     .find(|x| x.name == g)
                     .map(|x| x.total_us_per_tran)
             });
-            if let Some(b) = rounds::bmw(&v, false) {
+            if let Some(b) = rounds::best_median_worst(&v, false) {
                 groups.push(GroupSpread {
                     name: g,
                     total_us_per_tran: b,
                 });
             }
         }
-        let captured = rounds::bmw(&col(&|r| r.captured_us_per_tran), false);
+        let captured = rounds::best_median_worst(&col(&|r| r.captured_us_per_tran), false);
         let worst = groups
             .iter()
             .map(|g| (g.name.as_str(), g.total_us_per_tran.spread_pct))
@@ -288,9 +288,12 @@ impl RoundsSummary {
         });
         Some(RoundsSummary {
             rounds: rows.len(),
-            rate_tps: rounds::bmw(&col(&|r| Some(r.rate_tps)), true),
-            round_trip_mean_us: rounds::bmw(&col(&|r| Some(r.round_trip_us.mean)), false),
-            app_cpu_us_per_tran: rounds::bmw(&col(&|r| r.app_cpu_us_per_tran), false),
+            rate_tps: rounds::best_median_worst(&col(&|r| Some(r.rate_tps)), true),
+            round_trip_mean_us: rounds::best_median_worst(
+                &col(&|r| Some(r.round_trip_us.mean)),
+                false,
+            ),
+            app_cpu_us_per_tran: rounds::best_median_worst(&col(&|r| r.app_cpu_us_per_tran), false),
             captured_us_per_tran: captured,
             groups,
             noisy,

@@ -12,7 +12,7 @@ pub const NOISY_SPREAD_PCT: f64 = 5.0;
 
 /// Best, median and worst of one figure across rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Bmw {
+pub struct BestMedianWorst {
     pub best: f64,
     pub median: f64,
     pub worst: f64,
@@ -36,7 +36,7 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// Best/median/worst of `v`; `higher_is_better` for rates, lower for times and CPU.
-pub fn bmw(v: &[f64], higher_is_better: bool) -> Option<Bmw> {
+pub fn best_median_worst(v: &[f64], higher_is_better: bool) -> Option<BestMedianWorst> {
     let med = median(v)?;
     let finite = v.iter().copied().filter(|x| x.is_finite());
     let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
@@ -48,14 +48,14 @@ pub fn bmw(v: &[f64], higher_is_better: bool) -> Option<Bmw> {
         0.0
     };
     Some(if higher_is_better {
-        Bmw {
+        BestMedianWorst {
             best: hi,
             median: med,
             worst: lo,
             spread_pct,
         }
     } else {
-        Bmw {
+        BestMedianWorst {
             best: lo,
             median: med,
             worst: hi,
@@ -78,15 +78,15 @@ mod tests {
 
     #[test]
     fn best_is_the_high_rate_and_the_low_cost() {
-        let rate = bmw(&[100.0, 110.0, 90.0], true).unwrap();
+        let rate = best_median_worst(&[100.0, 110.0, 90.0], true).unwrap();
         assert_eq!((rate.best, rate.median, rate.worst), (110.0, 100.0, 90.0));
-        let cpu = bmw(&[50.0, 52.0, 51.0], false).unwrap();
+        let cpu = best_median_worst(&[50.0, 52.0, 51.0], false).unwrap();
         assert_eq!((cpu.best, cpu.worst), (50.0, 52.0));
         assert!((cpu.spread_pct - 100.0 * 2.0 / 51.0).abs() < 1e-12);
     }
 
     #[test]
     fn one_round_has_no_spread() {
-        assert_eq!(bmw(&[7.0], false).unwrap().spread_pct, 0.0);
+        assert_eq!(best_median_worst(&[7.0], false).unwrap().spread_pct, 0.0);
     }
 }
