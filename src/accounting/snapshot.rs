@@ -143,26 +143,55 @@ fn uptime_ticks() -> u64 {
 pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, SnapshotError> {
     let cost_start = crate::accounting::clock::self_thread().ok();
     let at = Instant::now();
-    let tck = clk_tck();
-    let ticks_to_ns = |t: u64| t.saturating_mul(1_000_000_000) / tck;
-    let want_cmd = groups
-        .iter()
-        .flat_map(|g| &g.selectors)
-        .any(|s| matches!(s, Selector::Cmd(_)));
-    let want_uid = groups
-        .iter()
-        .flat_map(|g| &g.selectors)
-        .any(|s| matches!(s, Selector::Uid(_)));
+    let read = read_processes(groups, source)?;
+    let members = group_members(groups, &read.facts, source);
+    let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
+    let cost = match (cost_start, crate::accounting::clock::self_thread().ok()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => Duration::ZERO,
+    };
+    Ok(Snapshot {
+        at,
+        procs: read.procs,
+        groups: members,
+        idle_ticks: ks.total.idle,
+        iowait_ticks: ks.total.iowait.unwrap_or(0),
+        steal_ticks: ks.total.steal.unwrap_or(0),
+        uptime_ticks: uptime_ticks(),
+        denied: read.denied,
+        cost,
+    })
+}
 
-    let mut procs = HashMap::new();
-    let mut facts: Vec<(Key, ProcFacts)> = Vec::new();
-    let mut denied = Vec::new();
+/// Clock ticks to nanoseconds.
+fn ticks_to_ns(t: u64) -> u64 {
+    t.saturating_mul(1_000_000_000) / clk_tck()
+}
+
+/// Every process /proc lets us read: its CPU sample, and the facts selectors match on.
+struct ProcessRead {
+    procs: HashMap<Key, Sample>,
+    facts: Vec<(Key, ProcFacts)>,
+    denied: Vec<i32>,
+}
+
+fn read_processes(groups: &[GroupSpec], source: CpuSource) -> Result<ProcessRead, SnapshotError> {
+    // Command lines and owners are read only when a selector needs them: they cost a file
+    // read per process.
+    let wants = |f: fn(&Selector) -> bool| groups.iter().flat_map(|g| &g.selectors).any(f);
+    let want_cmd = wants(|s| matches!(s, Selector::Cmd(_)));
+    let want_uid = wants(|s| matches!(s, Selector::Uid(_)));
+    let mut read = ProcessRead {
+        procs: HashMap::new(),
+        facts: Vec::new(),
+        denied: Vec::new(),
+    };
     let all = procfs::process::all_processes().map_err(|e| SnapshotError::Proc(e.to_string()))?;
     for proc in all.flatten() {
         let stat = match proc.stat() {
             Ok(s) => s,
             Err(procfs::ProcError::PermissionDenied(_)) => {
-                denied.push(proc.pid);
+                read.denied.push(proc.pid);
                 continue;
             }
             // Gone between listing and reading: not part of this snapshot.
@@ -176,7 +205,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         };
         let key = (stat.pid, stat.starttime);
         let children_ticks = (stat.cutime.max(0) + stat.cstime.max(0)) as u64;
-        facts.push((
+        read.facts.push((
             key,
             ProcFacts {
                 pid: stat.pid,
@@ -190,7 +219,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
                 uid: if want_uid { proc.uid().ok() } else { None },
             },
         ));
-        procs.insert(
+        read.procs.insert(
             key,
             Sample {
                 pid: stat.pid,
@@ -202,13 +231,16 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
             },
         );
     }
+    Ok(read)
+}
 
-    // Descendants of each tree: root, by following parent links.
+/// The descendants of each `tree:` root (the root included), by following parent links.
+fn trees(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> HashMap<i32, HashSet<i32>> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for (_, f) in &facts {
+    for (_, f) in facts {
         children.entry(f.ppid).or_default().push(f.pid);
     }
-    let mut trees: HashMap<i32, HashSet<i32>> = HashMap::new();
+    let mut trees = HashMap::new();
     for root in groups
         .iter()
         .flat_map(|g| &g.selectors)
@@ -228,6 +260,17 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         }
         trees.insert(root, set);
     }
+    trees
+}
+
+/// What each group holds now: its cgroup's counters, its threads in this process, or the
+/// processes its selectors match.
+fn group_members(
+    groups: &[GroupSpec],
+    facts: &[(Key, ProcFacts)],
+    source: CpuSource,
+) -> Vec<Members> {
+    let trees = trees(groups, facts);
     let in_tree = |root: i32, pid: i32| trees.get(&root).is_some_and(|s| s.contains(&pid));
     let pidfiles: HashMap<PathBuf, Option<i32>> = groups
         .iter()
@@ -238,8 +281,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         })
         .collect();
     let pidfile_pid = |p: &PathBuf| pidfiles.get(p).copied().flatten();
-
-    let members = groups
+    groups
         .iter()
         .map(|g| {
             if let Some(dir) = g.cgroup() {
@@ -268,24 +310,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
                     .collect(),
             )
         })
-        .collect();
-
-    let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
-    let cost = match (cost_start, crate::accounting::clock::self_thread().ok()) {
-        (Some(a), Some(b)) => b.saturating_sub(a),
-        _ => Duration::ZERO,
-    };
-    Ok(Snapshot {
-        at,
-        procs,
-        groups: members,
-        idle_ticks: ks.total.idle,
-        iowait_ticks: ks.total.iowait.unwrap_or(0),
-        steal_ticks: ks.total.steal.unwrap_or(0),
-        uptime_ticks: uptime_ticks(),
-        denied,
-        cost,
-    })
+        .collect()
 }
 
 /// Threads of this process whose names match any of `res`.

@@ -114,6 +114,7 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
                 acc.error.clone().unwrap_or_default()
             )
         })?;
+    // The command's own CPU per message, from getrusage of the children.
     let report = AccountReport {
         schema: "oemputx.account/1",
         command: args.command.clone(),
@@ -131,6 +132,32 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
         accounting: table.info,
         host: Host::current(),
     };
+    let o = render_text(&report);
+    let to_stdout = args
+        .export_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if to_stdout {
+        eprint!("{o}")
+    } else {
+        print!("{o}")
+    }
+    if let Some(path) = &args.export_json {
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        write_atomic(path, json.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if !status.success() {
+        eprintln!(
+            "oemputx account: the command failed ({status}); the figures cover its run anyway"
+        );
+        return Ok(Exit::Failure);
+    }
+    Ok(Exit::Ok)
+}
+
+/// The account report as text: the command's figures, then OEMPUTX's CPU table.
+fn render_text(report: &AccountReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "oemputx account: {}", report.command.join(" "));
     let _ = writeln!(
@@ -154,7 +181,7 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
     let _ = writeln!(
         o,
         "Command CPU per msg   : {:>12.2} microseconds (the command and its children)",
-        per_msg
+        report.command_cpu_us_per_msg
     );
     cpu_table(
         &mut o,
@@ -168,25 +195,5 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
             accounting: Some(&report.accounting),
         },
     );
-    let to_stdout = args
-        .export_json
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == "-");
-    if to_stdout {
-        eprint!("{o}")
-    } else {
-        print!("{o}")
-    }
-    if let Some(path) = &args.export_json {
-        let json = serde_json::to_string_pretty(&report)? + "\n";
-        write_atomic(path, json.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if !status.success() {
-        eprintln!(
-            "oemputx account: the command failed ({status}); the figures cover its run anyway"
-        );
-        return Ok(Exit::Failure);
-    }
-    Ok(Exit::Ok)
+    o
 }

@@ -102,24 +102,9 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         }
         Err(e) => return Err(e.into()),
     };
-    let current = match (&args.current, args.run.is_empty()) {
-        (Some(p), _) => Saved::load(p)?,
-        (None, _) => {
-            let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
-                std::iter::once("oemputx".to_string()).chain(args.run.clone()),
-            )?;
-            let cfg = crate::config::Config::from_args(&cli.run)?;
-            let report = crate::measure::measure(&cfg, interrupt)?;
-            crate::commands::run::write_reports(&cfg, &report)?;
-            if report.status != crate::driver::Status::Completed {
-                anyhow::bail!(
-                    "the run did not complete ({:?}), so there is nothing to gate",
-                    report.status
-                );
-            }
-            let json = serde_json::to_value(&report).context("encoding the run's report")?;
-            Saved::from_json("this run".into(), json)?
-        }
+    let current = match &args.current {
+        Some(p) => Saved::load(p)?,
+        None => measure_now(&args.run, interrupt)?,
     };
     let diffs = differences(&base, &current, true);
     if !diffs.is_empty() && !args.force {
@@ -159,30 +144,7 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         verdict: overall(&decisions),
         decisions,
     };
-    let text = render_text(&outcome);
-    print!("{text}");
-    if args.github {
-        print!("{}", render_github(&outcome));
-    }
-    let write = |path: &Path, what: &str, body: &str| {
-        export::write_output(path, &format!("the gate's {what}"), body)
-    };
-    if let Some(p) = &args.export_markdown {
-        write(p, "Markdown", &render_markdown(&outcome))?;
-    }
-    if let Some(p) = &args.export_junit {
-        write(p, "JUnit XML", &render_junit(&outcome))?;
-    }
-    if let Some(p) = &args.export_bmf {
-        write(p, "Bencher metrics", &render_bmf(&outcome)?)?;
-    }
-    if let Some(p) = &args.export_gha {
-        write(p, "github-action-benchmark JSON", &render_gha(&outcome)?)?;
-    }
-    if let Some(p) = &args.export_json {
-        let json = serde_json::to_string_pretty(&outcome)?;
-        write(p, "JSON", &json)?;
-    }
+    write_verdict(args, &outcome)?;
     if outcome.verdict == Verdict::Inconclusive {
         eprintln!(
             "Warning: the gate is inconclusive (see the notes above){}",
@@ -194,4 +156,51 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         );
     }
     Ok(exit_of(outcome.verdict, args.strict))
+}
+
+/// Measure the current run now, with the run options given after `--`.
+fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
+    )?;
+    let cfg = crate::config::Config::from_args(&cli.run)?;
+    let report = crate::measure::measure(&cfg, interrupt)?;
+    crate::commands::run::write_reports(&cfg, &report)?;
+    if report.status != crate::driver::Status::Completed {
+        anyhow::bail!(
+            "the run did not complete ({:?}), so there is nothing to gate",
+            report.status
+        );
+    }
+    let json = serde_json::to_value(&report).context("encoding the run's report")?;
+    Ok(Saved::from_json("this run".into(), json)?)
+}
+
+/// The verdict on stdout (and as GitHub annotations), and in every file asked for.
+fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Result<()> {
+    let text = render_text(outcome);
+    print!("{text}");
+    if args.github {
+        print!("{}", render_github(outcome));
+    }
+    let write = |path: &Path, what: &str, body: &str| {
+        export::write_output(path, &format!("the gate's {what}"), body)
+    };
+    if let Some(p) = &args.export_markdown {
+        write(p, "Markdown", &render_markdown(outcome))?;
+    }
+    if let Some(p) = &args.export_junit {
+        write(p, "JUnit XML", &render_junit(outcome))?;
+    }
+    if let Some(p) = &args.export_bmf {
+        write(p, "Bencher metrics", &render_bmf(outcome)?)?;
+    }
+    if let Some(p) = &args.export_gha {
+        write(p, "github-action-benchmark JSON", &render_gha(outcome)?)?;
+    }
+    if let Some(p) = &args.export_json {
+        let json = serde_json::to_string_pretty(outcome)?;
+        write(p, "JSON", &json)?;
+    }
+    Ok(())
 }

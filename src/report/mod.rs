@@ -301,6 +301,60 @@ impl RoundsSummary {
     }
 }
 
+impl Settings {
+    /// The run's settings echoed, with the queue manager's password replaced by `***`.
+    fn of(cfg: &Config) -> Settings {
+        let (count, duration_s) = match cfg.length {
+            RunLength::Count(n) => (Some(n), None),
+            RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
+        };
+        Settings {
+            transport: cfg.endpoint.transport(),
+            qmgr: cfg.endpoint.redacted(),
+            profile: cfg.profile.clone(),
+            request_queue: cfg.request_queue.clone(),
+            reply_queue: match &cfg.reply_queue {
+                ReplyQueue::Named(q) => Some(q.clone()),
+                ReplyQueue::Temporary => None,
+            },
+            message_source: cfg.messages.source.clone(),
+            messages_in_rotation: cfg.messages.bodies.len(),
+            msg_bytes_min: cfg.messages.min_len(),
+            msg_bytes_max: cfg.messages.max_len(),
+            persistent: cfg.persistent,
+            syncpoint: cfg.syncpoint,
+            msgs_per_loop: cfg.msgs_per_loop,
+            tasks: cfg.tasks,
+            count,
+            duration_s,
+            wait_s: cfg.wait.as_secs_f64(),
+            match_mode: cfg.match_mode,
+            warmup: cfg.warmup,
+            rate_limit_tps: cfg.rate,
+            max_timeouts: cfg.max_timeouts,
+        }
+    }
+}
+
+/// Why the run stopped early, when it did.
+fn status_detail(cfg: &Config, out: &Outcome) -> Option<String> {
+    match out.status {
+        Status::Completed => None,
+        Status::TimedOut => Some(format!(
+            "{} request(s) got no reply within {:?}",
+            out.integrity.timed_out, cfg.wait
+        )),
+        Status::StoppedAfterTimeouts => Some(format!(
+            "stopped after {} timeouts (--max-timeouts)",
+            out.integrity.timed_out
+        )),
+        Status::Interrupted => {
+            Some("interrupted by Ctrl-C; figures cover the run up to then".into())
+        }
+        Status::Failed => out.error.clone(),
+    }
+}
+
 fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
@@ -320,25 +374,7 @@ impl Report {
         let round_trip_us = Latency::of(&out.round_trip_ns);
         let per = |x: f64| (transactions > 0).then(|| x / transactions as f64);
         let app_s = app_cpu.map(|d| d.as_secs_f64());
-        let status_detail = match out.status {
-            Status::Completed => None,
-            Status::TimedOut => Some(format!(
-                "{} request(s) got no reply within {:?}",
-                out.integrity.timed_out, cfg.wait
-            )),
-            Status::StoppedAfterTimeouts => Some(format!(
-                "stopped after {} timeouts (--max-timeouts)",
-                out.integrity.timed_out
-            )),
-            Status::Interrupted => {
-                Some("interrupted by Ctrl-C; figures cover the run up to then".into())
-            }
-            Status::Failed => out.error.clone(),
-        };
-        let (count, duration_s) = match cfg.length {
-            RunLength::Count(n) => (Some(n), None),
-            RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
-        };
+        let status_detail = status_detail(cfg, out);
         Report {
             schema: SCHEMA,
             tool: Tool {
@@ -348,31 +384,7 @@ impl Report {
             label: cfg.label.clone(),
             status: out.status,
             status_detail,
-            settings: Settings {
-                transport: cfg.endpoint.transport(),
-                qmgr: cfg.endpoint.redacted(),
-                profile: cfg.profile.clone(),
-                request_queue: cfg.request_queue.clone(),
-                reply_queue: match &cfg.reply_queue {
-                    ReplyQueue::Named(q) => Some(q.clone()),
-                    ReplyQueue::Temporary => None,
-                },
-                message_source: cfg.messages.source.clone(),
-                messages_in_rotation: cfg.messages.bodies.len(),
-                msg_bytes_min: cfg.messages.min_len(),
-                msg_bytes_max: cfg.messages.max_len(),
-                persistent: cfg.persistent,
-                syncpoint: cfg.syncpoint,
-                msgs_per_loop: cfg.msgs_per_loop,
-                tasks: cfg.tasks,
-                count,
-                duration_s,
-                wait_s: cfg.wait.as_secs_f64(),
-                match_mode: cfg.match_mode,
-                warmup: cfg.warmup,
-                rate_limit_tps: cfg.rate,
-                max_timeouts: cfg.max_timeouts,
-            },
+            settings: Settings::of(cfg),
             reply_queue_cleared: out.cleared,
             start_utc: format_utc(&out.start),
             end_utc: format_utc(&out.end),
