@@ -11,9 +11,11 @@
 //! Run: `cargo bench --bench accuracy -- [--rounds 3] [--count 1000] [--burn 50,500]`
 //! (needs RabbitMQ; `bash ci/services.sh` starts it). Target: exact within 1% of the truth.
 
-use std::io::{BufRead, BufReader};
+#[path = "../tests/common/flow.rs"]
+mod flow;
+use flow::SampleFlow;
+
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 struct Opts {
     rounds: usize,
@@ -53,67 +55,31 @@ fn opts() -> Opts {
     o
 }
 
-/// The calibrated responder; stopped on drop, its queue deleted by oemputx's --declare run.
-struct Flow {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
+/// The calibrated responder: `sample-flow --echo --extra-cpu-us N`.
+fn start_flow(url: &str, queue: &str, burn_us: u64) -> SampleFlow {
+    let burn = burn_us.to_string();
+    SampleFlow::start(
+        &[
+            "--echo",
+            "--url",
+            url,
+            "--input-queue",
+            queue,
+            "--extra-cpu-us",
+            &burn,
+        ],
+        "echoing",
+    )
 }
 
-impl Flow {
-    fn start(url: &str, queue: &str, burn_us: u64) -> Flow {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
-            .args([
-                "--echo",
-                "--url",
-                url,
-                "--input-queue",
-                queue,
-                "--extra-cpu-us",
-                &burn_us.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sample-flow starts");
-        let (tx, lines) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let first = lines
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default();
-        assert!(
-            first.contains("echoing"),
-            "sample-flow did not start: {first}"
-        );
-        Flow { child, lines }
-    }
-
-    /// Stop it and read its truth: process CPU from first request to last reply, ns.
-    fn stop(mut self) -> u64 {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
-        let mut truth = 0;
-        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            if let Some(v) = line.split("last reply: ").nth(1) {
-                truth = v.trim_end_matches(" ns").parse().unwrap_or(0);
-            }
-        }
-        truth
-    }
-}
-
-impl Drop for Flow {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Stop the flow and read its truth: process CPU from first request to last reply, ns.
+fn truth_ns(flow: SampleFlow) -> u64 {
+    flow.stop()
+        .iter()
+        .filter_map(|line| line.split("last reply: ").nth(1))
+        .filter_map(|v| v.trim_end_matches(" ns").parse().ok())
+        .next_back()
+        .unwrap_or(0)
 }
 
 fn oemputx(args: &[&str]) -> serde_json::Value {
@@ -170,8 +136,8 @@ fn main() {
         let (mut errs, mut tick_errs) = (Vec::new(), Vec::new());
         for run in 0..o.rounds {
             let queue = format!("oemputx.accuracy.{}.{burn}.{run}", std::process::id());
-            let flow = Flow::start(&o.url, &queue, burn);
-            let pid = flow.child.id();
+            let flow = start_flow(&o.url, &queue, burn);
+            let pid = flow.pid();
             let j = oemputx(&[
                 "--qmgr",
                 &o.url,
@@ -183,7 +149,7 @@ fn main() {
                 &format!("FLOW=pid:{pid}"),
                 "--no-clear",
             ]);
-            let truth_ns = flow.stop();
+            let truth_ns = truth_ns(flow);
             let flow_row = j["groups"]
                 .as_array()
                 .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))

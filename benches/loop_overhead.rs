@@ -23,6 +23,11 @@
 //! to judge the targets on a noisy machine, `--rounds 60 --count 6000` (about ten minutes)
 //! (needs RabbitMQ on 127.0.0.1:5672 or $OEMPUTX_TEST_AMQP; `bash ci/services.sh` starts it).
 
+#[path = "../tests/common/flow.rs"]
+mod flow;
+use flow::SampleFlow;
+use oemputx::report::rounds;
+
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments, QueueDeleteArguments,
@@ -277,46 +282,34 @@ fn oemputx_loop(url: &str, queue: &str, count: u64, warmup: u64, tasks: usize) -
     }
 }
 
-fn best_median_worst(mut v: Vec<f64>, higher_is_better: bool) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
-    let (lo, hi) = (v[0], v[v.len() - 1]);
-    if higher_is_better {
-        (hi, median, lo)
-    } else {
-        (lo, median, hi)
-    }
+/// (best, median, worst), by the report's own best/median/worst.
+fn best_median_worst(v: Vec<f64>, higher_is_better: bool) -> (f64, f64, f64) {
+    rounds::best_median_worst(&v, higher_is_better).map_or((f64::NAN, f64::NAN, f64::NAN), |b| {
+        (b.best, b.median, b.worst)
+    })
 }
 
 /// The echo responder, stopped and its queue deleted when dropped (also on a panic).
 struct Flow {
-    child: std::process::Child,
+    /// `None` only while dropping.
+    flow: Option<SampleFlow>,
     queue: String,
     ep: AmqpEndpoint,
 }
 
 impl Flow {
     fn start(url: &str, queue: &str, ep: &AmqpEndpoint) -> Flow {
-        let child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
-            .args([
-                "--echo",
-                "--url",
-                url,
-                "--input-queue",
-                queue,
-                "--threads",
-                "2",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sample-flow starts");
+        let args = [
+            "--echo",
+            "--url",
+            url,
+            "--input-queue",
+            queue,
+            "--threads",
+            "2",
+        ];
         Flow {
-            child,
+            flow: Some(SampleFlow::start(&args, "echoing")),
             queue: queue.to_string(),
             ep: ep.clone(),
         }
@@ -325,11 +318,8 @@ impl Flow {
 
 impl Drop for Flow {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
+        // Stop the flow first, so that it does not re-declare the queue.
+        drop(self.flow.take());
         if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

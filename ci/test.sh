@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 . ci/ensure-rust.sh
 bash ci/services.sh
 cargo fmt --all -- --check
-cargo clippy --all-targets --quiet -- -D warnings
-cargo test --all-targets 2>&1
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# oemputx's tests start sample-flow, a crate of its own: build both binaries first.
+cargo build --workspace --bins --quiet
+cargo test --workspace --all-targets 2>&1
 bash ci/gate.sh

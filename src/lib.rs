@@ -18,7 +18,6 @@ pub mod config;
 pub mod driver;
 pub mod exit;
 pub mod export;
-pub mod flow;
 pub mod gate;
 pub mod measure;
 pub mod msgfile;

@@ -104,7 +104,7 @@ fn a_request_that_is_not_xml_gets_an_error_reply_and_no_row() {
 }
 
 fn sample_flow(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_sample-flow"))
+    Command::new(common::flow_bin())
         .args(args)
         .output()
         .expect("sample-flow runs")

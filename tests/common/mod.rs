@@ -2,10 +2,18 @@
 //! cleans up after itself, and queue administration on the test broker.
 #![allow(dead_code)]
 
+#[path = "flow.rs"]
+mod flow;
+pub use flow::SampleFlow;
+
+/// The sample-flow binary beside this build's oemputx.
+pub fn flow_bin() -> std::path::PathBuf {
+    flow::sample_flow_bin()
+}
+
 use amqprs::channel::{QueueDeclareArguments, QueueDeleteArguments};
 use amqprs::connection::{Connection, OpenConnectionArguments};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -99,14 +107,15 @@ pub fn queue_depth(queue: &str) -> u32 {
 /// `sample-flow` (`--echo`, or the reference flow) on a queue; stopped (SIGTERM) and its
 /// queue deleted on drop.
 pub struct EchoFlow {
-    child: Child,
+    /// `None` only while dropping.
+    flow: Option<SampleFlow>,
     pub queue: String,
 }
 
 impl EchoFlow {
     /// The responder's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.flow.as_ref().map_or(0, SampleFlow::pid)
     }
 
     pub fn start(queue: &str, extra: &[&str]) -> EchoFlow {
@@ -121,23 +130,11 @@ impl EchoFlow {
     }
 
     fn spawn(queue: &str, extra: &[&str], ready_word: &str) -> EchoFlow {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sample-flow"))
-            .args(["--url", &amqp_url(), "--input-queue", queue])
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sample-flow starts");
-        // Ready once it says it is consuming.
-        let stderr = child.stderr.take().expect("stderr piped");
-        let mut lines = BufReader::new(stderr).lines();
-        let ready = lines.next().and_then(Result::ok).unwrap_or_default();
-        assert!(
-            ready.contains(ready_word),
-            "sample-flow did not start: {ready}"
-        );
-        std::thread::spawn(move || for _ in lines {});
+        let url = amqp_url();
+        let mut args = vec!["--url", url.as_str(), "--input-queue", queue];
+        args.extend_from_slice(extra);
         EchoFlow {
-            child,
+            flow: Some(SampleFlow::start(&args, ready_word)),
             queue: queue.to_string(),
         }
     }
@@ -145,19 +142,8 @@ impl EchoFlow {
 
 impl Drop for EchoFlow {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Stop the flow first, so that it does not re-declare the queue.
+        drop(self.flow.take());
         delete_queue(&self.queue);
     }
 }

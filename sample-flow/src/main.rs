@@ -1,6 +1,8 @@
 //! `sample-flow`: the system under test that oemputx drives.
 //!
-//! By default the reference flow (see [`oemputx::flow`]): check the XML request, transform
+//! By default the reference flow (a system under test modelled on the production flow of
+//! IBM's WebSphere Message Broker for z/OS performance report: 630-byte XML in, a dozen nodes,
+//! a database insert): check the XML request, transform
 //! it, copy it to an audit queue, check it again, enrich it, insert a row into PostgreSQL,
 //! filter, build the reply and send it to `reply_to` with the request's correlation id.
 //! `--echo` is a bare responder that sends the request's body back. Both acknowledge a
@@ -10,9 +12,13 @@
 
 use anyhow::Context;
 use clap::Parser;
-use oemputx::flow::db;
-use oemputx::flow::engine::{FlowOptions, run_thread};
-use oemputx::flow::stats::{Level, Sink};
+mod db;
+mod engine;
+mod flow_statistics;
+mod nodes;
+
+use engine::{FlowOptions, run_thread};
+use flow_statistics::{Level, Sink};
 use oemputx::transport::{Endpoint, parse_url};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -6,9 +6,8 @@
 //! nothing is lost. On SIGTERM a thread finishes the message in hand, then closes.
 
 use super::db::Db;
+use super::flow_statistics::{Collector, Level, Sink};
 use super::nodes::{self, Invalid};
-use super::stats::{Collector, Level, Sink};
-use crate::transport::amqp::url::AmqpEndpoint;
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, BasicQosArguments, Channel,
@@ -16,6 +15,7 @@ use amqprs::channel::{
 };
 use amqprs::connection::Connection;
 use anyhow::Context;
+use oemputx::transport::amqp::url::AmqpEndpoint;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -61,8 +61,8 @@ fn burn(extra: Duration) -> anyhow::Result<()> {
     if extra.is_zero() {
         return Ok(());
     }
-    let start = crate::accounting::clock::self_thread()?;
-    while crate::accounting::clock::self_thread()? - start < extra {
+    let start = oemputx::accounting::clock::self_thread()?;
+    while oemputx::accounting::clock::self_thread()? - start < extra {
         std::hint::spin_loop();
     }
     Ok(())
@@ -87,7 +87,7 @@ pub fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
 
 async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
     let target = o.ep.redacted();
-    let open = crate::transport::amqp::connection_args(&o.ep, &format!("sample-flow-{i}"))
+    let open = oemputx::transport::amqp::connection_args(&o.ep, &format!("sample-flow-{i}"))
         .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
     let conn = tokio::time::timeout(Duration::from_secs(5), Connection::open(&open))
         .await
@@ -142,7 +142,7 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             Ok(Some(m)) => m,
         };
         if cpu_first.is_none() {
-            cpu_first = crate::accounting::clock::self_process().ok();
+            cpu_first = oemputx::accounting::clock::self_process().ok();
         }
         stats.message_start();
         let handled = if o.echo {
@@ -155,7 +155,7 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
         }
         stats.message_end();
         stats.maybe_emit(false);
-        cpu_last = crate::accounting::clock::self_process().ok();
+        cpu_last = oemputx::accounting::clock::self_process().ok();
     };
     stats.maybe_emit(true);
     let cpu_ns = match (cpu_first, cpu_last) {

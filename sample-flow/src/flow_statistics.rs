@@ -95,7 +95,7 @@ pub struct Collector {
 
 fn thread_cpu() -> Duration {
     // A thread CPU clock that cannot be read counts as zero rather than stop the flow.
-    crate::accounting::clock::self_thread().unwrap_or_default()
+    oemputx::accounting::clock::self_thread().unwrap_or_default()
 }
 
 impl Collector {
