@@ -6,7 +6,7 @@
 #   bash ci/stats-overhead.sh [COUNT] [ROUNDS]      (defaults 2000 and 7; MODE=disk, see below)
 #
 # Needs RabbitMQ and PostgreSQL (bash ci/services.sh) and a release build
-# (cargo build --release --bins). Each level runs against a fresh flow on a fresh queue; the
+# (cargo build --release --workspace --bins). Each level runs against a fresh flow on a fresh queue; the
 # levels are run twice in opposite orders (off thread node node thread off) and each level's
 # two runs are compared separately, so that drift of the machine shows as disagreement
 # between the two passes rather than as an overhead.
