@@ -1,30 +1,35 @@
 //! Small tables given as rows of cells (header first), rendered as aligned text, delimited
-//! text (TSV/CSV) or Markdown: the shape of the `sweep` and `compare` tables.
+//! text (TSV/CSV) or Markdown: the shape of the `sweep`, `compare` and gate tables.
 
-/// Aligned text: the first column left-aligned, the others right-aligned (they are figures).
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+
+/// Aligned text through comfy-table, without borders so that it pastes into a spreadsheet
+/// or a mail as columns: the first column left-aligned, the others right-aligned (they are
+/// figures). On a terminal, a table wider than the window wraps its cells rather than its
+/// lines; piped or redirected, lines are never wrapped.
 pub fn text(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+    let Some((header, body)) = rows.split_first() else {
+        return String::new();
+    };
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header)
+        .add_rows(body);
+    for (i, column) in table.column_iter_mut().enumerate() {
+        column.set_cell_alignment(if i == 0 {
+            CellAlignment::Left
+        } else {
+            CellAlignment::Right
+        });
+    }
+    // comfy-table pads the last column too; a line's trailing blanks are noise in a diff.
+    let mut out: String = table
+        .lines()
+        .map(|l| l.trim_end().to_string() + "\n")
         .collect();
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            let w = width[c];
-            if c == 0 {
-                line.push_str(&format!(" {cell:<w$}"));
-            } else {
-                line.push_str(&format!("  {cell:>w$}"));
-            }
-        }
-        out.push_str(line.trim_end());
+    if out.is_empty() {
         out.push('\n');
     }
     out
