@@ -57,7 +57,7 @@ struct Args {
     /// Unacknowledged requests the broker may push ahead to each instance.
     #[arg(long, default_value_t = 64)]
     prefetch: u16,
-    /// Instances in this process, one thread and connection each (the paper's additional
+    /// Instances in this process, one thread and connection each (IBM's broker report's additional
     /// instances; several processes are its execution groups).
     #[arg(long, default_value_t = 1)]
     threads: usize,

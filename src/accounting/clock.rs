@@ -2,7 +2,7 @@
 //!
 //! Process and thread CPU clocks are kept by the scheduler in nanoseconds and include threads
 //! that have exited, unlike `/proc/PID/stat` ticks (10 ms each, off by 20% and more at
-//! 50 ms of CPU; see DESIGN.md). Reading one is a clock_gettime(2) call; no privilege is
+//! 50 ms of CPU; see docs/accounting.md). Reading one is a clock_gettime(2) call; no privilege is
 //! needed for a process we can see.
 
 use nix::time::{ClockId, clock_getcpuclockid};

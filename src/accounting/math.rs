@@ -3,11 +3,11 @@
 //! - **User/system split.** The kernel samples whether a tick lands in user or system mode
 //!   and scales the samples to the exact runtime, so the split is a binomial estimate: with
 //!   T seconds of CPU, a tick of t seconds and a system share p, its 1σ uncertainty is about
-//!   √(T·t·p(1−p)) (DESIGN.md, measured on this kind of machine).
+//!   √(T·t·p(1−p)) (docs/accounting.md, measured on this kind of machine).
 //! - **Capture ratio.** CPU of all tasks over the window ÷ the CPU the machine was busy,
 //!   where busy = elapsed × CPUs − idle − iowait. Busy is derived from idle because
 //!   /proc/stat's busy ticks undercount short bursts (≈40% low under request/reply traffic,
-//!   DESIGN.md). What tasks do not carry (interrupts, softirqs not charged to a task) is
+//!   docs/accounting.md). What tasks do not carry (interrupts, softirqs not charged to a task) is
 //!   what the ratio corrects for, as z/OS's capture ratio corrects for uncaptured time.
 
 /// Split an exact total into user and system from tick counts; returns (user, system).

@@ -82,7 +82,7 @@ impl GroupSpec {
     }
 }
 
-/// Preset name → the process names it stands for (as in DESIGN.md).
+/// Preset name → the process names it stands for (docs/accounting.md lists them).
 pub const PRESETS: &[(&str, &[&str])] = &[
     (
         "rabbitmq",
