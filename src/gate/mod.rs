@@ -235,7 +235,7 @@ mod tests {
     use super::*;
 
     /// Ten rounds around 100 with a realistic ±1.5% spread.
-    fn rounds(scale: f64) -> Vec<f64> {
+    pub(super) fn rounds(scale: f64) -> Vec<f64> {
         [
             100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
         ]

@@ -215,17 +215,9 @@ pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::rounds;
     use super::super::{Worse, decide, overall};
     use super::*;
-
-    fn rounds(scale: f64) -> Vec<f64> {
-        [
-            100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
-        ]
-        .iter()
-        .map(|x| x * scale)
-        .collect()
-    }
 
     #[test]
     fn exports_carry_each_metric() {
