@@ -18,6 +18,7 @@ pub mod config;
 pub mod driver;
 pub mod exit;
 pub mod export;
+pub mod flows;
 pub mod gate;
 pub mod measure;
 pub mod msgfile;

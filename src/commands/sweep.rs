@@ -7,20 +7,16 @@ use crate::accounting::selector::{GroupSpec, Selector};
 use crate::cli::{SweepArgs, SweepMode};
 use crate::config::{Config, ConfigError};
 use crate::export;
+use crate::flows::{FlowCommand, Flows};
 use crate::report::{self, Report};
 use anyhow::Context;
 use serde::Serialize;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// The JSON schema tag of a sweep.
 pub const SCHEMA: &str = "oemputx.sweep/1";
-/// How long the flows may take to start consuming.
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// One point of the sweep.
 #[derive(Debug, Clone, Serialize)]
@@ -50,156 +46,6 @@ pub struct Sweep {
     pub settings: report::Settings,
     pub points: Vec<Point>,
     pub host: report::Host,
-}
-
-/// The flow processes of one point; stopped (SIGTERM, then SIGKILL) when dropped.
-struct Flows {
-    children: Vec<Child>,
-    /// The last lines each child wrote to stderr, for error messages.
-    logs: Vec<Arc<Mutex<Vec<String>>>>,
-}
-
-impl Flows {
-    fn pids(&self) -> Vec<i32> {
-        self.children.iter().map(|c| c.id() as i32).collect()
-    }
-
-    /// Why a child has already exited, if one has.
-    fn exited(&mut self) -> Option<String> {
-        for (c, log) in self.children.iter_mut().zip(&self.logs) {
-            if let Ok(Some(status)) = c.try_wait() {
-                let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
-                return Some(format!("the flow exited ({status}): {tail}"));
-            }
-        }
-        None
-    }
-}
-
-impl Drop for Flows {
-    fn drop(&mut self) {
-        for c in &self.children {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for c in &mut self.children {
-            while Instant::now() < deadline && matches!(c.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// The flow command split into program and arguments, the program found next to oemputx
-/// first (where cargo puts sample-flow), then on PATH.
-fn flow_command(flow_cmd: &str) -> Result<(PathBuf, Vec<String>), ConfigError> {
-    let bad = |why: String| ConfigError::BadValue {
-        flag: "--flow-cmd",
-        why,
-    };
-    let words = shell_words::split(flow_cmd).map_err(|e| bad(e.to_string()))?;
-    let Some((program, args)) = words.split_first() else {
-        return Err(bad("is empty; give the flow's command, e.g. \"sample-flow --db postgres://postgres@127.0.0.1/test\"".into()));
-    };
-    if args
-        .iter()
-        .any(|a| a == "--threads" || a.starts_with("--threads="))
-    {
-        return Err(bad(
-            "must not set --threads: sweep sets it for each point".into()
-        ));
-    }
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(program)))
-        .filter(|p| !program.contains('/') && p.is_file());
-    Ok((
-        beside.unwrap_or_else(|| PathBuf::from(program)),
-        args.to_vec(),
-    ))
-}
-
-fn start_flows(
-    program: &Path,
-    args: &[String],
-    cfg: &Config,
-    processes: usize,
-    threads: usize,
-) -> anyhow::Result<Flows> {
-    let mut flows = Flows {
-        children: Vec::new(),
-        logs: Vec::new(),
-    };
-    let has = |flag: &str| {
-        args.iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    for _ in 0..processes {
-        let mut cmd = Command::new(program);
-        cmd.args(args).args(["--threads", &threads.to_string()]);
-        if !has("--input-queue") {
-            cmd.args(["--input-queue", &cfg.request_queue]);
-        }
-        if !has("--url")
-            && let Some(url) = cfg.endpoint.kind().url_for_flow()
-        {
-            cmd.args(["--url", &url]);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| ConfigError::BadValue {
-                flag: "--flow-cmd",
-                why: format!("cannot start {}: {e}", program.display()),
-            })?;
-        let log = Arc::new(Mutex::new(Vec::new()));
-        if let Some(stderr) = child.stderr.take() {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    if let Ok(mut l) = log.lock() {
-                        l.push(line);
-                        let excess = l.len().saturating_sub(5);
-                        l.drain(..excess);
-                    }
-                }
-            });
-        }
-        flows.children.push(child);
-        flows.logs.push(log);
-    }
-    Ok(flows)
-}
-
-/// Wait until the request queue has `want` consumers (the flows are ready).
-fn wait_ready(cfg: &Config, flows: &mut Flows, want: usize) -> anyhow::Result<()> {
-    let deadline = Instant::now() + READY_TIMEOUT;
-    loop {
-        if let Some(why) = flows.exited() {
-            anyhow::bail!("{why}");
-        }
-        let Some(have) = cfg.endpoint.kind().consumers(&cfg.request_queue)? else {
-            return Ok(());
-        };
-        if have as usize >= want {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            anyhow::bail!(
-                "the flows did not start consuming '{}' within {} s ({have} of {want} consumers); check --flow-cmd",
-                cfg.request_queue,
-                READY_TIMEOUT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Report) -> Point {
@@ -254,7 +100,14 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         }
         .into());
     }
-    let (program, flow_args) = flow_command(&args.flow_cmd)?;
+    let flow_cmd = FlowCommand::parse("--flow-cmd", &args.flow_cmd)?;
+    if flow_cmd.sets("--threads") {
+        return Err(ConfigError::BadValue {
+            flag: "--flow-cmd",
+            why: "must not set --threads: sweep sets it for each point".into(),
+        }
+        .into());
+    }
     // Without a FLOW group of the user's, the flows are accounted by their process ids.
     let own_flow_group = !cfg.groups.iter().any(|g| g.name == "FLOW");
     let base_groups = cfg.groups.clone();
@@ -277,8 +130,15 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
                     "sweep: {n} task(s) against {processes} flow process(es) of {threads} thread(s)"
                 );
             }
-            let mut flows = start_flows(&program, &flow_args, &cfg, processes, threads)?;
-            wait_ready(&cfg, &mut flows, processes * threads)?;
+            let threads_arg = ["--threads".to_string(), threads.to_string()];
+            let mut flows = Flows::start(
+                &flow_cmd,
+                &cfg.endpoint,
+                &cfg.request_queue,
+                processes,
+                &threads_arg,
+            )?;
+            flows.wait_ready(processes * threads)?;
             cfg.tasks = n;
             cfg.groups = base_groups.clone();
             if own_flow_group {
@@ -510,19 +370,4 @@ fn write_reports(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_flow_command_is_split_like_a_shell_and_may_not_set_threads() {
-        let (p, a) = flow_command("sample-flow --db 'postgres://u@h/db' --stats node").expect("ok");
-        assert!(p.ends_with("sample-flow"));
-        assert_eq!(a, ["--db", "postgres://u@h/db", "--stats", "node"]);
-        assert!(flow_command("sample-flow --threads 2").is_err());
-        assert!(flow_command("").is_err());
-        assert!(flow_command("sample-flow 'unclosed").is_err());
-    }
 }

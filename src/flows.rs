@@ -1,0 +1,209 @@
+//! Flows that oemputx starts itself (`sweep`, the A/B gate): the command parsed once, its
+//! processes started directly (no shell) with the broker's URL and their request queue, the
+//! wait until they consume, and their stop (SIGTERM, then SIGKILL) when dropped.
+//!
+//! A flow gets its URL and queue as `--url URL --input-queue Q` (unless its command already
+//! sets them) and as the environment variables `OEMPUTX_URL` and `OEMPUTX_QUEUE`, so that any
+//! responder can take them one way or the other.
+
+use crate::config::ConfigError;
+use crate::transport::Endpoint;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long flows may take to start consuming.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// Stderr lines kept per flow, for the error when it dies.
+const LOG_LINES: usize = 5;
+
+/// A flow's command: the program (found next to oemputx first, where cargo puts
+/// sample-flow, then on PATH) and its arguments.
+#[derive(Debug, Clone)]
+pub struct FlowCommand {
+    /// The option the command came from, for errors.
+    pub flag: &'static str,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl FlowCommand {
+    /// Split `cmd` as a shell would (quotes, escapes), without running a shell.
+    pub fn parse(flag: &'static str, cmd: &str) -> Result<FlowCommand, ConfigError> {
+        let bad = |why: String| ConfigError::BadValue { flag, why };
+        let words = shell_words::split(cmd).map_err(|e| bad(e.to_string()))?;
+        let Some((program, args)) = words.split_first() else {
+            return Err(bad("is empty; give the flow's command, e.g. \"sample-flow --db postgres://postgres@127.0.0.1/test\"".into()));
+        };
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(|d| d.join(program)))
+            .filter(|p| !program.contains('/') && p.is_file());
+        Ok(FlowCommand {
+            flag,
+            program: beside.unwrap_or_else(|| PathBuf::from(program)),
+            args: args.to_vec(),
+        })
+    }
+
+    /// Whether the command sets `flag` itself.
+    pub fn sets(&self, flag: &str) -> bool {
+        let with_value = format!("{flag}=");
+        self.args
+            .iter()
+            .any(|a| a == flag || a.starts_with(&with_value))
+    }
+}
+
+/// Flow processes serving one request queue; stopped when dropped.
+pub struct Flows {
+    children: Vec<Child>,
+    /// The last lines each child wrote to stderr, for error messages.
+    logs: Vec<Arc<Mutex<Vec<String>>>>,
+    endpoint: Endpoint,
+    queue: String,
+}
+
+impl Flows {
+    /// Start `processes` copies of `cmd` on `queue` at `endpoint`, each with `extra`
+    /// arguments (e.g. `--threads N`).
+    pub fn start(
+        cmd: &FlowCommand,
+        endpoint: &Endpoint,
+        queue: &str,
+        processes: usize,
+        extra: &[String],
+    ) -> Result<Flows, ConfigError> {
+        let mut flows = Flows {
+            children: Vec::new(),
+            logs: Vec::new(),
+            endpoint: endpoint.clone(),
+            queue: queue.to_string(),
+        };
+        let url = endpoint.kind().url_for_flow();
+        for _ in 0..processes {
+            let mut c = Command::new(&cmd.program);
+            c.args(&cmd.args).args(extra);
+            if !cmd.sets("--input-queue") {
+                c.args(["--input-queue", queue]);
+            }
+            c.env("OEMPUTX_QUEUE", queue);
+            if let Some(url) = &url {
+                if !cmd.sets("--url") {
+                    c.args(["--url", url]);
+                }
+                c.env("OEMPUTX_URL", url);
+            }
+            let mut child = c
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| ConfigError::BadValue {
+                    flag: cmd.flag,
+                    why: format!("cannot start {}: {e}", cmd.program.display()),
+                })?;
+            let log = Arc::new(Mutex::new(Vec::new()));
+            if let Some(stderr) = child.stderr.take() {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                        if let Ok(mut l) = log.lock() {
+                            l.push(line);
+                            let excess = l.len().saturating_sub(LOG_LINES);
+                            l.drain(..excess);
+                        }
+                    }
+                });
+            }
+            flows.children.push(child);
+            flows.logs.push(log);
+        }
+        Ok(flows)
+    }
+
+    /// The flows' process ids.
+    pub fn pids(&self) -> Vec<i32> {
+        self.children.iter().map(|c| c.id() as i32).collect()
+    }
+
+    /// Why a flow has already exited, if one has.
+    pub fn exited(&mut self) -> Option<String> {
+        for (c, log) in self.children.iter_mut().zip(&self.logs) {
+            if let Ok(Some(status)) = c.try_wait() {
+                let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+                return Some(format!("the flow exited ({status}): {tail}"));
+            }
+        }
+        None
+    }
+
+    /// Wait until the queue has `want` consumers (the flows are ready), or a flow dies, or
+    /// 20 s pass. A transport that cannot count consumers is taken as ready.
+    pub fn wait_ready(&mut self, want: usize) -> anyhow::Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(why) = self.exited() {
+                anyhow::bail!("{why}");
+            }
+            let Some(have) = self.endpoint.kind().consumers(&self.queue)? else {
+                return Ok(());
+            };
+            if have as usize >= want {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!(
+                    "the flows did not start consuming '{}' within {} s ({have} of {want} consumers); check the flow's command",
+                    self.queue,
+                    READY_TIMEOUT.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Flows {
+    fn drop(&mut self) {
+        for c in &self.children {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for c in &mut self.children {
+            while Instant::now() < deadline && matches!(c.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flow_command_is_split_like_a_shell() {
+        let c = FlowCommand::parse(
+            "--flow-cmd",
+            "sample-flow --db 'postgres://u@h/db' --stats node",
+        )
+        .expect("ok");
+        assert!(c.program.ends_with("sample-flow"));
+        assert_eq!(c.args, ["--db", "postgres://u@h/db", "--stats", "node"]);
+        assert!(
+            FlowCommand::parse("--flow-cmd", "sample-flow --threads=2")
+                .is_ok_and(|c| c.sets("--threads"))
+        );
+        assert!(!c.sets("--url"));
+        assert!(FlowCommand::parse("--flow-cmd", "").is_err());
+        assert!(FlowCommand::parse("--flow-cmd", "sample-flow 'unclosed").is_err());
+    }
+}
