@@ -37,19 +37,44 @@ pub enum Command {
     /// The CI regression gate: compare the rounds of a run with a baseline's, per group
     /// CPU µs/tran and corrected total; exit 3 on a regression. Give --current REPORT.json,
     /// or the run options after `--` to measure now.
-    Gate(GateArgs),
+    Gate(Box<GateArgs>),
 }
 
 /// Options of `oemputx gate`.
 #[derive(Debug, Args, Clone)]
 pub struct GateArgs {
-    /// The baseline report (made on main with --save-baseline PATH).
-    #[arg(long, value_name = "PATH")]
-    pub baseline: PathBuf,
+    /// The baseline report (made on main with --save-baseline PATH). Not with --flow-a.
+    #[arg(long, value_name = "PATH", required_unless_present = "flow_a")]
+    pub baseline: Option<PathBuf>,
     /// The report to judge, e.g. reports/latest.json (or give run options after --).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "flow_a")]
     pub current: Option<PathBuf>,
-    /// Largest slowdown that still passes, e.g. 5% (default 5%, or the gate file's).
+    /// A/B in one run: the command of flow A (the baseline build), executed directly (no
+    /// shell), given its own request queue and the URL as --input-queue Q --url U and as
+    /// OEMPUTX_QUEUE and OEMPUTX_URL. Rounds alternate A B B A … against both flows.
+    #[arg(
+        long,
+        value_name = "COMMAND",
+        requires = "flow_b",
+        conflicts_with = "baseline"
+    )]
+    pub flow_a: Option<String>,
+    /// A/B in one run: the command of flow B (the build to judge).
+    #[arg(long, value_name = "COMMAND", requires = "flow_a")]
+    pub flow_b: Option<String>,
+    /// A/B: stop adding rounds after this many (A and B rounds counted together).
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "flow_a")]
+    pub max_rounds: usize,
+    /// A/B: stop adding rounds after this long; undecided metrics are then inconclusive.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "flow_a"
+    )]
+    pub max_time: humantime::Duration,
+    /// Largest slowdown that still passes, e.g. 2% (default 5% against a baseline, 2% A/B,
+    /// or the gate file's).
     #[arg(long, value_name = "PERCENT")]
     pub tolerance: Option<String>,
     /// TOML with `tolerance = "5%"` and a [metrics] table of per-metric tolerances

@@ -97,10 +97,54 @@ fn the_embedded_default_accounts_its_flow_thread_and_the_driver() {
             predicate::str::contains(" oemputx-flow.").and(predicate::str::contains(" EMBEDDED*")),
         )
         .stdout(
-            predicate::str::contains(" DRIVER*")
-                .and(predicate::str::contains("Capture ratio (measured)")),
+            predicate::str::contains(" DRIVER*").and(predicate::str::contains("Capture ratio (")),
         )
         .stdout(predicate::str::contains("Verdict"));
+}
+
+#[test]
+fn a_capture_ratio_too_uncertain_for_its_window_is_shown_with_its_sigma_and_not_applied() {
+    // 200 round trips take a few tens of ms: /proc/stat's 10 ms ticks leave the ratio
+    // uncertain by far more than 3%.
+    let out = oemputx()
+        .args(["--count", "200", "--quiet", "--export-json", "-"])
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = &j["capture_ratio"];
+    let (v, s) = (
+        r["measured_value"].as_f64().unwrap_or(f64::NAN),
+        r["sigma"].as_f64().unwrap_or(f64::NAN),
+    );
+    assert!(s > 0.03 * v, "{r}");
+    assert_eq!(r["source"], "not applied", "{r}");
+    assert_eq!(r["value"], 1.0);
+    assert_eq!(j["corrected_us_per_tran"], j["captured_us_per_tran"]);
+    let warned = j["accounting"]["warnings"].as_array().is_some_and(|w| {
+        w.iter().any(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("too uncertain to apply"))
+        })
+    });
+    assert!(warned, "{}", j["accounting"]);
+}
+
+#[test]
+fn a_capture_ratio_measured_over_a_long_enough_window_is_applied_with_its_sigma() {
+    let out = oemputx()
+        .args(["--duration", "1500ms", "--export-json", "-"])
+        .output()
+        .expect("runs");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let r = &j["capture_ratio"];
+    assert_eq!(r["source"], "measured", "{r}");
+    let (v, s) = (
+        r["value"].as_f64().unwrap_or(f64::NAN),
+        r["sigma"].as_f64().unwrap_or(f64::NAN),
+    );
+    assert!(s > 0.0 && s < 0.03 * v, "{r}");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains(&format!("{v:.3} ±{s:.3}")), "{text}");
 }
 
 #[test]

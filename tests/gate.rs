@@ -251,3 +251,115 @@ fn gate_can_run_the_measurement_itself_and_save_baselines() {
         .code(2)
         .stderr(predicate::str::contains("give either --current"));
 }
+
+/// Whether a queue exists on the test broker.
+fn queue_exists(queue: &str) -> bool {
+    std::panic::catch_unwind(|| queue_depth(queue)).is_ok()
+}
+
+#[test]
+fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("ab.json");
+    let queue = fresh_queue("ab");
+    let url = amqp_url();
+    // B burns 300 µs more per message than A's echo (tens of µs): a change no noise hides.
+    let out = oemputx()
+        .args([
+            "gate",
+            "--flow-a",
+            "sample-flow --echo",
+            "--flow-b",
+            "sample-flow --echo --extra-cpu-us 300",
+            "--tolerance",
+            "5%",
+            "--max-time",
+            "90s",
+            "--export-json",
+        ])
+        .arg(&json)
+        .args([
+            "--",
+            "--qmgr",
+            &url,
+            "--request-queue",
+            &queue,
+            "--count",
+            "200",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_eq!(j["verdict"], "regression");
+    let flow = j["decisions"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["metric"] == "FLOW"))
+        .expect("FLOW decided");
+    assert_eq!(flow["verdict"], "regression", "{flow}");
+    assert!(flow["ratio"].as_f64().unwrap_or(0.0) > 2.0, "{flow}");
+    // Rounds alternate A B, B A: the first pair ran A first, the second B first.
+    let first = &j["ab_rounds"]["a_first"];
+    assert_eq!(
+        (first[0].as_bool(), first[1].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(stderr.contains("gate A/B: look 1 of"), "{stderr}");
+    // Both queues the gate made are gone (the flows with them).
+    let made: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split("(queue ").nth(1))
+        .map(|q| q.trim_end_matches(')'))
+        .collect();
+    assert_eq!(made.len(), 2, "{stderr}");
+    for q in made {
+        assert!(q.starts_with(&queue), "{q}");
+        assert!(!queue_exists(q), "{q} is left behind");
+    }
+}
+
+#[test]
+fn ab_mode_refuses_what_it_cannot_run() {
+    // Only one flow.
+    oemputx()
+        .args([
+            "gate",
+            "--flow-a",
+            "sample-flow --echo",
+            "--",
+            "--count",
+            "10",
+        ])
+        .assert()
+        .code(2);
+    // No broker for the flows to serve.
+    oemputx()
+        .args([
+            "gate",
+            "--flow-a",
+            "sample-flow --echo",
+            "--flow-b",
+            "sample-flow --echo",
+            "--",
+            "--count",
+            "10",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("starts both flows on a broker"));
+    // A baseline and two flows at once.
+    oemputx()
+        .args([
+            "gate",
+            "--baseline",
+            "b.json",
+            "--flow-a",
+            "x",
+            "--flow-b",
+            "y",
+        ])
+        .assert()
+        .code(2);
+}

@@ -40,6 +40,17 @@ pub fn capture_ratio(
     (busy > 0.0 && tasks_cpu_s > 0.0).then(|| tasks_cpu_s / busy)
 }
 
+/// 1σ of a measured capture ratio from /proc/stat's tick counting: each CPU's idle and
+/// iowait counters are read in whole ticks at both ends of the window, so each difference is
+/// off by a triangular error of σ = tick/√6; over 2·cpus counters the busy time is off by
+/// tick·√(cpus/3), and the ratio (tasks ÷ busy) by that share of busy.
+pub fn capture_ratio_sigma(ratio: f64, busy_s: f64, cpus: usize, tick_s: f64) -> f64 {
+    if busy_s <= 0.0 {
+        return f64::INFINITY;
+    }
+    ratio * tick_s * (cpus as f64 / 3.0).sqrt() / busy_s
+}
+
 /// Whether a run was bound by CPU or spent its round trips waiting, from the CPU each
 /// transaction used (all measured processes, µs), its round trip (µs), the rate and the
 /// machine's CPUs. Returns (cpu_bound, share of the machine's CPU the measured work used).
@@ -50,6 +61,16 @@ pub fn cpu_bound(cpu_us_per_tran: f64, rate_tps: f64, cpus: usize) -> (bool, f64
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_capture_ratio_sigma_shrinks_with_the_busy_time() {
+        // 2 CPUs, 10 ms ticks: busy is off by 10 ms × √(2/3) ≈ 8.2 ms.
+        let short = super::capture_ratio_sigma(0.9, 0.05, 2, 0.01);
+        let long = super::capture_ratio_sigma(0.9, 2.0, 2, 0.01);
+        assert!((short - 0.9 * 0.01 * (2.0f64 / 3.0).sqrt() / 0.05).abs() < 1e-12);
+        assert!(short > 0.1 && long < 0.004, "{short} {long}");
+        assert!(super::capture_ratio_sigma(0.9, 0.0, 2, 0.01).is_infinite());
+    }
+
     use super::*;
 
     #[test]

@@ -68,13 +68,15 @@ pub struct GroupRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct CaptureRatio {
     pub value: f64,
-    /// "measured" or "fixed".
+    /// "measured", "fixed", or "not applied" (measured, but too uncertain: value is 1).
     pub source: &'static str,
     /// For a measured ratio: CPU of all tasks and the machine's busy time over the window.
     pub tasks_cpu_s: Option<f64>,
     pub busy_s: Option<f64>,
+    /// For a measured ratio: what was measured, and its 1σ from /proc/stat's tick counting.
+    pub measured_value: Option<f64>,
+    pub sigma: Option<f64>,
 }
-
 /// A process outside the groups and the driver.
 #[derive(Debug, Clone, Serialize)]
 pub struct OtherProcess {
@@ -158,6 +160,27 @@ fn read_kernel_tick() -> (f64, String) {
         1.0 / tck,
         format!("USER_HZ={tck} (CONFIG_HZ not readable; an upper bound)"),
     )
+}
+
+impl CaptureRatio {
+    /// How the ratio is labelled in reports: its source, with what was measured when it
+    /// was not applied.
+    pub fn label(&self) -> String {
+        match (self.source, self.measured_value, self.sigma) {
+            ("not applied", Some(v), Some(s)) => {
+                format!("Capture ratio (not applied: {v:.3}±{s:.3})")
+            }
+            (source, _, _) => format!("Capture ratio ({source})"),
+        }
+    }
+
+    /// The value as reports print it, with its 1σ when it was measured and applied.
+    pub fn shown(&self) -> String {
+        match (self.source, self.sigma) {
+            ("measured", Some(s)) => format!("{:.3} ±{s:.3}", self.value),
+            _ => format!("{:.3}", self.value),
+        }
+    }
 }
 
 /// The row for whatever drove the traffic: oemputx itself, or the command `account` ran.

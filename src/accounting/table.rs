@@ -13,6 +13,9 @@ use super::{
 };
 use std::collections::{HashMap, HashSet};
 
+/// The largest 1σ, as a share of the ratio, at which a measured capture ratio is applied.
+const MAX_RATIO_SIGMA: f64 = 0.03;
+
 /// The traffic a table is for: its transactions (the divisor), the driver's own row, and the
 /// figures the verdict weighs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -414,46 +417,55 @@ impl Builder<'_> {
     }
 
     /// Step 5: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
-    /// time); a measured ratio above 1 is tick noise and is clamped with a warning.
+    /// time). A measured ratio is applied only when /proc/stat's tick counting leaves it
+    /// within ±3% (1σ); above 1 it is tick noise and is clamped.
     fn capture_ratio(&mut self, mode: RatioMode, all_tasks_ns: u64) -> Option<CaptureRatio> {
         let (a, b) = (self.start, self.end);
         let tck = self.machine.clk_tck as f64;
         let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
         let cpus = self.machine.cpus;
-        let measured = |value: f64, tasks_s: f64, busy: f64| CaptureRatio {
-            value,
-            source: "measured",
-            tasks_cpu_s: Some(tasks_s),
-            busy_s: Some(busy),
-        };
-        match mode {
-            RatioMode::Fixed(v) => Some(CaptureRatio {
+        if let RatioMode::Fixed(v) = mode {
+            return Some(CaptureRatio {
                 value: v,
                 source: "fixed",
                 tasks_cpu_s: None,
                 busy_s: None,
-            }),
-            RatioMode::Measured => {
-                let idle_s = b.idle_ticks.saturating_sub(a.idle_ticks) as f64 / tck;
-                let iowait_s = b.iowait_ticks.saturating_sub(a.iowait_ticks) as f64 / tck;
-                let tasks_s = all_tasks_ns as f64 / 1e9;
-                let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
-                match math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) {
-                    Some(v) if v > 1.0 => {
-                        self.warnings.push(format!(
-                            "the measured capture ratio came out at {v:.3}, above 1: /proc/stat counts idle in {:.0} ms ticks, too coarse for a {elapsed_s:.3} s window; it is clamped to 1 (run longer for a real figure)",
-                            1000.0 / tck
-                        ));
-                        Some(measured(1.0, tasks_s, busy))
-                    }
-                    Some(v) => Some(measured(v, tasks_s, busy)),
-                    None => {
-                        self.warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
-                        None
-                    }
-                }
-            }
+                measured_value: None,
+                sigma: None,
+            });
         }
+        let idle_s = b.idle_ticks.saturating_sub(a.idle_ticks) as f64 / tck;
+        let iowait_s = b.iowait_ticks.saturating_sub(a.iowait_ticks) as f64 / tck;
+        let tasks_s = all_tasks_ns as f64 / 1e9;
+        let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
+        let Some(v) = math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) else {
+            self.warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
+            return None;
+        };
+        let sigma = math::capture_ratio_sigma(v, busy, cpus, 1.0 / tck);
+        let mut ratio = CaptureRatio {
+            value: v,
+            source: "measured",
+            tasks_cpu_s: Some(tasks_s),
+            busy_s: Some(busy),
+            measured_value: Some(v),
+            sigma: Some(sigma),
+        };
+        if sigma > MAX_RATIO_SIGMA * v {
+            self.warnings.push(format!(
+                "the measured capture ratio {v:.3}±{sigma:.3} is too uncertain to apply (/proc/stat counts idle in {:.0} ms ticks; the window had {busy:.3} s of busy CPU): the corrected total is the captured one; run longer (about {:.0} s) or give --capture-ratio",
+                1000.0 / tck,
+                elapsed_s * sigma / (MAX_RATIO_SIGMA * v)
+            ));
+            ratio.value = 1.0;
+            ratio.source = "not applied";
+        } else if v > 1.0 {
+            self.warnings.push(format!(
+                "the measured capture ratio came out at {v:.3}±{sigma:.3}, above 1: tick noise; it is clamped to 1"
+            ));
+            ratio.value = 1.0;
+        }
+        Some(ratio)
     }
 
     /// Processes /proc would not let us read, by pid.

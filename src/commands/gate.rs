@@ -18,26 +18,55 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+/// The gate file, if one is given.
+fn gate_file(args: &GateArgs) -> Result<GateFile, ConfigError> {
+    let Some(p) = &args.gate_file else {
+        return Ok(GateFile::default());
+    };
+    let text = std::fs::read_to_string(p).map_err(|e| ConfigError::BadValue {
+        flag: "--gate-file",
+        why: format!("cannot read {}: {e}", p.display()),
+    })?;
+    toml::from_str(&text).map_err(|e| ConfigError::BadValue {
+        flag: "--gate-file",
+        why: format!("{}: {e}", p.display()),
+    })
+}
+
+/// The tolerance of each metric: the gate file's for it, else --tolerance, else the file's
+/// default, else `fallback`.
+pub(super) struct Tolerances {
+    file: GateFile,
+    default: f64,
+}
+
+impl Tolerances {
+    pub(super) fn of(args: &GateArgs, fallback: f64) -> Result<Tolerances, ConfigError> {
+        let file = gate_file(args)?;
+        let default = match (&args.tolerance, &file.tolerance) {
+            (Some(t), _) => parse_tolerance("--tolerance", t)?,
+            (None, Some(t)) => parse_tolerance("--gate-file tolerance", t)?,
+            (None, None) => fallback,
+        };
+        Ok(Tolerances { file, default })
+    }
+
+    pub(super) fn for_metric(&self, metric: &str) -> Result<f64, ConfigError> {
+        match self.file.metrics.get(metric) {
+            Some(t) => parse_tolerance("--gate-file metrics", t),
+            None => Ok(self.default),
+        }
+    }
+
+    /// The metrics the gate file names (gated even when not by default).
+    pub(super) fn named_metrics(&self) -> impl Iterator<Item = &String> {
+        self.file.metrics.keys()
+    }
+}
+
 /// The metrics to gate and their tolerances.
 fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(String, f64)>> {
-    let file: GateFile = match &args.gate_file {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| ConfigError::BadValue {
-                flag: "--gate-file",
-                why: format!("cannot read {}: {e}", p.display()),
-            })?;
-            toml::from_str(&text).map_err(|e| ConfigError::BadValue {
-                flag: "--gate-file",
-                why: format!("{}: {e}", p.display()),
-            })?
-        }
-        None => GateFile::default(),
-    };
-    let default = match (&args.tolerance, &file.tolerance) {
-        (Some(t), _) => parse_tolerance("--tolerance", t)?,
-        (None, Some(t)) => parse_tolerance("--gate-file tolerance", t)?,
-        (None, None) => 0.05,
-    };
+    let tolerances = Tolerances::of(args, 0.05)?;
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
@@ -55,25 +84,27 @@ fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(S
     if !base.samples(&Metric::named(total)).is_empty() {
         metrics.push(total.to_string());
     }
-    for m in args.metric.iter().chain(file.metrics.keys()) {
+    for m in args.metric.iter().chain(tolerances.named_metrics()) {
         if !metrics.contains(m) {
             metrics.push(m.clone());
         }
     }
     metrics
         .into_iter()
-        .map(|m| {
-            let t = match file.metrics.get(&m) {
-                Some(t) => parse_tolerance("--gate-file metrics", t)?,
-                None => default,
-            };
-            Ok((m, t))
-        })
+        .map(|m| Ok((m.clone(), tolerances.for_metric(&m)?)))
         .collect()
 }
 
 /// `oemputx gate`.
 pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let Some(baseline) = &args.baseline else {
+        return Err(ConfigError::BadValue {
+            flag: "--baseline",
+            why: "give the baseline report, or two flows to compare with --flow-a and --flow-b"
+                .into(),
+        }
+        .into());
+    };
     if args.current.is_some() != args.run.is_empty() {
         return Err(ConfigError::BadValue {
             flag: "--current",
@@ -82,13 +113,13 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         }
         .into());
     }
-    let base = match Saved::load(&args.baseline) {
+    let base = match Saved::load(baseline) {
         Ok(b) => b,
-        Err(ReportFileError::Unreadable { why, .. }) if !args.baseline.exists() => {
+        Err(ReportFileError::Unreadable { why, .. }) if !baseline.exists() => {
             let msg = format!(
                 "no baseline at {} ({why}); make one on main with --save-baseline {}",
-                args.baseline.display(),
-                args.baseline.display()
+                baseline.display(),
+                baseline.display()
             );
             if args.strict {
                 eprintln!("Error: {msg}");
@@ -139,6 +170,7 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         .into());
     }
     let outcome = Outcome {
+        ab_rounds: None,
         baseline: base.name(),
         current: current.name(),
         verdict: overall(&decisions),
@@ -177,7 +209,7 @@ fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Sav
 }
 
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
-fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Result<()> {
+pub(super) fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Result<()> {
     let text = render_text(outcome);
     print!("{text}");
     if args.github {

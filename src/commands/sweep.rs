@@ -69,6 +69,33 @@ fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Re
     }
 }
 
+/// The first point's config, once every point's has been validated (so that a bad one,
+/// more tasks than messages say, is reported before any flow starts); None without points.
+fn validated_config(args: &SweepArgs) -> anyhow::Result<Option<Config>> {
+    let configs: Vec<Config> = args
+        .run
+        .tasks
+        .iter()
+        .map(|&n| {
+            let mut run = args.run.clone();
+            run.tasks = vec![n];
+            Config::from_args(&run)
+        })
+        .collect::<Result<_, _>>()?;
+    let Some(cfg) = configs.into_iter().next() else {
+        return Ok(None);
+    };
+    if cfg.endpoint.kind().url_for_flow().is_none() {
+        return Err(ConfigError::BadValue {
+            flag: "--qmgr",
+            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
+                .into(),
+        }
+        .into());
+    }
+    Ok(Some(cfg))
+}
+
 /// Run the sweep; the run options come after the sweep's own.
 pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
     let tasks = &args.run.tasks;
@@ -79,27 +106,9 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         }
         .into());
     }
-    // Each point is a run with one task count; validating them all first reports a bad one
-    // (more tasks than messages, say) before any flow is started.
-    let configs: Vec<Config> = tasks
-        .iter()
-        .map(|&n| {
-            let mut run = args.run.clone();
-            run.tasks = vec![n];
-            Config::from_args(&run)
-        })
-        .collect::<Result<_, _>>()?;
-    let Some(mut cfg) = configs.first().cloned() else {
+    let Some(mut cfg) = validated_config(args)? else {
         return Ok(crate::exit::Exit::Ok);
     };
-    if cfg.endpoint.kind().url_for_flow().is_none() {
-        return Err(ConfigError::BadValue {
-            flag: "--qmgr",
-            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
-                .into(),
-        }
-        .into());
-    }
     let flow_cmd = FlowCommand::parse("--flow-cmd", &args.flow_cmd)?;
     if flow_cmd.sets("--threads") {
         return Err(ConfigError::BadValue {

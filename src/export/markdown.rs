@@ -61,11 +61,7 @@ fn summary(o: &mut String, r: &Report) {
         let _ = writeln!(o, "| Captured CPU per msg (µs) | {c:.2} |");
     }
     if let (Some(ratio), Some(corr)) = (&r.capture_ratio, r.corrected_us_per_tran) {
-        let _ = writeln!(
-            o,
-            "| Capture ratio ({}) | {:.3} |",
-            ratio.source, ratio.value
-        );
+        let _ = writeln!(o, "| {} | {} |", ratio.label(), ratio.shown());
         let _ = writeln!(o, "| Corrected CPU per msg (µs) | {corr:.2} |");
     }
     let i = &r.integrity;

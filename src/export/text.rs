@@ -124,12 +124,11 @@ fn totals(o: &mut String, r: &CpuSection) {
     }
     match (r.capture_ratio, r.corrected_us_per_tran) {
         (Some(ratio), Some(corr)) => {
-            let _ = writeln!(
-                o,
-                " {:<46} {:>9.3}",
-                format!("Capture ratio ({})", ratio.source),
-                ratio.value
-            );
+            // The value keeps the column; its ± follows it.
+            let shown = ratio.shown();
+            let (value, sigma) = shown.split_once(' ').unwrap_or((&shown, ""));
+            let line = format!(" {:<46} {:>9} {sigma}", ratio.label(), value);
+            let _ = writeln!(o, "{}", line.trim_end());
             let _ = writeln!(o, " {:<46} {:>9.2}", "Corrected total", corr);
         }
         _ => {

@@ -17,6 +17,7 @@
 //! but cannot see the broker's or the database's CPU.
 
 pub mod render;
+pub mod sequential;
 pub mod statistics;
 
 use crate::config::ConfigError;
@@ -203,6 +204,18 @@ pub struct Outcome {
     pub current: String,
     pub decisions: Vec<Decision>,
     pub verdict: Verdict,
+    /// A/B only: every measured round's figures, side by side, in the order run (the raw
+    /// data behind the verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ab_rounds: Option<AbRounds>,
+}
+
+/// The rounds of an A/B gate: pair i is `a[i]` and `b[i]`, run A first when `a_first[i]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AbRounds {
+    pub a_first: Vec<bool>,
+    pub a: Vec<crate::report::saved::SavedFigures>,
+    pub b: Vec<crate::report::saved::SavedFigures>,
 }
 
 /// The whole gate's verdict: any regression, else any inconclusive metric, else any

@@ -226,6 +226,7 @@ mod tests {
             decide("DRIVER", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher),
         ];
         let o = Outcome {
+            ab_rounds: None,
             baseline: "b.json".into(),
             current: "c.json".into(),
             verdict: overall(&decisions),

@@ -6,7 +6,7 @@
 //! "inconclusive" and let CI pass.
 
 use super::SCHEMA;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// A report that cannot be used: the user's input (exit 2).
@@ -49,26 +49,48 @@ pub struct SavedSettings {
 }
 
 /// A group's total in the whole run or in one round.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct SavedGroup {
     pub name: String,
     pub total_us_per_tran: f64,
 }
 
 /// The latency percentile the gate can judge.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct SavedLatency {
     pub p99: f64,
 }
 
 /// The figures of one round, or of a whole run.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct SavedFigures {
     pub rate_tps: f64,
     pub round_trip_us: SavedLatency,
     pub captured_us_per_tran: Option<f64>,
     pub corrected_us_per_tran: Option<f64>,
     pub groups: Vec<SavedGroup>,
+}
+
+impl From<&super::Report> for SavedFigures {
+    /// A run's whole-run figures, as a saved report would give them back.
+    fn from(r: &super::Report) -> Self {
+        SavedFigures {
+            rate_tps: r.rate_tps,
+            round_trip_us: SavedLatency {
+                p99: r.round_trip_us.p99,
+            },
+            captured_us_per_tran: r.captured_us_per_tran,
+            corrected_us_per_tran: r.corrected_us_per_tran,
+            groups: r
+                .groups
+                .iter()
+                .map(|g| SavedGroup {
+                    name: g.name.clone(),
+                    total_us_per_tran: g.total_us_per_tran,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The part of a report that compare and the gate read.

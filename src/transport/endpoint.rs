@@ -38,6 +38,11 @@ pub trait EndpointKind {
     fn consumers(&self, _queue: &str) -> Result<Option<u32>, TransportError> {
         Ok(None)
     }
+    /// Delete a queue oemputx declared for a run of its own (the A/B gate's); nothing to do
+    /// where queues need no deleting.
+    fn delete_queue(&self, _queue: &str) -> Result<(), TransportError> {
+        Ok(())
+    }
 }
 
 /// Where a run connects.

@@ -162,6 +162,23 @@ pub struct QueueSetup {
     pub put1: bool,
 }
 
+impl QueueSetup {
+    /// The plainest setup for `queue`: for administration (counting consumers, deleting).
+    pub fn for_queue(queue: &str) -> QueueSetup {
+        QueueSetup {
+            request_queue: queue.to_string(),
+            reply_queue: ReplyQueue::Temporary,
+            clear_reply_queue: false,
+            declare: false,
+            persistent: false,
+            syncpoint: false,
+            tasks: 1,
+            match_mode: MatchMode::Correl,
+            put1: false,
+        }
+    }
+}
+
 /// Open the transport an endpoint names.
 pub fn open(endpoint: &Endpoint, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
     endpoint.kind().open(setup)

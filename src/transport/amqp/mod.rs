@@ -26,7 +26,7 @@ use super::{
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, Channel, ConsumerMessage,
-    QueueDeclareArguments, QueuePurgeArguments,
+    QueueDeclareArguments, QueueDeleteArguments, QueuePurgeArguments,
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -641,23 +641,29 @@ impl From<ConsumerMessage> for Incoming {
     }
 }
 
+/// Delete a queue oemputx made (the A/B gate's request queues); a missing one is fine.
+pub fn delete_queue(ep: &AmqpEndpoint, queue: &str) -> Result<(), TransportError> {
+    let admin = Amqp::new(ep.clone(), QueueSetup::for_queue(queue));
+    admin.runtime()?.block_on(async {
+        let conn = admin.connect("oemputx-admin").await?;
+        let ch = conn
+            .open_channel(None)
+            .await
+            .map_err(|e| admin.broker_error("opening a channel", e))?;
+        let deleted = ch
+            .queue_delete(QueueDeleteArguments::new(queue))
+            .await
+            .map(|_| ())
+            .map_err(|e| admin.broker_error(format!("deleting queue '{queue}'"), e));
+        let _ = conn.close().await;
+        deleted
+    })
+}
+
 /// Consumers on `queue` now (0 when the queue does not exist yet): how `sweep` knows that
 /// the flows it started are ready.
 pub fn consumers(ep: &AmqpEndpoint, queue: &str) -> Result<u32, TransportError> {
-    let probe = Amqp::new(
-        ep.clone(),
-        QueueSetup {
-            request_queue: queue.to_string(),
-            reply_queue: ReplyQueue::Temporary,
-            clear_reply_queue: false,
-            declare: false,
-            persistent: false,
-            syncpoint: false,
-            tasks: 1,
-            match_mode: super::MatchMode::Correl,
-            put1: false,
-        },
-    );
+    let probe = Amqp::new(ep.clone(), QueueSetup::for_queue(queue));
     probe.runtime()?.block_on(async {
         let conn = probe.connect("oemputx-probe").await?;
         let ch = conn

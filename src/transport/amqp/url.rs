@@ -101,6 +101,9 @@ impl EndpointKind for AmqpEndpoint {
     fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
         super::consumers(self, queue).map(Some)
     }
+    fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
+        super::delete_queue(self, queue)
+    }
 }
 
 /// The rest of an `amqp://` URL that [`url::Url`] has parsed: user, password, host, port,

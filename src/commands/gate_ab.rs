@@ -1,0 +1,536 @@
+//! `oemputx gate --flow-a CMD --flow-b CMD -- RUN OPTIONS`: A/B in one run.
+//!
+//! Both flows run at once, each on its own request queue; measured rounds alternate A B,
+//! B A, A B, … so that both are measured in the same stretch of time, and each adjacent A/B
+//! couple is a pair. Each side's processes and their descendants are its FLOW group; the
+//! shared groups (the broker, the database, the driver) are measured per side from that
+//! side's rounds. Pairs are added until every gated metric is decided, or the rounds or
+//! the time run out ([`crate::gate::sequential`] says how the looks keep their error rate).
+//! The flows are stopped and the queues deleted on the way out, also after an error or
+//! Ctrl-C.
+
+use super::gate::{Tolerances, write_verdict};
+use crate::accounting::selector::{GroupSpec, Selector};
+use crate::cli::GateArgs;
+use crate::config::{Config, ConfigError};
+use crate::exit::Exit;
+use crate::flows::{FlowCommand, Flows};
+use crate::gate::sequential::{
+    FIRST_LOOK, PairedInterval, Schedule, detectable_change, judge, paired_interval,
+    pairs_to_decide,
+};
+use crate::gate::statistics::median;
+use crate::gate::{AbRounds, Decision, Outcome, Verdict, exit_of, overall};
+use crate::measure::measure;
+use crate::report::saved::{Metric, SavedFigures};
+use crate::transport::Endpoint;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The overall error level of the repeated intervals.
+const ALPHA: f64 = 0.05;
+/// The A/B gate's tolerance when neither --tolerance nor a gate file gives one: it must sit
+/// well below the change to be caught (docs/gate.md has the calibration).
+const AB_TOLERANCE: f64 = 0.02;
+
+/// One side of the comparison: its flow, its run settings, its rounds' figures.
+struct Side {
+    name: &'static str,
+    cfg: Config,
+    /// Kept for its Drop: the flow stops when the side goes.
+    _flows: Flows,
+    rounds: Vec<SavedFigures>,
+}
+
+/// The request queues the gate made; deleted when dropped (after the flows have stopped).
+struct MadeQueues {
+    endpoint: Endpoint,
+    queues: Vec<String>,
+}
+
+impl Drop for MadeQueues {
+    fn drop(&mut self) {
+        for q in &self.queues {
+            if let Err(e) = self.endpoint.kind().delete_queue(q) {
+                eprintln!("Warning: could not delete the gate's queue {q}: {e}");
+            }
+        }
+    }
+}
+
+/// One gated metric: its tolerance, the pairs' log ratios, and its verdict once decided.
+struct Gated {
+    name: String,
+    metric: Metric,
+    tolerance: f64,
+    log_ratios: Vec<f64>,
+    /// Pairs where a side had no figure for it (e.g. no capture ratio that round).
+    skipped: usize,
+    decided: Option<(Verdict, PairedInterval, usize)>,
+    last: Option<PairedInterval>,
+}
+
+/// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
+pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let (Some(cmd_a), Some(cmd_b)) = (&args.flow_a, &args.flow_b) else {
+        return Err(ConfigError::BadValue {
+            flag: "--flow-a",
+            why: "A/B needs both --flow-a and --flow-b".into(),
+        }
+        .into());
+    };
+    let commands = [
+        FlowCommand::parse("--flow-a", cmd_a)?,
+        FlowCommand::parse("--flow-b", cmd_b)?,
+    ];
+    let base = run_config(&args.run)?;
+    let tolerances = Tolerances::of(args, AB_TOLERANCE)?;
+    let max_pairs = (args.max_rounds / 2).max(FIRST_LOOK);
+    let max_time: Duration = args.max_time.into();
+    let schedule = Schedule::new(max_pairs);
+    let alpha = schedule.alpha_per_look(ALPHA);
+
+    let pid = std::process::id();
+    let queues: Vec<String> = ["A", "B"]
+        .iter()
+        .map(|s| format!("{}.{s}.{pid}", base.request_queue))
+        .collect();
+    // Declared first so that it drops last: the queues go after the flows have stopped.
+    let _made = MadeQueues {
+        endpoint: base.endpoint.clone(),
+        queues: queues.clone(),
+    };
+    let mut sides = Vec::with_capacity(2);
+    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(&commands).zip(&queues) {
+        sides.push(start_side(name, cmd, &base, queue)?);
+    }
+    eprintln!(
+        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; looks after {:?} pairs",
+        queues[0],
+        queues[1],
+        2 * max_pairs,
+        args.max_time,
+        schedule.looks()
+    );
+
+    let started = Instant::now();
+    let run = run_pairs(
+        args,
+        &tolerances,
+        &mut sides,
+        &schedule,
+        (max_pairs, max_time),
+        &interrupt,
+    )?;
+    let (gated, pairs, interrupted) = (run.gated, run.pairs, run.interrupted);
+    eprintln!(
+        "gate A/B: {pairs} pairs ({}) in {:.0} s",
+        sides_summary(&sides),
+        started.elapsed().as_secs_f64()
+    );
+    let outcome = outcome(&gated, &sides, pairs, alpha, commands_text(cmd_a, cmd_b));
+    write_verdict(args, &outcome)?;
+    drop(sides);
+    if interrupted {
+        eprintln!("gate A/B: interrupted after {pairs} pairs; the verdicts above cover them");
+        return Ok(Exit::Interrupted);
+    }
+    if outcome.verdict == Verdict::Inconclusive {
+        eprintln!(
+            "Warning: the gate is inconclusive (see the notes above){}",
+            if args.strict {
+                ""
+            } else {
+                "; passing (use --strict to fail)"
+            }
+        );
+    }
+    Ok(exit_of(outcome.verdict, args.strict))
+}
+
+/// What the pairs gave: each metric's state, how many pairs ran, whether Ctrl-C ended it.
+struct PairsRun {
+    gated: Vec<Gated>,
+    pairs: usize,
+    interrupted: bool,
+}
+
+/// Measure pairs in ABBA order, looking on the schedule, until every metric is decided, one
+/// is a regression, or the pairs, the time or the user's patience run out.
+fn run_pairs(
+    args: &GateArgs,
+    tolerances: &Tolerances,
+    sides: &mut [Side],
+    schedule: &Schedule,
+    (max_pairs, max_time): (usize, Duration),
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<PairsRun> {
+    let alpha = schedule.alpha_per_look(ALPHA);
+    let started = Instant::now();
+    let mut gated: Vec<Gated> = Vec::new();
+    let mut pairs = 0;
+    let mut interrupted = false;
+    while pairs < max_pairs && started.elapsed() < max_time {
+        // ABBA: A first in even pairs, B first in odd ones.
+        let order = if pairs % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let side = &mut sides[i];
+            let report = measure(&side.cfg, interrupt.clone())?;
+            if report.status == crate::driver::Status::Interrupted {
+                interrupted = true;
+                break;
+            }
+            if report.status != crate::driver::Status::Completed {
+                anyhow::bail!(
+                    "a round of flow {} did not complete ({:?}: {}); the gate stops",
+                    side.name,
+                    report.status,
+                    report.status_detail.as_deref().unwrap_or("")
+                );
+            }
+            side.rounds.push(SavedFigures::from(&report));
+        }
+        if interrupted {
+            break;
+        }
+        pairs += 1;
+        if gated.is_empty() {
+            gated = metrics(args, tolerances, sides)?;
+        }
+        add_pair(&mut gated, sides);
+        if schedule.is_look(pairs) {
+            look(&mut gated, pairs, alpha, schedule, started);
+            // Done when every metric is decided, or one is a regression: no later verdict
+            // of the others changes the gate's.
+            let regression = gated
+                .iter()
+                .any(|g| matches!(g.decided, Some((Verdict::Regression, ..))));
+            if regression || gated.iter().all(|g| g.decided.is_some()) {
+                break;
+            }
+        }
+    }
+    Ok(PairsRun {
+        gated,
+        pairs,
+        interrupted,
+    })
+}
+
+/// The run options after `--`, validated, for one round per measurement.
+fn run_config(run: &[String]) -> anyhow::Result<Config> {
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
+    )?;
+    let mut cfg = Config::from_args(&cli.run)?;
+    if cfg.endpoint.kind().url_for_flow().is_none() {
+        return Err(ConfigError::BadValue {
+            flag: "--qmgr",
+            why: "the A/B gate starts both flows on a broker: give, after --, an amqp:// URL or a profile such as RABBIT".into(),
+        }
+        .into());
+    }
+    if cfg.rounds != 1 {
+        return Err(ConfigError::BadValue {
+            flag: "--rounds",
+            why: "the A/B gate sets the rounds itself (--max-rounds, --max-time): leave --rounds out of the run options".into(),
+        }
+        .into());
+    }
+    cfg.quiet = true;
+    cfg.progress_bar = false;
+    cfg.stats_interval = None;
+    cfg.export_json = None;
+    cfg.save_baseline = None;
+    cfg.exports.tsv = None;
+    cfg.exports.csv = None;
+    cfg.exports.markdown = None;
+    cfg.exports.save_dir = None;
+    Ok(cfg)
+}
+
+/// Start one side's flow on its own queue, and its run settings: its queue, and its flow's
+/// processes and their descendants as the FLOW group (replacing any FLOW of the options).
+fn start_side(
+    name: &'static str,
+    cmd: &FlowCommand,
+    base: &Config,
+    queue: &str,
+) -> anyhow::Result<Side> {
+    let mut flows = Flows::start(cmd, &base.endpoint, queue, 1, &[])?;
+    flows.wait_ready(1)?;
+    let mut cfg = base.clone();
+    cfg.request_queue = queue.to_string();
+    cfg.declare = true;
+    cfg.label = format!("{}-{name}", base.label);
+    cfg.groups.retain(|g| g.name != "FLOW");
+    cfg.groups.insert(
+        0,
+        GroupSpec {
+            name: "FLOW".into(),
+            selectors: flows.pids().into_iter().map(Selector::Tree).collect(),
+        },
+    );
+    Ok(Side {
+        name,
+        cfg,
+        _flows: flows,
+        rounds: Vec::new(),
+    })
+}
+
+/// What to gate, from the first pair: FLOW, the corrected total (the captured one when a
+/// side has no capture ratio), and what --metric and the gate file add.
+fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::Result<Vec<Gated>> {
+    let has = |m: &Metric| {
+        sides
+            .iter()
+            .all(|s| s.rounds.iter().all(|r| m.of(r).is_some()))
+    };
+    let total = if has(&Metric::Corrected) {
+        "corrected"
+    } else {
+        "captured"
+    };
+    let mut names = vec!["FLOW".to_string(), total.to_string()];
+    for m in args.metric.iter().chain(tolerances.named_metrics()) {
+        if !names.contains(m) {
+            names.push(m.clone());
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let metric = Metric::named(&name);
+            if !has(&metric) {
+                return Err(ConfigError::BadValue {
+                    flag: "--metric",
+                    why: format!(
+                        "the first rounds have no figure for '{name}' ({}): name a group of the run options, captured, corrected, rate or p99",
+                        metric.field()
+                    ),
+                }
+                .into());
+            }
+            Ok(Gated {
+                tolerance: tolerances.for_metric(&name)?,
+                name,
+                metric,
+                log_ratios: Vec::new(),
+                skipped: 0,
+                decided: None,
+                last: None,
+            })
+        })
+        .collect()
+}
+
+/// The newest pair's ln(B ÷ A) for every undecided metric, oriented so that above 0 is
+/// worse (for the rate, lower is worse).
+fn add_pair(gated: &mut [Gated], sides: &[Side]) {
+    let (Some(a), Some(b)) = (sides[0].rounds.last(), sides[1].rounds.last()) else {
+        return;
+    };
+    for g in gated.iter_mut().filter(|g| g.decided.is_none()) {
+        match (g.metric.of(a), g.metric.of(b)) {
+            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => {
+                let d = (y / x).ln();
+                g.log_ratios
+                    .push(if g.metric.higher_is_worse() { d } else { -d });
+            }
+            _ => g.skipped += 1,
+        }
+    }
+}
+
+/// A planned look: each undecided metric's interval, and its verdict when it allows one.
+fn look(gated: &mut [Gated], pairs: usize, alpha: f64, schedule: &Schedule, started: Instant) {
+    let k = schedule
+        .looks()
+        .iter()
+        .position(|&n| n == pairs)
+        .map_or(0, |k| k + 1);
+    let mut line = format!(
+        "gate A/B: look {k} of {} after {pairs} pairs ({:.0} s):",
+        schedule.looks().len(),
+        started.elapsed().as_secs_f64()
+    );
+    for g in gated.iter_mut() {
+        if let Some((v, _, n)) = &g.decided {
+            line.push_str(&format!(" {} {} at {n};", g.name, v.as_str()));
+            continue;
+        }
+        let Some(i) = paired_interval(&g.log_ratios, alpha) else {
+            continue;
+        };
+        g.last = Some(i);
+        let state = match judge(&i, g.tolerance) {
+            Some(v) => {
+                g.decided = Some((v, i, pairs));
+                v.as_str()
+            }
+            None => "undecided",
+        };
+        line.push_str(&format!(
+            " {} {:+.1}% [{:+.1}%, {:+.1}%] {state};",
+            g.name,
+            100.0 * (i.ratio - 1.0),
+            100.0 * (i.low - 1.0),
+            100.0 * (i.high - 1.0)
+        ));
+    }
+    eprintln!("{}", line.trim_end_matches(';'));
+}
+
+fn commands_text(a: &str, b: &str) -> (String, String) {
+    (format!("A: {a}"), format!("B: {b}"))
+}
+
+/// Each side's rounds, for the summary line.
+fn sides_summary(sides: &[Side]) -> String {
+    sides
+        .iter()
+        .map(|s| format!("{} {} rounds", s.name, s.rounds.len()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The gate's outcome: a decision per metric, from its deciding look, or from the last
+/// pairs when it was not decided (with what more would take).
+fn outcome(
+    gated: &[Gated],
+    sides: &[Side],
+    pairs: usize,
+    alpha: f64,
+    (a, b): (String, String),
+) -> Outcome {
+    let decisions: Vec<Decision> = gated
+        .iter()
+        .map(|g| decision(g, sides, pairs, alpha))
+        .collect();
+    Outcome {
+        baseline: a,
+        current: b,
+        verdict: if decisions.is_empty() {
+            Verdict::Inconclusive
+        } else {
+            overall(&decisions)
+        },
+        decisions,
+        ab_rounds: Some(AbRounds {
+            a_first: (0..pairs).map(|p| p % 2 == 0).collect(),
+            a: sides[0].rounds.clone(),
+            b: sides[1].rounds.clone(),
+        }),
+    }
+}
+
+fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
+    let values =
+        |s: &Side| -> Vec<f64> { s.rounds.iter().filter_map(|r| g.metric.of(r)).collect() };
+    let (a, b) = (values(&sides[0]), values(&sides[1]));
+    let (bmin, bmax) = b
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    let interval = g
+        .decided
+        .map(|(_, i, _)| i)
+        .or(g.last)
+        .or_else(|| paired_interval(&g.log_ratios, alpha));
+    let (verdict, note) = match (&g.decided, interval) {
+        (Some((v, _, n)), _) => (
+            *v,
+            Some(format!("decided after {n} pairs (A/B, ABBA order)")),
+        ),
+        (None, Some(i)) => (Verdict::Inconclusive, Some(undecided_note(g, &i, pairs))),
+        (None, None) => (
+            Verdict::Inconclusive,
+            Some(format!(
+                "only {} usable pairs: raise --max-rounds or --max-time",
+                g.log_ratios.len()
+            )),
+        ),
+    };
+    let i = interval.unwrap_or(PairedInterval {
+        ratio: f64::NAN,
+        low: f64::NAN,
+        high: f64::NAN,
+        sd_log: f64::NAN,
+        pairs: 0,
+        z: f64::NAN,
+    });
+    Decision {
+        metric: g.name.clone(),
+        unit: if g.metric.higher_is_worse() && g.name != "p99" {
+            "us/tran"
+        } else if g.name == "p99" {
+            "us"
+        } else {
+            "tps"
+        },
+        base_median: median(&a),
+        current_median: median(&b),
+        ratio: i.ratio,
+        ci_low: i.low,
+        ci_high: i.high,
+        p_value: paired_p(&g.log_ratios),
+        tolerance: g.tolerance,
+        base_rounds: a.len(),
+        current_rounds: b.len(),
+        current_min: bmin,
+        current_max: bmax,
+        verdict,
+        note,
+    }
+}
+
+/// Why a metric is undecided, the smallest change these pairs could have caught, and
+/// about how many pairs would decide it at this spread.
+fn undecided_note(g: &Gated, i: &PairedInterval, pairs: usize) -> String {
+    let reach = detectable_change(i.sd_log, i.pairs, i.z, g.tolerance);
+    let more = match pairs_to_decide(i, g.tolerance) {
+        Some(n) if n > pairs => format!(
+            "about {n} pairs ({} rounds) would decide it at this spread: raise --max-rounds/--max-time, or make rounds longer (--count)",
+            2 * n
+        ),
+        _ => "the estimate sits on the tolerance's edge: no number of rounds will decide it; a tolerance further from the change would".into(),
+    };
+    let skipped = if g.skipped > 0 {
+        format!(" ({} pairs had no figure for it)", g.skipped)
+    } else {
+        String::new()
+    };
+    format!(
+        "the interval [{:+.1}%, {:+.1}%] straddles +{:.1}% after {} pairs{skipped}; these pairs could catch +{:.1}% or more; {more}",
+        100.0 * (i.low - 1.0),
+        100.0 * (i.high - 1.0),
+        100.0 * g.tolerance,
+        i.pairs,
+        100.0 * reach
+    )
+}
+
+/// The paired t-test's two-sided p-value for "no change"; NaN with fewer than two pairs.
+fn paired_p(d: &[f64]) -> f64 {
+    let n = d.len();
+    if n < 2 {
+        return f64::NAN;
+    }
+    let mean = d.iter().sum::<f64>() / n as f64;
+    let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    if sd == 0.0 {
+        return if mean == 0.0 { 1.0 } else { 0.0 };
+    }
+    let t = mean / (sd / (n as f64).sqrt());
+    StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .map(|dist| 2.0 * (1.0 - dist.cdf(t.abs())))
+        .unwrap_or(f64::NAN)
+}
