@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 
 /// The overall error level of the repeated intervals.
 const ALPHA: f64 = 0.05;
+/// Pairs per block: A B, B A, A B, B A on the same two flow processes, then both restart.
+/// Four pairs keep the restarts' cost (about a second each) small against the rounds.
+const PAIRS_PER_BLOCK: usize = 4;
 /// The A/B gate's tolerance when neither --tolerance nor a gate file gives one: it must sit
 /// well below the change to be caught (docs/gate.md has the calibration).
 const AB_TOLERANCE: f64 = 0.02;
@@ -38,10 +41,43 @@ const AB_TOLERANCE: f64 = 0.02;
 /// One side of the comparison: its flow, its run settings, its rounds' figures.
 struct Side {
     name: &'static str,
+    cmd: FlowCommand,
     cfg: Config,
-    /// Kept for its Drop: the flow stops when the side goes.
-    _flows: Flows,
+    /// The running flow; stopped when replaced or when the side goes.
+    flows: Option<Flows>,
     rounds: Vec<SavedFigures>,
+}
+
+impl Side {
+    /// Stop the flow and start a fresh process of it: a process's own lasting bias (where
+    /// its code and data landed, which CPU the scheduler favours) becomes noise that
+    /// averages out over blocks, instead of a difference between A and B.
+    fn restart(&mut self) -> anyhow::Result<()> {
+        drop(self.flows.take());
+        let mut flows = Flows::start(
+            &self.cmd,
+            &self.cfg.endpoint,
+            &self.cfg.request_queue,
+            1,
+            &[],
+        )?;
+        flows.wait_ready(1)?;
+        set_flow_group(&mut self.cfg, &flows);
+        self.flows = Some(flows);
+        Ok(())
+    }
+}
+
+/// The side's flow processes and their descendants are its FLOW group.
+fn set_flow_group(cfg: &mut Config, flows: &Flows) {
+    cfg.groups.retain(|g| g.name != "FLOW");
+    cfg.groups.insert(
+        0,
+        GroupSpec {
+            name: "FLOW".into(),
+            selectors: flows.pids().into_iter().map(Selector::Tree).collect(),
+        },
+    );
 }
 
 /// The request queues the gate made; deleted when dropped (after the flows have stopped).
@@ -65,7 +101,10 @@ struct Gated {
     name: String,
     metric: Metric,
     tolerance: f64,
+    /// One observation per finished block: the mean ln(B ÷ A) of its pairs.
     log_ratios: Vec<f64>,
+    /// The current block's pairs.
+    pending: Vec<f64>,
     /// Pairs where a side had no figure for it (e.g. no capture ratio that round).
     skipped: usize,
     decided: Option<(Verdict, PairedInterval, usize)>,
@@ -87,9 +126,10 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     ];
     let base = run_config(&args.run)?;
     let tolerances = Tolerances::of(args, AB_TOLERANCE)?;
-    let max_pairs = (args.max_rounds / 2).max(FIRST_LOOK);
+    let max_blocks = (args.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
+    let max_pairs = max_blocks * PAIRS_PER_BLOCK;
     let max_time: Duration = args.max_time.into();
-    let schedule = Schedule::new(max_pairs);
+    let schedule = Schedule::new(max_blocks);
     let alpha = schedule.alpha_per_look(ALPHA);
 
     let pid = std::process::id();
@@ -107,7 +147,7 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         sides.push(start_side(name, cmd, &base, queue)?);
     }
     eprintln!(
-        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; looks after {:?} pairs",
+        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; looks after {:?} blocks of {PAIRS_PER_BLOCK} pairs, each block on fresh flow processes",
         queues[0],
         queues[1],
         2 * max_pairs,
@@ -172,7 +212,8 @@ fn run_pairs(
     let mut gated: Vec<Gated> = Vec::new();
     let mut pairs = 0;
     let mut interrupted = false;
-    while pairs < max_pairs && started.elapsed() < max_time {
+    // Time is checked between blocks only: a block is finished once begun.
+    while pairs < max_pairs && (pairs % PAIRS_PER_BLOCK != 0 || started.elapsed() < max_time) {
         // ABBA: A first in even pairs, B first in odd ones.
         let order = if pairs % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
@@ -204,8 +245,13 @@ fn run_pairs(
             gated = metrics(args, tolerances, sides)?;
         }
         add_pair(&mut gated, sides);
-        if schedule.is_look(pairs) {
-            look(&mut gated, pairs, alpha, schedule, started);
+        if pairs % PAIRS_PER_BLOCK != 0 {
+            continue;
+        }
+        let blocks = pairs / PAIRS_PER_BLOCK;
+        close_block(&mut gated);
+        if schedule.is_look(blocks) {
+            look(&mut gated, blocks, alpha, schedule, started);
             // Done when every metric is decided, or one is a regression: no later verdict
             // of the others changes the gate's.
             let regression = gated
@@ -213,6 +259,11 @@ fn run_pairs(
                 .any(|g| matches!(g.decided, Some((Verdict::Regression, ..))));
             if regression || gated.iter().all(|g| g.decided.is_some()) {
                 break;
+            }
+        }
+        if pairs < max_pairs && started.elapsed() < max_time {
+            for side in sides.iter_mut() {
+                side.restart()?;
             }
         }
     }
@@ -269,36 +320,29 @@ fn start_side(
     cfg.request_queue = queue.to_string();
     cfg.declare = true;
     cfg.label = format!("{}-{name}", base.label);
-    cfg.groups.retain(|g| g.name != "FLOW");
-    cfg.groups.insert(
-        0,
-        GroupSpec {
-            name: "FLOW".into(),
-            selectors: flows.pids().into_iter().map(Selector::Tree).collect(),
-        },
-    );
+    set_flow_group(&mut cfg, &flows);
     Ok(Side {
         name,
+        cmd: cmd.clone(),
         cfg,
-        _flows: flows,
+        flows: Some(flows),
         rounds: Vec::new(),
     })
 }
 
-/// What to gate, from the first pair: FLOW, the corrected total (the captured one when a
-/// side has no capture ratio), and what --metric and the gate file add.
+/// What to gate: FLOW and the captured total, and what --metric and the gate file add.
+///
+/// The captured total, not the corrected one: both sides run on the same machine in the
+/// same stretch of time, so the capture ratio corrects nothing between them, and it adds
+/// the machine's unattributed CPU as noise (measured here: the ratio dipped to 0.58–0.67 in
+/// 6 of 64 rounds of an A/A run, when processes came and went; docs/gate.md).
 fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::Result<Vec<Gated>> {
     let has = |m: &Metric| {
         sides
             .iter()
             .all(|s| s.rounds.iter().all(|r| m.of(r).is_some()))
     };
-    let total = if has(&Metric::Corrected) {
-        "corrected"
-    } else {
-        "captured"
-    };
-    let mut names = vec!["FLOW".to_string(), total.to_string()];
+    let mut names = vec!["FLOW".to_string(), "captured".to_string()];
     for m in args.metric.iter().chain(tolerances.named_metrics()) {
         if !names.contains(m) {
             names.push(m.clone());
@@ -323,6 +367,7 @@ fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::
                 name,
                 metric,
                 log_ratios: Vec::new(),
+                pending: Vec::new(),
                 skipped: 0,
                 decided: None,
                 last: None,
@@ -341,7 +386,7 @@ fn add_pair(gated: &mut [Gated], sides: &[Side]) {
         match (g.metric.of(a), g.metric.of(b)) {
             (Some(x), Some(y)) if x > 0.0 && y > 0.0 => {
                 let d = (y / x).ln();
-                g.log_ratios
+                g.pending
                     .push(if g.metric.higher_is_worse() { d } else { -d });
             }
             _ => g.skipped += 1,
@@ -349,15 +394,27 @@ fn add_pair(gated: &mut [Gated], sides: &[Side]) {
     }
 }
 
+/// End a block: its pairs' mean is one observation (pairs of one block share their flow
+/// processes, so they are not independent of each other; blocks are).
+fn close_block(gated: &mut [Gated]) {
+    for g in gated.iter_mut().filter(|g| g.decided.is_none()) {
+        if !g.pending.is_empty() {
+            g.log_ratios
+                .push(g.pending.iter().sum::<f64>() / g.pending.len() as f64);
+        }
+        g.pending.clear();
+    }
+}
+
 /// A planned look: each undecided metric's interval, and its verdict when it allows one.
-fn look(gated: &mut [Gated], pairs: usize, alpha: f64, schedule: &Schedule, started: Instant) {
+fn look(gated: &mut [Gated], blocks: usize, alpha: f64, schedule: &Schedule, started: Instant) {
     let k = schedule
         .looks()
         .iter()
-        .position(|&n| n == pairs)
+        .position(|&n| n == blocks)
         .map_or(0, |k| k + 1);
     let mut line = format!(
-        "gate A/B: look {k} of {} after {pairs} pairs ({:.0} s):",
+        "gate A/B: look {k} of {} after {blocks} blocks ({:.0} s):",
         schedule.looks().len(),
         started.elapsed().as_secs_f64()
     );
@@ -372,7 +429,7 @@ fn look(gated: &mut [Gated], pairs: usize, alpha: f64, schedule: &Schedule, star
         g.last = Some(i);
         let state = match judge(&i, g.tolerance) {
             Some(v) => {
-                g.decided = Some((v, i, pairs));
+                g.decided = Some((v, i, blocks));
                 v.as_str()
             }
             None => "undecided",
@@ -448,13 +505,18 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
     let (verdict, note) = match (&g.decided, interval) {
         (Some((v, _, n)), _) => (
             *v,
-            Some(format!("decided after {n} pairs (A/B, ABBA order)")),
+            Some(format!(
+                "decided after {n} blocks of {PAIRS_PER_BLOCK} pairs (A/B, ABBA order)"
+            )),
         ),
-        (None, Some(i)) => (Verdict::Inconclusive, Some(undecided_note(g, &i, pairs))),
+        (None, Some(i)) => (
+            Verdict::Inconclusive,
+            Some(undecided_note(g, &i, pairs / PAIRS_PER_BLOCK)),
+        ),
         (None, None) => (
             Verdict::Inconclusive,
             Some(format!(
-                "only {} usable pairs: raise --max-rounds or --max-time",
+                "only {} finished blocks: raise --max-rounds or --max-time",
                 g.log_ratios.len()
             )),
         ),
@@ -494,14 +556,15 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
 
 /// Why a metric is undecided, the smallest change these pairs could have caught, and
 /// about how many pairs would decide it at this spread.
-fn undecided_note(g: &Gated, i: &PairedInterval, pairs: usize) -> String {
+fn undecided_note(g: &Gated, i: &PairedInterval, blocks: usize) -> String {
     let reach = detectable_change(i.sd_log, i.pairs, i.z, g.tolerance);
     let more = match pairs_to_decide(i, g.tolerance) {
-        Some(n) if n > pairs => format!(
-            "about {n} pairs ({} rounds) would decide it at this spread: raise --max-rounds/--max-time, or make rounds longer (--count)",
-            2 * n
+        Some(n) if n > blocks => format!(
+            "about {n} blocks ({} rounds) would decide it at this spread: raise --max-rounds/--max-time, or make rounds longer (--count)",
+            2 * PAIRS_PER_BLOCK * n
         ),
-        _ => "the estimate sits on the tolerance's edge: no number of rounds will decide it; a tolerance further from the change would".into(),
+        Some(_) => "a few more blocks would probably decide it: raise --max-rounds/--max-time".into(),
+        None => "the estimate sits on the tolerance's edge: no number of rounds will decide it; a tolerance further from the change would".into(),
     };
     let skipped = if g.skipped > 0 {
         format!(" ({} pairs had no figure for it)", g.skipped)
@@ -509,7 +572,7 @@ fn undecided_note(g: &Gated, i: &PairedInterval, pairs: usize) -> String {
         String::new()
     };
     format!(
-        "the interval [{:+.1}%, {:+.1}%] straddles +{:.1}% after {} pairs{skipped}; these pairs could catch +{:.1}% or more; {more}",
+        "the interval [{:+.1}%, {:+.1}%] straddles +{:.1}% after {} blocks{skipped}; these blocks could catch +{:.1}% or more; {more}",
         100.0 * (i.low - 1.0),
         100.0 * (i.high - 1.0),
         100.0 * g.tolerance,
