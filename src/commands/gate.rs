@@ -144,6 +144,23 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
     let metrics = plan(args, &base, &current)?;
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
+    // Up front: the smallest regression these rounds could show, metric by metric.
+    let reaches: Vec<String> = metrics
+        .iter()
+        .filter_map(|(m, t)| {
+            let metric = Metric::named(m);
+            let r = crate::gate::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
+            Some(format!("{m} +{:.1}%", 100.0 * r))
+        })
+        .collect();
+    if !reaches.is_empty() {
+        println!(
+            "Reach: with {} baseline and {} current rounds at their spread, the smallest regression this gate can call: {}",
+            base.report.rounds.len(),
+            current.report.rounds.len(),
+            reaches.join(", ")
+        );
+    }
     let decisions: Vec<Decision> = metrics
         .iter()
         .map(|(m, t)| {

@@ -233,6 +233,26 @@ pub fn overall(decisions: &[Decision]) -> Verdict {
     }
 }
 
+/// The smallest regression (as a fraction) the stored-baseline rule could call from these
+/// rounds: the tolerance plus about the half-width of the interval of the ratio of medians,
+/// estimated from each side's spread (1.4826 × the median absolute deviation of the log
+/// values, a robust standard deviation), √(π/2) for a median's standard error against a
+/// mean's, and 1.96 for 95 %. None with fewer than 3 rounds on a side.
+pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
+    let robust_var = |v: &[f64]| -> Option<f64> {
+        if v.len() < MIN_ROUNDS || v.iter().any(|x| *x <= 0.0) {
+            return None;
+        }
+        let logs: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        let m = median(&logs);
+        let dev: Vec<f64> = logs.iter().map(|x| (x - m).abs()).collect();
+        let sd = 1.4826 * median(&dev);
+        Some(sd * sd * std::f64::consts::FRAC_PI_2 / v.len() as f64)
+    };
+    let half = 1.96 * (robust_var(base)? + robust_var(current)?).sqrt();
+    Some(((1.0 + tolerance).ln() + half).exp() - 1.0)
+}
+
 /// The exit code of a verdict.
 pub fn exit_of(v: Verdict, strict: bool) -> Exit {
     match v {
@@ -305,6 +325,22 @@ mod tests {
         let d = decide("FLOW", &base, &cur, 0.05, Worse::Higher);
         assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
         assert!(d.note.as_deref().unwrap_or("").contains("more rounds"));
+    }
+
+    #[test]
+    fn the_reach_grows_with_the_spread_and_shrinks_with_more_rounds() {
+        let quiet = reach(&rounds(1.0), &rounds(1.0), 0.05).expect("reach");
+        assert!(quiet > 0.05 && quiet < 0.07, "{quiet}");
+        let wide: Vec<f64> = rounds(1.0)
+            .iter()
+            .map(|x| 100.0 + 5.0 * (x - 100.0))
+            .collect();
+        let noisy = reach(&wide, &wide, 0.05).expect("reach");
+        assert!(noisy > quiet, "{noisy} {quiet}");
+        let mut more = rounds(1.0);
+        more.extend(rounds(1.0));
+        assert!(reach(&more, &more, 0.05).expect("reach") < quiet);
+        assert!(reach(&[1.0, 2.0], &rounds(1.0), 0.05).is_none());
     }
 
     #[test]
