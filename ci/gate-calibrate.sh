@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Measure the project gate's false alarm rate and power on this machine.
+# Measure the stored-baseline gate's false alarm rate and power on this machine (the A/B
+# gate has ci/gate-ab-calibrate.sh).
 #
 #   bash ci/gate-calibrate.sh [A/A RUNS] [POWER RUNS]      (defaults 20 and 10)
 #
@@ -22,7 +23,7 @@ echo "baseline FLOW median: $flow_us us/tran" >&2
 printf 'case\trun\textra_cpu_us\tverdict\tmetric_verdicts\n' >"$tsv"
 one() { # case run extra
   local json="$out/$1-$2.json" code=0
-  GATE_EXTRA_CPU_US=$3 bash ci/gate.sh --export-json "$json" >/dev/null 2>&1 || code=$?
+  GATE_EXTRA_CPU_US=$3 bash ci/gate.sh --stored --export-json "$json" >/dev/null 2>&1 || code=$?
   local summary
   summary=$(python3 -c "
 import json; j=json.load(open('$json'))

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
-# The project's own regression gate: the reference flow (sample-flow with PostgreSQL) on the
-# local RabbitMQ, driven by oemputx in rounds and gated against the committed baseline.
+# The project's own regression gate on the reference flow (sample-flow with PostgreSQL on the
+# local RabbitMQ).
 #
-#   bash ci/gate.sh                   # gate this build against ci/baseline.json
+#   bash ci/gate.sh                   # A/B: sample-flow built from GATE_BASE (default HEAD~1)
+#                                     #      against this checkout's, in one run
+#   bash ci/gate.sh --stored          # this build against the committed ci/baseline.json
 #   bash ci/gate.sh --save-baseline   # measure and write ci/baseline.json (on main)
 #
+# A/B is the default: both builds are measured in alternating rounds in the same minutes, so
+# the machine's drift cancels (docs/gate.md has the measurements). The base is built from
+# git history into target/gate-base (a worktree under target/, removed afterwards); without
+# history (a shallow clone, a first commit) the gate says so and falls back to --stored.
+#
 # It uses the debug binaries the test command builds (OEMPUTX_BIN=target/release for a
-# release build; the baseline must come from the same kind of build). Settings, chosen from
-# the false-alarm and power measurements in ci/gate-calibrate.sh: GATE_COUNT messages per
-# round, GATE_ROUNDS rounds, tolerances in ci/gate.toml. GATE_EXTRA_CPU_US makes the flow burn
-# that much more CPU per message: a controlled regression, for calibrating the gate.
+# release build; the base is then built the same way). GATE_COUNT messages per round,
+# GATE_MAX_TIME for the A/B run (default 4m), GATE_TOLERANCE (default 2%).
+# GATE_EXTRA_CPU_US makes this checkout's flow burn that much more CPU per message: a
+# controlled regression, to see the gate catch one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${OEMPUTX_BIN:-target/debug}
@@ -19,44 +26,83 @@ extra=${GATE_EXTRA_CPU_US:-0}
 baseline=${GATE_BASELINE:-ci/baseline.json}
 url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
-queue="oemputx.gate.$$"
+mode=ab
+case "${1:-}" in
+  --stored) mode=stored; shift ;;
+  --save-baseline) mode=save ;;
+esac
+group_opts=(--group QMGR=@rabbitmq --group DB=@postgresql)
 table="oemputx_gate_$$"
-log=$(mktemp)
-flow=
-
-cleanup() {
-  if [ -n "$flow" ]; then kill -TERM "$flow" 2>/dev/null || true; wait "$flow" 2>/dev/null || true; fi
-  psql "$db" -qc "DROP TABLE IF EXISTS $table" >/dev/null 2>&1 || true
-  command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
-  rm -f "$log"
+tables=("${table}" "${table}_a" "${table}_b")
+cleanup_tables() {
+  for t in "${tables[@]}"; do psql "$db" -qc "DROP TABLE IF EXISTS $t" >/dev/null 2>&1 || true; done
 }
-trap cleanup EXIT
-
-# A baseline is only as portable as the machine: on another kind of CPU the gate would judge
-# the hardware, not the change. There it says so and stops (make a baseline on that machine).
-if [ "${1:-}" != "--save-baseline" ] && [ -f "$baseline" ]; then
-  here="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)"
-  there=$(python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['host']; print(f\"{h.get('cpu_model')} x {h.get('cpus')}\")" "$baseline" 2>/dev/null || echo unknown)
-  if [ "$here" != "$there" ]; then
-    echo "gate: $baseline was measured on '$there', this machine is '$here': not comparable, skipping." >&2
-    echo "gate: make a baseline here with: bash ci/gate.sh --save-baseline" >&2
-    exit 0
-  fi
-fi
 
 # --db-async-commit and two tasks keep the run CPU-bound: waiting on the disk's flush (about
 # 1 ms a commit here, and variable) made every group's CPU per message swing by 20-40% from
 # run to run, as idle CPU was spread over fewer messages.
-. ci/flow.sh
-start_flow "$log" 2 --url "$url" --input-queue "$queue" --db "$db" --db-table "$table" \
-  --db-async-commit --threads 2 --extra-cpu-us "$extra"
+flow_opts="--db $db --db-async-commit --threads 2"
 
-run=(--qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" --warmup 100 --tasks 2
-  --group "FLOW=pid:$flow" --group QMGR=@rabbitmq --group DB=@postgresql
-  --label gate --no-save --quiet)
-if [ "${1:-}" = "--save-baseline" ]; then
-  "$bin/oemputx" "${run[@]}" --save-baseline "$baseline"
-  echo "gate: wrote $baseline"
-else
-  "$bin/oemputx" gate --baseline "$baseline" --gate-file ci/gate.toml "$@" -- "${run[@]}"
-fi
+ab() {
+  local base
+  base=$(git rev-parse --verify -q "${GATE_BASE:-HEAD~1}^{commit}" 2>/dev/null) || {
+    echo "gate: no base commit ${GATE_BASE:-HEAD~1} in this clone (shallow, or the first commit): gating against $baseline instead" >&2
+    stored "$@"; return
+  }
+  local profile=() dir=target/debug
+  if [ "$bin" = target/release ]; then profile=(--release); dir=target/release; fi
+  # The base's source outside this tree (cargo would take it for a member of this
+  # workspace), its build in target/gate-base (kept: the next run reuses it).
+  local wt
+  wt=$(mktemp -d)/base
+  git worktree add --detach -q "$wt" "$base"
+  trap 'git worktree remove --force "'"$wt"'" >/dev/null 2>&1 || true; cleanup_tables' EXIT
+  echo "gate: building sample-flow at the base, $(git log -1 --format='%h %s' "$base")" >&2
+  (cd "$wt" && CARGO_TARGET_DIR="$OLDPWD/target/gate-base" cargo build -q "${profile[@]}" --workspace --bins)
+  local base_bin=target/gate-base/${dir#target/}/sample-flow
+  "$bin/oemputx" gate \
+    --flow-a "$base_bin $flow_opts --db-table ${table}_a" \
+    --flow-b "$bin/sample-flow $flow_opts --db-table ${table}_b --extra-cpu-us $extra" \
+    --tolerance "${GATE_TOLERANCE:-2%}" --max-time "${GATE_MAX_TIME:-4m}" "$@" \
+    -- --qmgr "$url" --count "$count" --warmup 100 --tasks 2 "${group_opts[@]}"
+}
+
+stored() {
+  # A baseline is only as portable as the machine: on another kind of CPU the gate would judge
+  # the hardware, not the change. There it says so and stops (make a baseline on that machine).
+  if [ -f "$baseline" ]; then
+    here="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)"
+    there=$(python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['host']; print(f\"{h.get('cpu_model')} x {h.get('cpus')}\")" "$baseline" 2>/dev/null || echo unknown)
+    if [ "$here" != "$there" ]; then
+      echo "gate: $baseline was measured on '$there', this machine is '$here': not comparable, skipping." >&2
+      echo "gate: make a baseline here with: bash ci/gate.sh --save-baseline" >&2
+      return 0
+    fi
+  fi
+  measured_run gate --baseline "$baseline" --gate-file ci/gate.toml "$@" --
+}
+
+# One flow of this checkout, driven in rounds: for --stored and --save-baseline.
+measured_run() {
+  local log queue="oemputx.gate.$$"
+  log=$(mktemp)
+  . ci/flow.sh
+  start_flow "$log" 2 --url "$url" --input-queue "$queue" $flow_opts --db-table "$table" \
+    --extra-cpu-us "$extra"
+  trap 'kill -TERM '"$flow"' 2>/dev/null || true; wait '"$flow"' 2>/dev/null || true; cleanup_tables;
+    command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue '"$queue"' >/dev/null 2>&1 || true; rm -f '"$log" EXIT
+  local run=(--qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" --warmup 100
+    --tasks 2 --group "FLOW=pid:$flow" "${group_opts[@]}" --label gate --no-save --quiet)
+  if [ "$1" = save ]; then
+    "$bin/oemputx" "${run[@]}" --save-baseline "$baseline"
+    echo "gate: wrote $baseline"
+  else
+    "$bin/oemputx" "$@" "${run[@]}"
+  fi
+}
+
+case $mode in
+  ab) ab "$@" ;;
+  stored) stored "$@" ;;
+  save) measured_run save ;;
+esac

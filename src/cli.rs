@@ -73,6 +73,9 @@ pub struct GateArgs {
         requires = "flow_a"
     )]
     pub max_time: humantime::Duration,
+    /// Instruction counts under callgrind instead of CPU time: not yet built (exits 2).
+    #[arg(long)]
+    pub instructions: bool,
     /// Largest slowdown that still passes, e.g. 2% (default 5% against a baseline, 2% A/B,
     /// or the gate file's).
     #[arg(long, value_name = "PERCENT")]

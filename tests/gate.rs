@@ -321,6 +321,15 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
 }
 
 #[test]
+fn instruction_counts_are_refused_as_not_yet_built() {
+    oemputx()
+        .args(["gate", "--instructions", "--baseline", "b.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--instructions: not yet"));
+}
+
+#[test]
 fn ab_mode_refuses_what_it_cannot_run() {
     // Only one flow.
     oemputx()

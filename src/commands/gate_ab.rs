@@ -113,6 +113,7 @@ struct Gated {
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
 pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    super::gate::refuse_not_yet(args)?;
     let (Some(cmd_a), Some(cmd_b)) = (&args.flow_a, &args.flow_b) else {
         return Err(ConfigError::BadValue {
             flag: "--flow-a",
