@@ -14,7 +14,8 @@
 #
 # It uses the debug binaries the test command builds (OEMPUTX_BIN=target/release for a
 # release build; the base is then built the same way). GATE_COUNT messages per round,
-# GATE_MAX_TIME for the A/B run (default 4m), GATE_TOLERANCE (default 2%).
+# GATE_MAX_TIME and GATE_MAX_ROUNDS for the A/B run (default 4m, 400), GATE_TOLERANCE
+# (default 2%).
 # GATE_EXTRA_CPU_US makes this checkout's flow burn that much more CPU per message: a
 # controlled regression, to see the gate catch one.
 set -euo pipefail
@@ -63,7 +64,8 @@ ab() {
   "$bin/oemputx" gate \
     --flow-a "$base_bin $flow_opts --db-table ${table}_a" \
     --flow-b "$bin/sample-flow $flow_opts --db-table ${table}_b --extra-cpu-us $extra" \
-    --tolerance "${GATE_TOLERANCE:-2%}" --max-time "${GATE_MAX_TIME:-4m}" "$@" \
+    --tolerance "${GATE_TOLERANCE:-2%}" --max-time "${GATE_MAX_TIME:-4m}" \
+    --max-rounds "${GATE_MAX_ROUNDS:-400}" "$@" \
     -- --qmgr "$url" --count "$count" --warmup 100 --tasks 2 "${group_opts[@]}"
 }
 
