@@ -156,23 +156,7 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
     let metrics = plan(args, &base, &current)?;
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
-    // Up front: the smallest regression these rounds could show, metric by metric.
-    let reaches: Vec<String> = metrics
-        .iter()
-        .filter_map(|(m, t)| {
-            let metric = Metric::named(m);
-            let r = crate::gate::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
-            Some(format!("{m} +{:.1}%", 100.0 * r))
-        })
-        .collect();
-    if !reaches.is_empty() {
-        println!(
-            "Reach: with {} baseline and {} current rounds at their spread, the smallest regression this gate can call: {}",
-            base.report.rounds.len(),
-            current.report.rounds.len(),
-            reaches.join(", ")
-        );
-    }
+    print_reach(&metrics, &base, &current);
     let decisions: Vec<Decision> = metrics
         .iter()
         .map(|(m, t)| {
@@ -206,6 +190,31 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
         decisions,
     };
     write_verdict(args, &outcome)?;
+    Ok(verdict_exit(args, &outcome))
+}
+
+/// Up front: the smallest regression these rounds could show, metric by metric.
+fn print_reach(metrics: &[(String, f64)], base: &Saved, current: &Saved) {
+    let reaches: Vec<String> = metrics
+        .iter()
+        .filter_map(|(m, t)| {
+            let metric = Metric::named(m);
+            let r = crate::gate::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
+            Some(format!("{m} +{:.1}%", 100.0 * r))
+        })
+        .collect();
+    if !reaches.is_empty() {
+        println!(
+            "Reach: with {} baseline and {} current rounds at their spread, the smallest regression this gate can call: {}",
+            base.report.rounds.len(),
+            current.report.rounds.len(),
+            reaches.join(", ")
+        );
+    }
+}
+
+/// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
+pub(super) fn verdict_exit(args: &GateArgs, outcome: &Outcome) -> Exit {
     if outcome.verdict == Verdict::Inconclusive {
         eprintln!(
             "Warning: the gate is inconclusive (see the notes above){}",
@@ -216,15 +225,20 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
             }
         );
     }
-    Ok(exit_of(outcome.verdict, args.strict))
+    exit_of(outcome.verdict, args.strict)
+}
+
+/// The run options given after `--`, validated as a run's.
+pub(super) fn run_options(run: &[String]) -> anyhow::Result<crate::config::Config> {
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
+    )?;
+    Ok(crate::config::Config::from_args(&cli.run)?)
 }
 
 /// Measure the current run now, with the run options given after `--`.
 fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
-        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
-    )?;
-    let cfg = crate::config::Config::from_args(&cli.run)?;
+    let cfg = run_options(run)?;
     let report = crate::measure::measure(&cfg, interrupt)?;
     crate::commands::run::write_reports(&cfg, &report)?;
     if report.status != crate::driver::Status::Completed {

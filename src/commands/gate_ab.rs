@@ -9,7 +9,7 @@
 //! The flows are stopped and the queues deleted on the way out, also after an error or
 //! Ctrl-C.
 
-use super::gate::{Tolerances, write_verdict};
+use super::gate::{Tolerances, run_options, verdict_exit, write_verdict};
 use crate::accounting::selector::{GroupSpec, Selector};
 use crate::cli::GateArgs;
 use crate::config::{Config, ConfigError};
@@ -20,7 +20,7 @@ use crate::gate::sequential::{
     pairs_to_decide,
 };
 use crate::gate::statistics::median;
-use crate::gate::{AbRounds, Decision, Outcome, Verdict, exit_of, overall};
+use crate::gate::{AbRounds, Decision, Outcome, Verdict, overall};
 use crate::measure::measure;
 use crate::report::saved::{Metric, SavedFigures};
 use crate::transport::Endpoint;
@@ -178,17 +178,7 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         eprintln!("gate A/B: interrupted after {pairs} pairs; the verdicts above cover them");
         return Ok(Exit::Interrupted);
     }
-    if outcome.verdict == Verdict::Inconclusive {
-        eprintln!(
-            "Warning: the gate is inconclusive (see the notes above){}",
-            if args.strict {
-                ""
-            } else {
-                "; passing (use --strict to fail)"
-            }
-        );
-    }
-    Ok(exit_of(outcome.verdict, args.strict))
+    Ok(verdict_exit(args, &outcome))
 }
 
 /// What the pairs gave: each metric's state, how many pairs ran, whether Ctrl-C ended it.
@@ -277,10 +267,7 @@ fn run_pairs(
 
 /// The run options after `--`, validated, for one round per measurement.
 fn run_config(run: &[String]) -> anyhow::Result<Config> {
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
-        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
-    )?;
-    let mut cfg = Config::from_args(&cli.run)?;
+    let mut cfg = run_options(run)?;
     if cfg.endpoint.kind().url_for_flow().is_none() {
         return Err(ConfigError::BadValue {
             flag: "--qmgr",
