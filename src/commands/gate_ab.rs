@@ -322,8 +322,8 @@ fn start_side(
 ///
 /// The captured total, not the corrected one: both sides run on the same machine in the
 /// same stretch of time, so the capture ratio corrects nothing between them, and it adds
-/// the machine's unattributed CPU as noise (measured here: the ratio dipped to 0.58–0.67 in
-/// 6 of 64 rounds of an A/A run, when processes came and went; docs/gate.md).
+/// the machine's unattributed CPU as noise (measured here: the ratio fell to 0.54–0.68 in
+/// 12 of 128 rounds of an A/A run, when processes came and went; docs/gate.md).
 fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::Result<Vec<Gated>> {
     let has = |m: &Metric| {
         sides
