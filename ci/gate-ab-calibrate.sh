@@ -32,7 +32,11 @@ queue="oemputx.calibrate.$$"
 "$bin/sample-flow" --url "$url" --input-queue "$queue" --db "$db" --db-table calib_size \
   --db-async-commit --threads 2 2>/dev/null &
 sizer=$!
-trap 'kill $sizer 2>/dev/null || true' EXIT
+cleanup() {
+  kill "$sizer" 2>/dev/null || true
+  for t in calib_size calib_a calib_b; do psql "$db" -qc "DROP TABLE IF EXISTS $t" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
 sleep 1
 flow_us=$("$bin/oemputx" "${run_opts[@]}" --request-queue "$queue" --rounds 3 \
   --group "FLOW=pid:$sizer" --quiet --no-save --export-json - |
