@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Make sure the services the tests need are running: RabbitMQ on 127.0.0.1:5672 and
-# PostgreSQL on 127.0.0.1:5432. A service that already answers is left alone; a missing one
+# Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
+# PostgreSQL on 127.0.0.1:5432 and valgrind. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -51,5 +51,12 @@ ensure_postgresql() {
     log "could not set the postgres user's password; set OEMPUTX_TEST_PG to a URL that logs in"
 }
 
+ensure_valgrind() {
+  # The instruction gate (oemputx gate --instructions) runs flows under valgrind's callgrind.
+  if command -v valgrind >/dev/null; then log "valgrind present ($(valgrind --version))"; return 0; fi
+  apt_install valgrind
+}
+
 ensure_rabbitmq
 ensure_postgresql
+ensure_valgrind

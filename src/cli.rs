@@ -73,9 +73,14 @@ pub struct GateArgs {
         requires = "flow_a"
     )]
     pub max_time: humantime::Duration,
-    /// Instruction counts under callgrind instead of CPU time: not yet built (exits 2).
-    #[arg(long)]
+    /// With --flow-a/--flow-b: gate on instruction counts under valgrind's callgrind (over 1,
+    /// N and 2N messages, N = --count) instead of CPU time; deterministic, flow only.
+    #[arg(long, requires = "flow_a")]
     pub instructions: bool,
+    /// --instructions: count each flow this many times; each size's least-disturbed count
+    /// is used, and must be confirmed by a second run.
+    #[arg(long, value_name = "N", default_value_t = 5, requires = "instructions")]
+    pub runs: usize,
     /// Largest slowdown that still passes, e.g. 2% (default 5% against a baseline, 2% A/B,
     /// or the gate file's).
     #[arg(long, value_name = "PERCENT")]

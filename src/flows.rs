@@ -48,6 +48,18 @@ impl FlowCommand {
         })
     }
 
+    /// The same command run under a wrapper, e.g. `valgrind --tool=callgrind … CMD ARGS`.
+    pub fn under(&self, wrapper: &str, wrapper_args: &[String]) -> FlowCommand {
+        let mut args = wrapper_args.to_vec();
+        args.push(self.program.display().to_string());
+        args.extend(self.args.iter().cloned());
+        FlowCommand {
+            flag: self.flag,
+            program: PathBuf::from(wrapper),
+            args,
+        }
+    }
+
     /// Whether the command sets `flag` itself.
     pub fn sets(&self, flag: &str) -> bool {
         let with_value = format!("{flag}=");
@@ -143,7 +155,12 @@ impl Flows {
     /// Wait until the queue has `want` consumers (the flows are ready), or a flow dies, or
     /// 20 s pass. A transport that cannot count consumers is taken as ready.
     pub fn wait_ready(&mut self, want: usize) -> anyhow::Result<()> {
-        let deadline = Instant::now() + READY_TIMEOUT;
+        self.wait_ready_within(want, READY_TIMEOUT)
+    }
+
+    /// [`Flows::wait_ready`] with its own time limit (a flow under valgrind starts slowly).
+    pub fn wait_ready_within(&mut self, want: usize, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
         loop {
             if let Some(why) = self.exited() {
                 anyhow::bail!("{why}");
@@ -158,7 +175,7 @@ impl Flows {
                 anyhow::bail!(
                     "the flows did not start consuming '{}' within {} s ({have} of {want} consumers); check the flow's command",
                     self.queue,
-                    READY_TIMEOUT.as_secs()
+                    timeout.as_secs()
                 );
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -306,7 +306,7 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
         (first[0].as_bool(), first[1].as_bool()),
         (Some(true), Some(false))
     );
-    assert!(stderr.contains("gate A/B: look 1 of"), "{stderr}");
+    assert!(stderr.contains("gate A/B: look 1 after 8 of"), "{stderr}");
     // Both queues the gate made are gone (the flows with them).
     let made: Vec<&str> = stderr
         .lines()
@@ -321,12 +321,128 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
 }
 
 #[test]
-fn instruction_counts_are_refused_as_not_yet_built() {
+fn the_instruction_gate_counts_both_flows_under_callgrind_and_catches_extra_work() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("instr.json");
+    let queue = fresh_queue("instr");
+    let url = amqp_url();
+    // B does 20,000 rounds of fixed arithmetic more per message: tens of per cent of an
+    // echo's instructions, whatever the machine's speed.
+    let out = oemputx()
+        .args([
+            "gate",
+            "--instructions",
+            "--runs",
+            "2",
+            "--flow-a",
+            "sample-flow --echo --threads 1",
+            "--flow-b",
+            "sample-flow --echo --threads 1 --extra-work 20000",
+            "--export-json",
+        ])
+        .arg(&json)
+        .args([
+            "--",
+            "--qmgr",
+            &url,
+            "--request-queue",
+            &queue,
+            "--count",
+            "40",
+            "--tasks",
+            "1",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_eq!(j["verdict"], "regression", "{j}");
+    let counts = &j["instruction_counts"];
+    assert_eq!(counts["messages"], serde_json::json!([1, 40, 80]));
+    for side in ["a", "b"] {
+        let runs = counts[side].as_array().expect("runs");
+        assert_eq!(runs.len(), 2, "{counts}");
+        for r in runs {
+            let r: Vec<u64> = r
+                .as_array()
+                .expect("sizes")
+                .iter()
+                .filter_map(|x| x.as_u64())
+                .collect();
+            // More messages, more instructions; a process executes millions at least.
+            assert!(
+                r[0] > 100_000 && r[0] < r[1] && r[1] < r[2],
+                "{side}: {r:?}"
+            );
+        }
+    }
+    let steady = j["decisions"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["metric"] == "instructions/msg"))
+        .expect("steady decided");
+    assert_eq!(steady["verdict"], "regression", "{steady}");
+    // 20,000 rounds of about 4.5 instructions each in a release build, tens in a debug one.
+    let added = steady["current_median"].as_f64().unwrap_or(0.0)
+        - steady["base_median"].as_f64().unwrap_or(0.0);
+    assert!(added > 60_000.0 && added < 4_000_000.0, "{steady}");
+    // Both queues the gate made are gone.
+    let made: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split("(queue ").nth(1))
+        .map(|q| q.trim_end_matches(')'))
+        .collect();
+    assert_eq!(made.len(), 2, "{stderr}");
+    for q in made {
+        assert!(q.starts_with(&queue), "{q}");
+        assert!(!queue_exists(q), "{q} is left behind");
+    }
+}
+
+#[test]
+fn the_instruction_gate_refuses_what_it_cannot_count() {
+    // No flows.
     oemputx()
         .args(["gate", "--instructions", "--baseline", "b.json"])
         .assert()
+        .code(2);
+    // A duration instead of a count.
+    oemputx()
+        .args([
+            "gate",
+            "--instructions",
+            "--flow-a",
+            "sample-flow",
+            "--flow-b",
+            "sample-flow",
+            "--",
+            "--qmgr",
+            "amqp://guest:guest@127.0.0.1:5672/%2f",
+            "--duration",
+            "10s",
+        ])
+        .assert()
         .code(2)
-        .stderr(predicate::str::contains("--instructions: not yet"));
+        .stderr(predicate::str::contains("--count"));
+    // One run cannot confirm a count.
+    oemputx()
+        .args([
+            "gate",
+            "--instructions",
+            "--runs",
+            "1",
+            "--flow-a",
+            "sample-flow",
+            "--flow-b",
+            "sample-flow",
+            "--",
+            "--qmgr",
+            "amqp://guest:guest@127.0.0.1:5672/%2f",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--runs"));
 }
 
 #[test]

@@ -50,6 +50,7 @@ pub struct FlowOptions {
     pub echo: bool,
     pub prefetch: u16,
     pub extra_cpu: Duration,
+    pub extra_work: u64,
     pub stats: Level,
     pub stats_interval: Duration,
     pub sink: Sink,
@@ -66,6 +67,17 @@ fn burn(extra: Duration) -> anyhow::Result<()> {
         std::hint::spin_loop();
     }
     Ok(())
+}
+
+/// `rounds` of a fixed integer mix (xorshift-multiply), kept from being optimised away: the
+/// same instructions every time, whatever the machine's speed.
+fn work(rounds: u64) {
+    let mut x = std::hint::black_box(0x9e37_79b9_7f4a_7c15u64);
+    for _ in 0..rounds {
+        x ^= x >> 29;
+        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+    std::hint::black_box(x);
 }
 
 /// What one thread did, for its closing line.
@@ -248,6 +260,7 @@ async fn echo(
     stats.node_start();
     let mut req = input(msg);
     burn(o.extra_cpu)?;
+    work(o.extra_work);
     stats.node_end(0);
     stats.node_start();
     let body = std::mem::take(&mut req.body);
@@ -309,6 +322,7 @@ async fn run_nodes(
     stats.node_start();
     let record = nodes::transform(request);
     burn(o.extra_cpu)?;
+    work(o.extra_work);
     stats.node_end(2);
     stats.node_start();
     if let Some(audit) = &o.audit_queue {

@@ -65,6 +65,11 @@ struct Args {
     /// cost, for calibrating oemputx or simulating a regression.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
     extra_cpu_us: u64,
+    /// Do this many rounds of fixed arithmetic per message: a controlled cost counted in
+    /// instructions, the same under valgrind as without it (--extra-cpu-us burns time, so its
+    /// instructions depend on the speed it runs at). About 6 instructions a round.
+    #[arg(long, value_name = "ROUNDS", default_value_t = 0)]
+    extra_work: u64,
     /// Accounting and statistics like the broker's own: per thread, or per thread and node.
     #[arg(long, value_enum, default_value_t = Level::Off)]
     stats: Level,
@@ -140,6 +145,7 @@ fn run() -> anyhow::Result<()> {
         echo: args.echo,
         prefetch: args.prefetch,
         extra_cpu: Duration::from_micros(args.extra_cpu_us),
+        extra_work: args.extra_work,
         stats: args.stats,
         stats_interval: args.stats_interval.into(),
         sink,

@@ -16,7 +16,7 @@ use crate::config::{Config, ConfigError};
 use crate::exit::Exit;
 use crate::flows::{FlowCommand, Flows};
 use crate::gate::sequential::{
-    FIRST_LOOK, PairedInterval, Schedule, detectable_change, judge, paired_interval,
+    Boundary, FIRST_LOOK, PairedInterval, Spending, detectable_change, judge, paired_interval,
     pairs_to_decide,
 };
 use crate::gate::statistics::median;
@@ -29,8 +29,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The overall error level of the repeated intervals.
-const ALPHA: f64 = 0.05;
+/// The overall two-sided error level of the repeated intervals: each one-sided error (a
+/// false regression, a false pass) is at most half of it.
+const ALPHA: f64 = 0.10;
 /// Pairs per block: A B, B A, A B, B A on the same two flow processes, then both restart.
 /// Four pairs keep the restarts' cost (about a second each) small against the rounds.
 const PAIRS_PER_BLOCK: usize = 4;
@@ -81,9 +82,9 @@ fn set_flow_group(cfg: &mut Config, flows: &Flows) {
 }
 
 /// The request queues the gate made; deleted when dropped (after the flows have stopped).
-struct MadeQueues {
-    endpoint: Endpoint,
-    queues: Vec<String>,
+pub(super) struct MadeQueues {
+    pub(super) endpoint: Endpoint,
+    pub(super) queues: Vec<String>,
 }
 
 impl Drop for MadeQueues {
@@ -108,12 +109,13 @@ struct Gated {
     /// Pairs where a side had no figure for it (e.g. no capture ratio that round).
     skipped: usize,
     decided: Option<(Verdict, PairedInterval, usize)>,
+    /// The two-sided error level of the last interval computed (that of `last`/`decided`).
+    level: Option<f64>,
     last: Option<PairedInterval>,
 }
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
 pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    super::gate::refuse_not_yet(args)?;
     let (Some(cmd_a), Some(cmd_b)) = (&args.flow_a, &args.flow_b) else {
         return Err(ConfigError::BadValue {
             flag: "--flow-a",
@@ -130,8 +132,7 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     let max_blocks = (args.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
     let max_pairs = max_blocks * PAIRS_PER_BLOCK;
     let max_time: Duration = args.max_time.into();
-    let schedule = Schedule::new(max_blocks);
-    let alpha = schedule.alpha_per_look(ALPHA);
+    let mut spending = Spending::new(ALPHA, max_blocks);
 
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
@@ -148,12 +149,11 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         sides.push(start_side(name, cmd, &base, queue)?);
     }
     eprintln!(
-        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; looks after {:?} blocks of {PAIRS_PER_BLOCK} pairs, each block on fresh flow processes",
+        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th",
         queues[0],
         queues[1],
         2 * max_pairs,
         args.max_time,
-        schedule.looks()
     );
 
     let started = Instant::now();
@@ -161,17 +161,18 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         args,
         &tolerances,
         &mut sides,
-        &schedule,
+        &mut spending,
         (max_pairs, max_time),
         &interrupt,
     )?;
     let (gated, pairs, interrupted) = (run.gated, run.pairs, run.interrupted);
+    let level = run.last_look.map_or(ALPHA, |b| b.level);
     eprintln!(
         "gate A/B: {pairs} pairs ({}) in {:.0} s",
         sides_summary(&sides),
         started.elapsed().as_secs_f64()
     );
-    let outcome = outcome(&gated, &sides, pairs, alpha, commands_text(cmd_a, cmd_b));
+    let outcome = outcome(&gated, &sides, pairs, level, commands_text(cmd_a, cmd_b));
     write_verdict(args, &outcome)?;
     drop(sides);
     if interrupted {
@@ -181,92 +182,122 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     Ok(verdict_exit(args, &outcome))
 }
 
-/// What the pairs gave: each metric's state, how many pairs ran, whether Ctrl-C ended it.
+/// What the pairs gave: each metric's state, how many pairs ran, whether Ctrl-C ended it,
+/// and the boundary of the last look.
 struct PairsRun {
     gated: Vec<Gated>,
     pairs: usize,
     interrupted: bool,
+    last_look: Option<Boundary>,
 }
 
-/// Measure pairs in ABBA order, looking on the schedule, until every metric is decided, one
-/// is a regression, or the pairs, the time or the user's patience run out.
+/// Measure blocks of pairs in ABBA order, looking after each from the first look on, until
+/// every metric is decided, one is a regression, or the rounds, the time or the user's
+/// patience run out. A block is begun only when it is expected to end within the time.
 fn run_pairs(
     args: &GateArgs,
     tolerances: &Tolerances,
     sides: &mut [Side],
-    schedule: &Schedule,
+    spending: &mut Spending,
     (max_pairs, max_time): (usize, Duration),
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<PairsRun> {
-    let alpha = schedule.alpha_per_look(ALPHA);
     let started = Instant::now();
-    let mut gated: Vec<Gated> = Vec::new();
-    let mut pairs = 0;
-    let mut interrupted = false;
-    // Time is checked between blocks only: a block is finished once begun.
-    while pairs < max_pairs && (pairs % PAIRS_PER_BLOCK != 0 || started.elapsed() < max_time) {
-        // ABBA: A first in even pairs, B first in odd ones.
-        let order = if pairs % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
-            if interrupt.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
+    let mut run = PairsRun {
+        gated: Vec::new(),
+        pairs: 0,
+        interrupted: false,
+        last_look: None,
+    };
+    let mut blocks = 0;
+    loop {
+        for _ in 0..PAIRS_PER_BLOCK {
+            if !measure_pair(sides, run.pairs, interrupt)? {
+                run.interrupted = true;
+                return Ok(run);
             }
-            let side = &mut sides[i];
-            let report = measure(&side.cfg, interrupt.clone())?;
-            if report.status == crate::driver::Status::Interrupted {
-                interrupted = true;
-                break;
+            run.pairs += 1;
+            if run.gated.is_empty() {
+                run.gated = metrics(args, tolerances, sides)?;
             }
-            if report.status != crate::driver::Status::Completed {
-                anyhow::bail!(
-                    "a round of flow {} did not complete ({:?}: {}); the gate stops",
-                    side.name,
-                    report.status,
-                    report.status_detail.as_deref().unwrap_or("")
-                );
-            }
-            side.rounds.push(SavedFigures::from(&report));
+            add_pair(&mut run.gated, sides);
         }
-        if interrupted {
-            break;
+        blocks += 1;
+        close_block(&mut run.gated);
+        let elapsed = started.elapsed();
+        let per_block = elapsed / blocks as u32;
+        let spent = run.pairs + PAIRS_PER_BLOCK > max_pairs || elapsed + per_block > max_time;
+        if blocks == FIRST_LOOK {
+            // The plan: the blocks that fit, from how long these took (never from what they
+            // measured).
+            let fit = (max_time.as_secs_f64() / per_block.as_secs_f64().max(1e-3)) as usize;
+            spending.plan(fit.min(max_pairs / PAIRS_PER_BLOCK).max(FIRST_LOOK));
         }
-        pairs += 1;
-        if gated.is_empty() {
-            gated = metrics(args, tolerances, sides)?;
-        }
-        add_pair(&mut gated, sides);
-        if pairs % PAIRS_PER_BLOCK != 0 {
-            continue;
-        }
-        let blocks = pairs / PAIRS_PER_BLOCK;
-        close_block(&mut gated);
-        if schedule.is_look(blocks) {
-            look(&mut gated, blocks, alpha, schedule, started);
+        if blocks >= FIRST_LOOK {
+            let last = spent || blocks >= spending.planned();
+            let boundary = spending.look(blocks, last);
+            run.last_look = Some(boundary);
+            look(
+                &mut run.gated,
+                blocks,
+                boundary,
+                spending.planned(),
+                started,
+            );
             // Done when every metric is decided, or one is a regression: no later verdict
             // of the others changes the gate's.
-            let regression = gated
+            let regression = run
+                .gated
                 .iter()
                 .any(|g| matches!(g.decided, Some((Verdict::Regression, ..))));
-            if regression || gated.iter().all(|g| g.decided.is_some()) {
-                break;
+            if last || regression || run.gated.iter().all(|g| g.decided.is_some()) {
+                return Ok(run);
             }
+        } else if spent {
+            return Ok(run);
         }
-        if pairs < max_pairs && started.elapsed() < max_time {
-            for side in sides.iter_mut() {
-                side.restart()?;
-            }
+        for side in sides.iter_mut() {
+            side.restart()?;
         }
     }
-    Ok(PairsRun {
-        gated,
-        pairs,
-        interrupted,
-    })
+}
+
+/// One pair: A then B when `pairs` is even, B then A when odd (ABBA). False when Ctrl-C
+/// ended it.
+fn measure_pair(
+    sides: &mut [Side],
+    pairs: usize,
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<bool> {
+    let order = if pairs.is_multiple_of(2) {
+        [0, 1]
+    } else {
+        [1, 0]
+    };
+    for i in order {
+        if interrupt.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let side = &mut sides[i];
+        let report = measure(&side.cfg, interrupt.clone())?;
+        if report.status == crate::driver::Status::Interrupted {
+            return Ok(false);
+        }
+        if report.status != crate::driver::Status::Completed {
+            anyhow::bail!(
+                "a round of flow {} did not complete ({:?}: {}); the gate stops",
+                side.name,
+                report.status,
+                report.status_detail.as_deref().unwrap_or("")
+            );
+        }
+        side.rounds.push(SavedFigures::from(&report));
+    }
+    Ok(true)
 }
 
 /// The run options after `--`, validated, for one round per measurement.
-fn run_config(run: &[String]) -> anyhow::Result<Config> {
+pub(super) fn run_config(run: &[String]) -> anyhow::Result<Config> {
     let mut cfg = run_options(run)?;
     if cfg.endpoint.kind().url_for_flow().is_none() {
         return Err(ConfigError::BadValue {
@@ -358,6 +389,7 @@ fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::
                 pending: Vec::new(),
                 skipped: 0,
                 decided: None,
+                level: None,
                 last: None,
             })
         })
@@ -394,27 +426,25 @@ fn close_block(gated: &mut [Gated]) {
     }
 }
 
-/// A planned look: each undecided metric's interval, and its verdict when it allows one.
-fn look(gated: &mut [Gated], blocks: usize, alpha: f64, schedule: &Schedule, started: Instant) {
-    let k = schedule
-        .looks()
-        .iter()
-        .position(|&n| n == blocks)
-        .map_or(0, |k| k + 1);
+/// A look: each undecided metric's interval at the look's level, and its verdict when it
+/// allows one.
+fn look(gated: &mut [Gated], blocks: usize, boundary: Boundary, planned: usize, started: Instant) {
     let mut line = format!(
-        "gate A/B: look {k} of {} after {blocks} blocks ({:.0} s):",
-        schedule.looks().len(),
-        started.elapsed().as_secs_f64()
+        "gate A/B: look {} after {blocks} of {planned} planned blocks ({:.0} s, {:.1}% interval):",
+        boundary.look,
+        started.elapsed().as_secs_f64(),
+        100.0 * (1.0 - boundary.level)
     );
     for g in gated.iter_mut() {
         if let Some((v, _, n)) = &g.decided {
             line.push_str(&format!(" {} {} at {n};", g.name, v.as_str()));
             continue;
         }
-        let Some(i) = paired_interval(&g.log_ratios, alpha) else {
+        let Some(i) = paired_interval(&g.log_ratios, boundary.level) else {
             continue;
         };
         g.last = Some(i);
+        g.level = Some(boundary.level);
         let state = match judge(&i, g.tolerance) {
             Some(v) => {
                 g.decided = Some((v, i, blocks));
@@ -452,12 +482,12 @@ fn outcome(
     gated: &[Gated],
     sides: &[Side],
     pairs: usize,
-    alpha: f64,
+    level: f64,
     (a, b): (String, String),
 ) -> Outcome {
     let decisions: Vec<Decision> = gated
         .iter()
-        .map(|g| decision(g, sides, pairs, alpha))
+        .map(|g| decision(g, sides, pairs, level))
         .collect();
     Outcome {
         baseline: a,
@@ -473,10 +503,11 @@ fn outcome(
             a: sides[0].rounds.clone(),
             b: sides[1].rounds.clone(),
         }),
+        instruction_counts: None,
     }
 }
 
-fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
+fn decision(g: &Gated, sides: &[Side], pairs: usize, level: f64) -> Decision {
     let values =
         |s: &Side| -> Vec<f64> { s.rounds.iter().filter_map(|r| g.metric.of(r)).collect() };
     let (a, b) = (values(&sides[0]), values(&sides[1]));
@@ -489,7 +520,8 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
         .decided
         .map(|(_, i, _)| i)
         .or(g.last)
-        .or_else(|| paired_interval(&g.log_ratios, alpha));
+        .or_else(|| paired_interval(&g.log_ratios, level));
+    let ci_level = 1.0 - g.level.unwrap_or(level);
     let (verdict, note) = match (&g.decided, interval) {
         (Some((v, _, n)), _) => (
             *v,
@@ -531,6 +563,7 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, alpha: f64) -> Decision {
         ratio: i.ratio,
         ci_low: i.low,
         ci_high: i.high,
+        ci_level,
         p_value: paired_p(&g.log_ratios),
         tolerance: g.tolerance,
         base_rounds: a.len(),

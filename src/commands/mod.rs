@@ -5,6 +5,7 @@ pub mod compare;
 pub mod cpu;
 pub mod gate;
 pub mod gate_ab;
+pub mod gate_instr;
 pub mod run;
 pub mod sweep;
 
@@ -21,6 +22,9 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Account(args)) => account::account(args),
         Some(Command::Sweep(args)) => sweep::sweep(args, interrupt),
         Some(Command::Compare(args)) => compare::compare(args),
+        Some(Command::Gate(args)) if args.instructions => {
+            gate_instr::gate_instructions(args, interrupt)
+        }
         Some(Command::Gate(args)) if args.flow_a.is_some() => gate_ab::gate_ab(args, interrupt),
         Some(Command::Gate(args)) => gate::gate(args, interrupt),
         None => run::put_get(&Config::from_args(&cli.run)?, interrupt),

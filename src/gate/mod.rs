@@ -72,6 +72,9 @@ pub struct Decision {
     pub ratio: f64,
     pub ci_low: f64,
     pub ci_high: f64,
+    /// The interval's confidence level (0.95 against a stored baseline; the deciding look's
+    /// level in A/B; NaN where there is no interval, as for instruction counts).
+    pub ci_level: f64,
     pub p_value: f64,
     pub tolerance: f64,
     pub base_rounds: usize,
@@ -154,6 +157,7 @@ pub fn decide(
         current_median: cm,
         ratio,
         ci_low: lo,
+        ci_level: 0.95,
         ci_high: hi,
         p_value: p,
         tolerance,
@@ -208,6 +212,18 @@ pub struct Outcome {
     /// data behind the verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ab_rounds: Option<AbRounds>,
+    /// Instruction gate only: the counts behind the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction_counts: Option<InstructionCounts>,
+}
+
+/// The counts of an instruction gate: per side and run, the instructions the flow executed
+/// over `messages[0]`, `messages[1]` and `messages[2]` messages, each on a fresh process.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstructionCounts {
+    pub messages: [u64; 3],
+    pub a: Vec<[u64; 3]>,
+    pub b: Vec<[u64; 3]>,
 }
 
 /// The rounds of an A/B gate: pair i is `a[i]` and `b[i]`, run A first when `a_first[i]`.

@@ -17,13 +17,20 @@ fn pct(x: f64) -> String {
 
 /// The verdict table as rows of cells.
 pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
+    let levels: Vec<f64> = o.decisions.iter().map(|d| d.ci_level).collect();
+    let ci = match levels.first() {
+        Some(&l) if l.is_finite() && levels.iter().all(|&x| x == l) => {
+            format!("{:.0}% CI", 100.0 * l)
+        }
+        _ => "CI".to_string(),
+    };
     let mut out = vec![
         [
             "metric",
             "baseline",
             "current",
             "change",
-            "95% CI",
+            ci.as_str(),
             "p",
             "tolerance",
             "rounds",
@@ -114,11 +121,12 @@ pub fn render_github(o: &Outcome) -> String {
 /// [+6.1%, +13.9%], p=0.0002, tolerance 5.0%)".
 fn evidence(d: &Decision) -> String {
     format!(
-        "{:.2} -> {:.2} {} ({}, 95% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
+        "{:.2} -> {:.2} {} ({}, {:.0}% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
         d.base_median,
         d.current_median,
         d.unit,
         pct(d.ratio),
+        100.0 * d.ci_level,
         pct(d.ci_low),
         pct(d.ci_high),
         d.p_value,
@@ -227,6 +235,7 @@ mod tests {
         ];
         let o = Outcome {
             ab_rounds: None,
+            instruction_counts: None,
             baseline: "b.json".into(),
             current: "c.json".into(),
             verdict: overall(&decisions),

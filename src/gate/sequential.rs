@@ -16,67 +16,217 @@
 //! narrow (95 % efficiency). It assumes the d's are symmetric about their centre, which the
 //! ABBA order makes exact under no change.
 //!
-//! **Repeated looks.** The gate looks at a planned schedule of pair counts, each about half
-//! again the last (8, 12, 18, 27, 40, 60, 90, …, the maximum). Each look's interval is a
-//! two-sided 1 − α/K interval, K being the number of looks planned: by Bonferroni's
-//! inequality, all K intervals cover the true ratio together with probability at least
-//! 1 − α, however the gate stops. This is the repeated-confidence-interval approach of
-//! Jennison & Turnbull ("Interim analyses: the repeated confidence interval approach",
-//! JRSS B 51:305–361, 1989; *Group Sequential Methods with Applications to Clinical
-//! Trials*, 2000, ch. 9) with the simplest, conservative spending of α: evenly over the
-//! looks. Re-testing at the full α at every look would not hold the stated rate.
+//! **Repeated looks.** The gate looks after every finished block from the eighth on. Each
+//! look's interval is a *repeated confidence interval* (Jennison & Turnbull, "Interim
+//! analyses: the repeated confidence interval approach", JRSS B 51:305–361, 1989; *Group
+//! Sequential Methods with Applications to Clinical Trials*, 2000, ch. 9): its width comes
+//! from a group-sequential boundary, so that all the intervals of a run cover the true ratio
+//! together with probability at least 1 − α, however the gate stops. Re-testing at the full
+//! α at every look would not hold the stated rate.
+//!
+//! The boundaries spend α over the looks by the Lan–DeMets spending function of
+//! O'Brien–Fleming type, α/2 per side by α(t) = 2 − 2Φ(z₁₋α/₄ ÷ √t), t being the share of the planned
+//! blocks done (Lan & DeMets, "Discrete sequential boundaries for clinical trials",
+//! Biometrika 70:659–663, 1983): early looks spend almost nothing (they can only stop a run
+//! whose answer is already plain), the last look nearly the whole α. Each look's boundary
+//! is exact for the normal approximation of the blocks' sum: the probability of having
+//! crossed by then is computed by numerical integration over the looks before it
+//! (Armitage, McPherson & Rowe, JRSS A 132:235–244, 1969; Jennison & Turnbull ch. 19),
+//! instead of the conservative Bonferroni split that left the last look at α ÷ K. The plan
+//! (how many blocks fit in --max-time and --max-rounds) is fixed at the first look from how
+//! long blocks took, never from what they measured; a look that turns out to be the last
+//! (time running short) spends all that is left.
+//!
+//! α = 10 % two-sided: each one-sided error — calling a regression when the change is
+//! within the tolerance, or a pass when it is beyond it — is at most 5 %.
 //!
 //! **Verdict** (tolerance t, oriented so that above 1 is worse): regression when the whole
 //! interval lies above 1 + t; improvement when it lies below 1 − t; pass when its top is
 //! within 1 + t; otherwise undecided, and the gate adds pairs.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{Continuous, ContinuousCDF, Normal, StudentsT};
 
-/// The fewest pairs at which the gate looks: with fewer, the signed-rank interval at the
-/// per-look level cannot be bounded at all (2⁻ⁿ must be below α/2K).
+/// The fewest blocks at which the gate looks: with fewer, the signed-rank interval at an
+/// early look's level cannot be bounded at all (2⁻ⁿ must be below its α/2).
 pub const FIRST_LOOK: usize = 8;
-/// Each planned look has about this many times the pairs of the one before: fewer looks
-/// spend α in fewer, wider slices; more would overshoot the pairs needed by less.
-const LOOK_GROWTH: f64 = 1.5;
+/// Grid points over the continuation region in the numerical integration (odd, for
+/// Simpson's rule): boundaries come out within 0.001 of published tables.
+const GRID: usize = 401;
+/// The grid never reaches beyond this many standard deviations of the sum: the density
+/// there is below 1e-14.
+const GRID_SDS: f64 = 8.0;
 
-/// The planned looks, in pairs, up to `max_pairs` (always a look).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
-    looks: Vec<usize>,
+/// The error spending of a sequential run: the boundary of each look as it comes.
+#[derive(Debug, Clone)]
+pub struct Spending {
+    /// The two-sided overall error level of the repeated intervals.
+    alpha: f64,
+    /// The blocks planned: the information at which t = 1.
+    planned: usize,
+    /// α spent by the looks so far.
+    spent: f64,
+    /// The information (blocks) of the last look, and the density of the sum Sₖ = Zₖ √Iₖ
+    /// over the continuation region there, as (s, f(s) × Simpson weight) points.
+    last_info: f64,
+    density: Vec<(f64, f64)>,
+    looks: usize,
 }
 
-impl Schedule {
-    pub fn new(max_pairs: usize) -> Schedule {
-        let max = max_pairs.max(FIRST_LOOK);
-        let mut looks = vec![FIRST_LOOK];
-        let mut n = FIRST_LOOK as f64;
-        loop {
-            n *= LOOK_GROWTH;
-            let next = (n.round() as usize).max(looks[looks.len() - 1] + 1);
-            if next >= max {
-                break;
+/// One look's boundary: |Z| at or beyond `z` stops; `level` is the two-sided nominal error
+/// level of the look's interval, 2(1 − Φ(z)).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Boundary {
+    pub z: f64,
+    pub level: f64,
+    /// Which look this was, from 1.
+    pub look: usize,
+}
+
+fn std_normal() -> Normal {
+    // Normal::new(0, 1) cannot fail; the fallback keeps this function total.
+    Normal::new(0.0, 1.0).unwrap_or_else(|_| Normal::standard())
+}
+
+impl Spending {
+    /// `alpha` two-sided over the whole run, spread over `planned` blocks.
+    pub fn new(alpha: f64, planned: usize) -> Spending {
+        Spending {
+            alpha,
+            planned: planned.max(1),
+            spent: 0.0,
+            last_info: 0.0,
+            density: Vec::new(),
+            looks: 0,
+        }
+    }
+
+    /// The blocks planned.
+    pub fn planned(&self) -> usize {
+        self.planned
+    }
+
+    /// Re-plan before the first look (from how long blocks take); later plans are ignored,
+    /// so that the looks already spent keep their meaning.
+    pub fn plan(&mut self, planned: usize) {
+        if self.looks == 0 {
+            self.planned = planned.max(1);
+        }
+    }
+
+    /// The O'Brien–Fleming-type spending function, spent on each side alike: α spent by
+    /// information fraction t is 2 × (2 − 2Φ(z₁₋α/₄ ÷ √t)), reaching α at t = 1 (the
+    /// one-sided form of Lan & DeMets applied to each tail, as in DeMets & Lan, Stat. Med.
+    /// 13:1341–1352, 1994, and R's gsDesign).
+    fn spend(&self, t: f64) -> f64 {
+        if t >= 1.0 {
+            return self.alpha;
+        }
+        if t <= 0.0 {
+            return 0.0;
+        }
+        let n = std_normal();
+        let z = n.inverse_cdf(1.0 - self.alpha / 4.0);
+        2.0 * (2.0 - 2.0 * n.cdf(z / t.sqrt()))
+    }
+
+    /// The boundary of a look after `blocks` blocks; `last` spends all α that is left.
+    /// Looks must come with growing `blocks`.
+    pub fn look(&mut self, blocks: usize, last: bool) -> Boundary {
+        let info = (blocks as f64).max(self.last_info + 1e-9);
+        let t = info / self.planned as f64;
+        let target = if last {
+            self.alpha
+        } else {
+            self.spend(t).min(self.alpha)
+        };
+        let step = (target - self.spent).max(0.0);
+        let n = std_normal();
+        let z = if self.looks == 0 {
+            if step <= 0.0 {
+                f64::INFINITY
+            } else {
+                n.inverse_cdf(1.0 - step / 2.0)
             }
-            looks.push(next);
+        } else {
+            self.solve(info, step)
+        };
+        let exit = if self.looks == 0 {
+            step
+        } else {
+            self.exit_probability(info, z)
+        };
+        self.spent += exit;
+        self.advance(info, z);
+        self.looks += 1;
+        Boundary {
+            z,
+            level: if z.is_finite() {
+                2.0 * (1.0 - n.cdf(z))
+            } else {
+                0.0
+            },
+            look: self.looks,
         }
-        if looks.last() != Some(&max) {
-            looks.push(max);
+    }
+
+    /// The boundary z at which the probability of first crossing at this look is `step`.
+    fn solve(&self, info: f64, step: f64) -> f64 {
+        if step <= 1e-15 || self.exit_probability(info, 40.0) >= step {
+            return f64::INFINITY;
         }
-        Schedule { looks }
+        let (mut lo, mut hi) = (0.0, 40.0);
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if self.exit_probability(info, mid) > step {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
     }
 
-    /// Whether the gate looks after `pairs` pairs.
-    pub fn is_look(&self, pairs: usize) -> bool {
-        self.looks.contains(&pairs)
+    /// P(not crossed before, |Z| ≥ z at information `info`), from the density carried over.
+    fn exit_probability(&self, info: f64, z: f64) -> f64 {
+        let n = std_normal();
+        let sd = (info - self.last_info).sqrt();
+        let b = z * info.sqrt();
+        self.density
+            .iter()
+            .map(|&(s, fw)| fw * ((1.0 - n.cdf((b - s) / sd)) + n.cdf((-b - s) / sd)))
+            .sum()
     }
 
-    /// The planned looks.
-    pub fn looks(&self) -> &[usize] {
-        &self.looks
-    }
-
-    /// The two-sided error level of each look's interval, for an overall level `alpha`.
-    pub fn alpha_per_look(&self, alpha: f64) -> f64 {
-        alpha / self.looks.len() as f64
+    /// Carry the density of the sum over to this look's continuation region |S| < z √I.
+    fn advance(&mut self, info: f64, z: f64) {
+        let n = std_normal();
+        let width = (z * info.sqrt()).min(GRID_SDS * info.sqrt());
+        let h = 2.0 * width / (GRID - 1) as f64;
+        let sd = (info - self.last_info).sqrt();
+        let density = (0..GRID)
+            .map(|i| {
+                let s = -width + h * i as f64;
+                let f = if self.looks == 0 {
+                    n.pdf(s / sd) / sd
+                } else {
+                    self.density
+                        .iter()
+                        .map(|&(u, fw)| fw * n.pdf((s - u) / sd) / sd)
+                        .sum()
+                };
+                // Simpson's weights: h/3 × 1, 4, 2, 4, …, 4, 1.
+                let w = if i == 0 || i == GRID - 1 {
+                    1.0
+                } else if i % 2 == 1 {
+                    4.0
+                } else {
+                    2.0
+                };
+                (s, f * w * h / 3.0)
+            })
+            .collect();
+        self.density = density;
+        self.last_info = info;
     }
 }
 
@@ -210,13 +360,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_schedule_grows_by_a_third_and_ends_at_the_maximum() {
-        let s = Schedule::new(100);
-        assert_eq!(s.looks()[..4], [8, 12, 18, 27]);
-        assert_eq!(s.looks().last(), Some(&100));
-        assert!(s.looks().windows(2).all(|w| w[0] < w[1]));
-        assert!((s.alpha_per_look(0.05) * s.looks().len() as f64 - 0.05).abs() < 1e-12);
-        assert_eq!(Schedule::new(2).looks(), [8]);
+    fn the_boundaries_match_published_tables() {
+        // One look: the plain two-sided 95 % quantile.
+        let mut one = Spending::new(0.05, 1);
+        assert!((one.look(1, true).z - 1.959_964).abs() < 1e-4);
+        // Four equally spaced looks, Lan–DeMets O'Brien–Fleming-type spending, 2.5 % on each
+        // side: 4.3326, 2.9631, 2.3590, 2.0141 (R gsDesign, gsDesign(k = 4, test.type = 2,
+        // sfu = sfLDOF)$upper$bound).
+        let mut s = Spending::new(0.05, 4);
+        let z: Vec<f64> = (1..=4).map(|k| s.look(k, k == 4).z).collect();
+        for (got, want) in z.iter().zip([4.3326, 2.9631, 2.3590, 2.0141]) {
+            assert!((got - want).abs() < 2e-3, "{z:?}");
+        }
+        // The whole α is spent by the last look, and levels fall as z rises.
+        assert!((s.spent - 0.05).abs() < 1e-4, "{}", s.spent);
+        // A last look that comes early spends all that is left.
+        let mut short = Spending::new(0.10, 20);
+        let early: Vec<Boundary> = (8..=12).map(|k| short.look(k, k == 12)).collect();
+        assert!(early[0].level < 0.01 && early[4].level > 0.05, "{early:?}");
+        assert!((short.spent - 0.10).abs() < 1e-3, "{}", short.spent);
     }
 
     #[test]
@@ -321,43 +483,72 @@ mod tests {
         }
     }
 
-    /// Run the sequential rule on simulated pairs; the verdict and the pairs it took.
-    fn simulate(shift: f64, sd: f64, tolerance: f64, seed: u64) -> (Option<Verdict>, usize) {
-        let schedule = Schedule::new(100);
-        let alpha = schedule.alpha_per_look(0.05);
+    const MAX: usize = 24;
+
+    /// The boundaries of looks after every block from the eighth to the 24th: the same for
+    /// every simulated run, as the plan does not depend on what the blocks measure.
+    fn boundaries() -> Vec<Boundary> {
+        let mut spending = Spending::new(0.10, MAX);
+        (FIRST_LOOK..=MAX)
+            .map(|n| spending.look(n, n == MAX))
+            .collect()
+    }
+
+    /// Run the sequential rule on simulated blocks, looking after every block from the
+    /// eighth; the verdict and the blocks it took.
+    fn simulate(
+        looks: &[Boundary],
+        (shift, sd, tolerance): (f64, f64, f64),
+        seed: u64,
+    ) -> (Option<Verdict>, usize) {
         let mut normal = normals(seed);
         let mut d = Vec::new();
-        for n in 1..=100 {
+        for n in 1..=MAX {
             d.push(shift + sd * normal());
-            if schedule.is_look(n) {
-                let i = paired_interval(&d, alpha).expect("interval");
+            if n >= FIRST_LOOK {
+                let i = paired_interval(&d, looks[n - FIRST_LOOK].level).expect("interval");
                 if let Some(v) = judge(&i, tolerance) {
                     return (Some(v), n);
                 }
             }
         }
-        (None, 100)
+        (None, MAX)
+    }
+
+    /// How many of `runs` simulated runs end in each verdict: regression, pass, undecided.
+    fn tally(case: (f64, f64, f64), runs: u64) -> [usize; 3] {
+        let looks = boundaries();
+        let mut t = [0; 3];
+        for s in 0..runs {
+            match simulate(&looks, case, 0x9e37_79b9 + 7919 * s).0 {
+                Some(Verdict::Regression) => t[0] += 1,
+                Some(Verdict::Pass) => t[1] += 1,
+                _ => t[2] += 1,
+            }
+        }
+        t
     }
 
     #[test]
     fn under_no_change_the_repeated_intervals_rarely_call_a_regression() {
-        // At zero tolerance the rule is a plain two-sided test, the hardest case for false
-        // alarms: over all looks at most α/2 = 2.5 % may end in a regression.
-        let alarms = (0..400)
-            .filter(|&s| simulate(0.0, 0.05, 0.0, 0x9e37_79b9 + s).0 == Some(Verdict::Regression))
-            .count();
-        assert!(alarms <= 12, "{alarms} of 400");
+        // At zero tolerance the rule is a plain test, the hardest case for false alarms: over
+        // all looks at most α/2 = 5 % may end in a regression (20 of 400 expected at most;
+        // 30 allows for the draw).
+        let [alarms, ..] = tally((0.0, 0.05, 0.0), 400);
+        assert!(alarms <= 30, "{alarms} of 400");
     }
 
     #[test]
-    fn a_five_percent_change_is_caught_at_a_two_percent_tolerance() {
-        // With the spread measured here (sd 4.5 % of ln(B ÷ A) per pair of 1.5 s rounds),
-        // +5 % must be caught nearly always within the 100 pairs.
-        let caught = (0..200)
-            .filter(|&s| {
-                simulate(0.05f64.ln_1p(), 0.045, 0.02, 7 + s).0 == Some(Verdict::Regression)
-            })
-            .count();
-        assert!(caught >= 190, "{caught} of 200");
+    fn rates_at_the_measured_spread() {
+        // Blocks of four pairs spread with sd 3.5 % of ln(B ÷ A) on a calm machine and 5 %
+        // on a busy one (ci/calibration). Printed for the docs; asserted loosely.
+        for sd in [0.035, 0.05] {
+            let aa = tally((0.0, sd, 0.02), 200);
+            let plus5 = tally((0.05f64.ln_1p(), sd, 0.02), 200);
+            println!("sd {sd}: A/A {aa:?}, +5% {plus5:?} (regression, pass, undecided of 200)");
+            assert!(aa[0] <= 10, "{aa:?}");
+        }
+        let [caught, ..] = tally((0.05f64.ln_1p(), 0.035, 0.02), 200);
+        assert!(caught >= 150, "{caught} of 200");
     }
 }
