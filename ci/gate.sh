@@ -2,33 +2,39 @@
 # The project's own regression gate on the reference flow (sample-flow with PostgreSQL on the
 # local RabbitMQ).
 #
-#   bash ci/gate.sh                   # A/B: sample-flow built from GATE_BASE (default HEAD~1)
-#                                     #      against this checkout's, in one run
+#   bash ci/gate.sh                   # instruction counts: sample-flow built from GATE_BASE
+#                                     #   (default HEAD~1) against this checkout's, under callgrind
+#   bash ci/gate.sh --ab              # A/B on CPU time: the same two builds in alternating rounds
 #   bash ci/gate.sh --stored          # this build against the committed ci/baseline.json
 #   bash ci/gate.sh --save-baseline   # measure and write ci/baseline.json (on main)
 #
-# A/B is the default: both builds are measured in alternating rounds in the same minutes, so
-# the machine's drift cancels (docs/gate.md has the measurements). The base is built from
-# git history into target/gate-base (a worktree under target/, removed afterwards); without
-# history (a shallow clone, a first commit) the gate says so and falls back to --stored.
+# Instruction counts are the default: they do not move with the machine's load, so the gate
+# decides in one run what CPU time decides only some of the time in CI's minutes (docs/gate.md
+# has both calibrations). They see the flow alone; --ab also sees the broker and database.
+# The base is built from git history into target/gate-base (a worktree under target/,
+# removed afterwards); without history (a shallow clone, a first commit) the gate says so
+# and falls back to --stored.
 #
 # It uses the debug binaries the test command builds (OEMPUTX_BIN=target/release for a
-# release build; the base is then built the same way). GATE_COUNT messages per round,
-# GATE_MAX_TIME and GATE_MAX_ROUNDS for the A/B run (default 4m, 400), GATE_TOLERANCE
-# (default 2%).
-# GATE_EXTRA_CPU_US makes this checkout's flow burn that much more CPU per message: a
-# controlled regression, to see the gate catch one.
+# release build; the base is then built the same way). Instruction counts: GATE_COUNT
+# messages (default 1000), GATE_RUNS per side (default 3), GATE_TOLERANCE (default 1%).
+# A/B: GATE_COUNT messages per round (default 1500), GATE_MAX_TIME and GATE_MAX_ROUNDS
+# (default 4m, 400), GATE_TOLERANCE (default 2%).
+# GATE_EXTRA_WORK (instructions) or GATE_EXTRA_CPU_US (--ab, --stored) makes this checkout's
+# flow do that much more per message: a controlled regression, to see the gate catch one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${OEMPUTX_BIN:-target/debug}
-count=${GATE_COUNT:-1500}
+count=${GATE_COUNT:-}
 rounds=${GATE_ROUNDS:-10}
 extra=${GATE_EXTRA_CPU_US:-0}
+extra_work=${GATE_EXTRA_WORK:-0}
 baseline=${GATE_BASELINE:-ci/baseline.json}
 url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
-mode=ab
+mode=instructions
 case "${1:-}" in
+  --ab) mode=ab; shift ;;
   --stored) mode=stored; shift ;;
   --save-baseline) mode=save ;;
 esac
@@ -44,12 +50,11 @@ cleanup_tables() {
 # run to run, as idle CPU was spread over fewer messages.
 flow_opts="--db $db --db-async-commit --threads 2"
 
-ab() {
+# The base's sample-flow, built from git history into target/gate-base; prints its path, or
+# nothing when this clone has no such commit.
+build_base() {
   local base
-  base=$(git rev-parse --verify -q "${GATE_BASE:-HEAD~1}^{commit}" 2>/dev/null) || {
-    echo "gate: no base commit ${GATE_BASE:-HEAD~1} in this clone (shallow, or the first commit): gating against $baseline instead" >&2
-    stored "$@"; return
-  }
+  base=$(git rev-parse --verify -q "${GATE_BASE:-HEAD~1}^{commit}" 2>/dev/null) || return 0
   local profile=() dir=target/debug
   if [ "$bin" = target/release ]; then profile=(--release); dir=target/release; fi
   # The base's source outside this tree (cargo would take it for a member of this
@@ -57,16 +62,42 @@ ab() {
   local wt
   wt=$(mktemp -d)/base
   git worktree add --detach -q "$wt" "$base"
-  trap 'git worktree remove --force "'"$wt"'" >/dev/null 2>&1 || true; cleanup_tables' EXIT
   echo "gate: building sample-flow at the base, $(git log -1 --format='%h %s' "$base")" >&2
-  (cd "$wt" && CARGO_TARGET_DIR="$OLDPWD/target/gate-base" cargo build -q "${profile[@]}" --workspace --bins)
-  local base_bin=target/gate-base/${dir#target/}/sample-flow
+  (cd "$wt" && CARGO_TARGET_DIR="$OLDPWD/target/gate-base" cargo build -q "${profile[@]}" --workspace --bins) >&2
+  git worktree remove --force "$wt" >/dev/null 2>&1 || true
+  echo "target/gate-base/${dir#target/}/sample-flow"
+}
+
+no_base() {
+  echo "gate: no base commit ${GATE_BASE:-HEAD~1} in this clone (shallow, or the first commit): gating against $baseline instead" >&2
+}
+
+instructions() {
+  local base_bin
+  base_bin=$(build_base)
+  [ -n "$base_bin" ] || { no_base; stored "$@"; return; }
+  trap cleanup_tables EXIT
+  # One thread and one task: each message then wakes the flow alone, and its instruction
+  # count is the same from run to run (docs/gate.md).
+  local opts="--db $db --db-async-commit --threads 1"
+  "$bin/oemputx" gate --instructions --runs "${GATE_RUNS:-3}" \
+    --flow-a "$base_bin $opts --db-table ${table}_a" \
+    --flow-b "$bin/sample-flow $opts --db-table ${table}_b --extra-work $extra_work" \
+    --tolerance "${GATE_TOLERANCE:-1%}" "$@" \
+    -- --qmgr "$url" --count "${count:-1000}" --tasks 1
+}
+
+ab() {
+  local base_bin
+  base_bin=$(build_base)
+  [ -n "$base_bin" ] || { no_base; stored "$@"; return; }
+  trap cleanup_tables EXIT
   "$bin/oemputx" gate \
     --flow-a "$base_bin $flow_opts --db-table ${table}_a" \
     --flow-b "$bin/sample-flow $flow_opts --db-table ${table}_b --extra-cpu-us $extra" \
     --tolerance "${GATE_TOLERANCE:-2%}" --max-time "${GATE_MAX_TIME:-4m}" \
     --max-rounds "${GATE_MAX_ROUNDS:-400}" "$@" \
-    -- --qmgr "$url" --count "$count" --warmup 100 --tasks 2 "${group_opts[@]}"
+    -- --qmgr "$url" --count "${count:-1500}" --warmup 100 --tasks 2 "${group_opts[@]}"
 }
 
 stored() {
@@ -93,7 +124,7 @@ measured_run() {
     --extra-cpu-us "$extra"
   trap 'kill -TERM '"$flow"' 2>/dev/null || true; wait '"$flow"' 2>/dev/null || true; cleanup_tables;
     command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue '"$queue"' >/dev/null 2>&1 || true; rm -f '"$log" EXIT
-  local run=(--qmgr "$url" --request-queue "$queue" --count "$count" --rounds "$rounds" --warmup 100
+  local run=(--qmgr "$url" --request-queue "$queue" --count "${count:-1500}" --rounds "$rounds" --warmup 100
     --tasks 2 --group "FLOW=pid:$flow" "${group_opts[@]}" --label gate --no-save --quiet)
   if [ "$1" = save ]; then
     "$bin/oemputx" "${run[@]}" --save-baseline "$baseline"
@@ -104,6 +135,7 @@ measured_run() {
 }
 
 case $mode in
+  instructions) instructions "$@" ;;
   ab) ab "$@" ;;
   stored) stored "$@" ;;
   save) measured_run save ;;

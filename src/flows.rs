@@ -146,6 +146,7 @@ impl Flows {
         for (c, log) in self.children.iter_mut().zip(&self.logs) {
             if let Ok(Some(status)) = c.try_wait() {
                 let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+                let tail = crate::transport::endpoint::redact_text(&tail);
                 return Some(format!("the flow exited ({status}): {tail}"));
             }
         }

@@ -132,6 +132,36 @@ fn an_unknown_profile_lists_the_known_ones() {
 }
 
 #[test]
+fn a_broken_profile_file_is_reported_without_its_passwords() {
+    // An unterminated string: the TOML parser's own message quotes the line (issue 19, 2).
+    let dir = dir_with_profiles(
+        "[profile.RABBIT]\nrequest_queue = \"Q\"\nurl = \"amqp://guest:SeCrEt99@127.0.0.1:5672/%2f\n",
+    );
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--qmgr", "RABBIT"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("line 3")
+                .and(predicate::str::contains("oemputx.toml"))
+                .and(predicate::str::contains("SeCrEt99").not()),
+        );
+}
+
+#[test]
+fn a_group_may_not_take_a_name_oemputx_uses_for_its_own_rows() {
+    // DRIVER is oemputx's own row: a group of that name was reported twice (issue 19, 13).
+    for name in ["DRIVER", "driver", "captured", "p99"] {
+        oemputx()
+            .args(["--count", "10", "--group", &format!("{name}=comm:bash")])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("choose another"));
+    }
+}
+
+#[test]
 fn a_name_that_is_no_profile_is_an_ibm_mq_queue_manager() {
     if std::path::Path::new("/opt/mqm/lib64/libmqm_r.so").exists() {
         eprintln!("skipped: an IBM MQ client is installed here, so QM1 would be tried for real");

@@ -198,6 +198,34 @@ fn a_field_the_gate_needs_that_is_renamed_or_missing_fails_closed_naming_it() {
 }
 
 #[test]
+fn a_metric_that_is_not_there_or_impossible_figures_are_usage_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = report(dir.path(), "base.json", 1.0, 10, &[]);
+    let current = report(dir.path(), "current.json", 1.0, 10, &[]);
+    // A typo in --metric was a NaN row and a pass (issue 19, item 10).
+    gate(&base, &current)
+        .args(["--metric", "nosuch"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'nosuch'"));
+    // Negative and all-zero figures in a baseline are damage, not "too few rounds".
+    for (value, says) in [(-50.0, "never negative"), (0.0, "0 in every round")] {
+        let mut j: Value =
+            serde_json::from_str(&std::fs::read_to_string(&base).expect("read")).expect("json");
+        for r in j["rounds"].as_array_mut().expect("rounds") {
+            r["captured_us_per_tran"] = Value::from(value);
+            r["corrected_us_per_tran"] = Value::from(value);
+        }
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, serde_json::to_string(&j).expect("encode")).expect("write");
+        gate(&bad, &current)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+}
+
+#[test]
 fn an_export_that_cannot_be_written_is_a_runtime_failure() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);

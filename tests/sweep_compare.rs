@@ -169,3 +169,78 @@ fn compare_prints_the_overhead_table_and_refuses_runs_that_differ() {
         .code(2)
         .stderr(predicate::str::contains("cannot read report"));
 }
+
+/// Every file under `dir`, recursively, as text.
+fn all_text_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            out.extend(all_text_under(&p));
+        } else {
+            out.push((p.clone(), std::fs::read_to_string(&p).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_sweep_records_no_password_of_its_flow_command() {
+    // The database URL in the flow's command carries the test database's password: no
+    // output, report or error may show it (issue 19, item 1).
+    let q = QueueGuard(fresh_queue("sweep-secret"));
+    let table = TableGuard::fresh("sweep_secret");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = pg_url();
+    let password = db
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, p)| p.to_string())
+        .expect("the test database URL has a password");
+    let secret = format!(":{password}@");
+    let flow_cmd = format!("sample-flow --db {db} --db-table {}", table.0);
+    let out = oemputx()
+        .current_dir(dir.path())
+        .env_remove("OEMPUTX_NO_SAVE")
+        .args([
+            "sweep",
+            "--tasks",
+            "1",
+            "--modes",
+            "threads",
+            "--flow-cmd",
+            &flow_cmd,
+        ])
+        .args([
+            "--qmgr",
+            &amqp_url(),
+            "--request-queue",
+            &q.0,
+            "--count",
+            "30",
+        ])
+        .args(["--export-json", "s.json", "--export-markdown", "s.md"])
+        .args(["--export-tsv", "s.tsv", "--export-csv", "s.csv"])
+        .args(["--reports-dir", "reports"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains(&secret), "stdout: {stdout}");
+    assert!(!stderr.contains(&secret), "stderr: {stderr}");
+    let files = all_text_under(dir.path());
+    assert!(files.len() >= 4, "{files:?}");
+    for (path, text) in &files {
+        assert!(
+            !text.contains(&secret),
+            "{} shows the password",
+            path.display()
+        );
+    }
+    // What is recorded still says which database, with the password masked.
+    let json = std::fs::read_to_string(dir.path().join("s.json")).expect("json");
+    assert!(json.contains(":***@"), "{json:.300}");
+}

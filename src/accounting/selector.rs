@@ -11,6 +11,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum SelectorError {
     #[error(
+        "--group {0}: '{0}' is a name oemputx gives its own rows (DRIVER, captured, corrected, rate, p99): choose another, e.g. FLOW or QMGR"
+    )]
+    Reserved(String),
+    #[error(
         "--group {0}: write NAME=SELECTOR[,SELECTOR…], e.g. QMGR=comm:beam.smp,comm:epmd or QMGR=@rabbitmq"
     )]
     NoName(String),
@@ -222,6 +226,10 @@ fn cgroup_dir(value: &str) -> PathBuf {
     p
 }
 
+/// Names of the rows and metrics oemputx makes itself: a group of that name would be
+/// reported twice or gated ambiguously.
+const RESERVED: [&str; 5] = ["DRIVER", "captured", "corrected", "rate", "p99"];
+
 /// Parse `NAME=SEL[,SEL…]`.
 pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     let (name, sels) = spec
@@ -230,6 +238,9 @@ pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     let name = name.trim();
     if name.is_empty() || sels.trim().is_empty() {
         return Err(SelectorError::NoName(spec.into()));
+    }
+    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+        return Err(SelectorError::Reserved(name.into()));
     }
     let mut selectors = Vec::new();
     for sel in sels.split(',').map(str::trim).filter(|s| !s.is_empty()) {

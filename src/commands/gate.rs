@@ -29,7 +29,11 @@ fn gate_file(args: &GateArgs) -> Result<GateFile, ConfigError> {
     })?;
     toml::from_str(&text).map_err(|e| ConfigError::BadValue {
         flag: "--gate-file",
-        why: format!("{}: {e}", p.display()),
+        why: format!(
+            "{}: {}",
+            p.display(),
+            crate::config::profile::toml_error(&text, &e)
+        ),
     })
 }
 
@@ -86,13 +90,52 @@ fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(S
     }
     for m in args.metric.iter().chain(tolerances.named_metrics()) {
         if !metrics.contains(m) {
+            // A metric the user named must be in both reports: a typo is not a pass.
+            for saved in [base, current] {
+                saved.require(&Metric::named(m)).map_err(|e| ConfigError::BadValue {
+                    flag: "--metric",
+                    why: format!(
+                        "'{m}': {e}; gate on a group of the runs ({}), captured, corrected, rate or p99",
+                        base.group_names().join(", ")
+                    ),
+                })?;
+            }
             metrics.push(m.clone());
+        }
+    }
+    for m in &metrics {
+        for saved in [base, current] {
+            check_values(saved, m)?;
         }
     }
     metrics
         .into_iter()
         .map(|m| Ok((m.clone(), tolerances.for_metric(&m)?)))
         .collect()
+}
+
+/// A metric's figures must be positive numbers: a negative, infinite or missing-as-zero
+/// figure in every round is a damaged (or hand-edited) report, not something to judge.
+fn check_values(saved: &Saved, metric: &str) -> Result<(), ConfigError> {
+    let v = saved.samples(&Metric::named(metric));
+    let bad = v.iter().find(|x| !x.is_finite() || **x < 0.0);
+    let why = if let Some(x) = bad {
+        format!(
+            "{metric} is {x} in {}: a report's figures are never negative or infinite; it is damaged, make it again",
+            saved.path.display()
+        )
+    } else if !v.is_empty() && v.iter().all(|x| *x == 0.0) {
+        format!(
+            "{metric} is 0 in every round of {}: nothing to compare a change with; leave the group out of the runs, or check its selector",
+            saved.path.display()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::BadValue {
+        flag: "--baseline",
+        why,
+    })
 }
 
 /// `oemputx gate`.

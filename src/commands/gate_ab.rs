@@ -127,6 +127,11 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         FlowCommand::parse("--flow-a", cmd_a)?,
         FlowCommand::parse("--flow-b", cmd_b)?,
     ];
+    // As printed and recorded: without the passwords the commands may carry.
+    let (cmd_a, cmd_b) = (
+        &crate::transport::endpoint::redact_text(cmd_a),
+        &crate::transport::endpoint::redact_text(cmd_b),
+    );
     let base = run_config(&args.run)?;
     let tolerances = Tolerances::of(args, AB_TOLERANCE)?;
     let max_blocks = (args.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);

@@ -101,6 +101,11 @@ pub fn gate_instructions(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow:
         FlowCommand::parse("--flow-a", cmd_a)?,
         FlowCommand::parse("--flow-b", cmd_b)?,
     ];
+    // As printed and recorded: without the passwords the commands may carry.
+    let (cmd_a, cmd_b) = (
+        &crate::transport::endpoint::redact_text(cmd_a),
+        &crate::transport::endpoint::redact_text(cmd_b),
+    );
     let mut base = run_config(&args.run)?;
     let RunLength::Count(n) = base.length else {
         return Err(ConfigError::BadValue {

@@ -169,7 +169,8 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         schema: SCHEMA,
         label: format!("{}-sweep", cfg.label),
         start_utc,
-        flow_cmd: args.flow_cmd.clone(),
+        // The command as recorded: a password in it (a database URL) never reaches a report.
+        flow_cmd: crate::transport::endpoint::redact_text(&args.flow_cmd),
         settings: first.settings.clone(),
         points,
         host: first.host.clone(),

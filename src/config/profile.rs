@@ -57,9 +57,27 @@ pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigErr
     };
     let file: ProfileFile = toml::from_str(&text).map_err(|e| ConfigError::BadProfileFile {
         path: path.into(),
-        why: format!("{e}; see the oemputx.toml shipped with oemputx for the format"),
+        why: format!(
+            "{}; see the oemputx.toml shipped with oemputx for the format",
+            toml_error(&text, &e)
+        ),
     })?;
     Ok(file.profile)
+}
+
+/// A TOML error as "line L, column C: what", without the offending line: a profile file
+/// holds URLs with passwords, and the parser's own message quotes the line it stopped on.
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = crate::transport::endpoint::redact_text(e.message().trim());
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
 }
 
 /// Find a profile by name in the profile files, first file first.

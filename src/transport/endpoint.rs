@@ -113,9 +113,60 @@ pub fn redact_raw(raw: &str) -> String {
     raw.to_string()
 }
 
+/// Free text with the password of every URL in it (`scheme://user:password@host`) replaced
+/// by `***`: for text oemputx did not write itself (library errors, parser messages,
+/// command lines) before it is printed or recorded.
+pub fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        // The authority ends at the first of these; a password is what lies between the
+        // first ':' and the last '@' before it.
+        let end = tail
+            .find(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c))
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rsplit_once('@') {
+            Some((userinfo, host)) if userinfo.contains(':') => {
+                let user = userinfo.split(':').next().unwrap_or("");
+                out.push_str(&format!("{user}:***@{host}"));
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passwords_in_free_text_are_hidden() {
+        assert_eq!(
+            redact_text(
+                "sample-flow --db postgres://postgres:SeCrEt99@127.0.0.1:5432/test --url amqp://u:p%40w@h/%2f"
+            ),
+            "sample-flow --db postgres://postgres:***@127.0.0.1:5432/test --url amqp://u:***@h/%2f"
+        );
+        assert_eq!(
+            redact_text("url = \"amqp://guest:SeCrEt99@host"),
+            "url = \"amqp://guest:***@host"
+        );
+        // No password, no change; a user alone is kept.
+        for t in [
+            "amqp://host:5672/%2f",
+            "amqp://user@host",
+            "no url at all",
+            "x://",
+        ] {
+            assert_eq!(redact_text(t), t);
+        }
+    }
 
     #[test]
     fn amqp_url_defaults_follow_rabbitmq_uri_spec() {
