@@ -12,9 +12,16 @@ pub const DEFAULT_REQUEST: &[u8] = include_bytes!("../msgfiles/request-630.xml")
 /// Where the default request is looked for first.
 pub const DEFAULT_PATH: &str = "msgfiles/request-630.xml";
 
+/// The largest body any transport takes (RabbitMQ's default 128 MiB).
+pub const MAX_GENERATED: usize = 128 * 1024 * 1024;
+
 /// What went wrong reading messages; each is the user's input (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum MsgFileError {
+    #[error(
+        "--msg-size {size}: larger than any transport takes ({max} bytes, RabbitMQ's limit; IBM MQ and the embedded queue manager take 100 MiB): give a smaller size"
+    )]
+    TooLarge { size: usize, max: usize },
     #[error(
         "message file {path} does not exist: give an existing file with --msgfile, or --msg-size N for a generated body"
     )]
@@ -60,6 +67,14 @@ impl Messages {
     pub fn generated(size: usize) -> Result<Self, MsgFileError> {
         if size == 0 {
             return Err(MsgFileError::ZeroSize);
+        }
+        // Checked before the body is made: a size beyond every transport's limit would
+        // otherwise allocate gigabytes (or abort) before the transport refused it.
+        if size > MAX_GENERATED {
+            return Err(MsgFileError::TooLarge {
+                size,
+                max: MAX_GENERATED,
+            });
         }
         let pattern = b"OEMPUTX generated request body 0123456789 ";
         let body: Vec<u8> = pattern.iter().copied().cycle().take(size).collect();

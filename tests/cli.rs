@@ -162,6 +162,34 @@ fn a_group_may_not_take_a_name_oemputx_uses_for_its_own_rows() {
 }
 
 #[test]
+fn out_of_range_values_are_usage_errors_not_panics() {
+    // Each of these panicked, aborted or allocated gigabytes (issue 19, item 6).
+    for (args, names) in [
+        (&["--msg-size", "18446744073709551615"][..], "--msg-size"),
+        (&["--msg-size", "1000000000000000"][..], "--msg-size"),
+        (&["--msg-size", "1073741824"][..], "--msg-size"),
+        (&["--rate", "1e-300"][..], "--rate"),
+        (&["--wait", "500000000000y"][..], "--wait"),
+    ] {
+        let out = oemputx()
+            .args(["--count", "5", "--quiet"])
+            .args(args)
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+    }
+    oemputx()
+        .args(["--duration", "500000000000y", "--quiet"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--duration"));
+}
+
+#[test]
 fn a_name_that_is_no_profile_is_an_ibm_mq_queue_manager() {
     if std::path::Path::new("/opt/mqm/lib64/libmqm_r.so").exists() {
         eprintln!("skipped: an IBM MQ client is installed here, so QM1 would be tried for real");
@@ -326,9 +354,6 @@ fn a_silent_port_times_out_instead_of_hanging() {
 }
 
 #[test]
-fn commands_not_built_yet_say_so() {}
-
-#[test]
 fn ctrl_c_prints_the_partial_report_marked_interrupted_and_exits_130() {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
         .env("OEMPUTX_NO_SAVE", "1")
@@ -347,4 +372,35 @@ fn ctrl_c_prints_the_partial_report_marked_interrupted_and_exits_130() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("*** INTERRUPTED ***"), "{text}");
     assert!(text.contains("Total Transactions"), "{text}");
+}
+
+#[test]
+fn ctrl_c_while_pacing_stops_at_once_and_sends_nothing_more() {
+    // Under --rate 0.1 the next request is 10 s away: the signal used to wait it out, and
+    // the request went out after it (issue 19, item 4).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("paced.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["--rate", "0.1", "--count", "3", "--quiet", "--export-json"])
+        .arg(&json)
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1200));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "took {:?} after the signal",
+        signalled.elapsed()
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_eq!(j["integrity"]["sent"], 1, "{}", j["integrity"]);
 }

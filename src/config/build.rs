@@ -167,6 +167,14 @@ struct RunShape {
     wait: Duration,
 }
 
+/// The longest --wait: beyond a day a lost reply is better counted than waited for, and
+/// far beyond it the deadline would not fit the clock.
+const MAX_WAIT: Duration = Duration::from_secs(86_400);
+/// The longest --duration.
+const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+/// The lowest --rate: one request a day (the pause between requests must fit the clock).
+const MIN_RATE: f64 = 1.0 / 86_400.0;
+
 impl RunShape {
     fn of(args: &RunArgs) -> Result<RunShape, ConfigError> {
         let length = match (args.count, args.duration) {
@@ -207,12 +215,28 @@ impl RunShape {
         if wait.is_zero() {
             return Err(bad("--wait", "must be longer than zero, e.g. 60s"));
         }
+        if wait > MAX_WAIT {
+            return Err(bad(
+                "--wait",
+                "is longer than a day: no reply is worth waiting for longer (give e.g. 60s or 10m)",
+            ));
+        }
+        if let RunLength::Duration(d) = length
+            && d > MAX_DURATION
+        {
+            return Err(bad(
+                "--duration",
+                "is longer than 30 days: give a shorter run (e.g. 10m), or several",
+            ));
+        }
         if let Some(r) = args.rate
-            && !(r.is_finite() && r > 0.0)
+            && !(r.is_finite() && r >= MIN_RATE)
         {
             return Err(bad(
                 "--rate",
-                "must be a positive number of requests per second",
+                format!(
+                    "must be a number of requests per second of at least {MIN_RATE:.7} (one a day), e.g. 100"
+                ),
             ));
         }
         if args.max_timeouts == Some(0) {

@@ -87,13 +87,9 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 let sent_at = match interval {
                     Some(iv) => {
                         let due = start + offset + iv.mul_f64((done + i) as f64);
-                        let now = Instant::now();
-                        if due > now {
-                            // A thread sleep, also inside an async session's runtime: tokio's
-                            // timers round up to the millisecond, too coarse for pacing, and
-                            // the runtime is this task's alone, with nothing due before the
-                            // put.
-                            std::thread::sleep(due - now);
+                        if !pace_until(due, &self.settings.controls) {
+                            // Stopped while waiting: no request after the signal.
+                            return Ok(());
                         }
                         due
                     }
@@ -316,4 +312,24 @@ fn task_phases<S: LoopSession>(
     }
     closing.wait();
     let _ = task_loop.session.finish();
+}
+
+/// The longest single sleep while pacing: a signal is noticed within this.
+const PACING_SLICE: Duration = Duration::from_millis(50);
+
+/// Sleep until `due`, waking every [`PACING_SLICE`] to see whether the run is stopping;
+/// false when it is. A thread sleep, also inside an async session's runtime: tokio's timers
+/// round up to the millisecond, too coarse for pacing, and the runtime is this task's
+/// alone, with nothing due before the put.
+fn pace_until(due: Instant, controls: &super::Controls) -> bool {
+    loop {
+        if controls.stopping() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(PACING_SLICE));
+    }
 }
