@@ -87,7 +87,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 let sent_at = match interval {
                     Some(iv) => {
                         let due = start + offset + iv.mul_f64((done + i) as f64);
-                        if !pace_until(due, &self.settings.controls) {
+                        if !pace_until(due, self.settings.controls) {
                             // Stopped while waiting: no request after the signal.
                             return Ok(());
                         }
