@@ -329,7 +329,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub wait: humantime::Duration,
 
-    /// Stop the run after this many timed-out replies. [default: no limit]
+    /// Stop the run after this many timed-out replies. [default: stop after 5 in a row with
+    /// no reply between them: the flow is most likely gone]
     #[arg(long, value_name = "N")]
     pub max_timeouts: Option<u64>,
 

@@ -154,6 +154,34 @@ fn without_a_responder_every_request_times_out_and_the_run_exits_1_with_its_repo
 }
 
 #[test]
+fn without_a_responder_a_long_run_stops_after_a_few_timeouts_in_a_row_and_says_why() {
+    // 2000 requests to nobody used to wait --wait each (issue 19, item 5).
+    let q = fresh_queue("dead");
+    let _cleanup = QueueGuard(q.clone());
+    let started = std::time::Instant::now();
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--declare",
+        "--count",
+        "2000",
+        "--wait",
+        "200ms",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(j["status"], "stopped_after_timeouts", "{}", j["status"]);
+    assert_eq!(j["integrity"]["timed_out"], 5);
+    let detail = j["status_detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("in a row") && detail.contains("--max-timeouts"),
+        "{detail}"
+    );
+}
+
+#[test]
 fn a_missing_request_queue_is_a_usage_error_not_a_silent_declare() {
     let q = fresh_queue("missing");
     let (code, _, err) = run_json(&["--qmgr", &amqp_url(), "--request-queue", &q, "--count", "1"]);

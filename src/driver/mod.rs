@@ -21,6 +21,7 @@ mod outcome;
 mod task;
 
 pub use outcome::{Integrity, Outcome, Probe, Round, Status, TaskStats};
+pub use task::TIMEOUTS_IN_A_ROW;
 
 use crate::config::{Config, RunLength};
 use crate::transport::{Transport, TransportError, correl};
@@ -44,6 +45,10 @@ pub struct Controls {
     pub interrupt: Arc<AtomicBool>,
     pub(crate) stop: AtomicBool,
     pub(crate) timeouts: AtomicU64,
+    /// Timeouts since the last matched reply, over all tasks: without --max-timeouts, a run
+    /// stops at [`TIMEOUTS_IN_A_ROW`] of them (a dead responder would otherwise make
+    /// every remaining request wait the full --wait).
+    pub(crate) in_a_row: AtomicU64,
     /// Matched replies so far in the window, one counter per task on its own cache line so
     /// that tasks never contend for it.
     pub(crate) progress: ProgressCounters,
@@ -591,6 +596,39 @@ mod loop_tests {
         assert_eq!(i.matched, 90, "{i:?}");
         assert!(i.duplicates > 0 && i.unmatched > 0, "{i:?}");
         assert!(i.balanced(), "{i:?}");
+    }
+
+    #[test]
+    fn a_run_whose_replies_all_stop_coming_ends_after_a_few_in_a_row() {
+        // Every reply lost, no --max-timeouts: the run used to wait --wait for each of its
+        // 1000 requests (issue 19, item 5); it stops after TIMEOUTS_IN_A_ROW.
+        let cfg = config(&["--count", "1000", "--wait", "10ms"]);
+        let faults = Faults {
+            drop_every: 1,
+            repeat_every: u64::MAX,
+            stray_every: u64::MAX,
+        };
+        let t = Faulty {
+            inner: Embedded::start(cfg.queue_setup()),
+            faults,
+        };
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        assert_eq!(out.status, Status::StoppedAfterTimeouts);
+        assert_eq!(out.integrity.timed_out, TIMEOUTS_IN_A_ROW);
+        // Lost replies now and then (one in ten) never add up to a stop: each reply that
+        // comes resets the count.
+        let cfg = config(&["--count", "300", "--wait", "10ms"]);
+        let t = Faulty {
+            inner: Embedded::start(cfg.queue_setup()),
+            faults: Faults {
+                drop_every: 10,
+                repeat_every: u64::MAX,
+                stray_every: u64::MAX,
+            },
+        };
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        assert_eq!(out.status, Status::TimedOut);
+        assert_eq!(out.integrity.timed_out, 30);
     }
 
     #[test]

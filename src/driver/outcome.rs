@@ -56,7 +56,8 @@ pub enum Status {
     Completed,
     /// Some replies did not come within --wait.
     TimedOut,
-    /// Stopped early after --max-timeouts timeouts.
+    /// Stopped early after --max-timeouts timeouts (without it, after TIMEOUTS_IN_A_ROW in a
+    /// row with no reply between them).
     StoppedAfterTimeouts,
     /// Stopped by Ctrl-C.
     Interrupted,

@@ -165,12 +165,17 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             .timeouts
             .fetch_add(n, Ordering::Relaxed)
             + n;
-        if self
+        let in_a_row = self
             .settings
-            .cfg
-            .max_timeouts
-            .is_some_and(|max| total >= max)
-        {
+            .controls
+            .in_a_row
+            .fetch_add(n, Ordering::Relaxed)
+            + n;
+        let stop = match self.settings.cfg.max_timeouts {
+            Some(max) => total >= max,
+            None => in_a_row >= TIMEOUTS_IN_A_ROW,
+        };
+        if stop {
             self.settings.controls.stop.store(true, Ordering::Relaxed);
         }
     }
@@ -185,6 +190,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 return false;
             };
             s.matched += 1;
+            self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
             stats.record(now - sent);
             return true;
         }
@@ -201,6 +207,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         if let Some(pos) = self.inflight.iter().position(|&(q, _)| q == seq) {
             let (_, sent) = self.inflight.remove(pos).unwrap_or((seq, now));
             s.matched += 1;
+            self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
             stats.record(now - sent);
             return true;
         }
@@ -313,6 +320,11 @@ fn task_phases<S: LoopSession>(
     closing.wait();
     let _ = task_loop.session.finish();
 }
+
+/// Without --max-timeouts, a run stops after this many timed-out replies with no reply
+/// between them: the flow is most likely gone, and each further request would wait the
+/// full --wait.
+pub const TIMEOUTS_IN_A_ROW: u64 = 5;
 
 /// The longest single sleep while pacing: a signal is noticed within this.
 const PACING_SLICE: Duration = Duration::from_millis(50);

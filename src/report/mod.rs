@@ -344,10 +344,17 @@ fn status_detail(cfg: &Config, out: &Outcome) -> Option<String> {
             "{} request(s) got no reply within {:?}",
             out.integrity.timed_out, cfg.wait
         )),
-        Status::StoppedAfterTimeouts => Some(format!(
-            "stopped after {} timeouts (--max-timeouts)",
-            out.integrity.timed_out
-        )),
+        Status::StoppedAfterTimeouts => Some(match cfg.max_timeouts {
+            Some(_) => format!(
+                "stopped after {} timeouts (--max-timeouts)",
+                out.integrity.timed_out
+            ),
+            None => format!(
+                "stopped after {} requests in a row got no reply within {:?}: is the flow running and consuming the request queue? (--max-timeouts N sets another limit)",
+                crate::driver::TIMEOUTS_IN_A_ROW,
+                cfg.wait
+            ),
+        }),
         Status::Interrupted => {
             Some("interrupted by Ctrl-C; figures cover the run up to then".into())
         }
