@@ -404,3 +404,67 @@ fn ctrl_c_while_pacing_stops_at_once_and_sends_nothing_more() {
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
     assert_eq!(j["integrity"]["sent"], 1, "{}", j["integrity"]);
 }
+
+#[test]
+fn a_full_or_closed_stdout_loses_no_report_and_never_panics() {
+    // stdout on /dev/full panicked (exit 101) before anything was saved (issue 19, item 3).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .current_dir(dir.path())
+        .args(["--count", "50", "--export-json", "so.json"])
+        .stdout(full)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stdout") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert!(dir.path().join("so.json").is_file());
+    assert!(dir.path().join("reports/latest.json").is_file());
+    // A reader that goes away (a closed pipe) is not an error, and nothing is lost.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .current_dir(dir.path())
+        .args(["--count", "50", "--export-json", "pipe.json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(dir.path().join("pipe.json").is_file());
+}
+
+#[test]
+fn one_failing_export_does_not_lose_the_others() {
+    // An export that cannot be written stopped the rest (issue 19, item 8).
+    let dir = tempfile::tempdir().expect("temp dir");
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--count", "20", "--quiet", "--export-json", "/dev/full"])
+        .args([
+            "--export-tsv",
+            "t.tsv",
+            "--export-markdown",
+            "no/such/dir/r.md",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("/dev/full").and(predicate::str::contains("no/such/dir/r.md")),
+        );
+    assert!(dir.path().join("t.tsv").is_file());
+    // Two exports to stdout would run together: refused before the run.
+    oemputx()
+        .args(["--count", "20", "--export-json", "-", "--export-tsv", "-"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("stdout"));
+}

@@ -138,9 +138,9 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
     if to_stdout {
-        eprint!("{o}")
+        eprint!("{o}");
     } else {
-        print!("{o}")
+        crate::export::print_stdout(&o)?;
     }
     if let Some(path) = &args.export_json {
         let json = serde_json::to_string_pretty(&report)? + "\n";

@@ -116,7 +116,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<Exit> {
     if machine_on_stdout {
         eprint!("{text}");
     } else {
-        print!("{text}");
+        crate::export::print_stdout(&text)?;
     }
     if let Some(p) = &args.export_tsv {
         write(p, "TSV", &cells::delimited(&rows, b'\t')?)?;

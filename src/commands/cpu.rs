@@ -80,7 +80,7 @@ fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> 
             r.group, r.name, r.user_s, r.sys_s, r.total_s
         );
     }
-    print!("{o}");
+    crate::export::print_stdout(&o)?;
     Ok(())
 }
 

@@ -286,9 +286,9 @@ fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Sav
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
 pub(super) fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Result<()> {
     let text = render_text(outcome);
-    print!("{text}");
+    crate::export::print_stdout(&text)?;
     if args.github {
-        print!("{}", render_github(outcome));
+        crate::export::print_stdout(&render_github(outcome))?;
     }
     let write = |path: &Path, what: &str, body: &str| {
         export::write_output(path, &format!("the gate's {what}"), body)

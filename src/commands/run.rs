@@ -27,55 +27,53 @@ pub fn exit_of(status: Status) -> Exit {
     }
 }
 
-/// Write the report to stdout (unless --quiet) and to every file the options name.
+/// Write the report to every file the options name, then to stdout (unless --quiet): a
+/// stdout that is full or closed can no longer lose the files. A file that cannot be
+/// written does not stop the others; the error names every one that failed.
 pub fn write_reports(cfg: &Config, report: &Report) -> anyhow::Result<()> {
     let e = &cfg.exports;
-    let to_stdout =
-        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let machine_on_stdout = to_stdout(&cfg.export_json)
-        || to_stdout(&e.tsv)
-        || to_stdout(&e.csv)
-        || to_stdout(&e.markdown);
-    let text = export::text::render(report);
-    if !cfg.quiet {
-        // Keep stdout clean for a machine format when one goes there.
-        if machine_on_stdout {
-            eprint!("{text}")
-        } else {
-            print!("{text}")
-        }
-    }
+    let is_stdout = |p: &std::path::Path| p.as_os_str() == "-";
     let json = export::json::render(report).context("encoding the JSON report")?;
     let tsv_format = Format {
         delimiter: b'\t',
         decimal_comma: e.decimal_comma,
     };
     let tsv = export::delimited::render(report, tsv_format).context("encoding the TSV report")?;
-    let write = |path: &std::path::Path, what: &str, body: &str| {
-        export::write_output(path, &format!("the {what} report"), body)
-    };
-    if let Some(path) = &cfg.export_json {
-        write(path, "JSON", &json)?;
-    }
-    if let Some(path) = &cfg.save_baseline {
-        write(path, "baseline JSON", &json)?;
-    }
-    if let Some(path) = &e.tsv {
-        write(path, "TSV", &tsv)?;
-    }
-    if let Some(path) = &e.csv {
-        let csv = export::delimited::render(
+    let csv = match &e.csv {
+        Some(_) => export::delimited::render(
             report,
             Format {
                 delimiter: e.delimiter,
                 decimal_comma: e.decimal_comma,
             },
         )
-        .context("encoding the CSV report")?;
-        write(path, "CSV", &csv)?;
+        .context("encoding the CSV report")?,
+        None => String::new(),
+    };
+    let markdown = e
+        .markdown
+        .as_ref()
+        .map(|_| export::markdown::render(report))
+        .unwrap_or_default();
+    let text = export::text::render(report);
+    // (path, what, body) of every output the options name.
+    let mut outputs: Vec<(&std::path::Path, &str, &str)> = Vec::new();
+    for (path, what, body) in [
+        (&cfg.export_json, "JSON", json.as_str()),
+        (&cfg.save_baseline, "baseline JSON", json.as_str()),
+        (&e.tsv, "TSV", tsv.as_str()),
+        (&e.csv, "CSV", csv.as_str()),
+        (&e.markdown, "Markdown", markdown.as_str()),
+    ] {
+        if let Some(p) = path {
+            outputs.push((p.as_path(), what, body));
+        }
     }
-    if let Some(path) = &e.markdown {
-        write(path, "Markdown", &export::markdown::render(report))?;
+    let mut failed: Vec<String> = Vec::new();
+    for (path, what, body) in outputs.iter().filter(|(p, ..)| !is_stdout(p)) {
+        if let Err(err) = export::write_output(path, &format!("the {what} report"), body) {
+            failed.push(format!("{err:#}"));
+        }
     }
     if let Some(dir) = &e.save_dir {
         let files = [
@@ -83,8 +81,32 @@ pub fn write_reports(cfg: &Config, report: &Report) -> anyhow::Result<()> {
             ("tsv", "the TSV report", tsv.as_str()),
             ("json", "the JSON report", json.as_str()),
         ];
-        export::save_in_folder(dir, &report.start_utc, &report.label, &files)?;
-        write(&dir.join("latest.json"), "JSON", &json)?;
+        let saved = export::save_in_folder(dir, &report.start_utc, &report.label, &files)
+            .and_then(|_| export::write_output(&dir.join("latest.json"), "the JSON report", &json));
+        if let Err(err) = saved {
+            failed.push(format!("{err:#}"));
+        }
     }
-    Ok(())
+    // Stdout last. Keep it clean for a machine format when one goes there.
+    let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
+    if !cfg.quiet {
+        if machine.is_some() {
+            eprint!("{text}");
+        } else if let Err(err) = export::print_stdout(&text) {
+            failed.push(format!("{err:#}"));
+        }
+    }
+    if let Some((_, _, body)) = machine
+        && let Err(err) = export::print_stdout(body)
+    {
+        failed.push(format!("{err:#}"));
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!(
+            "{}; every other output was written",
+            failed.join("; ")
+        ))
+    }
 }

@@ -344,7 +344,7 @@ fn write_reports(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()
         if json_to_stdout {
             eprint!("{text}");
         } else {
-            print!("{text}");
+            crate::export::print_stdout(&text)?;
         }
     }
     if let Some(p) = &cfg.export_json {

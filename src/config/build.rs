@@ -297,6 +297,26 @@ fn exports(args: &RunArgs) -> Result<Exports, ConfigError> {
             "with CSV needs another delimiter: add --delimiter ';'",
         ));
     }
+    let on_stdout: Vec<&str> = [
+        ("--export-json", &args.export_json),
+        ("--export-tsv", &args.export_tsv),
+        ("--export-csv", &args.export_csv),
+        ("--export-markdown", &args.export_markdown),
+        ("--save-baseline", &args.save_baseline),
+    ]
+    .into_iter()
+    .filter(|(_, p)| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
+    .map(|(flag, _)| flag)
+    .collect();
+    if on_stdout.len() > 1 {
+        return Err(bad(
+            on_stdout[1],
+            format!(
+                "{} all write to stdout (-), where they would run together: send one there and the others to files",
+                on_stdout.join(" and ")
+            ),
+        ));
+    }
     Ok(Exports {
         tsv: args.export_tsv.clone(),
         csv: args.export_csv.clone(),

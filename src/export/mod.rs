@@ -46,6 +46,21 @@ pub fn save_in_folder(
 
 /// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
 /// or to stdout when `path` is `-`.
+/// Print to stdout without panicking when it is full or closed (print! panics): a reader
+/// that went away (EPIPE, `| head`) is not an error; any other failure is, naming stdout,
+/// so that the caller can exit 1 — after the files were written.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot write to stdout ({e}); the report files were written: check where stdout goes, or use --quiet"
+        )),
+    }
+}
+
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     if path.as_os_str() == "-" {
