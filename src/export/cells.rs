@@ -42,12 +42,26 @@ pub fn delimited(rows: &[Vec<String>], delimiter: u8) -> Result<String, csv::Err
         .flexible(true)
         .from_writer(Vec::new());
     for r in rows {
-        w.write_record(r)?;
+        w.write_record(r.iter().map(|c| safe_cell(c).into_owned()))?;
     }
     let bytes = w
         .into_inner()
         .map_err(|e| csv::Error::from(e.into_error()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A text cell as a spreadsheet may safely open it: one that starts like a formula (`=`,
+/// `+`, `-`, `@`, tab or carriage return) and is not a number gets a leading `'`, so that a
+/// process named `=HYPERLINK(…)` stays text (OWASP, "CSV Injection"). Numbers, negative
+/// ones included, are left as they are.
+pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+    let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let number = cell.replace(',', ".").parse::<f64>().is_ok();
+    if risky && !number {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
 }
 
 /// A Markdown table; `|` inside a cell is escaped.
@@ -89,5 +103,26 @@ mod tests {
             markdown(&rows()),
             "| group | us |\n| --- | ---: |\n| FLOW | 12.5 |\n| A\\|B | 3 |\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod safe_cell_tests {
+    use super::*;
+
+    #[test]
+    fn formulas_become_text_and_numbers_stay_numbers() {
+        assert_eq!(
+            safe_cell("=HYPERLINK(\"http://x\",\"y\")"),
+            "'=HYPERLINK(\"http://x\",\"y\")"
+        );
+        for risky in ["+cmd", "-x", "@SUM(A1)", "\tx", "\rx"] {
+            assert_eq!(safe_cell(risky), format!("'{risky}"));
+        }
+        for kept in ["-1.5", "-0,25", "+3", "beam.smp", "FLOW*", "", "12"] {
+            assert_eq!(safe_cell(kept), kept);
+        }
+        let csv = delimited(&[vec!["=1+1".into(), "-2.5".into()]], b',').expect("csv");
+        assert_eq!(csv, "'=1+1,-2.5\n");
     }
 }

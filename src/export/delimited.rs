@@ -5,6 +5,7 @@
 //! or decimal commas with `--decimal-comma` for locales whose spreadsheets expect them
 //! (TSV's tab delimiter keeps a decimal comma unambiguous; for CSV pick `--delimiter ';'`).
 
+use super::cells::safe_cell;
 use crate::report::Report;
 use serde::Serialize;
 
@@ -66,8 +67,8 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
     for p in &r.processes {
         out.push(Line {
             row: "process",
-            group: p.group.clone(),
-            name: p.name.clone(),
+            group: safe_cell(&p.group).into_owned(),
+            name: safe_cell(&p.name).into_owned(),
             pid: p.pid.map(|x| x.to_string()).unwrap_or_default(),
             user_us_per_tran: num(Some(p.user_us_per_tran), f),
             sys_us_per_tran: num(Some(p.sys_us_per_tran), f),
@@ -79,8 +80,8 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
     for g in &r.groups {
         out.push(Line {
             row: "group",
-            group: g.name.clone(),
-            name: format!("{}*", g.name),
+            group: safe_cell(&g.name).into_owned(),
+            name: safe_cell(&format!("{}*", g.name)).into_owned(),
             user_us_per_tran: num(Some(g.user_us_per_tran), f),
             sys_us_per_tran: num(Some(g.sys_us_per_tran), f),
             total_us_per_tran: num(Some(g.total_us_per_tran), f),
@@ -107,7 +108,7 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
     }
     out.push(Line {
         row: "summary",
-        name: r.settings.qmgr.clone(),
+        name: safe_cell(&r.settings.qmgr).into_owned(),
         transactions: r.transactions.to_string(),
         elapsed_s: num_p(Some(r.elapsed_s), f, 6),
         rate_tps: num(Some(r.rate_tps), f),
@@ -117,14 +118,15 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         captured_us_per_tran: num(r.captured_us_per_tran, f),
         capture_ratio: num(r.capture_ratio.as_ref().map(|c| c.value), f),
         corrected_us_per_tran: num(r.corrected_us_per_tran, f),
-        label: r.label.clone(),
+        label: safe_cell(&r.label).into_owned(),
         start_utc: r.start_utc.clone(),
         ..Line::default()
     });
     out
 }
 
-/// Render as delimited text (RFC 4180 quoting where a field needs it), header first.
+/// Render as delimited text (RFC 4180 quoting where a field needs it), header first. Text
+/// cells (names, labels) are made safe for spreadsheets ([`safe_cell`]).
 pub fn render(r: &Report, f: Format) -> Result<String, csv::Error> {
     let mut w = csv::WriterBuilder::new()
         .delimiter(f.delimiter)
