@@ -159,6 +159,57 @@ fn text_layout() {
 }
 
 #[test]
+fn round_trips_of_seconds_keep_their_columns_apart() {
+    // At a second and more (1,000,000 us) the columns ran together: "2465.81013973.0"
+    // (issue 19, item 9).
+    let mut r = fixed_report();
+    r.round_trip_us = Latency {
+        mean: 900_000.0,
+        min: 2465.8,
+        p50: 1_013_973.0,
+        p90: 1_500_000.0,
+        p99: 12_345_678.9,
+        p999: 12_345_678.9,
+        max: 98_765_432.1,
+    };
+    let text = export::text::render(&r);
+    let header = text
+        .lines()
+        .position(|l| l.starts_with("Round trip (us)"))
+        .expect("latency table");
+    let lines: Vec<&str> = text.lines().collect();
+    let values: Vec<&str> = lines[header + 1].split_whitespace().collect();
+    assert_eq!(
+        values,
+        [
+            "2465.8",
+            "1013973.0",
+            "1500000.0",
+            "12345678.9",
+            "12345678.9",
+            "98765432.1"
+        ]
+    );
+    // Each value ends under its column's name.
+    for (name, value) in ["min", "p50", "p90", "p99", "p99.9", "max"]
+        .iter()
+        .zip(&values)
+    {
+        let name_end = lines[header].find(name).expect("name") + name.len();
+        let value_end = lines[header + 1].find(value).expect("value") + value.len();
+        if *name != "p99.9" {
+            assert_eq!(
+                name_end,
+                value_end,
+                "{name}\n{}\n{}",
+                lines[header],
+                lines[header + 1]
+            );
+        }
+    }
+}
+
+#[test]
 fn tsv_layout() {
     let f = Format {
         delimiter: b'\t',

@@ -367,15 +367,20 @@ fn run_figures(o: &mut String, r: &Report) {
 fn latency_and_integrity(o: &mut String, r: &Report) {
     let _ = writeln!(o);
     let l = &r.round_trip_us;
-    let _ = writeln!(
-        o,
-        "Round trip (us)      min      p50      p90      p99    p99.9      max"
-    );
-    let _ = writeln!(
-        o,
-        "              {:>10.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}{:>9.1}",
-        l.min, l.p50, l.p90, l.p99, l.p999, l.max
-    );
+    // Columns as wide as their widest value (at least 9): a round trip of a second or more
+    // (1000000.0 us) must not run into its neighbour.
+    let values = [l.min, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| format!("{v:.1}"));
+    let w = values.iter().map(|v| v.len() + 1).max().unwrap_or(9).max(9);
+    let mut header = String::from("Round trip (us)");
+    for name in ["min", "p50", "p90", "p99", "p99.9", "max"] {
+        header.push_str(&format!("{name:>w$}"));
+    }
+    let _ = writeln!(o, "{header}");
+    let mut row = format!("{:14}{:>width$}", "", values[0], width = w + 1);
+    for v in &values[1..] {
+        row.push_str(&format!("{v:>w$}"));
+    }
+    let _ = writeln!(o, "{row}");
     let i = &r.integrity;
     let _ = writeln!(
         o,
