@@ -334,6 +334,45 @@ fn an_unreachable_broker_is_refused_within_seconds() {
 }
 
 #[test]
+fn a_port_that_accepts_then_resets_is_not_called_a_refused_login() {
+    // Accepts every connection and drops it at once: was "refused the login … check the
+    // password" (issue 19, item 11).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            // Read what the client says first (the AMQP header), then close with SO_LINGER
+            // 0: a reset (RST), as the review's port did.
+            let mut header = [0u8; 8];
+            let _ = std::io::Read::read(&mut conn, &mut header);
+            let _ = nix::sys::socket::setsockopt(
+                &conn,
+                nix::sys::socket::sockopt::Linger,
+                &nix::libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                },
+            );
+            drop(conn);
+        }
+    });
+    oemputx()
+        .args([
+            "--qmgr",
+            &format!("amqp://guest:guest@127.0.0.1:{port}"),
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("reset")
+                .and(predicate::str::contains("refused the login").not())
+                .and(predicate::str::contains("password").not()),
+        );
+}
+
+#[test]
 fn a_silent_port_times_out_instead_of_hanging() {
     // Listens but never speaks AMQP.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

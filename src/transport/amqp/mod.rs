@@ -127,8 +127,40 @@ impl Amqp {
                 CONNECT_TIMEOUT.as_secs()
             ))),
             Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => Err(self.classify_open_error(&e.to_string())),
+            Ok(Err(e)) => {
+                let err = self.classify_open_error(&e.to_string());
+                // A closed socket means a refused login only if an AMQP broker is there: a
+                // port that accepts and then resets (a proxy, another service) looks the same
+                // from inside the client.
+                if matches!(err, TransportError::AuthRefused { .. })
+                    && ep.tls.is_none()
+                    && !self.speaks_amqp().await
+                {
+                    return Err(self.unreachable(
+                        "the port accepted the connection, then closed or reset it without starting the AMQP handshake: is an AMQP 0-9-1 broker listening there (not a proxy or another service)?".into(),
+                    ));
+                }
+                Err(err)
+            }
         }
+    }
+
+    /// Whether the port answers AMQP 0-9-1's protocol header with a frame (the broker's
+    /// Connection.Start: frame type 1, channel 0).
+    async fn speaks_amqp(&self) -> bool {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ep = &self.endpoint;
+        let probe = async {
+            let mut s = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)).await?;
+            s.write_all(b"AMQP\x00\x00\x09\x01").await?;
+            let mut head = [0u8; 3];
+            s.read_exact(&mut head).await?;
+            Ok::<bool, std::io::Error>(head == [1, 0, 0])
+        };
+        matches!(
+            tokio::time::timeout(CONNECT_TIMEOUT, probe).await,
+            Ok(Ok(true))
+        )
     }
 
     fn unreachable(&self, why: String) -> TransportError {
