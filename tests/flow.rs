@@ -139,3 +139,20 @@ fn an_unreachable_database_or_broker_is_a_clear_error() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a plain table name"));
 }
+
+#[test]
+fn the_flow_exits_with_a_message_when_its_input_queue_is_deleted() {
+    // It kept running, consuming nothing (issue 19, item 12).
+    let q = fresh_queue("flow-deleted");
+    let mut flow = SampleFlow::start(
+        &["--echo", "--input-queue", &q, "--url", &amqp_url()],
+        "echoing",
+    );
+    delete_queue(&q);
+    let (status, lines) = flow
+        .wait_exit(std::time::Duration::from_secs(10))
+        .expect("the flow exits after its queue is gone");
+    assert!(!status.success(), "{status:?}");
+    let text = lines.join("\n");
+    assert!(text.contains("cancelled") && text.contains(&q), "{text}");
+}

@@ -80,6 +80,50 @@ fn work(rounds: u64) {
     std::hint::black_box(x);
 }
 
+/// The channel callback: accepts the broker's cancel of the consumer (so that its stream
+/// ends) and otherwise behaves like amqprs's default.
+struct CancelEndsTheConsumer;
+
+#[async_trait::async_trait]
+impl amqprs::callbacks::ChannelCallback for CancelEndsTheConsumer {
+    async fn close(
+        &mut self,
+        _channel: &Channel,
+        close: amqprs::CloseChannel,
+    ) -> Result<(), amqprs::error::Error> {
+        eprintln!("sample-flow: the broker closed the channel: {close}");
+        Ok(())
+    }
+    async fn cancel(
+        &mut self,
+        _channel: &Channel,
+        cancel: amqprs::Cancel,
+    ) -> Result<(), amqprs::error::Error> {
+        eprintln!(
+            "sample-flow: the broker cancelled consumer {} (was the input queue deleted?)",
+            cancel.consumer_tag()
+        );
+        Ok(())
+    }
+    async fn flow(
+        &mut self,
+        _channel: &Channel,
+        active: bool,
+    ) -> Result<bool, amqprs::error::Error> {
+        Ok(active)
+    }
+    async fn publish_ack(&mut self, _channel: &Channel, _ack: amqprs::Ack) {}
+    async fn publish_nack(&mut self, _channel: &Channel, _nack: amqprs::Nack) {}
+    async fn publish_return(
+        &mut self,
+        _channel: &Channel,
+        _ret: amqprs::Return,
+        _basic_properties: BasicProperties,
+        _content: Vec<u8>,
+    ) {
+    }
+}
+
 /// What one thread did, for its closing line.
 #[derive(Debug, Default)]
 struct Tally {
@@ -106,6 +150,12 @@ async fn run_async(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("cannot reach {target}: no answer within 5 s; check that the broker runs and --url is right"))?
         .map_err(|e| anyhow::anyhow!("cannot connect to {target}: {e}; check that the broker runs and the user and password in --url"))?;
     let ch = conn.open_channel(None).await.context("opening a channel")?;
+    // Without a callback amqprs ignores the broker's Basic.Cancel (the input queue deleted):
+    // the flow would keep running, consuming nothing. With it the consumer's stream ends,
+    // and the loop below exits with an error.
+    ch.register_callback(CancelEndsTheConsumer)
+        .await
+        .context("registering the channel callback")?;
     let queue = o.input_queue.as_str();
     ch.queue_declare(QueueDeclareArguments::durable_client_named(queue))
         .await

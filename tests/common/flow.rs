@@ -63,6 +63,26 @@ impl SampleFlow {
         self.child.id()
     }
 
+    /// Wait up to `within` for it to exit by itself: its exit status and what it printed
+    /// after its first line; None when it is still running.
+    pub fn wait_exit(
+        &mut self,
+        within: Duration,
+    ) -> Option<(std::process::ExitStatus, Vec<String>)> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut rest = Vec::new();
+                while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+                    rest.push(line);
+                }
+                return Some((status, rest));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Stop it and return what it printed after its first line (its CPU truth at exit).
     pub fn stop(mut self) -> Vec<String> {
         self.terminate();
