@@ -8,7 +8,8 @@
 #   bash ci/gate-instr-calibrate.sh [RUNS] [CASES]      (defaults: 10, "aa plus2")
 #
 # Writes one JSON per gate (verdicts and every count) and a TSV line per gate to
-# ci/calibration/instr-<date>/, and prints the summary. Uses the release binaries
+# ci/calibration/instr-<date>/, and prints the summary. ci/gate-instr-rejudge.py applies the
+# gate's current rule to the counts of an earlier calibration. Uses the release binaries
 # (cargo build --release --workspace --bins); OEMPUTX_BIN overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,13 +29,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-steady() { # JSON file, side (a|b) -> steady instructions/msg as the gate computed it
+steady() { # JSON file, side (a|b) -> steady instructions/msg as the gate computes it
   python3 - "$1" "$2" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 c = j['instruction_counts']; n = c['messages'][1]
-runs = c[sys.argv[2]]
-print((min(r[2] for r in runs) - min(r[1] for r in runs)) / n)
+print(min((r[1] - r[0]) / (n - 1) for r in c[sys.argv[2]]))
 PY
 }
 

@@ -4,24 +4,27 @@
 //! Each flow runs under valgrind's callgrind (children traced), once for 1 message, once for
 //! N and once for 2N (N = the run options' --count, 1000 by default), each on a fresh
 //! process that is stopped (SIGTERM, so callgrind writes its counts) after the replies came
-//! back. The steady cost of a message is (I(2N) − I(N)) ÷ N — start-up, connection and
-//! shutdown cancel — and the cold start is I(1). This is the method of ruststream-amqp's and
-//! iai-callgrind's benchmarks: instructions retired do not depend on the machine's speed or
-//! on what else it runs, so a change of 2 % shows as 2 % in one run, where CPU time needs
-//! minutes of interleaved rounds to see it through the noise (docs/gate.md has both
-//! calibrations). What it cannot see: the broker's and the database's CPU, cache misses and
-//! waits; that is what the CPU-time gates are for.
+//! back. This is the method of ruststream-amqp's and iai-callgrind's benchmarks:
+//! instructions retired do not depend on the machine's speed or on what else it runs, so a
+//! change of 2 % shows as 2 % in one run, where CPU time needs minutes of interleaved rounds
+//! to see it through the noise (docs/gate.md has both calibrations). What it cannot see: the
+//! broker's and the database's CPU, cache misses and waits; that is what the CPU-time gates
+//! are for.
 //!
-//! Each side is counted `--runs` times (5 by default), A and B alternating. The flow's counts are not
-//! perfectly repeatable: its libraries' timers and how often it finds the socket empty
-//! depend on timing, and a run now and then executes a few million instructions more or
-//! less than the others (measured on sample-flow: most 1000-message runs within 0.01 %,
-//! four in ten off by 1–2 %). So each size's count is the *smallest* over the runs — the
-//! run least disturbed — and the steady cost is (min I(2N) − min I(N)) ÷ N. In a bootstrap
-//! over 18 measured runs this held an A/A ratio within ±1 % 99 times in 100 with 5 runs a
-//! side, where the median of the per-run differences strayed past 1 % 11 times in 100
-//! (docs/gate.md has the calibration on fresh runs). A smallest count that no other run
-//! comes near is not trusted: the metric is then inconclusive.
+//! **Which difference.** Start-up, connection and shutdown cancel in a difference of two
+//! runs. The issue that asked for this gate named (I(2N) − I(N)) ÷ N; measured on
+//! sample-flow, that difference strayed by up to 0.85 % between identical builds, because
+//! the flow's libraries run timers and poll by the clock, so the longer a run (the 2N one
+//! runs 10 s under valgrind) the more its count wanders. (I(N) − I(1)) ÷ (N − 1) strayed by
+//! at most 0.21 % over the same runs (`ci/calibration/instr-*`), so that is the steady cost
+//! gated; the 2N runs remain a check that the cost per message is flat (a flow that warms
+//! up over its first thousand messages shows as a difference between the two), printed in
+//! the note. The cold start is I(1).
+//!
+//! **Which run.** Each side is counted `--runs` times (5 by default), A and B alternating,
+//! and each figure is the smallest over the runs: timing only ever adds polls and timer
+//! work, so the least-disturbed run is the one that repeats. A smallest figure that no other
+//! run comes within half the tolerance of is not trusted: the metric is then inconclusive.
 
 use super::gate::{Tolerances, verdict_exit, write_verdict};
 use super::gate_ab::{MadeQueues, run_config};
@@ -56,35 +59,38 @@ struct Counts {
 }
 
 impl Counts {
-    /// The smallest count of size `k` (0: 1 message, 1: N, 2: 2N) over the runs.
-    fn least(&self, k: usize) -> u64 {
-        self.runs.iter().map(|r| r[k]).min().unwrap_or(0)
-    }
-
-    /// (min I(2N) − min I(N)) ÷ N.
-    fn steady(&self, n: u64) -> f64 {
-        (self.least(2) as f64 - self.least(1) as f64) / n as f64
-    }
-
-    /// The runs' own (I(2N) − I(N)) ÷ N, for the spread.
-    fn per_run_steady(&self, n: u64) -> Vec<f64> {
+    /// The figure of each run: the steady cost (I(N) − I(1)) ÷ (N − 1), the cold start I(1),
+    /// or the check (I(2N) − I(N)) ÷ N.
+    fn per_run(&self, metric: Metric) -> Vec<f64> {
         self.runs
             .iter()
-            .map(|r| (r[2] as f64 - r[1] as f64) / n as f64)
+            .map(|r| {
+                let [one, n1, n2] = r.map(|x| x as f64);
+                match metric {
+                    Metric::Steady(n) => (n1 - one) / (n as f64 - 1.0),
+                    Metric::Cold => one,
+                    Metric::Check(n) => (n2 - n1) / n as f64,
+                }
+            })
             .collect()
     }
 
-    /// Whether each smallest count of `sizes` has another run within `within` (a fraction)
-    /// of it: a lone low count may be a run that skipped work, not the undisturbed cost.
-    fn confirmed(&self, sizes: &[usize], within: f64) -> bool {
-        sizes.iter().all(|&k| {
-            let least = self.least(k) as f64;
-            self.runs
-                .iter()
-                .filter(|r| (r[k] as f64) <= least * (1.0 + within))
-                .count()
-                >= 2
-        })
+    /// The smallest figure over the runs: the least-disturbed run.
+    fn least(&self, metric: Metric) -> f64 {
+        self.per_run(metric)
+            .into_iter()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Whether another run comes within `within` (a fraction) of the smallest figure: a lone
+    /// low figure may be a run that skipped work, not the undisturbed cost.
+    fn confirmed(&self, metric: Metric, within: f64) -> bool {
+        let least = self.least(metric);
+        self.per_run(metric)
+            .iter()
+            .filter(|&&x| x <= least * (1.0 + within))
+            .count()
+            >= 2
     }
 }
 
@@ -308,43 +314,50 @@ fn parse_totals(text: &str) -> Option<u64> {
     first("totals:").or_else(|| first("summary:"))
 }
 
-/// What is judged: the steady cost of a message (N given), or the cold start.
+/// What is judged: the steady cost of a message (N given), or the cold start; the check is
+/// the (I(2N) − I(N)) ÷ N figure, printed, not gated.
 #[derive(Debug, Clone, Copy)]
 enum Metric {
     Steady(u64),
     Cold,
+    Check(u64),
 }
 
-/// Judge B's counts against A's on the least-disturbed counts; inconclusive when a smallest
-/// count is not confirmed by another run within a quarter of the tolerance.
+/// Judge B's counts against A's on the least-disturbed runs; inconclusive when a smallest
+/// figure is not confirmed by another run within half the tolerance.
 fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
-    let (name, unit, sizes): (&str, &'static str, &[usize]) = match metric {
-        Metric::Steady(_) => (STEADY, "instructions/msg", &[1, 2]),
-        Metric::Cold => (COLD, "instructions", &[0]),
+    let (name, unit) = match metric {
+        Metric::Steady(_) | Metric::Check(_) => (STEADY, "instructions/msg"),
+        Metric::Cold => (COLD, "instructions"),
     };
-    let value = |c: &Counts| match metric {
-        Metric::Steady(n) => c.steady(n),
-        Metric::Cold => c.least(0) as f64,
-    };
-    let per_run = |c: &Counts| match metric {
-        Metric::Steady(n) => c.per_run_steady(n),
-        Metric::Cold => c.runs.iter().map(|r| r[0] as f64).collect(),
-    };
-    let (a, b) = (value(&counts[0]), value(&counts[1]));
+    let (a, b) = (counts[0].least(metric), counts[1].least(metric));
     let ratio = b / a;
-    let runs_b = per_run(&counts[1]);
+    let runs_b = counts[1].per_run(metric);
     let (bmin, bmax) = runs_b
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
             (l.min(x), h.max(x))
         });
-    let spread = |c: &Counts, centre: f64| {
-        per_run(c)
+    let spread = |c: &Counts, least: f64| {
+        c.per_run(metric)
             .iter()
-            .fold(0.0f64, |s, x| s.max((x / centre - 1.0).abs()))
+            .fold(0.0f64, |s, x| s.max(x / least - 1.0))
     };
     let worst = spread(&counts[0], a).max(spread(&counts[1], b));
-    let confirmed = counts.iter().all(|c| c.confirmed(sizes, tolerance / 4.0));
+    let confirmed = counts.iter().all(|c| c.confirmed(metric, tolerance / 2.0));
+    let check = match metric {
+        Metric::Steady(n) => {
+            let (ca, cb) = (
+                counts[0].least(Metric::Check(n)),
+                counts[1].least(Metric::Check(n)),
+            );
+            format!(
+                "; over messages N+1 to 2N: A {ca:.0}, B {cb:.0} ({:+.2}%)",
+                100.0 * (cb / ca - 1.0)
+            )
+        }
+        _ => String::new(),
+    };
     let (verdict, note) = if !ratio.is_finite() || a <= 0.0 {
         (
             Verdict::Inconclusive,
@@ -354,8 +367,8 @@ fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
         (
             Verdict::Inconclusive,
             format!(
-                "a side's smallest count has no other run within {:.2}% of it: this flow's counts depend on timing more than the tolerance allows; give it one thread, run with --tasks 1, or gate at a wider tolerance",
-                25.0 * tolerance
+                "a side's smallest figure has no other run within {:.2}% of it: this flow's counts depend on timing more than the tolerance allows; give it one thread, run with --tasks 1, more --runs, or gate at a wider tolerance{check}",
+                50.0 * tolerance
             ),
         )
     } else {
@@ -369,7 +382,7 @@ fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
         (
             v,
             format!(
-                "instruction counts (callgrind), the least-disturbed of {} runs a side; single runs differed from it by up to {:.2}%",
+                "instruction counts (callgrind), the least-disturbed of {} runs a side; the others were up to {:.2}% above it{check}",
                 counts[0].runs.len(),
                 100.0 * worst
             ),
@@ -415,39 +428,41 @@ mod tests {
 
     #[test]
     fn the_least_disturbed_runs_decide() {
-        // Flow A: 194,000 a message plus 1.2 M of start-up; one run of each size disturbed.
+        // Flow A: 194,000 a message plus 1.29 M of start-up; one run of N disturbed.
         let a = counts(&[
-            [1_290_000, 195_190_000, 389_390_000],
+            [1_290_000, 195_284_000, 389_390_000],
             [1_290_100, 197_850_000, 389_380_000],
-            [1_289_900, 195_180_000, 401_410_000],
+            [1_289_900, 195_290_000, 401_410_000],
         ]);
+        let steady = Metric::Steady(1000);
         assert!(
-            (a.steady(1000) - 194_200.0).abs() < 1.0,
+            (a.least(steady) - 194_188.2).abs() < 1.0,
             "{}",
-            a.steady(1000)
+            a.least(steady)
         );
         // B: 2 % more per message.
         let b = counts(&[
-            [1_290_000, 199_070_000, 397_150_000],
-            [1_290_000, 199_060_000, 397_140_000],
+            [1_290_000, 199_170_000, 397_150_000],
+            [1_290_000, 199_160_000, 397_140_000],
             [1_290_000, 201_000_000, 397_160_000],
         ]);
-        let d = decide(Metric::Steady(1000), &[a.clone(), b], 0.01);
+        let d = decide(steady, &[a.clone(), b], 0.01);
         assert_eq!(d.verdict, Verdict::Regression, "{d:?}");
         assert!((d.ratio - 1.0199).abs() < 0.001, "{d:?}");
-        let same = decide(Metric::Steady(1000), &[a.clone(), a.clone()], 0.01);
+        assert!(d.note.unwrap_or_default().contains("N+1 to 2N"));
+        let same = decide(steady, &[a.clone(), a.clone()], 0.01);
         assert_eq!(same.verdict, Verdict::Pass);
         assert_eq!(
             decide(Metric::Cold, &[a.clone(), a.clone()], 0.01).verdict,
             Verdict::Pass
         );
-        // A lone low count that no other run comes near is not trusted.
+        // A lone low figure that no other run comes near is not trusted.
         let lone = counts(&[
             [1_290_000, 190_000_000, 389_390_000],
             [1_290_000, 195_180_000, 389_380_000],
             [1_290_000, 197_850_000, 389_400_000],
         ]);
-        let d = decide(Metric::Steady(1000), &[a, lone], 0.01);
+        let d = decide(steady, &[a, lone], 0.01);
         assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
     }
 }
