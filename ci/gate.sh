@@ -17,7 +17,8 @@
 #
 # It uses the debug binaries the test command builds (OEMPUTX_BIN=target/release for a
 # release build; the base is then built the same way). Instruction counts: GATE_COUNT
-# messages (default 1000), GATE_RUNS per side (default 3), GATE_TOLERANCE (default 1%).
+# messages (default 200: the debug build costs about 1.1 M instructions a message, 25 ms
+# under valgrind), GATE_RUNS per side (default 3), GATE_TOLERANCE (default 1%).
 # A/B: GATE_COUNT messages per round (default 1500), GATE_MAX_TIME and GATE_MAX_ROUNDS
 # (default 4m, 400), GATE_TOLERANCE (default 2%).
 # GATE_EXTRA_WORK (instructions) or GATE_EXTRA_CPU_US (--ab, --stored) makes this checkout's
@@ -84,7 +85,7 @@ instructions() {
     --flow-a "$base_bin $opts --db-table ${table}_a" \
     --flow-b "$bin/sample-flow $opts --db-table ${table}_b --extra-work $extra_work" \
     --tolerance "${GATE_TOLERANCE:-1%}" "$@" \
-    -- --qmgr "$url" --count "${count:-1000}" --tasks 1
+    -- --qmgr "$url" --count "${count:-200}" --tasks 1
 }
 
 ab() {
