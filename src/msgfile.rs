@@ -14,10 +14,18 @@ pub const DEFAULT_PATH: &str = "msgfiles/request-630.xml";
 
 /// The largest body any transport takes (RabbitMQ's default 128 MiB).
 pub const MAX_GENERATED: usize = 128 * 1024 * 1024;
+/// The most distinct messages a run cycles through (--lines, several --msgfile): each is a
+/// body of its own in memory, so a file of a hundred million one-byte lines would take
+/// gigabytes. A million distinct bodies is far more than a measurement needs.
+pub const MAX_MESSAGES: usize = 1_000_000;
 
 /// What went wrong reading messages; each is the user's input (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum MsgFileError {
+    #[error(
+        "{path}: more than {max} messages (--lines makes one of each non-empty line): a run cycles through its messages, so use a file of at most {max} lines"
+    )]
+    TooMany { path: PathBuf, max: usize },
     #[error(
         "--msg-size {size}: larger than any transport takes ({max} bytes, RabbitMQ's limit; IBM MQ and the embedded queue manager take 100 MiB): give a smaller size"
     )]
@@ -112,6 +120,14 @@ impl Messages {
             }
             if lines {
                 let before = bodies.len();
+                // Counted before any body is made: the limit is checked in one pass over
+                // the bytes, not after gigabytes of allocations.
+                if before + split_lines(&data).count() > MAX_MESSAGES {
+                    return Err(MsgFileError::TooMany {
+                        path: path.clone(),
+                        max: MAX_MESSAGES,
+                    });
+                }
                 bodies.extend(split_lines(&data).map(Arc::from));
                 if bodies.len() == before {
                     return Err(MsgFileError::NoLines { path: path.clone() });
@@ -143,6 +159,19 @@ mod tests {
     fn default_request_is_the_630_byte_xml() {
         assert_eq!(DEFAULT_REQUEST.len(), 630);
         assert!(DEFAULT_REQUEST.starts_with(b"<?xml"));
+    }
+
+    #[test]
+    fn more_lines_than_the_limit_are_refused_before_they_are_made() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("tiny-lines.txt");
+        std::fs::write(&path, b"x\n".repeat(MAX_MESSAGES + 1)).expect("write");
+        assert!(matches!(
+            Messages::from_files(std::slice::from_ref(&path), true),
+            Err(MsgFileError::TooMany { .. })
+        ));
+        // As one message the same file is fine.
+        assert!(Messages::from_files(&[path], false).is_ok());
     }
 
     #[test]
