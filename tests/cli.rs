@@ -190,6 +190,25 @@ fn out_of_range_values_are_usage_errors_not_panics() {
 }
 
 #[test]
+fn a_url_with_a_typo_is_not_taken_for_a_queue_manager() {
+    // amqp//host was tried as an IBM MQ queue manager, with a long library error (issue 19).
+    for (typo, meant) in [
+        ("amqp//localhost:5672", "amqp://localhost:5672"),
+        ("amqp:/localhost", "amqp://localhost"),
+        ("AMQPS//Host", "amqps://Host"),
+    ] {
+        oemputx()
+            .args(["--qmgr", typo, "--count", "1"])
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains(format!("did you mean {meant}?"))
+                    .and(predicate::str::contains("libmqm").not()),
+            );
+    }
+}
+
+#[test]
 fn a_name_that_is_no_profile_is_an_ibm_mq_queue_manager() {
     if std::path::Path::new("/opt/mqm/lib64/libmqm_r.so").exists() {
         eprintln!("skipped: an IBM MQ client is installed here, so QM1 would be tried for real");
@@ -506,4 +525,30 @@ fn one_failing_export_does_not_lose_the_others() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("stdout"));
+}
+
+#[test]
+fn report_files_follow_the_umask() {
+    // They were 0600 whatever the umask (issue 19, item 15).
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (umask, mode) in [("022", 0o644), ("077", 0o600)] {
+        let file = dir.path().join(format!("r{umask}.json"));
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" --count 5 --quiet --no-save --export-json \"$1\""
+            ))
+            .arg(assert_cmd::cargo::cargo_bin("oemputx"))
+            .arg(&file)
+            .status()
+            .expect("runs");
+        assert!(status.success());
+        let got = std::fs::metadata(&file)
+            .expect("written")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(got, mode, "umask {umask}");
+    }
 }

@@ -80,6 +80,12 @@ fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>
         }
         Some(name) => name,
     };
+    if let Some(url) = url_typo(name) {
+        return Err(bad(
+            "--qmgr",
+            format!("{name} looks like a URL with a typo: did you mean {url}?"),
+        ));
+    }
     let paths = profile_paths(args.config.as_deref());
     match find_profile(name, &paths, args.config.is_some()) {
         Ok(p) => Ok((parse_url(&p.url)?, Some(name.to_string()), Some(p))),
@@ -99,6 +105,25 @@ fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>
         )),
         Err(e) => Err(e),
     }
+}
+
+/// A URL whose `://` came out wrong (`amqp//host`, `amqp:/host`, `amqp:host`): IBM MQ names
+/// may contain `/`, so without this it would be tried as a queue manager, with a long error
+/// about the MQ client library. The URL it was probably meant to be.
+fn url_typo(name: &str) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    ["amqps", "amqp", "ibmmq", "embedded"]
+        .iter()
+        .find_map(|scheme| {
+            let rest = lower.strip_prefix(scheme)?;
+            let host = rest
+                .strip_prefix("//")
+                .or_else(|| rest.strip_prefix(":/"))
+                .or_else(|| rest.strip_prefix(':'))?;
+            let host = host.trim_start_matches('/');
+            let original = &name[name.len() - host.len()..];
+            Some(format!("{scheme}://{original}"))
+        })
 }
 
 /// Options that only one transport understands.
