@@ -32,6 +32,9 @@ fn run() -> anyhow::Result<Exit> {
             interrupt.clone(),
         )
         .and_then(|_| signal_hook::flag::register(sig, interrupt.clone()))
+        .and_then(|_| {
+            signal_hook::flag::register_usize(sig, oemputx::exit::LAST_SIGNAL.clone(), sig as usize)
+        })
         .context("installing the Ctrl-C handler")?;
     }
     commands::dispatch(&cli, interrupt)

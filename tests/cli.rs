@@ -552,3 +552,30 @@ fn report_files_follow_the_umask() {
         assert_eq!(got, mode, "umask {umask}");
     }
 }
+
+#[test]
+fn sigterm_is_reported_as_sigterm_not_ctrl_c() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("term.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["--duration", "60s", "--quiet", "--export-json"])
+        .arg(&json)
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let detail = j["status_detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("SIGTERM") && !detail.contains("Ctrl-C"),
+        "{detail}"
+    );
+}

@@ -355,9 +355,10 @@ fn status_detail(cfg: &Config, out: &Outcome) -> Option<String> {
                 cfg.wait
             ),
         }),
-        Status::Interrupted => {
-            Some("interrupted by Ctrl-C; figures cover the run up to then".into())
-        }
+        Status::Interrupted => Some(format!(
+            "interrupted by {}; figures cover the run up to then",
+            crate::exit::interrupted_by()
+        )),
         Status::Failed => out.error.clone(),
     }
 }
