@@ -111,6 +111,24 @@ fn sample_flow(args: &[&str]) -> std::process::Output {
 }
 
 #[test]
+fn a_database_that_refuses_says_why_not_just_db_error() {
+    // The server's own message was hidden behind "db error" (issue 19, item 15).
+    let q = QueueGuard(fresh_queue("flowbaduser"));
+    let url = pg_url();
+    let (_, rest) = url.split_once("://").expect("a URL");
+    let (_, host_db) = rest.split_once('@').expect("user@host");
+    let bad = format!("postgres://no_such_role_oemputx:SeCrEt99@{host_db}");
+    let out = sample_flow(&["--url", &amqp_url(), "--input-queue", &q.0, "--db", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no_such_role_oemputx") && err.contains("FATAL"),
+        "{err}"
+    );
+    assert!(!err.contains("SeCrEt99"), "{err}");
+}
+
+#[test]
 fn an_unreachable_database_or_broker_is_a_clear_error() {
     let q = QueueGuard(fresh_queue("flownodb"));
     let out = sample_flow(&[

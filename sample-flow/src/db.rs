@@ -48,7 +48,7 @@ async fn open(url: &str) -> anyhow::Result<Client> {
     let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
         .await
         .map_err(|_| anyhow::anyhow!("cannot reach PostgreSQL at {target}: no answer within {} s; check that it runs and the host and port are right", CONNECT_TIMEOUT.as_secs()))?
-        .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {target}: {e}; check that it runs, and the user, password and database in --db"))?;
+        .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {target}: {}; check that it runs, and the user, password and database in --db", cause(&e)))?;
     // The connection does the socket I/O; it runs on this thread's runtime beside the flow.
     tokio::spawn(async move {
         if let Err(e) = connection.await {
@@ -163,4 +163,23 @@ mod tests {
         assert_eq!(redact("postgres://db/test"), "postgres://db/test");
         assert_eq!(redact("not a url"), "the --db URL");
     }
+}
+
+/// A PostgreSQL error with its cause: tokio-postgres prints a server error as "db error"
+/// alone, the server's message ("password authentication failed for user …") being its
+/// source. Any URL in it is shown without its password.
+fn cause(e: &tokio_postgres::Error) -> String {
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            text
+        }
+    };
+    oemputx::transport::endpoint::redact_text(&text)
 }
