@@ -494,6 +494,11 @@ impl Builder<'_> {
     /// Step 6: CPU-bound or waiting, with the arithmetic. Concurrent request streams can
     /// keep at most min(streams, CPUs) CPUs busy.
     fn verdict(&self, captured: f64, other_us_per_tran: f64) -> String {
+        // No transaction, no figure per transaction: a rate of zero made the arithmetic
+        // say "kept 497% busy" and "a round trip takes 0.0 us".
+        if self.traffic.transactions == 0 {
+            return "none: no transaction completed, so there is no cost per transaction to judge (see the integrity counts above)".into();
+        }
         let cpus = self.machine.cpus;
         let usable = self.traffic.concurrency.map_or(cpus, |c| c.clamp(1, cpus));
         let (bound, used) =

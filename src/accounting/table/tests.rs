@@ -433,4 +433,11 @@ fn no_transactions_give_zeros_not_infinities() {
     assert_eq!(t.captured_us_per_tran, 0.0);
     assert_eq!(t.groups[0].pct, 0.0);
     assert!(t.processes.iter().all(|r| r.total_us_per_tran.is_finite()));
+    // No verdict on a cost per transaction that does not exist (issue 19, item 15: it said
+    // "kept 497% … busy" and "a round trip takes 0.0 us").
+    assert!(
+        t.info.verdict.starts_with("none: no transaction"),
+        "{}",
+        t.info.verdict
+    );
 }
