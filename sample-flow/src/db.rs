@@ -141,6 +141,25 @@ impl Db {
     }
 }
 
+/// A PostgreSQL error with its cause: tokio-postgres prints a server error as "db error"
+/// alone, the server's message ("password authentication failed for user …") being its
+/// source. Any URL in it is shown without its password.
+fn cause(e: &tokio_postgres::Error) -> String {
+    let text = match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            text
+        }
+    };
+    oemputx::transport::endpoint::redact_text(&text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,23 +182,4 @@ mod tests {
         assert_eq!(redact("postgres://db/test"), "postgres://db/test");
         assert_eq!(redact("not a url"), "the --db URL");
     }
-}
-
-/// A PostgreSQL error with its cause: tokio-postgres prints a server error as "db error"
-/// alone, the server's message ("password authentication failed for user …") being its
-/// source. Any URL in it is shown without its password.
-fn cause(e: &tokio_postgres::Error) -> String {
-    let text = match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
-        None => {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                text.push_str(&format!(": {s}"));
-                source = s.source();
-            }
-            text
-        }
-    };
-    oemputx::transport::endpoint::redact_text(&text)
 }
