@@ -579,3 +579,18 @@ fn sigterm_is_reported_as_sigterm_not_ctrl_c() {
         "{detail}"
     );
 }
+
+#[test]
+fn no_clear_does_not_claim_to_have_cleared_the_reply_queue() {
+    // It printed "Clearing out reply queue... 0 deleted" (issue 19, item 15).
+    let out = oemputx()
+        .args(["--count", "5", "--reply-queue", "REPLY.Q", "--no-clear"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Reply queue not cleared (--no-clear)"),
+        "{text}"
+    );
+    assert!(!text.contains("Clearing out"), "{text}");
+}

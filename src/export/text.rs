@@ -328,11 +328,16 @@ fn settings_section(o: &mut String, r: &Report) {
         );
     }
     if s.reply_queue.is_some() {
-        let _ = writeln!(
-            o,
-            "Clearing out reply queue... {} message(s) deleted",
-            r.reply_queue_cleared
-        );
+        if s.clear_reply_queue {
+            let _ = writeln!(
+                o,
+                "Clearing out reply queue... {} message(s) deleted",
+                r.reply_queue_cleared
+            );
+        } else {
+            // --no-clear: what waits there was left alone, and counts as unmatched replies.
+            let _ = writeln!(o, "Reply queue not cleared (--no-clear)");
+        }
     }
 }
 

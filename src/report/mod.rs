@@ -84,6 +84,8 @@ pub struct Settings {
     pub request_queue: String,
     /// `null` for temporary per-task reply queues.
     pub reply_queue: Option<String>,
+    /// Whether a named reply queue was cleared before the run (false under --no-clear).
+    pub clear_reply_queue: bool,
     pub message_source: String,
     pub messages_in_rotation: usize,
     pub msg_bytes_min: usize,
@@ -317,6 +319,7 @@ impl Settings {
                 ReplyQueue::Named(q) => Some(q.clone()),
                 ReplyQueue::Temporary => None,
             },
+            clear_reply_queue: cfg.clear_reply_queue,
             message_source: cfg.messages.source.clone(),
             messages_in_rotation: cfg.messages.bodies.len(),
             msg_bytes_min: cfg.messages.min_len(),
