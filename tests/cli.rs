@@ -594,3 +594,15 @@ fn no_clear_does_not_claim_to_have_cleared_the_reply_queue() {
     );
     assert!(!text.contains("Clearing out"), "{text}");
 }
+
+#[test]
+fn a_rate_the_run_could_not_keep_is_a_warning() {
+    // 652 of 1500/s passed in silence (issue 19, item 15).
+    oemputx()
+        .args(["--count", "300", "--rate", "10000000"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "of the 10000000 requests/s asked (--rate)",
+        ));
+}

@@ -455,7 +455,7 @@ impl Builder<'_> {
             self.warnings.push(format!(
                 "the measured capture ratio {v:.3}±{sigma:.3} is too uncertain to apply (/proc/stat counts idle in {:.0} ms ticks; the window had {busy:.3} s of busy CPU): the corrected total is the captured one; run longer (about {:.0} s) or give --capture-ratio",
                 1000.0 / tck,
-                elapsed_s * sigma / (MAX_RATIO_SIGMA * v)
+                (elapsed_s * sigma / (MAX_RATIO_SIGMA * v)).ceil().max(1.0)
             ));
             ratio.value = 1.0;
             ratio.source = "not applied";

@@ -442,5 +442,40 @@ impl Report {
             probe: out.probed,
             host: Host::current(),
         }
+        .with_run_warnings(cfg)
+    }
+
+    /// Warnings about the run itself, with the accounting's: a --rate it could not keep,
+    /// replies that were all duplicates or strays (issue 19: both passed in silence).
+    fn with_run_warnings(mut self, cfg: &Config) -> Report {
+        let mut warnings = Vec::new();
+        if let Some(asked) = cfg.rate
+            && self.transactions > 0
+            && self.rate_tps < 0.95 * asked
+        {
+            warnings.push(format!(
+                "the run kept {:.0} of the {asked} requests/s asked (--rate): the flow or the driver could not go faster, so the round trips are measured from the intended send times and include the queueing",
+                self.rate_tps
+            ));
+        }
+        let i = &self.integrity;
+        if i.received > 0 && i.matched == 0 {
+            warnings.push(format!(
+                "none of the {} replies received answered a request of this run ({} duplicates, {} unmatched, {} late): is the flow replying to another run, or echoing the wrong correlation id?",
+                i.received, i.duplicates, i.unmatched, i.late
+            ));
+        } else if i.duplicates > 0 && i.duplicates >= i.matched {
+            warnings.push(format!(
+                "{} duplicate replies for {} matched: the flow answers each request more than once",
+                i.duplicates, i.matched
+            ));
+        }
+        if !warnings.is_empty() {
+            self.accounting
+                .get_or_insert_with(AccountingInfo::default)
+                .warnings
+                .extend(warnings);
+        }
+        self
     }
 }
