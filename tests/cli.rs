@@ -507,18 +507,27 @@ fn one_failing_export_does_not_lose_the_others() {
     oemputx()
         .current_dir(dir.path())
         .args(["--count", "20", "--quiet", "--export-json", "/dev/full"])
-        .args([
-            "--export-tsv",
-            "t.tsv",
-            "--export-markdown",
-            "no/such/dir/r.md",
-        ])
+        .args(["--export-tsv", "t.tsv", "--export-markdown", "r.md"])
         .assert()
         .code(1)
-        .stderr(
-            predicate::str::contains("/dev/full").and(predicate::str::contains("no/such/dir/r.md")),
-        );
+        .stderr(predicate::str::contains("/dev/full"));
     assert!(dir.path().join("t.tsv").is_file());
+    assert!(dir.path().join("r.md").is_file());
+    // A folder that does not exist, or a label too long for a file name, is found before
+    // the run, not after the measurement.
+    oemputx()
+        .current_dir(dir.path())
+        .args(["--count", "20", "--export-markdown", "no/such/dir/r.md"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("no/such/dir").and(predicate::str::contains("does not exist")),
+        );
+    oemputx()
+        .args(["--count", "20", "--label", &"x".repeat(300)])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--label"));
     // Two exports to stdout would run together: refused before the run.
     oemputx()
         .args(["--count", "20", "--export-json", "-", "--export-tsv", "-"])

@@ -333,6 +333,17 @@ fn exports(args: &RunArgs) -> Result<Exports, ConfigError> {
     .filter(|(_, p)| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
     .map(|(flag, _)| flag)
     .collect();
+    for (flag, path) in [
+        ("--export-json", &args.export_json),
+        ("--export-tsv", &args.export_tsv),
+        ("--export-csv", &args.export_csv),
+        ("--export-markdown", &args.export_markdown),
+        ("--save-baseline", &args.save_baseline),
+    ] {
+        if let Some(p) = path {
+            check_output(flag, p)?;
+        }
+    }
     if on_stdout.len() > 1 {
         return Err(bad(
             on_stdout[1],
@@ -371,5 +382,48 @@ fn label(
             "must be non-empty and contain no slashes: it names files in the reports folder",
         ));
     }
+    // A file name is at most 255 bytes; the saved report's is a 23-byte time stamp, the
+    // label and an extension. Found here, not after the measurement.
+    if label.len() > MAX_LABEL {
+        return Err(bad(
+            "--label",
+            format!(
+                "is {} bytes; at most {MAX_LABEL}: it names the files in the reports folder",
+                label.len()
+            ),
+        ));
+    }
     Ok(label)
+}
+
+/// The longest --label: 255-byte file names less the time stamp and the extension.
+const MAX_LABEL: usize = 200;
+
+/// Check, before the run, that an output can be written where it is asked: its folder
+/// exists and its name is not too long. `-` (stdout) and devices are fine.
+fn check_output(flag: &'static str, path: &std::path::Path) -> Result<(), ConfigError> {
+    if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
+    }
+    if path.file_name().is_some_and(|n| n.len() > 255) {
+        return Err(bad(
+            flag,
+            format!("{}: the file name is longer than 255 bytes", path.display()),
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(bad(
+            flag,
+            format!(
+                "{}: the folder {} does not exist; create it or give another path (checked before the run, so that no measurement is lost)",
+                path.display(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
 }
