@@ -309,3 +309,80 @@ fn publish_raw(q: &str, n: usize) {
         let _ = conn.close().await;
     });
 }
+
+/// A TCP proxy to the test broker that cuts every connection when `cut` is set.
+fn cutting_proxy(cut: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u16 {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(broker) = TcpStream::connect("127.0.0.1:5672") else {
+                continue;
+            };
+            let pipes = [
+                (
+                    client.try_clone().expect("clone"),
+                    broker.try_clone().expect("clone"),
+                ),
+                (
+                    broker.try_clone().expect("clone"),
+                    client.try_clone().expect("clone"),
+                ),
+            ];
+            for (mut from, mut to) in pipes {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+            let cut = cut.clone();
+            std::thread::spawn(move || {
+                while !cut.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = broker.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_lost_connection_is_reported_as_lost_not_as_a_closed_consumer() {
+    // It said "the broker closed the reply consumer" (issue 19, item 15).
+    let q = fresh_queue("cut");
+    let _cleanup = QueueGuard(q.clone());
+    let _flow = EchoFlow::start(&q, &[]);
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = cutting_proxy(cut.clone());
+    let cutter = {
+        let cut = cut.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            cut.store(true, std::sync::atomic::Ordering::Relaxed);
+        })
+    };
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &format!("amqp://guest:guest@127.0.0.1:{port}/%2f"),
+        "--request-queue",
+        &q,
+        "--duration",
+        "20s",
+        "--wait",
+        "2s",
+    ]);
+    let _ = cutter.join();
+    assert_eq!(code, 1, "{err}");
+    let detail = j["status_detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("connection to the broker was lost"),
+        "{detail}"
+    );
+    assert!(
+        j["transactions"].as_u64().unwrap_or(0) > 0,
+        "the report covers the run before the cut"
+    );
+}

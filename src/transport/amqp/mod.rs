@@ -578,7 +578,17 @@ impl AmqpSession {
             return Ok(None);
         };
         match next {
-            None => Err(self.lost("the broker closed the reply consumer")),
+            // The stream of replies ended: say which of its ends went away.
+            None => {
+                let why = if !ch.is_connection_open() {
+                    "the connection to the broker was lost (the broker closed it, or the network failed)"
+                } else if !ch.is_open() {
+                    "the broker closed the channel"
+                } else {
+                    "the broker cancelled the reply consumer (was the reply queue deleted?)"
+                };
+                Err(self.lost(why))
+            }
             Some(Incoming::Routed(r)) => Ok(Some(r)),
             Some(Incoming::Delivery(reply, tag)) => {
                 if self.syncpoint {
