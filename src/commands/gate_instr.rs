@@ -216,9 +216,10 @@ fn count_sides(
                     .with_context(|| format!("counting flow {}", ["A", "B"][side]))?;
             }
             eprintln!(
-                "gate instructions: flow {} run {}: {:.0} instructions/msg, cold start {} ({:.0} s)",
+                "gate instructions: flow {} run {}: {:.0} instructions/msg ({:.0} over messages N+1 to 2N), cold start {} ({:.0} s)",
                 ["A", "B"][side],
                 run + 1,
+                (run_counts[1] as f64 - run_counts[0] as f64) / (n as f64 - 1.0),
                 (run_counts[2] as f64 - run_counts[1] as f64) / n as f64,
                 run_counts[0],
                 started.elapsed().as_secs_f64()

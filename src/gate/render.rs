@@ -64,9 +64,14 @@ fn notes(o: &Outcome) -> impl Iterator<Item = (&str, &str)> {
 
 pub fn render_text(o: &Outcome) -> String {
     let mut s = format!(
-        "oemputx gate: {} against baseline {}\n(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)\n\n{}",
+        "oemputx gate: {} against baseline {}\n{}\n\n{}",
         o.current,
         o.baseline,
+        if o.instruction_counts.is_some() {
+            "(change = B vs A on the least-disturbed counts, + is worse; instructions)"
+        } else {
+            "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)"
+        },
         cells::text(&rows(o))
     );
     for (metric, note) in notes(o) {
