@@ -31,7 +31,7 @@ def verdict(a, b, conf):
 
 
 tally = {}
-print('gate\texpected\tratio\terror\tverdict\tfirst_rule_ratio\tfirst_rule_error')
+print('gate\texpected\tratio\terror\tverdict\tcold_ratio\tcold_verdict\toverall\tfirst_rule_ratio\tfirst_rule_error')
 for f in sorted(glob.glob(os.path.join(d, '*-*.json'))):
     name = os.path.basename(f)[:-5]
     if name not in rows:
@@ -46,8 +46,14 @@ for f in sorted(glob.glob(os.path.join(d, '*-*.json'))):
     old_a = (min(r[2] for r in c['a']) - min(r[1] for r in c['a'])) / n
     old_b = (min(r[2] for r in c['b']) - min(r[1] for r in c['b'])) / n
     v = verdict(a, b, conf)
+    ca, cb = [r[0] for r in c['a']], [r[0] for r in c['b']]
+    cold_conf = all(sum(x <= min(s) * (1 + tol / 2) for x in s) >= 2 for s in (ca, cb))
+    cv = verdict(min(ca), min(cb), cold_conf)
+    vs = {v, cv}
+    overall = ('regression' if 'regression' in vs else 'inconclusive' if 'inconclusive' in vs
+               else 'improvement' if 'improvement' in vs else 'pass')
     case = name.split('-')[0]
-    tally.setdefault(case, []).append(v)
-    print(f'{name}\t{expected:.4f}\t{b / a:.4f}\t{100 * (b / a - expected):+.2f}%\t{v}\t{old_b / old_a:.4f}\t{100 * (old_b / old_a - expected):+.2f}%')
+    tally.setdefault(case, []).append(overall)
+    print(f'{name}\t{expected:.4f}\t{b / a:.4f}\t{100 * (b / a - expected):+.2f}%\t{v}\t{min(cb) / min(ca):.4f}\t{cv}\t{overall}\t{old_b / old_a:.4f}\t{100 * (old_b / old_a - expected):+.2f}%')
 for case, vs in tally.items():
-    print(f'{case}: {len(vs)} gates: ' + ', '.join(f'{v} {vs.count(v)}' for v in sorted(set(vs))))
+    print(f'{case}: {len(vs)} gates, overall verdicts: ' + ', '.join(f'{v} {vs.count(v)}' for v in sorted(set(vs))))
