@@ -116,22 +116,9 @@ struct Gated {
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
 pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let (Some(cmd_a), Some(cmd_b)) = (&args.flow_a, &args.flow_b) else {
-        return Err(ConfigError::BadValue {
-            flag: "--flow-a",
-            why: "A/B needs both --flow-a and --flow-b".into(),
-        }
-        .into());
-    };
-    let commands = [
-        FlowCommand::parse("--flow-a", cmd_a)?,
-        FlowCommand::parse("--flow-b", cmd_b)?,
-    ];
-    // As printed and recorded: without the passwords the commands may carry.
-    let (cmd_a, cmd_b) = (
-        &crate::transport::endpoint::redact_text(cmd_a),
-        &crate::transport::endpoint::redact_text(cmd_b),
-    );
+    let (commands, [cmd_a, cmd_b]) =
+        two_flows(args, "--flow-a", "A/B needs both --flow-a and --flow-b")?;
+    let (cmd_a, cmd_b) = (&cmd_a, &cmd_b);
     let base = run_config(&args.run)?;
     let tolerances = Tolerances::of(args, AB_TOLERANCE)?;
     let max_blocks = (args.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
@@ -299,6 +286,28 @@ fn measure_pair(
         side.rounds.push(SavedFigures::from(&report));
     }
     Ok(true)
+}
+
+/// The two flows of an A/B or instruction gate, parsed, and their commands as printed and
+/// recorded (without the passwords they may carry); `why` when one is missing.
+pub(super) fn two_flows(
+    args: &GateArgs,
+    flag: &'static str,
+    why: &str,
+) -> Result<([FlowCommand; 2], [String; 2]), ConfigError> {
+    let (Some(a), Some(b)) = (&args.flow_a, &args.flow_b) else {
+        return Err(ConfigError::BadValue {
+            flag,
+            why: why.into(),
+        });
+    };
+    Ok((
+        [
+            FlowCommand::parse("--flow-a", a)?,
+            FlowCommand::parse("--flow-b", b)?,
+        ],
+        [a, b].map(|c| crate::transport::endpoint::redact_text(c)),
+    ))
 }
 
 /// The run options after `--`, validated, for one round per measurement.

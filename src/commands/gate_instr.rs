@@ -27,7 +27,7 @@
 //! run comes within half the tolerance of is not trusted: the metric is then inconclusive.
 
 use super::gate::{Tolerances, verdict_exit, write_verdict};
-use super::gate_ab::{MadeQueues, run_config};
+use super::gate_ab::{MadeQueues, run_config, two_flows};
 use crate::cli::GateArgs;
 use crate::config::{Config, ConfigError, RunLength};
 use crate::exit::Exit;
@@ -96,22 +96,12 @@ impl Counts {
 
 /// `oemputx gate --instructions`.
 pub fn gate_instructions(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let (Some(cmd_a), Some(cmd_b)) = (&args.flow_a, &args.flow_b) else {
-        return Err(ConfigError::BadValue {
-            flag: "--instructions",
-            why: "counts instructions of two flows: give --flow-a and --flow-b (and, after --, the run options)".into(),
-        }
-        .into());
-    };
-    let commands = [
-        FlowCommand::parse("--flow-a", cmd_a)?,
-        FlowCommand::parse("--flow-b", cmd_b)?,
-    ];
-    // As printed and recorded: without the passwords the commands may carry.
-    let (cmd_a, cmd_b) = (
-        &crate::transport::endpoint::redact_text(cmd_a),
-        &crate::transport::endpoint::redact_text(cmd_b),
-    );
+    let (commands, [cmd_a, cmd_b]) = two_flows(
+        args,
+        "--instructions",
+        "counts instructions of two flows: give --flow-a and --flow-b (and, after --, the run options)",
+    )?;
+    let (cmd_a, cmd_b) = (&cmd_a, &cmd_b);
     let mut base = run_config(&args.run)?;
     let RunLength::Count(n) = base.length else {
         return Err(ConfigError::BadValue {
