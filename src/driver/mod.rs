@@ -514,6 +514,20 @@ mod loop_tests {
         faults: Faults,
     }
 
+    impl Faulty {
+        /// The embedded queue manager for `cfg`, losing every `k`-th reply and nothing else.
+        fn dropping_every(cfg: &Config, k: u64) -> Faulty {
+            Faulty {
+                inner: Embedded::start(cfg.queue_setup()),
+                faults: Faults {
+                    drop_every: k,
+                    repeat_every: u64::MAX,
+                    stray_every: u64::MAX,
+                },
+            }
+        }
+    }
+
     struct FaultySession {
         inner: Box<dyn Session>,
         faults: Faults,
@@ -603,29 +617,14 @@ mod loop_tests {
         // Every reply lost, no --max-timeouts: the run used to wait --wait for each of its
         // 1000 requests (issue 19, item 5); it stops after TIMEOUTS_IN_A_ROW.
         let cfg = config(&["--count", "1000", "--wait", "10ms"]);
-        let faults = Faults {
-            drop_every: 1,
-            repeat_every: u64::MAX,
-            stray_every: u64::MAX,
-        };
-        let t = Faulty {
-            inner: Embedded::start(cfg.queue_setup()),
-            faults,
-        };
+        let t = Faulty::dropping_every(&cfg, 1);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::StoppedAfterTimeouts);
         assert_eq!(out.integrity.timed_out, TIMEOUTS_IN_A_ROW);
         // Lost replies now and then (one in ten) never add up to a stop: each reply that
         // comes resets the count.
         let cfg = config(&["--count", "300", "--wait", "10ms"]);
-        let t = Faulty {
-            inner: Embedded::start(cfg.queue_setup()),
-            faults: Faults {
-                drop_every: 10,
-                repeat_every: u64::MAX,
-                stray_every: u64::MAX,
-            },
-        };
+        let t = Faulty::dropping_every(&cfg, 10);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::TimedOut);
         assert_eq!(out.integrity.timed_out, 30);
@@ -634,15 +633,7 @@ mod loop_tests {
     #[test]
     fn max_timeouts_stops_the_run_early() {
         let cfg = config(&["--count", "1000", "--wait", "10ms", "--max-timeouts", "3"]);
-        let faults = Faults {
-            drop_every: 1,
-            repeat_every: u64::MAX,
-            stray_every: u64::MAX,
-        };
-        let t = Faulty {
-            inner: Embedded::start(cfg.queue_setup()),
-            faults,
-        };
+        let t = Faulty::dropping_every(&cfg, 1);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::StoppedAfterTimeouts);
         assert_eq!(out.integrity.timed_out, 3);
@@ -652,15 +643,7 @@ mod loop_tests {
     #[test]
     fn an_interrupt_abandons_requests_in_flight_and_keeps_the_books_balanced() {
         let cfg = config(&["--duration", "10s", "--wait", "5s"]);
-        let faults = Faults {
-            drop_every: 50,
-            repeat_every: u64::MAX,
-            stray_every: u64::MAX,
-        };
-        let t = Faulty {
-            inner: Embedded::start(cfg.queue_setup()),
-            faults,
-        };
+        let t = Faulty::dropping_every(&cfg, 50);
         let controls = Controls::default();
         let flag = controls.interrupt.clone();
         let stopper = std::thread::spawn(move || {
