@@ -285,6 +285,21 @@ fn queue_exists(queue: &str) -> bool {
     std::panic::catch_unwind(|| queue_depth(queue)).is_ok()
 }
 
+/// The two queues a gate named on stderr ("(queue Q)") start with `prefix` and no longer
+/// exist on the broker.
+fn assert_made_queues_gone(stderr: &str, prefix: &str) {
+    let made: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split("(queue ").nth(1))
+        .map(|q| q.trim_end_matches(')'))
+        .collect();
+    assert_eq!(made.len(), 2, "{stderr}");
+    for q in made {
+        assert!(q.starts_with(prefix), "{q}");
+        assert!(!queue_exists(q), "{q} is left behind");
+    }
+}
+
 #[test]
 fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -336,16 +351,7 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
     );
     assert!(stderr.contains("gate A/B: look 1 after 8 of"), "{stderr}");
     // Both queues the gate made are gone (the flows with them).
-    let made: Vec<&str> = stderr
-        .lines()
-        .filter_map(|l| l.split("(queue ").nth(1))
-        .map(|q| q.trim_end_matches(')'))
-        .collect();
-    assert_eq!(made.len(), 2, "{stderr}");
-    for q in made {
-        assert!(q.starts_with(&queue), "{q}");
-        assert!(!queue_exists(q), "{q} is left behind");
-    }
+    assert_made_queues_gone(&stderr, &queue);
 }
 
 #[test]
@@ -416,16 +422,7 @@ fn the_instruction_gate_counts_both_flows_under_callgrind_and_catches_extra_work
         - steady["base_median"].as_f64().unwrap_or(0.0);
     assert!(added > 60_000.0 && added < 4_000_000.0, "{steady}");
     // Both queues the gate made are gone.
-    let made: Vec<&str> = stderr
-        .lines()
-        .filter_map(|l| l.split("(queue ").nth(1))
-        .map(|q| q.trim_end_matches(')'))
-        .collect();
-    assert_eq!(made.len(), 2, "{stderr}");
-    for q in made {
-        assert!(q.starts_with(&queue), "{q}");
-        assert!(!queue_exists(q), "{q} is left behind");
-    }
+    assert_made_queues_gone(&stderr, &queue);
 }
 
 #[test]
