@@ -20,11 +20,12 @@ db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
 tolerance=${GATE_TOLERANCE:-2%}
 max_time=${GATE_MAX_TIME:-5m}
 count=${GATE_COUNT:-8000}
+tasks=${GATE_TASKS:-2}
 out=ci/calibration/ab-$(date -u +%Y%m%d-%H%M)
 mkdir -p "$out"
 tsv=$out/runs.tsv
 flow="$bin/sample-flow --db $db --db-async-commit --threads 2"
-run_opts=(--qmgr "$url" --count "$count" --warmup 100 --tasks 2
+run_opts=(--qmgr "$url" --count "$count" --warmup 100 --tasks "$tasks"
   --group QMGR=@rabbitmq --group DB=@postgresql)
 
 # Flow A's FLOW cost per message, from three rounds, sizes the controlled changes.
