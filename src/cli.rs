@@ -268,6 +268,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub put1: bool,
 
+    /// IBM MQ: the model queue each task's temporary reply queue is made from, e.g.
+    /// DEV.APP.MODEL.QUEUE on IBM's developer container. [default: SYSTEM.DEFAULT.MODEL.QUEUE]
+    #[arg(long, value_name = "QUEUE")]
+    pub model_queue: Option<String>,
+
     /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
     #[arg(long, value_name = "PATH")]
     pub msgfile: Vec<PathBuf>,

@@ -250,6 +250,25 @@ fn ibm_mq_urls_and_options_are_checked_before_anything_is_loaded() {
     );
     usage_error(&["--qmgr", "ibmmq://QM1", "--declare"], "DEFINE QLOCAL");
     usage_error(&["--put1"], "MQPUT1 is an IBM MQ call");
+    usage_error(
+        &["--model-queue", "DEV.APP.MODEL.QUEUE"],
+        "model queues are IBM MQ's",
+    );
+    usage_error(
+        &[
+            "--qmgr",
+            "ibmmq://QM1",
+            "--model-queue",
+            "DEV.APP.MODEL.QUEUE",
+            "--reply-queue",
+            "DEV.QUEUE.2",
+        ],
+        "with --reply-queue there are none",
+    );
+    usage_error(
+        &["--qmgr", "ibmmq://QM1", "--model-queue", "BAD NAME"],
+        "no MQ queue name",
+    );
     // A password in the URL is never printed, whatever fails.
     oemputx()
         .env("MQ_INSTALLATION_PATH", "/nonexistent")

@@ -10,7 +10,7 @@ use super::{
 use crate::accounting::selector::{self, GroupSpec};
 use crate::cli::RunArgs;
 use crate::msgfile::Messages;
-use crate::transport::ibmmq::url::{IbmMqEndpoint, is_mq_name};
+use crate::transport::ibmmq::url::{IbmMqEndpoint, is_mq_name, is_qmgr_name};
 use crate::transport::{Endpoint, ReplyQueue, parse_url};
 use std::time::Duration;
 
@@ -40,6 +40,7 @@ impl Config {
             clear_reply_queue: !args.no_clear,
             declare: args.declare,
             put1: args.put1,
+            model_queue: args.model_queue.clone(),
             messages,
             length: shape.length,
             tasks: shape.tasks,
@@ -91,7 +92,7 @@ fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>
         Ok(p) => Ok((parse_url(&p.url)?, Some(name.to_string()), Some(p))),
         Err(ConfigError::UnknownProfile {
             searched, known, ..
-        }) if is_mq_name(name) => Ok((
+        }) if is_qmgr_name(name) => Ok((
             Endpoint::IbmMq(IbmMqEndpoint {
                 qmgr: name.to_string(),
                 user: std::env::var("OEMPUTX_MQ_USER").ok(),
@@ -134,6 +135,26 @@ fn check_transport_options(args: &RunArgs, endpoint: &Endpoint) -> Result<(), Co
             "--put1",
             "MQPUT1 is an IBM MQ call: use it with an IBM MQ queue manager",
         ));
+    }
+    if let Some(model) = &args.model_queue {
+        if !is_mq {
+            return Err(bad(
+                "--model-queue",
+                "model queues are IBM MQ's: use it with an IBM MQ queue manager",
+            ));
+        }
+        if args.reply_queue.is_some() {
+            return Err(bad(
+                "--model-queue",
+                "it makes the temporary reply queues; with --reply-queue there are none (name the model queue as --reply-queue for a dynamic queue per task)",
+            ));
+        }
+        if !is_mq_name(model) {
+            return Err(bad(
+                "--model-queue",
+                format!("'{model}' is no MQ queue name: 1 to 48 characters of A-Z a-z 0-9 . _ / %"),
+            ));
+        }
     }
     if args.declare && is_mq {
         return Err(bad(

@@ -80,6 +80,8 @@ pub struct Config {
     pub declare: bool,
     /// IBM MQ: MQPUT1 per request.
     pub put1: bool,
+    /// IBM MQ: the model queue of temporary reply queues, when not the default.
+    pub model_queue: Option<String>,
     /// The request bodies.
     pub messages: Messages,
     /// Count or duration.
@@ -138,6 +140,7 @@ impl Config {
             tasks: self.tasks,
             match_mode: self.match_mode,
             put1: self.put1,
+            model_queue: self.model_queue.clone(),
         }
     }
 }

@@ -160,6 +160,8 @@ pub struct QueueSetup {
     pub match_mode: MatchMode,
     /// IBM MQ: MQPUT1 per request.
     pub put1: bool,
+    /// IBM MQ: the model queue of temporary reply queues (None: SYSTEM.DEFAULT.MODEL.QUEUE).
+    pub model_queue: Option<String>,
 }
 
 impl QueueSetup {
@@ -175,6 +177,7 @@ impl QueueSetup {
             tasks: 1,
             match_mode: MatchMode::Correl,
             put1: false,
+            model_queue: None,
         }
     }
 }

@@ -36,6 +36,19 @@ impl Reason {
     pub const UNKNOWN_CHANNEL_NAME: Reason = Reason(constants::MQRC_UNKNOWN_CHANNEL_NAME.0);
     pub const MSG_TOO_BIG_FOR_Q: Reason = Reason(constants::MQRC_MSG_TOO_BIG_FOR_Q.0);
     pub const MSG_TOO_BIG_FOR_Q_MGR: Reason = Reason(constants::MQRC_MSG_TOO_BIG_FOR_Q_MGR.0);
+    /// A client's message longer than the channel's negotiated MaxMsgLength (MQPUT, MQGET).
+    pub const DATA_LENGTH_ERROR: Reason = Reason(constants::MQRC_DATA_LENGTH_ERROR.0);
+    pub const MSG_TOO_BIG_FOR_CHANNEL: Reason = Reason(constants::MQRC_MSG_TOO_BIG_FOR_CHANNEL.0);
+    /// MQCMIT could not commit: the unit of work was backed out (an MQCC_WARNING).
+    pub const BACKED_OUT: Reason = Reason(constants::MQRC_BACKED_OUT.0);
+    /// A persistent message to a temporary dynamic queue.
+    pub const PERSISTENT_NOT_ALLOWED: Reason = Reason(constants::MQRC_PERSISTENT_NOT_ALLOWED.0);
+    /// More uncommitted messages in the unit of work than the queue manager's MAXUMSGS.
+    pub const SYNCPOINT_LIMIT_REACHED: Reason = Reason(constants::MQRC_SYNCPOINT_LIMIT_REACHED.0);
+    pub const KEY_REPOSITORY_ERROR: Reason = Reason(constants::MQRC_KEY_REPOSITORY_ERROR.0);
+    pub const SSL_INITIALIZATION_ERROR: Reason = Reason(constants::MQRC_SSL_INITIALIZATION_ERROR.0);
+    /// MQINQ on a handle not opened with MQOO_INQUIRE.
+    pub const NOT_OPEN_FOR_INQUIRE: Reason = Reason(constants::MQRC_NOT_OPEN_FOR_INQUIRE.0);
 }
 
 impl std::fmt::Display for Reason {
@@ -84,6 +97,50 @@ pub struct Got {
     pub len: usize,
 }
 
+/// What MQINQ (MQIA_Q_TYPE, MQIA_DEFINITION_TYPE) says of an opened queue: whether its
+/// messages are this connection's alone, and whether it takes persistent messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// A local queue defined by the administrator: shared by whoever opens it.
+    Predefined,
+    /// An alias: it resolves to a base queue that others may open as well.
+    Alias,
+    /// Created from a model queue by this open, kept after close (DEFTYPE(PERMDYN)).
+    PermanentDynamic,
+    /// Created from a model queue by this open, deleted at close (DEFTYPE(TEMPDYN)): MQ
+    /// refuses persistent messages on it.
+    TemporaryDynamic,
+    /// Any other answer (a cluster or remote queue, a shared dynamic queue on z/OS).
+    Other,
+}
+
+impl QueueKind {
+    /// From the MQINQ values: Q_TYPE first (an alias has no definition type; MQ answers
+    /// MQIAV_NOT_APPLICABLE for it), then DEFINITION_TYPE for a local queue.
+    pub fn from_inquiry(q_type: i32, definition_type: i32) -> QueueKind {
+        if q_type == constants::MQQT_ALIAS.0 {
+            return QueueKind::Alias;
+        }
+        if q_type != constants::MQQT_LOCAL.0 {
+            return QueueKind::Other;
+        }
+        match definition_type {
+            d if d == constants::MQQDT_PREDEFINED.0 => QueueKind::Predefined,
+            d if d == constants::MQQDT_PERMANENT_DYNAMIC.0 => QueueKind::PermanentDynamic,
+            d if d == constants::MQQDT_TEMPORARY_DYNAMIC.0 => QueueKind::TemporaryDynamic,
+            _ => QueueKind::Other,
+        }
+    }
+
+    /// Whether this open created the queue for this connection alone.
+    pub fn is_own(self) -> bool {
+        matches!(
+            self,
+            QueueKind::PermanentDynamic | QueueKind::TemporaryDynamic
+        )
+    }
+}
+
 /// How to reach a queue manager.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ConnectSpec {
@@ -97,6 +154,15 @@ pub struct ConnectSpec {
     pub credentials: Option<(String, String)>,
     /// TLS on the client channel: (cipher spec, key repository).
     pub tls: Option<(String, String)>,
+    /// The MaxMsgLength of the client channel definition oemputx builds from the URL
+    /// (`channel` given): MQ's default client MQCD has 4 MB, and the channel negotiates
+    /// the lower of the client's and the server's.
+    pub max_msg_length: Option<i32>,
+    /// Why a connection by queue manager name asks for client binding (MQCNO_CLIENT_BINDING):
+    /// the environment variable that names the channel (MQSERVER, MQCCDTURL, MQCHLLIB).
+    /// Without it the MQI's standard binding tries a local queue manager first on a host
+    /// that has the MQ server installed.
+    pub client_binding: Option<&'static str>,
 }
 
 impl std::fmt::Debug for ConnectSpec {
@@ -106,6 +172,8 @@ impl std::fmt::Debug for ConnectSpec {
             .field("channel", &self.channel)
             .field("user", &self.credentials.as_ref().map(|(u, _)| u))
             .field("tls", &self.tls)
+            .field("max_msg_length", &self.max_msg_length)
+            .field("client_binding", &self.client_binding)
             .finish()
     }
 }
@@ -121,8 +189,10 @@ pub type Hobj = usize;
 /// One connection's MQI calls.
 pub trait MqiConnection: Send {
     /// MQOPEN; returns the handle and the resolved queue name (a model queue resolves to
-    /// the dynamic queue it created).
+    /// the dynamic queue it created; an alias to its base queue), empty when MQ gave none.
     fn open(&mut self, queue: &str, options: MQOO) -> Result<(Hobj, String), MqFailure>;
+    /// MQINQ of MQIA_Q_TYPE and MQIA_DEFINITION_TYPE on a queue opened with MQOO_INQUIRE.
+    fn inquire_kind(&mut self, hobj: Hobj) -> Result<QueueKind, MqFailure>;
     /// MQPUT; returns the MsgId the queue manager gave the message.
     fn put(
         &mut self,
@@ -149,8 +219,11 @@ pub trait MqiConnection: Send {
         correl_id: Option<Id>,
         buffer: &mut [u8],
     ) -> Result<Option<Got>, MqFailure>;
-    /// MQCMIT.
+    /// MQCMIT. MQ reports a unit of work it backed out instead as a warning
+    /// (MQRC_BACKED_OUT); it comes back here as the failure it is.
     fn commit(&mut self) -> Result<(), MqFailure>;
+    /// MQBACK: undo the puts and gets of the open unit of work.
+    fn backout(&mut self) -> Result<(), MqFailure>;
     /// MQCLOSE.
     fn close(&mut self, hobj: Hobj) -> Result<(), MqFailure>;
     /// MQDISC.

@@ -1,10 +1,27 @@
-//! An in-memory queue manager behind the MQI seam, for tests: queues, model queues, MsgIds,
-//! syncpoint, waits, a responder that answers requests the MQ way (reply CorrelId =
-//! request MsgId), failures on cue, and a log of every call with its options.
+//! An in-memory queue manager behind the MQI seam, for tests: queues, model and alias
+//! queues, MsgIds, syncpoint, waits, a responder that answers requests the MQ way (reply
+//! CorrelId = request MsgId, reply persistence = request persistence), failures on cue, and
+//! a log of every call with its options.
+//!
+//! Where a real queue manager has a rule that decides whether oemputx works, the fake
+//! keeps it, with the IBM MQ documentation page that states it:
+//! - a temporary dynamic queue takes no persistent message (MQRC_PERSISTENT_NOT_ALLOWED;
+//!   "Dynamic queues", and MQPUT's reason codes);
+//! - MQDISC commits an open unit of work ("MQDISC - Disconnect queue manager": "any
+//!   uncommitted changes are committed" on a normal disconnect); MQBACK discards it;
+//! - MQCMIT that backs out instead completes with a warning, MQRC_BACKED_OUT ("MQCMIT");
+//! - a client's message is limited by the channel's negotiated MaxMsgLength, the lower of
+//!   the client MQCD's (4 MB unless raised) and the server-connection channel's MAXMSGL
+//!   (4 MB by default), else MQRC_DATA_LENGTH_ERROR ("MaxMsgLength (MQLONG)" of the MQCD);
+//! - an alias queue resolves to its base queue, which others can open too ("Alias queues");
+//! - MQINQ needs MQOO_INQUIRE (MQRC_NOT_OPEN_FOR_INQUIRE; "MQINQ");
+//! - on a host with the MQ server installed, standard binding connects to a local queue
+//!   manager ("Connecting to a queue manager using the MQCONNX call": MQCNO_STANDARD_BINDING
+//!   is a server binding where the server library is installed).
 
 use super::MODEL_QUEUE;
 use super::calls::{
-    ConnectSpec, Got, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd,
+    ConnectSpec, Got, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd,
 };
 use mqi::constants;
 use mqi::types::{MQGMO, MQOO, MQPMO};
@@ -39,6 +56,10 @@ pub enum Call {
         correl_id: Option<Id>,
     },
     Commit,
+    Backout,
+    Inquire {
+        queue: String,
+    },
     Close {
         queue: String,
     },
@@ -61,7 +82,12 @@ struct Msg {
     msg_id: Id,
     correl_id: Id,
     len: usize,
+    persistent: bool,
 }
+
+/// MQ's default MaxMsgLength of a client channel definition and of a server-connection
+/// channel: 4 MB.
+pub const DEFAULT_CHANNEL_MAXMSGL: usize = 4_194_304;
 
 #[derive(Default)]
 struct State {
@@ -73,6 +99,20 @@ struct State {
     failures: Vec<(&'static str, usize, Reason)>,
     /// Queues the connecting user may not open.
     forbidden: HashSet<String>,
+    /// Model queues and the kind of dynamic queue each makes.
+    models: HashMap<String, QueueKind>,
+    /// Alias queues and their base queues.
+    aliases: HashMap<String, String>,
+    /// The kind of each queue that is not predefined (dynamic queues).
+    kinds: HashMap<String, QueueKind>,
+    /// Replies the responder could not put (a persistent reply to a temporary dynamic queue).
+    refused_replies: usize,
+    /// The server-connection channel's MAXMSGL.
+    channel_maxmsgl: usize,
+    /// The host has the MQ server installed: standard binding connects locally.
+    local_install: bool,
+    /// MQOPEN of a model queue returns a blank ResolvedQName.
+    blank_resolved: bool,
 }
 
 /// The queue manager; clone it to keep a handle for the test's assertions.
@@ -86,7 +126,14 @@ pub struct FakeQm {
 impl FakeQm {
     /// A queue manager with the given local queues and a responder on `request_queue`.
     pub fn new(queues: &[&str], request_queue: &str, responder: Responder) -> FakeQm {
-        let mut state = State::default();
+        let mut state = State {
+            channel_maxmsgl: DEFAULT_CHANNEL_MAXMSGL,
+            ..State::default()
+        };
+        // MQ's own default model queue: DEFTYPE(TEMPDYN).
+        state
+            .models
+            .insert(MODEL_QUEUE.to_string(), QueueKind::TemporaryDynamic);
         for q in queues {
             state.queues.insert((*q).to_string(), VecDeque::new());
         }
@@ -126,6 +173,7 @@ impl FakeQm {
                     msg_id: id,
                     correl_id: id,
                     len: 10,
+                    persistent: false,
                 });
         }
     }
@@ -138,6 +186,38 @@ impl FakeQm {
     /// Opening `queue` fails with MQRC_NOT_AUTHORIZED.
     pub fn forbid(&self, queue: &str) {
         self.lock().forbidden.insert(queue.to_string());
+    }
+
+    /// A model queue making dynamic queues of `kind` (DEFTYPE(TEMPDYN) or (PERMDYN)).
+    pub fn model(&self, name: &str, kind: QueueKind) {
+        self.lock().models.insert(name.to_string(), kind);
+    }
+
+    /// An alias queue over `base`.
+    pub fn alias(&self, name: &str, base: &str) {
+        self.lock()
+            .aliases
+            .insert(name.to_string(), base.to_string());
+    }
+
+    /// The server-connection channel's MAXMSGL.
+    pub fn channel_maxmsgl(&self, bytes: usize) {
+        self.lock().channel_maxmsgl = bytes;
+    }
+
+    /// The host has an MQ server install (and no queue manager of the name asked for).
+    pub fn local_install(&self) {
+        self.lock().local_install = true;
+    }
+
+    /// MQOPEN of a model queue gives a blank resolved name.
+    pub fn blank_resolved_names(&self) {
+        self.lock().blank_resolved = true;
+    }
+
+    /// Replies the responder could not put.
+    pub fn refused_replies(&self) -> usize {
+        self.lock().refused_replies
     }
 }
 
@@ -174,28 +254,59 @@ impl MqiLibrary for FakeQm {
         let mut s = self.lock();
         s.calls.push(Call::Connect(spec.clone()));
         cued(&mut s, "MQCONNX")?;
+        let client = spec.channel.is_some() || spec.client_binding.is_some();
+        if s.local_install && !client {
+            // Standard binding on a server install: the local queue manager of that name,
+            // which is not there.
+            return Err(MqFailure {
+                verb: "MQCONNX",
+                reason: Reason::Q_MGR_NAME_ERROR,
+            });
+        }
+        // The negotiated MaxMsgLength of a client connection.
+        let max_msg = client.then(|| {
+            let ours = spec
+                .max_msg_length
+                .map_or(DEFAULT_CHANNEL_MAXMSGL, |m| m.max(0) as usize);
+            ours.min(s.channel_maxmsgl)
+        });
         Ok(Box::new(FakeConnection {
             qm: self.clone(),
             objects: Vec::new(),
             uncommitted: Vec::new(),
+            max_msg,
         }))
     }
 }
 
+/// An open queue: its resolved name, what it is, and whether it was opened to inquire.
+#[derive(Clone)]
+struct Object {
+    queue: String,
+    kind: QueueKind,
+    inquire: bool,
+}
+
 struct FakeConnection {
     qm: FakeQm,
-    /// Open objects: queue names.
-    objects: Vec<Option<String>>,
+    /// Open objects.
+    objects: Vec<Option<Object>>,
     /// Puts under syncpoint, not visible until MQCMIT: (queue, message, reply-to).
     uncommitted: Vec<(String, Msg, String)>,
+    /// A client connection's negotiated MaxMsgLength; None for bindings.
+    max_msg: Option<usize>,
 }
 
 impl FakeConnection {
-    fn queue(&self, hobj: Hobj, verb: &'static str) -> Result<String, MqFailure> {
+    fn object(&self, hobj: Hobj, verb: &'static str) -> Result<Object, MqFailure> {
         self.objects.get(hobj).cloned().flatten().ok_or(MqFailure {
             verb,
             reason: Reason::HOBJ_ERROR,
         })
+    }
+
+    fn queue(&self, hobj: Hobj, verb: &'static str) -> Result<String, MqFailure> {
+        self.object(hobj, verb).map(|o| o.queue)
     }
 
     /// Make a put visible, and answer it if it went to the request queue.
@@ -210,6 +321,14 @@ impl FakeConnection {
             0
         };
         let request_id = msg.msg_id;
+        let persistent = msg.persistent;
+        if replies > 0 && persistent && s.kinds.get(reply_to) == Some(&QueueKind::TemporaryDynamic)
+        {
+            // The responder's MQPUT of a reply with the request's persistence fails with
+            // MQRC_PERSISTENT_NOT_ALLOWED; the request is consumed and no reply comes.
+            s.refused_replies += replies;
+            return;
+        }
         if replies == 0 {
             s.queues
                 .entry(queue.to_string())
@@ -226,6 +345,7 @@ impl FakeConnection {
                         msg_id: id,
                         correl_id: request_id,
                         len: 630,
+                        persistent,
                     });
             }
         }
@@ -259,6 +379,13 @@ impl FakeConnection {
         };
         s.calls.push(call);
         cued(&mut s, verb)?;
+        if self.max_msg.is_some_and(|max| body.len() > max) {
+            return Err(MqFailure {
+                verb,
+                reason: Reason::DATA_LENGTH_ERROR,
+            });
+        }
+        let queue = s.aliases.get(&queue).cloned().unwrap_or(queue);
         if !s.queues.contains_key(&queue) {
             return Err(MqFailure {
                 verb,
@@ -270,6 +397,7 @@ impl FakeConnection {
             msg_id: id,
             correl_id: [0; 24],
             len: body.len(),
+            persistent: md.persistence == constants::MQPER_PERSISTENT,
         };
         if options.contains(constants::MQPMO_SYNCPOINT) {
             self.uncommitted.push((queue, msg, md.reply_to_q.clone()));
@@ -295,21 +423,51 @@ impl MqiConnection for FakeConnection {
                 reason: Reason::NOT_AUTHORIZED,
             });
         }
-        let resolved = if queue == MODEL_QUEUE {
+        let (resolved, kind) = if let Some(&kind) = s.models.get(queue) {
             s.next_dynamic += 1;
             let name = format!("AMQ.OEMPUTX.{:08}", s.next_dynamic);
             s.queues.insert(name.clone(), VecDeque::new());
-            name
+            s.kinds.insert(name.clone(), kind);
+            (name, kind)
+        } else if let Some(base) = s.aliases.get(queue) {
+            (base.clone(), QueueKind::Alias)
         } else if s.queues.contains_key(queue) {
-            queue.to_string()
+            let kind = s.kinds.get(queue).copied().unwrap_or(QueueKind::Predefined);
+            (queue.to_string(), kind)
         } else {
             return Err(MqFailure {
                 verb: "MQOPEN",
                 reason: Reason::UNKNOWN_OBJECT_NAME,
             });
         };
-        self.objects.push(Some(resolved.clone()));
-        Ok((self.objects.len() - 1, resolved))
+        self.objects.push(Some(Object {
+            queue: resolved.clone(),
+            kind,
+            inquire: options.contains(constants::MQOO_INQUIRE),
+        }));
+        let given = if s.blank_resolved && kind.is_own() {
+            String::new()
+        } else {
+            resolved
+        };
+        Ok((self.objects.len() - 1, given))
+    }
+
+    fn inquire_kind(&mut self, hobj: Hobj) -> Result<QueueKind, MqFailure> {
+        let object = self.object(hobj, "MQINQ")?;
+        let qm = self.qm.clone();
+        let mut s = qm.lock();
+        s.calls.push(Call::Inquire {
+            queue: object.queue.clone(),
+        });
+        cued(&mut s, "MQINQ")?;
+        if !object.inquire {
+            return Err(MqFailure {
+                verb: "MQINQ",
+                reason: Reason::NOT_OPEN_FOR_INQUIRE,
+            });
+        }
+        Ok(object.kind)
     }
 
     fn put(
@@ -384,10 +542,25 @@ impl MqiConnection for FakeConnection {
         let qm = self.qm.clone();
         let mut s = qm.lock();
         s.calls.push(Call::Commit);
-        cued(&mut s, "MQCMIT")?;
+        if let Err(f) = cued(&mut s, "MQCMIT") {
+            if f.reason == Reason::BACKED_OUT {
+                // The queue manager backed the unit of work out instead.
+                self.uncommitted.clear();
+            }
+            return Err(f);
+        }
         for (queue, msg, reply_to) in std::mem::take(&mut self.uncommitted) {
             self.deliver(&mut s, &queue, msg, &reply_to);
         }
+        Ok(())
+    }
+
+    fn backout(&mut self) -> Result<(), MqFailure> {
+        let qm = self.qm.clone();
+        let mut s = qm.lock();
+        s.calls.push(Call::Backout);
+        cued(&mut s, "MQBACK")?;
+        self.uncommitted.clear();
         Ok(())
     }
 
@@ -400,9 +573,15 @@ impl MqiConnection for FakeConnection {
         cued(&mut s, "MQCLOSE")
     }
 
-    fn disconnect(self: Box<Self>) -> Result<(), MqFailure> {
-        let mut s = self.qm.lock();
+    fn disconnect(mut self: Box<Self>) -> Result<(), MqFailure> {
+        let qm = self.qm.clone();
+        let mut s = qm.lock();
         s.calls.push(Call::Disconnect);
-        cued(&mut s, "MQDISC")
+        cued(&mut s, "MQDISC")?;
+        // A normal MQDISC commits what the unit of work holds.
+        for (queue, msg, reply_to) in std::mem::take(&mut self.uncommitted) {
+            self.deliver(&mut s, &queue, msg, &reply_to);
+        }
+        Ok(())
     }
 }

@@ -4,21 +4,24 @@
 //! IBM MQ needs the library, and its absence is a usage error that says how to install it.
 
 use super::calls::{
-    ConnectSpec, Got, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd,
+    ConnectSpec, Got, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd,
 };
 use dlopen2::wrapper::Container;
 use libmqm_sys::dlopen2::MqWrapper;
-use mqi::connection::{Credentials, MqServer, ThreadBlock, Tls};
+use mqi::connection::{
+    Binding, ConnectOption, ConnectStructs, Credentials, MqServer, ThreadBlock, Tls,
+};
 use mqi::get::GetWait;
 use mqi::header::{TextEnc, fmt};
 use mqi::put::PutOption;
+use mqi::result::ResultComp;
 use mqi::string::CCSID;
 use mqi::types::MessageFormat;
 use mqi::types::{
     ApplName, CipherSpec, CorrelationId, KeyRepo, MQGMO, MQOO, MQPMO, MessageId, QueueManagerName,
     QueueName, ReplyToQueueName,
 };
-use mqi::{Object, Syncpoint, constants, mqstr, structs};
+use mqi::{Object, Syncpoint, attribute, constants, mqstr, structs};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
@@ -101,6 +104,23 @@ pub fn load() -> Result<Arc<Loaded>, NotLoaded> {
         .clone()
 }
 
+/// The outcome of MQCMIT or MQBACK: MQ reports a unit of work it could not commit as the
+/// *warning* MQRC_BACKED_OUT (MQCMIT, IBM MQ documentation "MQCMIT - Commit changes",
+/// reason codes for MQCC_WARNING), which `mqi` passes on as success with a warning. Here
+/// it is the failure it is; other warnings are not failures.
+fn settle<T>(verb: &'static str, result: ResultComp<T>) -> Result<(), MqFailure> {
+    match result {
+        Ok(mqi::result::Completion(_, Some((rc, _)))) if rc == constants::MQRC_BACKED_OUT => {
+            Err(MqFailure {
+                verb,
+                reason: Reason::BACKED_OUT,
+            })
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(failure(e)),
+    }
+}
+
 fn failure(e: mqi::result::Error) -> MqFailure {
     let mqi::result::Error(_, verb, rc) = e;
     MqFailure {
@@ -124,13 +144,29 @@ impl MqiLibrary for Loaded {
             .channel
             .as_ref()
             .map(|(channel, conname)| format!("{channel}/TCP/{conname}"));
-        let server = match server_text.as_deref() {
-            Some(s) => Some(MqServer::try_from(s).map_err(|_| MqFailure {
-                verb: "MQCONNX",
-                reason: Reason::UNKNOWN_CHANNEL_NAME,
-            })?),
+        // The client channel definition: MqServer's parse fills channel, connection name
+        // and transport into a default client MQCD, whose MaxMsgLength (4 MB) is then
+        // raised — MQSERVER-style strings cannot carry it.
+        let cd = match server_text.as_deref() {
+            Some(s) => {
+                let server = MqServer::try_from(s).map_err(|_| MqFailure {
+                    verb: "MQCONNX",
+                    reason: Reason::UNKNOWN_CHANNEL_NAME,
+                })?;
+                let mut structs = ConnectStructs::default();
+                server.apply_param(&mut structs);
+                let mut cd = structs.cd;
+                if let Some(max) = spec.max_msg_length {
+                    cd.MaxMsgLength = max;
+                }
+                Some(cd)
+            }
             None => None,
         };
+        // A queue manager named alone, with a client channel named by the environment:
+        // client binding, so that a host with the MQ server installed does not try a local
+        // queue manager first.
+        let binding = spec.client_binding.map(|_| Binding::Client);
         let creds = spec
             .credentials
             .as_ref()
@@ -147,7 +183,8 @@ impl MqiLibrary for Loaded {
             .map(|(cipher, repo)| Tls::new(repo, None, cipher));
         let conn: Conn = mqi::connect_lib::<ThreadBlock, _>(
             self.0.clone(),
-            &(APPL_NAME, qm, server, creds, tls),
+            // Applied right to left: the MQCD first, so that TLS's cipher lands on it.
+            &(APPL_NAME, qm, binding, creds, tls, cd),
         )
         .map_err(failure)?
         .discard_warning();
@@ -199,12 +236,26 @@ impl MqiConnection for RealConnection {
         let (obj, resolved, _) = Object::open_resolved(self.conn.clone(), &(name, options))
             .map_err(failure)?
             .discard_warning();
+        // Blank when MQ gave no name; the transport decides what that means.
         let resolved = resolved
             .map(|q| q.to_string().trim_end_matches([' ', '\0']).to_string())
-            .filter(|q| !q.is_empty())
-            .unwrap_or_else(|| queue.to_string());
+            .unwrap_or_default();
         self.objects.push(Some(obj));
         Ok((self.objects.len() - 1, resolved))
+    }
+
+    fn inquire_kind(&mut self, hobj: Hobj) -> Result<QueueKind, MqFailure> {
+        let obj = self.object(hobj, "MQINQ")?;
+        // An alias has no definition type: MQ answers MQIAV_NOT_APPLICABLE for it with
+        // the warning MQRC_SELECTOR_NOT_FOR_TYPE, which is no failure here.
+        let items = obj
+            .inquire(&[attribute::MQIA_Q_TYPE, attribute::MQIA_DEFINITION_TYPE])
+            .map_err(failure)?
+            .discard_warning();
+        let mut values = items.iter().filter_map(|item| item.long_value());
+        let q_type = values.next().unwrap_or(-1);
+        let definition_type = values.next().unwrap_or(-1);
+        Ok(QueueKind::from_inquiry(q_type, definition_type))
     }
 
     fn put(
@@ -269,10 +320,11 @@ impl MqiConnection for RealConnection {
     }
 
     fn commit(&mut self) -> Result<(), MqFailure> {
-        Syncpoint::new(&*self.conn)
-            .commit()
-            .map_err(failure)
-            .map(|_| ())
+        settle("MQCMIT", Syncpoint::new(&*self.conn).commit())
+    }
+
+    fn backout(&mut self) -> Result<(), MqFailure> {
+        settle("MQBACK", Syncpoint::new(&*self.conn).backout())
     }
 
     fn close(&mut self, hobj: Hobj) -> Result<(), MqFailure> {
@@ -291,5 +343,33 @@ impl MqiConnection for RealConnection {
             // Another owner still holds it; dropping the last one disconnects.
             Err(_) => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mqi::result::Completion;
+
+    #[test]
+    fn a_commit_mq_backed_out_is_a_failure_not_a_success() {
+        let backed_out: ResultComp<()> = Ok(Completion::new_warning(
+            (),
+            (constants::MQRC_BACKED_OUT, "MQCMIT"),
+        ));
+        assert_eq!(
+            settle("MQCMIT", backed_out),
+            Err(MqFailure {
+                verb: "MQCMIT",
+                reason: Reason::BACKED_OUT
+            })
+        );
+        assert_eq!(settle("MQCMIT", Ok(Completion::new(()))), Ok(()));
+        // Another warning (a truncated message, say) is not a failed commit.
+        let other: ResultComp<()> = Ok(Completion::new_warning(
+            (),
+            (constants::MQRC_TRUNCATED_MSG_ACCEPTED, "MQCMIT"),
+        ));
+        assert_eq!(settle("MQCMIT", other), Ok(()));
     }
 }

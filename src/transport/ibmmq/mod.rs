@@ -11,11 +11,15 @@ mod fake;
 pub mod library;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mq_rules;
 pub mod url;
 
 use super::{MatchMode, ReplyQueue};
 use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
-use calls::{ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, Reason, RequestMd};
+use calls::{
+    ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd,
+};
 use mqi::constants;
 use mqi::types::{MQGMO, MQOO, MQPMO};
 use std::collections::{HashMap, VecDeque};
@@ -24,8 +28,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use url::IbmMqEndpoint;
 
-/// The model queue a temporary reply queue is made from (one dynamic queue per task).
+/// The model queue a temporary reply queue is made from (one dynamic queue per task),
+/// unless --model-queue names another.
 pub const MODEL_QUEUE: &str = "SYSTEM.DEFAULT.MODEL.QUEUE";
+/// The environment variables that name a client channel for a connection by queue
+/// manager name, in the order the MQ client looks at them (IBM MQ documentation,
+/// "Connecting IBM MQ MQI client applications to queue managers").
+pub const CLIENT_CHANNEL_ENV: [&str; 3] = ["MQSERVER", "MQCCDTURL", "MQCHLLIB"];
 /// The environment variable that gives the MQCSP password.
 pub const PASSWORD_ENV: &str = "OEMPUTX_MQ_PASSWORD";
 /// MQ's largest message (MAXMSGL can be at most 100 MB); a queue's own MAXMSGL may be
@@ -83,6 +92,29 @@ impl IbmMq {
 
     fn connect(&self) -> Result<Box<dyn MqiConnection>, TransportError> {
         self.lib.connect(&self.spec).map_err(|f| {
+            let refused = |fix: &'static str| TransportError::MqRefused {
+                target: self.target.clone(),
+                what: "connecting (MQCONNX)".into(),
+                failure: f.to_string(),
+                fix,
+            };
+            match f.reason {
+                Reason::NOT_AUTHORIZED => return refused(
+                    "the queue manager refused the connection: check the user and its password \
+                     (OEMPUTX_MQ_PASSWORD), the queue manager's CONNAUTH (the AUTHINFO object's \
+                     CHCKCLNT) and the CHLAUTH rules of the channel (runmqsc: DISPLAY CHLAUTH(channel) \
+                     MATCH(RUNCHECK) ...); its error log AMQERR01.LOG names the rule that refused it",
+                ),
+                Reason::KEY_REPOSITORY_ERROR => return refused(
+                    "the TLS key repository could not be opened: keyrepo= names the key database \
+                     without its .kdb ending, and its .sth stash file must be beside it and readable",
+                ),
+                Reason::SSL_INITIALIZATION_ERROR => return refused(
+                    "TLS could not start: check that cipher= is a CipherSpec the channel's SSLCIPH \
+                     accepts and that the key repository holds the queue manager's CA certificate",
+                ),
+                _ => {}
+            }
             match (
                 mq_error(&self.target, "connecting (MQCONNX)", "", f),
                 &self.note,
@@ -138,7 +170,93 @@ impl IbmMq {
     }
 }
 
+impl IbmMq {
+    /// Open a reply queue (named, or the model a temporary one is made from) and find out
+    /// what it is: MQINQ of its type tells a task's own dynamic queue from a queue several
+    /// tasks share (a local or an alias queue, whose resolved name differs from the given
+    /// one as a dynamic queue's does). Without authority to inquire, the queue is taken to
+    /// be shared: getting by CorrelId is right on any queue.
+    fn open_reply(
+        &self,
+        conn: &mut dyn MqiConnection,
+        queue: &str,
+        exclusive: bool,
+    ) -> Result<(Hobj, String, Option<QueueKind>), TransportError> {
+        let what = if exclusive {
+            "creating a temporary reply queue from"
+        } else {
+            "opening the reply queue"
+        };
+        let (input, with_inquire) = if exclusive {
+            (OPEN_EXCLUSIVE_INPUT, OPEN_EXCLUSIVE_INPUT_INQUIRE)
+        } else {
+            (OPEN_SHARED_INPUT, OPEN_SHARED_INPUT_INQUIRE)
+        };
+        let (hobj, resolved, kind) = match conn.open(queue, with_inquire) {
+            Ok((hobj, resolved)) => {
+                let kind = conn
+                    .inquire_kind(hobj)
+                    .map_err(|f| mq_error(&self.target, "inquiring about", queue, f))?;
+                (hobj, resolved, Some(kind))
+            }
+            Err(f) if f.reason == Reason::NOT_AUTHORIZED => {
+                let (hobj, resolved) = conn
+                    .open(queue, input)
+                    .map_err(|f| mq_error(&self.target, what, queue, f))?;
+                (hobj, resolved, None)
+            }
+            Err(f) => return Err(mq_error(&self.target, what, queue, f)),
+        };
+        let dynamic = exclusive || kind.is_some_and(QueueKind::is_own);
+        let resolved = match resolved.is_empty() {
+            // A blank ResolvedQName would make ReplyToQ the model's name: replies would go
+            // nowhere this task reads.
+            true if dynamic => {
+                return Err(TransportError::MqRefused {
+                    target: self.target.clone(),
+                    what: format!("{what} '{queue}'"),
+                    failure: "MQOPEN gave no name for the dynamic queue it made".into(),
+                    fix: "check that the model queue's DYNQNAME makes a valid name, or name a reply queue with --reply-queue",
+                });
+            }
+            true => queue.to_string(),
+            false => resolved,
+        };
+        Ok((hobj, resolved, kind))
+    }
+
+    /// MQ refuses persistent messages on a temporary dynamic queue (MQRC_PERSISTENT_NOT_ALLOWED,
+    /// IBM MQ documentation "Dynamic queues"): a responder that replies with the request's
+    /// persistence, as IBM recommends, could put no reply there.
+    fn check_persistent_replies(
+        &self,
+        reply: &str,
+        kind: Option<QueueKind>,
+        temporary: bool,
+    ) -> Result<(), TransportError> {
+        let refused = match kind {
+            Some(k) => k == QueueKind::TemporaryDynamic,
+            // Not known: the default model queue makes temporary dynamic queues.
+            None => temporary,
+        };
+        if self.setup.persistent && refused {
+            return Err(TransportError::MqRefused {
+                target: self.target.clone(),
+                what: format!("--persistent with the temporary dynamic reply queue '{reply}'"),
+                failure: format!(
+                    "MQ refuses persistent messages on temporary dynamic queues ({}), so no persistent reply could reach it",
+                    Reason::PERSISTENT_NOT_ALLOWED
+                ),
+                fix: "name a permanent reply queue with --reply-queue, or a model queue of DEFTYPE(PERMDYN) with --model-queue",
+            });
+        }
+        Ok(())
+    }
+}
+
 const OPEN_OUTPUT: MQOO = MQOO(constants::MQOO_OUTPUT.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
+const OPEN_SHARED_INPUT_INQUIRE: MQOO = MQOO(OPEN_SHARED_INPUT.0 | constants::MQOO_INQUIRE.0);
+const OPEN_EXCLUSIVE_INPUT_INQUIRE: MQOO = MQOO(OPEN_EXCLUSIVE_INPUT.0 | constants::MQOO_INQUIRE.0);
 const OPEN_SHARED_INPUT: MQOO =
     MQOO(constants::MQOO_INPUT_SHARED.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
 const OPEN_EXCLUSIVE_INPUT: MQOO =
@@ -173,27 +291,26 @@ impl Transport for IbmMq {
                 mq_error(&self.target, "opening the request queue", &request_queue, f)
             })?)
         };
-        let (reply, reply_name, shared) = match &self.setup.reply_queue {
-            ReplyQueue::Named(q) => {
-                let (hobj, resolved) = conn
-                    .open(q, OPEN_SHARED_INPUT)
-                    .map_err(|f| mq_error(&self.target, "opening the reply queue", q, f))?;
-                // A model queue named as reply queue resolves to this task's own dynamic queue.
-                let shared = resolved == *q;
-                (hobj, resolved, shared)
+        let model = self.setup.model_queue.as_deref().unwrap_or(MODEL_QUEUE);
+        let opened = match &self.setup.reply_queue {
+            ReplyQueue::Named(q) => self.open_reply(conn.as_mut(), q, false),
+            ReplyQueue::Temporary => self.open_reply(conn.as_mut(), model, true),
+        };
+        let temporary = matches!(self.setup.reply_queue, ReplyQueue::Temporary);
+        let (reply, reply_name, kind) = match opened.and_then(|(h, name, kind)| {
+            self.check_persistent_replies(&name, kind, temporary)
+                .map(|()| (h, name, kind))
+        }) {
+            Ok(opened) => opened,
+            Err(e) => {
+                let _ = conn.disconnect();
+                return Err(e);
             }
-            ReplyQueue::Temporary => {
-                let (hobj, resolved) =
-                    conn.open(MODEL_QUEUE, OPEN_EXCLUSIVE_INPUT).map_err(|f| {
-                        mq_error(
-                            &self.target,
-                            "creating a temporary reply queue from",
-                            MODEL_QUEUE,
-                            f,
-                        )
-                    })?;
-                (hobj, resolved, false)
-            }
+        };
+        // A queue several tasks read: each gets its own replies by CorrelId.
+        let shared = match kind {
+            Some(k) => !k.is_own(),
+            None => !temporary,
         };
         Ok(TaskSession::Blocking(Box::new(MqSession {
             conn: Some(conn),
@@ -219,6 +336,7 @@ impl Transport for IbmMq {
                 | self.sync_get(),
             by_correl: shared && self.setup.match_mode == MatchMode::Correl,
             syncpoint: self.setup.syncpoint,
+            in_unit: false,
             outstanding: HashMap::new(),
             order: VecDeque::new(),
             answered: HashMap::new(),
@@ -260,6 +378,10 @@ struct MqSession {
     /// MQGET by CorrelId (a reply queue shared by several tasks) rather than next message.
     by_correl: bool,
     syncpoint: bool,
+    /// A put or get under syncpoint since the last MQCMIT: a unit of work is open. MQDISC
+    /// would commit it (IBM MQ documentation, "MQDISC - Disconnect queue manager": a normal
+    /// disconnect commits), so closing after an error backs it out first.
+    in_unit: bool,
     /// The driver's correlation id of each request not yet answered, by MsgId.
     outstanding: HashMap<Id, String>,
     /// MsgIds in put order, the ones the driver still waits for (for MQGET by CorrelId).
@@ -303,9 +425,15 @@ impl Session for MqSession {
             put_options,
             request,
             request_queue,
+            syncpoint,
+            in_unit,
             ..
         } = self;
         let conn = live(conn, target)?;
+        // MQSTR only for text: a --msgfile of arbitrary bytes goes as MQFMT_NONE, so that
+        // no receiver converts it as characters.
+        md.text = std::str::from_utf8(body).is_ok();
+        *in_unit |= *syncpoint;
         let result = match *request {
             Some(hobj) => conn.put(hobj, md, *put_options, body),
             None => conn.put1(request_queue, md, *put_options, body),
@@ -323,6 +451,20 @@ impl Session for MqSession {
                     ),
                     failure: f.to_string(),
                     fix: "raise MAXMSGL of the queue (and queue manager), or use a smaller --msgfile or --msg-size",
+                };
+            }
+            if matches!(
+                f.reason,
+                Reason::DATA_LENGTH_ERROR | Reason::MSG_TOO_BIG_FOR_CHANNEL
+            ) {
+                return TransportError::MqRefused {
+                    target: target.clone(),
+                    what: format!(
+                        "putting a {} byte request to '{request_queue}'",
+                        body.len()
+                    ),
+                    failure: f.to_string(),
+                    fix: "the client channel's MAXMSGL is lower: raise it on the server-connection channel (runmqsc: ALTER CHANNEL(name) CHLTYPE(SVRCONN) MAXMSGL(104857600)), the queue and the queue manager, or use a smaller --msgfile or --msg-size",
                 };
             }
             mq_error(target, "putting a request to", request_queue, f)
@@ -348,6 +490,7 @@ impl Session for MqSession {
             None
         };
         let wait_ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+        self.in_unit |= self.syncpoint;
         let MqSession {
             conn,
             target,
@@ -370,9 +513,21 @@ impl Session for MqSession {
         if !self.syncpoint {
             return Ok(());
         }
-        live(&mut self.conn, &self.target)?
-            .commit()
-            .map_err(|f| mq_error(&self.target, "committing (MQCMIT)", "", f))
+        let committed = live(&mut self.conn, &self.target)?.commit();
+        // Committed or backed out, the unit of work is over.
+        self.in_unit = false;
+        committed.map_err(|f| {
+            if f.reason == Reason::BACKED_OUT {
+                return TransportError::Broker {
+                    what: "committing (MQCMIT)".into(),
+                    target: self.target.clone(),
+                    why: format!(
+                        "{f}: the queue manager backed the unit of work out instead, so its requests never reached the flow and its replies are back on the reply queue; its error log (AMQERR01.LOG) says why (a full log, MAXUMSGS, a broken connection)"
+                    ),
+                };
+            }
+            mq_error(&self.target, "committing (MQCMIT)", "", f)
+        })
     }
 
     fn forget_pending(&mut self) {
@@ -386,6 +541,12 @@ impl Session for MqSession {
         let Some(mut conn) = self.conn.take() else {
             return Ok(());
         };
+        if std::mem::take(&mut self.in_unit) {
+            // Puts the driver did not commit (an error or a stop inside a batch) must not
+            // reach the flow after the run counted them as abandoned.
+            conn.backout()
+                .map_err(|f| mq_error(&target, "backing out (MQBACK)", "", f))?;
+        }
         for hobj in self.request.into_iter().chain([self.reply]) {
             conn.close(hobj)
                 .map_err(|f| mq_error(&target, "closing a queue (MQCLOSE)", "", f))?;
@@ -397,9 +558,12 @@ impl Session for MqSession {
 
 impl Drop for MqSession {
     fn drop(&mut self) {
-        // After an error the driver drops the session without close: disconnect anyway, so
-        // that the queue manager backs out any unit of work and removes the dynamic queue.
-        if let Some(conn) = self.conn.take() {
+        // A session dropped without close: back out any open unit of work (MQDISC alone
+        // would commit it), then disconnect, which removes a temporary dynamic queue.
+        if let Some(mut conn) = self.conn.take() {
+            if self.in_unit {
+                let _ = conn.backout();
+            }
             let _ = conn.disconnect();
         }
     }
@@ -449,6 +613,9 @@ fn mq_error(target: &str, what: &str, object: &str, f: MqFailure) -> TransportEr
         Reason::OBJECT_NAME_ERROR => {
             refused("MQ object names are at most 48 characters of A-Z a-z 0-9 . _ / %")
         }
+        Reason::SYNCPOINT_LIMIT_REACHED => refused(
+            "the unit of work holds more messages than the queue manager's MAXUMSGS: lower --msgs-per-loop, or raise MAXUMSGS (runmqsc: ALTER QMGR MAXUMSGS(n))",
+        ),
         _ => TransportError::Broker {
             what,
             target: target.to_string(),
@@ -463,12 +630,34 @@ fn connect_spec(ep: &IbmMqEndpoint) -> Result<ConnectSpec, TransportError> {
         None => None,
         Some(user) => Some((user.clone(), password_for(ep, user)?)),
     };
-    Ok(ConnectSpec {
+    Ok(spec_for(ep, credentials, |k| std::env::var_os(k).is_some()))
+}
+
+/// The connection for an endpoint, given which environment variables are set.
+fn spec_for(
+    ep: &IbmMqEndpoint,
+    credentials: Option<(String, String)>,
+    env_set: impl Fn(&str) -> bool,
+) -> ConnectSpec {
+    let (max_msg_length, client_binding) = match &ep.channel {
+        // MQ's largest message; the server-connection channel's own MAXMSGL still caps it.
+        Some(_) => (Some(MQ_MAX_MESSAGE as i32), None),
+        None => (None, client_channel_env(env_set)),
+    };
+    ConnectSpec {
         qmgr: ep.qmgr.clone(),
         channel: ep.channel.clone(),
         credentials,
         tls: ep.tls.clone(),
-    })
+        max_msg_length,
+        client_binding,
+    }
+}
+
+/// The first of MQSERVER, MQCCDTURL and MQCHLLIB that is set: a connection by queue
+/// manager name then goes by client binding.
+pub fn client_channel_env(env_set: impl Fn(&str) -> bool) -> Option<&'static str> {
+    CLIENT_CHANNEL_ENV.into_iter().find(|k| env_set(k))
 }
 
 /// The MQCSP password: from the URL (discouraged), $OEMPUTX_MQ_PASSWORD, or a prompt that

@@ -1,13 +1,13 @@
 //! The IBM MQ transport against the in-memory queue manager: the exact MQI calls and
 //! options of a run, and what each reason code becomes.
 
-use super::calls::{ConnectSpec, Reason};
+use super::calls::{ConnectSpec, QueueKind, Reason};
 use super::fake::{Call, FakeQm, Responder};
-use super::{IbmMq, MODEL_QUEUE};
+use super::{IbmMq, MODEL_QUEUE, spec_for};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::driver::{self, Controls, Outcome, Status};
-use crate::transport::{TaskSession, Transport, TransportError};
+use crate::transport::{Endpoint, TaskSession, Transport, TransportError};
 use crate::window::NoWindow;
 use clap::Parser;
 use mqi::constants as c;
@@ -15,47 +15,59 @@ use std::sync::Arc;
 
 const URL: &str = "ibmmq://QM1?conn=127.0.0.1(1414)&channel=DEV.APP.SVRCONN";
 
-fn config(args: &[&str]) -> Config {
+pub(super) fn config(args: &[&str]) -> Config {
     let mut argv = vec!["oemputx", "--qmgr", URL, "--no-progress"];
     argv.extend_from_slice(args);
     Config::from_args(&Cli::try_parse_from(argv).expect("test arguments parse").run)
         .expect("test config is valid")
 }
 
-fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
+/// The transport over the fake, connecting the way the real one would for `cfg`'s
+/// endpoint (with no MQ environment variables set).
+pub(super) fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
+    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
+        panic!("an IBM MQ endpoint expected");
+    };
+    transport_with(cfg, qm, spec_for(ep, None, |_| false))
+}
+
+pub(super) fn transport_with(cfg: &Config, qm: &FakeQm, spec: ConnectSpec) -> IbmMq {
     IbmMq::with_library(
         Arc::new(qm.clone()),
-        ConnectSpec {
-            qmgr: "QM1".into(),
-            channel: Some(("DEV.APP.SVRCONN".into(), "127.0.0.1(1414)".into())),
-            ..Default::default()
-        },
+        spec,
         "ibmmq://QM1".into(),
         cfg.queue_setup(),
     )
 }
 
-fn run(cfg: &Config, qm: &FakeQm) -> Result<Outcome, TransportError> {
-    driver::drive(
-        cfg,
-        &transport(cfg, qm),
-        &Controls::default(),
-        &mut NoWindow,
-    )
+pub(super) fn run(cfg: &Config, qm: &FakeQm) -> Result<Outcome, TransportError> {
+    drive(cfg, &transport(cfg, qm))
 }
 
-fn qm(responder: Responder) -> FakeQm {
+pub(super) fn drive(cfg: &Config, t: &IbmMq) -> Result<Outcome, TransportError> {
+    driver::drive(cfg, t, &Controls::default(), &mut NoWindow)
+}
+
+/// The run's error, whether it failed before the run or during it.
+pub(super) fn error_text(result: Result<Outcome, TransportError>) -> String {
+    match result {
+        Err(e) => e.to_string(),
+        Ok(out) => out.error.unwrap_or_default(),
+    }
+}
+
+pub(super) fn qm(responder: Responder) -> FakeQm {
     FakeQm::new(&["MQSI.IN", "MQSI.OUT"], "MQSI.IN", responder)
 }
 
-fn puts(calls: &[Call]) -> Vec<&Call> {
+pub(super) fn puts(calls: &[Call]) -> Vec<&Call> {
     calls
         .iter()
         .filter(|c| matches!(c, Call::Put { .. } | Call::Put1 { .. }))
         .collect()
 }
 
-fn gets_on<'a>(calls: &'a [Call], queue: &str) -> Vec<&'a Call> {
+pub(super) fn gets_on<'a>(calls: &'a [Call], queue: &str) -> Vec<&'a Call> {
     calls
         .iter()
         .filter(|c| matches!(c, Call::Get { queue: q, .. } if q == queue))
@@ -100,7 +112,7 @@ fn requests_carry_reply_to_and_replies_come_back_on_each_task_s_dynamic_queue() 
             **m,
             Call::Open {
                 queue: MODEL_QUEUE.into(),
-                options: c::MQOO_INPUT_EXCLUSIVE | c::MQOO_FAIL_IF_QUIESCING
+                options: c::MQOO_INPUT_EXCLUSIVE | c::MQOO_INQUIRE | c::MQOO_FAIL_IF_QUIESCING
             }
         );
     }
@@ -235,6 +247,8 @@ fn match_any_gets_the_next_message_of_a_shared_queue() {
 #[test]
 fn persistent_syncpoint_puts_and_gets_are_committed_with_mqcmit() {
     let qm = qm(Responder::Echo);
+    // Persistent replies need a queue that takes them: a permanent dynamic one here.
+    qm.model("DEV.APP.MODEL.QUEUE", QueueKind::PermanentDynamic);
     let cfg = config(&[
         "--count",
         "6",
@@ -242,6 +256,8 @@ fn persistent_syncpoint_puts_and_gets_are_committed_with_mqcmit() {
         "2",
         "--persistent",
         "--syncpoint",
+        "--model-queue",
+        "DEV.APP.MODEL.QUEUE",
     ]);
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 6);
@@ -424,10 +440,7 @@ fn a_queue_manager_that_is_not_there_is_a_usage_error() {
 fn a_message_too_big_for_the_queue_is_a_usage_error() {
     let qm = qm(Responder::Echo);
     qm.fail("MQPUT", 1, Reason::MSG_TOO_BIG_FOR_Q);
-    let err = match run(&config(&["--count", "1"]), &qm) {
-        Err(e) => e.to_string(),
-        Ok(out) => out.error.unwrap_or_default(),
-    };
+    let err = error_text(run(&config(&["--count", "1"]), &qm));
     assert!(err.contains("MQRC_MSG_TOO_BIG_FOR_Q (2030)"), "{err}");
     assert!(err.contains("MAXMSGL"), "{err}");
 }

@@ -43,14 +43,20 @@ impl IbmMqEndpoint {
         if let Some((cipher, repo)) = &self.tls {
             query.push(format!("cipher={cipher}&keyrepo={repo}"));
         }
+        // Says which binding the connect uses, the same choice as the connect itself.
         let how = if self.channel.is_some() {
             String::new()
-        } else if let Ok(server) = std::env::var("MQSERVER") {
-            format!(" (client: MQSERVER={server})")
-        } else if let Ok(ccdt) = std::env::var("MQCCDTURL") {
-            format!(" (client: MQCCDTURL={ccdt})")
         } else {
-            " (bindings, or the client's CCDT)".into()
+            match super::client_channel_env(|k| std::env::var_os(k).is_some()) {
+                Some(var) => format!(
+                    " (client binding: {var}={})",
+                    std::env::var(var).unwrap_or_default()
+                ),
+                None => {
+                    " (standard binding: a local queue manager, else the client's default CCDT)"
+                        .into()
+                }
+            }
         };
         let q = if query.is_empty() {
             String::new()
@@ -70,6 +76,16 @@ impl EndpointKind for IbmMqEndpoint {
     }
     fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
         Ok(Arc::new(super::IbmMq::open(self, setup)?))
+    }
+}
+
+/// Whether `name` can be given as a queue manager name: an MQ object name, or one with a
+/// leading `*`, which asks the client for any queue manager of that CCDT group (IBM MQ
+/// documentation, "Queue manager groups in the CCDT").
+pub fn is_qmgr_name(name: &str) -> bool {
+    match name.strip_prefix('*') {
+        Some(group) => name.len() <= 48 && is_mq_name(group),
+        None => is_mq_name(name),
     }
 }
 
@@ -100,9 +116,9 @@ pub fn parse(raw: &str) -> Result<super::super::Endpoint, EndpointError> {
             .into_owned()
     };
     let qmgr = decode(qmgr);
-    if !qmgr.is_empty() && !is_mq_name(&qmgr) {
+    if !qmgr.is_empty() && !is_qmgr_name(&qmgr) {
         return Err(bad(format!(
-            "'{qmgr}' is no queue manager name: at most 48 characters of A-Z a-z 0-9 . _ / %"
+            "'{qmgr}' is no queue manager name: at most 48 characters of A-Z a-z 0-9 . _ / %, with a leading * for a CCDT queue manager group"
         )));
     }
     let (mut user, password) = match userinfo {
