@@ -43,6 +43,16 @@ fn group(name: &str, user: f64, sys: f64, pct: f64, processes: usize) -> GroupRo
 }
 
 fn fixed_report() -> Report {
+    report_of(Integrity {
+        sent: 1000,
+        received: 1000,
+        matched: 1000,
+        ..Default::default()
+    })
+}
+
+/// The fixed report of a run whose books were `integrity`.
+fn report_of(integrity: Integrity) -> Report {
     let argv = [
         "oemputx",
         "--qmgr",
@@ -63,12 +73,6 @@ fn fixed_report() -> Report {
     for i in 0..1000u64 {
         h.record(200_000 + (i % 100) * 1_000).expect("record");
     }
-    let integrity = Integrity {
-        sent: 1000,
-        received: 1000,
-        matched: 1000,
-        ..Default::default()
-    };
     let start = chrono::Utc
         .with_ymd_and_hms(2026, 11, 30, 7, 0, 0)
         .single()
@@ -151,6 +155,46 @@ fn fixed_report() -> Report {
     ];
     r.rounds_summary = RoundsSummary::of(&r.rounds);
     r
+}
+
+#[test]
+fn replies_that_are_all_duplicates_or_strays_are_warned_about() {
+    let cases = [
+        (
+            Integrity {
+                sent: 1000,
+                received: 2000,
+                matched: 1000,
+                duplicates: 1000,
+                ..Default::default()
+            },
+            "1000 duplicate replies for 1000 matched",
+        ),
+        (
+            Integrity {
+                sent: 1000,
+                received: 1000,
+                unmatched: 400,
+                duplicates: 600,
+                timed_out: 1000,
+                ..Default::default()
+            },
+            "none of the 1000 replies received answered a request of this run",
+        ),
+    ];
+    for (integrity, says) in cases {
+        let text = export::text::render(&report_of(integrity));
+        assert!(text.contains(says), "{says}:\n{text}");
+    }
+    // A run with a few duplicates among many matched replies is not warned about.
+    let text = export::text::render(&report_of(Integrity {
+        sent: 1000,
+        received: 1003,
+        matched: 1000,
+        duplicates: 3,
+        ..Default::default()
+    }));
+    assert!(!text.contains("duplicate replies for"), "{text}");
 }
 
 #[test]

@@ -641,6 +641,29 @@ mod loop_tests {
     }
 
     #[test]
+    fn max_timeouts_is_exact_with_several_tasks_timing_out_together() {
+        // Four tasks, every reply lost: their requests time out at about the same moment.
+        // Before, each counted its own and the run stopped after 4 or 5 with a limit of 3.
+        for _ in 0..5 {
+            let cfg = config(&[
+                "--count",
+                "400",
+                "--tasks",
+                "4",
+                "--wait",
+                "20ms",
+                "--max-timeouts",
+                "3",
+            ]);
+            let t = Faulty::dropping_every(&cfg, 1);
+            let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+            assert_eq!(out.status, Status::StoppedAfterTimeouts);
+            assert_eq!(out.integrity.timed_out, 3, "{:?}", out.integrity);
+            assert!(out.integrity.balanced(), "{:?}", out.integrity);
+        }
+    }
+
+    #[test]
     fn an_interrupt_abandons_requests_in_flight_and_keeps_the_books_balanced() {
         let cfg = config(&["--duration", "10s", "--wait", "5s"]);
         let t = Faulty::dropping_every(&cfg, 50);

@@ -128,10 +128,9 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         let mut now = Instant::now();
         let mut deadline = now + cfg.wait;
         while !self.inflight.is_empty() {
-            if self.settings.controls.interrupt.load(Ordering::Relaxed) {
-                stats.integrity.abandoned += self.inflight.len() as u64;
-                self.inflight.clear();
-                self.session.forget_pending();
+            // Ctrl-C, or another task's failure or last allowed timeout: stop waiting.
+            if self.settings.controls.stopping() {
+                self.abandon(stats);
                 return Ok(());
             }
             if now >= deadline {
@@ -152,31 +151,45 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         Ok(())
     }
 
+    fn abandon(&mut self, stats: &mut TaskStats) {
+        stats.integrity.abandoned += self.inflight.len() as u64;
+        self.inflight.clear();
+        self.session.forget_pending();
+    }
+
     fn time_out(&mut self, stats: &mut TaskStats) {
         let n = self.inflight.len() as u64;
+        let controls = self.settings.controls;
+        if let Some(max) = self.settings.cfg.max_timeouts {
+            // Counted only while the total is below --max-timeouts, in one atomic step, so
+            // that tasks timing out together do not overshoot it: once another task has
+            // reached it, the run is stopping and these requests are abandoned. (A batch of
+            // --msgs-per-loop requests times out together and is counted whole.)
+            let below = controls
+                .timeouts
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    (t < max).then_some(t + n)
+                });
+            match below {
+                Ok(before) => {
+                    if before + n >= max {
+                        controls.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(_) => {
+                    self.abandon(stats);
+                    return;
+                }
+            }
+        }
         for (seq, _) in self.inflight.drain(..) {
             self.timed_out.insert(seq);
         }
         self.session.forget_pending();
         stats.integrity.timed_out += n;
-        let total = self
-            .settings
-            .controls
-            .timeouts
-            .fetch_add(n, Ordering::Relaxed)
-            + n;
-        let in_a_row = self
-            .settings
-            .controls
-            .in_a_row
-            .fetch_add(n, Ordering::Relaxed)
-            + n;
-        let stop = match self.settings.cfg.max_timeouts {
-            Some(max) => total >= max,
-            None => in_a_row >= TIMEOUTS_IN_A_ROW,
-        };
-        if stop {
-            self.settings.controls.stop.store(true, Ordering::Relaxed);
+        let in_a_row = controls.in_a_row.fetch_add(n, Ordering::Relaxed) + n;
+        if self.settings.cfg.max_timeouts.is_none() && in_a_row >= TIMEOUTS_IN_A_ROW {
+            controls.stop.store(true, Ordering::Relaxed);
         }
     }
 
