@@ -5,6 +5,14 @@
 //! A flow gets its URL and queue as `--url URL --input-queue Q` (unless its command already
 //! sets them) and as the environment variables `OEMPUTX_URL` and `OEMPUTX_QUEUE`, so that any
 //! responder can take them one way or the other.
+//!
+//! **No password on a child's command line**, where every local user can read it
+//! (/proc/PID/cmdline, `ps`): a broker URL with a password goes in `OEMPUTX_URL` only, not as
+//! `--url`; a PostgreSQL URL in the flow's own command loses its password to `PGPASSWORD`
+//! (libpq's convention, which sample-flow follows too); any other URL with a password there
+//! is refused with what to do. RabbitMQ's default `guest:guest` is no secret (public, and
+//! the broker lets it in over loopback only), so it stays in the URL: a responder that
+//! reads only `--url` works against a default broker.
 
 use crate::config::ConfigError;
 use crate::transport::Endpoint;
@@ -37,6 +45,8 @@ impl FlowCommand {
         let Some((program, args)) = words.split_first() else {
             return Err(bad("is empty; give the flow's command, e.g. \"sample-flow --db postgres://postgres@127.0.0.1/test\"".into()));
         };
+        // Refused now, before any measurement, rather than when the flows start.
+        without_secrets(args).map_err(bad)?;
         let beside = std::env::current_exe()
             .ok()
             .and_then(|exe| exe.parent().map(|d| d.join(program)))
@@ -69,6 +79,65 @@ impl FlowCommand {
     }
 }
 
+/// A flow command's arguments with the passwords taken out, and the environment that
+/// carries them instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFree {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// A URL's password, unless it is RabbitMQ's public default (`guest:guest`).
+fn secret_of(url: &url::Url) -> Option<String> {
+    let password = url.password()?;
+    let password = percent_encoding::percent_decode_str(password)
+        .decode_utf8_lossy()
+        .into_owned();
+    (!(url.username() == "guest" && password == "guest")).then_some(password)
+}
+
+/// Take the passwords out of a flow command's arguments (see the module's notes).
+pub fn without_secrets(args: &[String]) -> Result<SecretFree, String> {
+    let mut out = SecretFree {
+        args: Vec::with_capacity(args.len()),
+        env: Vec::new(),
+    };
+    for arg in args {
+        // `--db=URL` as well as `URL`.
+        let (prefix, value) = match arg.split_once('=') {
+            Some((flag, v)) if flag.starts_with("--") && v.contains("://") => {
+                (format!("{flag}="), v)
+            }
+            _ => (String::new(), arg.as_str()),
+        };
+        let parsed = value
+            .contains("://")
+            .then(|| url::Url::parse(value).ok())
+            .flatten();
+        let Some((mut url, secret)) = parsed.and_then(|u| secret_of(&u).map(|p| (u, p))) else {
+            out.args.push(arg.clone());
+            continue;
+        };
+        if !matches!(url.scheme(), "postgres" | "postgresql") {
+            return Err(format!(
+                "the flow command carries a password in {}: on a command line every local user can read it. Leave the broker URL out (oemputx passes it, in OEMPUTX_URL), or give the flow its password through its own environment or configuration",
+                crate::transport::redact_raw(value)
+            ));
+        }
+        if let Some((_, earlier)) = out.env.iter().find(|(k, _)| k == "PGPASSWORD")
+            && *earlier != secret
+        {
+            return Err("the flow command has two PostgreSQL URLs with different passwords; only one can travel in PGPASSWORD: give the flow the other through its own configuration".into());
+        }
+        let _ = url.set_password(None);
+        out.args.push(format!("{prefix}{url}"));
+        if !out.env.iter().any(|(k, _)| k == "PGPASSWORD") {
+            out.env.push(("PGPASSWORD".into(), secret));
+        }
+    }
+    Ok(out)
+}
+
 /// Flow processes serving one request queue; stopped when dropped.
 pub struct Flows {
     children: Vec<Child>,
@@ -95,15 +164,25 @@ impl Flows {
             queue: queue.to_string(),
         };
         let url = endpoint.kind().url_for_flow();
+        let free = without_secrets(&cmd.args).map_err(|why| ConfigError::BadValue {
+            flag: cmd.flag,
+            why,
+        })?;
+        // The broker's URL goes on the command line only when it holds no secret.
+        let url_arg = url
+            .as_deref()
+            .and_then(|u| url::Url::parse(u).ok())
+            .is_none_or(|u| secret_of(&u).is_none());
         for _ in 0..processes {
             let mut c = Command::new(&cmd.program);
-            c.args(&cmd.args).args(extra);
+            c.args(&free.args).args(extra);
+            c.envs(free.env.iter().map(|(k, v)| (k, v)));
             if !cmd.sets("--input-queue") {
                 c.args(["--input-queue", queue]);
             }
             c.env("OEMPUTX_QUEUE", queue);
             if let Some(url) = &url {
-                if !cmd.sets("--url") {
+                if !cmd.sets("--url") && url_arg {
                     c.args(["--url", url]);
                 }
                 c.env("OEMPUTX_URL", url);
@@ -223,5 +302,90 @@ mod tests {
         assert!(!c.sets("--url"));
         assert!(FlowCommand::parse("--flow-cmd", "").is_err());
         assert!(FlowCommand::parse("--flow-cmd", "sample-flow 'unclosed").is_err());
+    }
+
+    #[test]
+    fn passwords_leave_the_command_line_for_the_environment() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let free = without_secrets(&args(&[
+            "--db",
+            "postgres://postgres:SeCrEt%2199@127.0.0.1:5432/test",
+            "--audit=postgresql://postgres:SeCrEt%2199@h/x",
+            "--stats",
+            "node",
+        ]))
+        .expect("postgres passwords move");
+        assert_eq!(
+            free.args,
+            args(&[
+                "--db",
+                "postgres://postgres@127.0.0.1:5432/test",
+                "--audit=postgresql://postgres@h/x",
+                "--stats",
+                "node"
+            ])
+        );
+        assert_eq!(free.env, [("PGPASSWORD".into(), "SeCrEt!99".into())]);
+        // A URL without a password, and RabbitMQ's public default, stay as they are.
+        let plain = args(&[
+            "--url",
+            "amqp://guest:guest@127.0.0.1/%2f",
+            "postgres://u@h/d",
+        ]);
+        assert_eq!(without_secrets(&plain).map(|f| f.args), Ok(plain.clone()));
+        // Anything else with a password is refused, redacted.
+        let err =
+            without_secrets(&args(&["--url", "amqp://app:SeCrEt99@mq/%2f"])).expect_err("refused");
+        assert!(
+            err.contains("OEMPUTX_URL") && !err.contains("SeCrEt99"),
+            "{err}"
+        );
+        assert!(
+            without_secrets(&args(&["postgres://a:x@h/d", "postgres://a:y@h/e"])).is_err(),
+            "two different database passwords"
+        );
+        assert!(FlowCommand::parse("--flow-cmd", "f --url amqp://a:SeCrEt99@h").is_err());
+    }
+
+    /// What every local user can read of a started flow: its command line. The planted
+    /// password is in neither the flow command's nor the broker's part of it, only in the
+    /// flow's own environment.
+    #[test]
+    fn a_started_flow_s_command_line_holds_no_password() {
+        let cmd = FlowCommand::parse(
+            "--flow-cmd",
+            "sh -c 'sleep 5' flow --db postgres://postgres:SeCrEt99@127.0.0.1:5432/test",
+        )
+        .expect("parses");
+        let Ok(endpoint) = crate::transport::parse_url("amqp://app:SeCrEt99@127.0.0.1:1/%2f")
+        else {
+            panic!("URL parses");
+        };
+        let flows = Flows::start(&cmd, &endpoint, "q.secret.test", 1, &[]).expect("starts");
+        let pid = flows.pids()[0];
+        let read = |what: &str| {
+            std::fs::read(format!("/proc/{pid}/{what}"))
+                .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+                .expect("readable")
+        };
+        // Between fork and exec the child's command line is empty, or still the test's.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut cmdline = read("cmdline");
+        while !cmdline.starts_with("sh ") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+            cmdline = read("cmdline");
+        }
+        assert!(!cmdline.contains("SeCrEt99"), "{cmdline}");
+        assert!(
+            cmdline.contains("postgres://postgres@127.0.0.1:5432/test"),
+            "{cmdline}"
+        );
+        assert!(!cmdline.contains("--url"), "{cmdline}");
+        let environ = read("environ");
+        assert!(environ.contains("PGPASSWORD=SeCrEt99"));
+        assert!(
+            environ.contains("OEMPUTX_URL=amqp://app:SeCrEt99@"),
+            "{environ}"
+        );
     }
 }

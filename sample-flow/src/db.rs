@@ -45,7 +45,17 @@ pub struct Db {
 
 async fn open(url: &str) -> anyhow::Result<Client> {
     let target = redact(url);
-    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, tokio_postgres::connect(url, NoTls))
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--db {target} is no PostgreSQL URL: {}", cause(&e)))?;
+    // libpq's convention, which oemputx follows when it starts flows: the password travels
+    // in the environment, not on the command line.
+    if config.get_password().is_none()
+        && let Ok(password) = std::env::var("PGPASSWORD")
+    {
+        config.password(password);
+    }
+    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls))
         .await
         .map_err(|_| anyhow::anyhow!("cannot reach PostgreSQL at {target}: no answer within {} s; check that it runs and the host and port are right", CONNECT_TIMEOUT.as_secs()))?
         .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL at {target}: {}; check that it runs, and the user, password and database in --db", cause(&e)))?;

@@ -30,8 +30,14 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "sample-flow", version)]
 struct Args {
-    /// Broker URL (amqp:// or amqps://).
-    #[arg(long, default_value = "amqp://guest:guest@127.0.0.1:5672/%2f")]
+    /// Broker URL (amqp:// or amqps://). oemputx passes a URL with a password in
+    /// OEMPUTX_URL rather than on the command line, where every local user could read it.
+    #[arg(
+        long,
+        env = "OEMPUTX_URL",
+        hide_env_values = true,
+        default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
+    )]
     url: String,
     /// Queue to consume requests from (declared durable if missing).
     #[arg(long, default_value = "MQSI.IN")]
@@ -40,7 +46,8 @@ struct Args {
     #[arg(long, value_name = "QUEUE")]
     audit_queue: Option<String>,
     /// PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/test: insert one row per
-    /// message. Without it the flow has no database node.
+    /// message. Without it the flow has no database node. A URL without a password takes
+    /// PGPASSWORD's, as libpq does.
     #[arg(long, value_name = "URL")]
     db: Option<String>,
     /// Table for --db, created if missing.
