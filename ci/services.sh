@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
-# PostgreSQL on 127.0.0.1:5432 and valgrind. A service that already answers is left alone; a missing one
+# PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222 and valgrind. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -51,6 +51,19 @@ ensure_postgresql() {
     log "could not set the postgres user's password; set OEMPUTX_TEST_PG to a URL that logs in"
 }
 
+ensure_nats() {
+  # The NATS tests start a nats-server of their own too (one that wants a password), so the
+  # binary must be there even when a server already answers.
+  command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  if listening 4222; then log "NATS already answers on 127.0.0.1:4222; leaving it alone"; return 0; fi
+  local store=/var/tmp/oemputx-nats-js
+  mkdir -p "$store"
+  log "starting nats-server with JetStream (store $store)"
+  nohup env PATH="$PATH:/usr/sbin" nats-server -a 127.0.0.1 -p 4222 -js -sd "$store" \
+    >/var/tmp/oemputx-nats.log 2>&1 &
+  wait_for 4222 NATS 30
+}
+
 ensure_valgrind() {
   # The instruction gate (oemputx gate --instructions) runs flows under valgrind's callgrind.
   if command -v valgrind >/dev/null; then log "valgrind present ($(valgrind --version))"; return 0; fi
@@ -59,4 +72,5 @@ ensure_valgrind() {
 
 ensure_rabbitmq
 ensure_postgresql
+ensure_nats
 ensure_valgrind

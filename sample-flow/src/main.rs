@@ -12,12 +12,14 @@
 
 use anyhow::Context;
 use clap::Parser;
+mod amqp_io;
 mod db;
 mod engine;
 mod flow_statistics;
+mod nats_io;
 mod nodes;
 
-use engine::{FlowOptions, run_thread};
+use engine::{Broker, FlowOptions, run_thread};
 use flow_statistics::{Level, Sink};
 use oemputx::transport::{Endpoint, parse_url};
 use std::path::PathBuf;
@@ -30,7 +32,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "sample-flow", version)]
 struct Args {
-    /// Broker URL (amqp:// or amqps://). oemputx passes a URL with a password in
+    /// Broker URL (amqp://, amqps:// or nats://). oemputx passes a URL with a password in
     /// OEMPUTX_URL rather than on the command line, where every local user could read it.
     #[arg(
         long,
@@ -104,12 +106,13 @@ fn main() -> ExitCode {
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
     let ep = match parse_url(&args.url)? {
-        Endpoint::Amqp(ep) => ep,
+        Endpoint::Amqp(ep) => Broker::Amqp(ep),
+        Endpoint::Nats(ep) => Broker::Nats(ep),
         Endpoint::Embedded => anyhow::bail!(
-            "--url must be an amqp:// or amqps:// URL (the embedded queue manager has its own responder)"
+            "--url must be an amqp://, amqps:// or nats:// URL (the embedded queue manager has its own responder)"
         ),
         Endpoint::IbmMq(_) => anyhow::bail!(
-            "--url must be an amqp:// or amqps:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
+            "--url must be an amqp://, amqps:// or nats:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
         ),
     };
     if args.threads == 0 {

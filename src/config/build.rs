@@ -156,11 +156,44 @@ fn check_transport_options(args: &RunArgs, endpoint: &Endpoint) -> Result<(), Co
             ));
         }
     }
+    if matches!(endpoint, Endpoint::Nats(_)) {
+        check_nats_options(args)?;
+    }
     if args.declare && is_mq {
         return Err(bad(
             "--declare",
             "oemputx does not define IBM MQ queues: define them with runmqsc (DEFINE QLOCAL(MQSI.IN)) and leave --declare out",
         ));
+    }
+    Ok(())
+}
+
+/// What NATS cannot do, or not yet: each a usage error with the way out.
+fn check_nats_options(args: &RunArgs) -> Result<(), ConfigError> {
+    if args.syncpoint {
+        return Err(bad(
+            "--syncpoint",
+            "core NATS has no units of work: leave --syncpoint out for nats://",
+        ));
+    }
+    if args.persistent {
+        return Err(bad(
+            "--persistent",
+            "persistent puts on NATS (JetStream) are not yet supported: leave --persistent out for core NATS request/reply",
+        ));
+    }
+    if args.reply_queue.is_some() {
+        return Err(bad(
+            "--reply-queue",
+            "on NATS each task gets its replies on its own inbox subject: leave --reply-queue out",
+        ));
+    }
+    if let Some(why) = args
+        .request_queue
+        .as_deref()
+        .and_then(crate::transport::nats::url::subject_problem)
+    {
+        return Err(bad("--request-queue", why));
     }
     Ok(())
 }
@@ -325,6 +358,8 @@ fn groups(
         Endpoint::Embedded => selector::parse_groups(["EMBEDDED=thread:^oemputx-flow$"])?,
         // OEMPUTX's address spaces: the queue manager, the broker (ACE), the database.
         Endpoint::IbmMq(_) => selector::parse_groups(["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"])?,
+        // The server is what a NATS run is about; its flows are the user's own processes.
+        Endpoint::Nats(_) => selector::parse_groups(["QMGR=@nats"])?,
         _ => Vec::new(),
     })
 }

@@ -6,7 +6,8 @@
 
 use super::amqp::url::AmqpEndpoint;
 use super::ibmmq::url::IbmMqEndpoint;
-use super::{QueueSetup, Transport, TransportError, amqp, embedded, ibmmq};
+use super::nats::url::NatsEndpoint;
+use super::{QueueSetup, Transport, TransportError, amqp, embedded, ibmmq, nats};
 use std::sync::Arc;
 
 /// A URL or queue manager name that cannot be used: the user's input, exit 2.
@@ -15,7 +16,7 @@ pub enum EndpointError {
     #[error("--qmgr {url}: {why}")]
     BadUrl { url: String, why: String },
     #[error(
-        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps:// or ibmmq://"
+        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps://, ibmmq:// or nats://"
     )]
     NotYet { url: String, scheme: String },
 }
@@ -54,6 +55,8 @@ pub enum Endpoint {
     Amqp(AmqpEndpoint),
     /// An IBM MQ queue manager, through the MQI.
     IbmMq(IbmMqEndpoint),
+    /// A NATS server (core request/reply).
+    Nats(NatsEndpoint),
 }
 
 impl Endpoint {
@@ -63,6 +66,7 @@ impl Endpoint {
             Endpoint::Embedded => &embedded::EmbeddedEndpoint,
             Endpoint::Amqp(a) => a,
             Endpoint::IbmMq(m) => m,
+            Endpoint::Nats(n) => n,
         }
     }
 
@@ -92,13 +96,14 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
     })?;
     match url.scheme() {
         "amqp" | "amqps" => amqp::url::parse(raw, &url),
-        "nats" | "amqp1" => Err(EndpointError::NotYet {
+        "nats" | "tls" => nats::url::parse(raw, &url),
+        "amqp1" => Err(EndpointError::NotYet {
             url: redact_raw(raw),
             scheme: url.scheme().into(),
         }),
         other => Err(EndpointError::BadUrl {
             url: redact_raw(raw),
-            why: format!("unknown scheme {other}:; use embedded:, amqp:// or ibmmq://"),
+            why: format!("unknown scheme {other}:; use embedded:, amqp://, ibmmq:// or nats://"),
         }),
     }
 }

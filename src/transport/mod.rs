@@ -12,6 +12,7 @@ pub mod correl;
 pub mod embedded;
 pub mod endpoint;
 pub mod ibmmq;
+pub mod nats;
 pub mod session;
 
 pub use endpoint::{Endpoint, EndpointError, parse_url, redact_raw};
@@ -65,6 +66,10 @@ pub enum TransportError {
         fix: &'static str,
     },
     #[error(
+        "no responders on subject '{subject}' at {target}: nothing subscribes to it. Start the flow first, e.g. sample-flow --url {target} --input-queue {subject}"
+    )]
+    NoResponders { subject: String, target: String },
+    #[error(
         "{target}: user '{user}' needs a password ({why}): set OEMPUTX_MQ_PASSWORD, or run in a terminal to be asked"
     )]
     NeedsPassword {
@@ -87,6 +92,7 @@ impl TransportError {
                 | TransportError::MqLibrary { .. }
                 | TransportError::MqRefused { .. }
                 | TransportError::NeedsPassword { .. }
+                | TransportError::NoResponders { .. }
         )
     }
 }

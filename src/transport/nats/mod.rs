@@ -1,0 +1,335 @@
+//! NATS (core request/reply) through async-nats, the NATS maintainers' client.
+//!
+//! The request queue is a subject. Each task subscribes to its own inbox
+//! (`_INBOX.<unique>.*`) and publishes each request with the reply subject
+//! `_INBOX.<unique>.<correlation id>`: **correlation is by reply subject**, because replying
+//! to the request's reply subject is the whole of NATS's request/reply convention — every
+//! responder in every client library does it, and none has to copy a header. The driver
+//! reads the correlation id back from the subject the reply arrived on.
+//!
+//! A request published where nobody subscribes comes back at once as a "no responders"
+//! status (503) on its reply subject (the client announces `no_responders` in CONNECT):
+//! the run stops with an error naming the subject and how to start a flow, instead of
+//! timing out request after request.
+//!
+//! Each session is one connection on a current-thread runtime on the task's own thread, as
+//! for AMQP: a put is queued and published by the next get, so that one entry into the
+//! runtime sends the request and waits for its reply.
+//!
+//! Not yet: `--persistent` (JetStream) — the stored message loses its reply subject, so
+//! responders would need a header convention of ours; it answers with a usage error.
+
+pub mod url;
+
+use super::{
+    AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
+    TransportError,
+};
+use async_nats::{Client, ConnectErrorKind, StatusCode, Subscriber};
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::runtime::Runtime;
+use url::NatsEndpoint;
+
+/// nats-server's default max_payload (1 MB); the server's own figure replaces it once
+/// connected.
+pub const DEFAULT_MAX_PAYLOAD: usize = 1024 * 1024;
+/// How long connecting may take before the server counts as unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The NATS transport: where to connect and the subject to use.
+pub struct Nats {
+    endpoint: NatsEndpoint,
+    setup: QueueSetup,
+    /// The server's max_payload, learnt in prepare.
+    max_payload: AtomicUsize,
+}
+
+impl Nats {
+    pub fn new(endpoint: NatsEndpoint, setup: QueueSetup) -> Nats {
+        Nats {
+            endpoint,
+            setup,
+            max_payload: AtomicUsize::new(DEFAULT_MAX_PAYLOAD),
+        }
+    }
+
+    fn target(&self) -> String {
+        self.endpoint.redacted()
+    }
+}
+
+fn runtime(target: &str) -> Result<Runtime, TransportError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TransportError::Broker {
+            what: "starting the NATS client runtime".into(),
+            target: target.to_string(),
+            why: e.to_string(),
+        })
+}
+
+/// Connect to the endpoint once (no retries: an unreachable server is the user's to fix).
+async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
+    let target = ep.redacted();
+    let mut options = async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(CONNECT_TIMEOUT)
+        // The driver's own timeouts decide; the client must not buffer requests for a
+        // server that went away and replay them later.
+        .max_reconnects(Some(1));
+    options = match (&ep.user, &ep.password) {
+        (Some(u), Some(p)) => options.user_and_password(u.clone(), p.clone()),
+        (Some(token), None) => options.token(token.clone()),
+        _ => options,
+    };
+    if ep.tls {
+        // rustls needs one process-wide crypto provider; a second install is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        options = options.require_tls(true);
+    }
+    options.connect(ep.server()).await.map_err(|e| {
+        let why = scrub(&e.to_string(), ep);
+        match e.kind() {
+            ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
+                TransportError::AuthRefused {
+                    target,
+                    user: ep.user.clone().unwrap_or_else(|| "(none)".into()),
+                }
+            }
+            ConnectErrorKind::Tls => TransportError::Unreachable {
+                target,
+                why: format!("TLS failed: {why}; is the server's certificate trusted here?"),
+            },
+            _ => TransportError::Unreachable { target, why },
+        }
+    })
+}
+
+/// Remove the endpoint's secrets from a library's error text, in case it quotes them.
+fn scrub(text: &str, ep: &NatsEndpoint) -> String {
+    let mut out = text.to_string();
+    for secret in [
+        &ep.password,
+        &ep.user.clone().filter(|_| ep.password.is_none()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !secret.is_empty() {
+            out = out.replace(secret.as_str(), "***");
+        }
+    }
+    out
+}
+
+/// Whether anybody answers on `subject`: `Some(0)` when NATS says there are no responders,
+/// `None` when there are some (core NATS cannot count them). How `sweep` and the gate know
+/// the flows they started have subscribed. The probe is one empty request, which a flow
+/// answers (the reference flow with an error document).
+pub fn responders(ep: &NatsEndpoint, subject: &str) -> Result<Option<u32>, TransportError> {
+    let target = ep.redacted();
+    runtime(&target)?.block_on(async {
+        let client = connect(ep, "oemputx-probe").await?;
+        let some = has_responders(&client, subject, &target).await;
+        let _ = client.drain().await;
+        Ok(if some? { None } else { Some(0) })
+    })
+}
+
+/// One empty request to `subject`: false when NATS answers "no responders".
+async fn has_responders(
+    client: &Client,
+    subject: &str,
+    target: &str,
+) -> Result<bool, TransportError> {
+    let inbox = client.new_inbox();
+    let mut sub = client
+        .subscribe(inbox.clone())
+        .await
+        .map_err(|e| broker(target, "subscribing to an inbox", e))?;
+    client
+        .publish_with_reply(subject.to_string(), inbox, Vec::new().into())
+        .await
+        .map_err(|e| broker(target, "publishing a probe", e))?;
+    let answer = tokio::time::timeout(Duration::from_secs(2), sub.next()).await;
+    Ok(!matches!(&answer, Ok(Some(m)) if m.status == Some(StatusCode::NO_RESPONDERS)))
+}
+
+fn broker(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
+    TransportError::Broker {
+        what: what.to_string(),
+        target: target.to_string(),
+        why: e.to_string(),
+    }
+}
+
+impl Transport for Nats {
+    fn prepare(&self) -> Result<Prepared, TransportError> {
+        let target = self.target();
+        runtime(&target)?.block_on(async {
+            let client = connect(&self.endpoint, "oemputx-setup").await?;
+            let max = client.server_info().max_payload;
+            if max > 0 {
+                self.max_payload.store(max, Ordering::Relaxed);
+            }
+            // Before the run, so that a missing flow is one line, not a failed round: one
+            // empty request, which a flow answers outside the measured window.
+            let subject = &self.setup.request_queue;
+            let some = has_responders(&client, subject, &target).await;
+            let _ = client.drain().await;
+            if !some? {
+                return Err(TransportError::NoResponders {
+                    subject: subject.clone(),
+                    target: target.clone(),
+                });
+            }
+            Ok(Prepared { cleared: 0 })
+        })
+    }
+
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        let target = self.target();
+        let rt = Arc::new(runtime(&target)?);
+        let (client, inbox, replies) = rt.block_on(async {
+            let client = connect(&self.endpoint, &format!("oemputx-task-{task}")).await?;
+            let inbox = client.new_inbox();
+            let replies = client
+                .subscribe(format!("{inbox}.*"))
+                .await
+                .map_err(|e| broker(&target, "subscribing to the task's inbox", e))?;
+            Ok::<_, TransportError>((client, inbox, replies))
+        })?;
+        Ok(TaskSession::Async(Box::new(NatsSession {
+            rt,
+            client: Some(client),
+            replies,
+            prefix: format!("{inbox}."),
+            subject: self.setup.request_queue.clone(),
+            target,
+            unsent: Vec::new(),
+        })))
+    }
+
+    fn max_message_size(&self) -> usize {
+        self.max_payload.load(Ordering::Relaxed)
+    }
+}
+
+/// One task's NATS connection and inbox subscription.
+pub struct NatsSession {
+    rt: Arc<Runtime>,
+    /// `None` only after close.
+    client: Option<Client>,
+    replies: Subscriber,
+    /// The inbox and its dot: a reply's subject is this and the correlation id.
+    prefix: String,
+    subject: String,
+    target: String,
+    /// Requests `put` left to publish in the next get or close: (reply subject, body).
+    unsent: Vec<(String, bytes::Bytes)>,
+}
+
+impl NatsSession {
+    fn lost(&self, why: impl std::fmt::Display) -> TransportError {
+        TransportError::ConnectionLost {
+            target: self.target.clone(),
+            why: why.to_string(),
+        }
+    }
+
+    async fn send_all(&mut self) -> Result<(), TransportError> {
+        let Some(client) = &self.client else {
+            return Err(self.lost("session already closed"));
+        };
+        for (reply, body) in self.unsent.drain(..) {
+            if let Err(e) = client
+                .publish_with_reply(self.subject.clone(), reply, body)
+                .await
+            {
+                return Err(TransportError::ConnectionLost {
+                    target: self.target.clone(),
+                    why: format!("publishing a request: {e}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        self.send_all().await?;
+        let Ok(next) = tokio::time::timeout(wait, self.replies.next()).await else {
+            return Ok(None);
+        };
+        let Some(m) = next else {
+            return Err(
+                self.lost("the server ended the inbox subscription (the connection was lost)")
+            );
+        };
+        if m.status == Some(StatusCode::NO_RESPONDERS) {
+            return Err(TransportError::NoResponders {
+                subject: self.subject.clone(),
+                target: self.target.clone(),
+            });
+        }
+        let correl_id = m
+            .subject
+            .as_str()
+            .strip_prefix(self.prefix.as_str())
+            .map(str::to_string);
+        Ok(Some(Reply {
+            correl_id,
+            len: m.payload.len(),
+        }))
+    }
+
+    async fn shut(&mut self) -> Result<(), TransportError> {
+        let sent = self.send_all().await;
+        if let Some(client) = self.client.take() {
+            let _ = self.replies.unsubscribe().await;
+            client
+                .drain()
+                .await
+                .map_err(|e| self.lost(format!("closing: {e}")))?;
+        }
+        sent
+    }
+}
+
+impl AsyncSession for NatsSession {
+    fn runtime(&self) -> Arc<Runtime> {
+        self.rt.clone()
+    }
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        if self.client.is_none() {
+            return Err(self.lost("session already closed"));
+        }
+        self.unsent.push((
+            format!("{}{correl_id}", self.prefix),
+            bytes::Bytes::copy_from_slice(body),
+        ));
+        Ok(())
+    }
+    fn get(&mut self, wait: Duration) -> SessionFuture<'_, Result<Option<Reply>, TransportError>> {
+        Box::pin(self.next_reply(wait))
+    }
+    fn commit(&mut self) -> SessionFuture<'_, Result<(), TransportError>> {
+        // --syncpoint is refused for NATS before a run; nothing is transactional here.
+        Box::pin(async { Ok(()) })
+    }
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.rt.clone();
+        rt.block_on(self.shut())
+    }
+}
+
+impl Drop for NatsSession {
+    fn drop(&mut self) {
+        // The client's connection task lives on this session's runtime.
+        let _inside = self.rt.enter();
+        self.client.take();
+    }
+}

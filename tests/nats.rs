@@ -1,0 +1,212 @@
+//! oemputx against the real NATS server on 127.0.0.1:4222 (or $OEMPUTX_TEST_NATS), with
+//! fresh subjects and sample-flow serving them. Core NATS keeps nothing, so there is
+//! nothing to clean up after a test but its processes.
+
+mod common;
+use common::*;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn nats_url() -> String {
+    std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+/// sample-flow serving `subject` on the test server.
+fn nats_flow(subject: &str, extra: &[&str], ready_word: &str) -> SampleFlow {
+    let url = nats_url();
+    let mut args = vec!["--url", url.as_str(), "--input-queue", subject];
+    args.extend_from_slice(extra);
+    SampleFlow::start(&args, ready_word)
+}
+
+fn integrity(j: &serde_json::Value) -> (u64, u64, u64, u64, u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    (
+        n("sent"),
+        n("matched"),
+        n("timed_out"),
+        n("unmatched"),
+        n("duplicates"),
+    )
+}
+
+#[test]
+fn four_tasks_round_trip_every_request_and_the_server_s_cpu_is_reported() {
+    let subject = fresh_queue("nats-echo");
+    let _flow = nats_flow(&subject, &["--echo", "--threads", "2"], "echoing");
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &nats_url(),
+        "--request-queue",
+        &subject,
+        "--count",
+        "4000",
+        "--tasks",
+        "4",
+        "--msgs-per-loop",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (4000, 4000, 0, 0, 0));
+    assert_eq!(j["settings"]["transport"], "nats", "{}", j["settings"]);
+    // The default group of a NATS run: the server, which did work for every message.
+    let qmgr = group(&j, "QMGR");
+    assert!(
+        qmgr["total_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0,
+        "{qmgr}"
+    );
+    assert!(
+        j["processes"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("nats-server.")))),
+        "{}",
+        j["processes"]
+    );
+}
+
+#[test]
+fn the_reference_flow_with_postgresql_serves_nats_too() {
+    let subject = fresh_queue("nats-ref");
+    let table = TableGuard::fresh("nats");
+    let pg = pg_url();
+    let flow = nats_flow(
+        &subject,
+        &["--db", &pg, "--db-table", &table.0, "--threads", "2"],
+        "processing",
+    );
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &nats_url(),
+        "--request-queue",
+        &subject,
+        "--count",
+        "300",
+        "--tasks",
+        "2",
+    ]);
+    drop(flow);
+    let rows = pg_scalar(&format!("SELECT count(*) FROM {}", table.0));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (300, 300, 0, 0, 0));
+    // One row per request, and one for prepare's probe is not there: the probe is an
+    // empty request the flow turns away.
+    assert_eq!(rows, Some(300));
+}
+
+#[test]
+fn no_responders_is_one_line_before_the_run_naming_the_subject() {
+    let subject = fresh_queue("nats-nobody");
+    let started = Instant::now();
+    oemputx()
+        .args(["--qmgr", &nats_url(), "--request-queue", &subject])
+        .args(["--count", "10", "--wait", "60s"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "no responders on subject '{subject}'"
+        )))
+        .stderr(predicates::str::contains("sample-flow --url"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not 60 s of waiting"
+    );
+}
+
+#[test]
+fn what_nats_cannot_do_is_a_usage_error_with_the_way_out() {
+    let url = nats_url();
+    for (args, says) in [
+        (vec!["--syncpoint"], "no units of work"),
+        (vec!["--persistent"], "not yet supported"),
+        (vec!["--reply-queue", "R"], "its own inbox"),
+        (vec!["--request-queue", "a b"], "white space"),
+        (vec!["--request-queue", "orders.*"], "wildcard"),
+        (vec!["--request-queue", "orders..new"], "empty token"),
+    ] {
+        oemputx()
+            .args(["--qmgr", &url, "--count", "1"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    // Nothing listens: exit 2, naming the server.
+    let port = free_port();
+    oemputx()
+        .args([
+            "--qmgr",
+            &format!("nats://127.0.0.1:{port}"),
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot reach nats://127.0.0.1"));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A nats-server of the test's own that wants a user and password, stopped when dropped.
+struct AuthServer {
+    child: Child,
+    port: u16,
+}
+
+impl AuthServer {
+    fn start() -> AuthServer {
+        let port = free_port();
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .args(["--user", "app", "--pass", "right-one"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server is installed (ci/services.sh installs it)");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nats-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        AuthServer { child, port }
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_refused_login_says_so_and_never_prints_the_password() {
+    let server = AuthServer::start();
+    let out = oemputx()
+        .args([
+            "--qmgr",
+            &format!("nats://app:SeCrEt99@127.0.0.1:{}", server.port),
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("refused the login of user 'app'"), "{text}");
+    assert!(!text.contains("SeCrEt99"), "{text}");
+}
