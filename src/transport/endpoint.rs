@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn unsupported_schemes_say_not_yet() {
         assert!(matches!(
-            parse_url("nats://127.0.0.1:4222"),
+            parse_url("amqp1://127.0.0.1:5672"),
             Err(EndpointError::NotYet { .. })
         ));
         let Endpoint::Amqp(a) =
