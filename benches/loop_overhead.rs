@@ -25,8 +25,9 @@
 
 #[path = "../tests/common/flow.rs"]
 mod flow;
+mod overhead;
 use flow::SampleFlow;
-use oemputx::report::rounds;
+use overhead::{Sample, process_cpu, share};
 
 use amqprs::BasicProperties;
 use amqprs::channel::{
@@ -35,58 +36,8 @@ use amqprs::channel::{
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::{Endpoint, parse_url};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-
-struct Opts {
-    rounds: usize,
-    count: u64,
-    tasks: Vec<usize>,
-    url: String,
-}
-
-fn opts() -> Opts {
-    let mut o = Opts {
-        rounds: 5,
-        count: 5000,
-        tasks: vec![1, 8],
-        url: std::env::var("OEMPUTX_TEST_AMQP")
-            .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
-    };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    // `cargo test --all-targets` runs this file without --bench: a quick smoke run that
-    // keeps the benchmark working, not a measurement.
-    if !args.iter().any(|a| a == "--bench") {
-        o.rounds = 1;
-        o.count = 200;
-        o.tasks = vec![2];
-        println!("smoke run (no --bench): the figures below are not a measurement");
-    }
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = || it.next().cloned().unwrap_or_default();
-        match a.as_str() {
-            "--rounds" => o.rounds = val().parse().unwrap_or(o.rounds),
-            "--count" => o.count = val().parse().unwrap_or(o.count),
-            "--tasks" => o.tasks = val().split(',').filter_map(|t| t.parse().ok()).collect(),
-            "--url" => o.url = val(),
-            _ => {} // cargo bench passes --bench
-        }
-    }
-    o
-}
-
-/// One measured loop: transactions per second and driver CPU µs per transaction.
-#[derive(Clone, Copy)]
-struct Sample {
-    rate_tps: f64,
-    cpu_us: f64,
-}
-
-fn process_cpu() -> Duration {
-    oemputx::accounting::clock::self_process().expect("process CPU clock")
-}
 
 fn endpoint(url: &str) -> AmqpEndpoint {
     match parse_url(url) {
@@ -175,9 +126,7 @@ fn raw_loop(
                 ready.clone(),
                 done.clone(),
             );
-            let share =
-                |total: u64| total / tasks as u64 + u64::from((t as u64) < total % tasks as u64);
-            let (n, warm) = (share(count), share(warmup));
+            let (n, warm) = (share(count, tasks, t), share(warmup, tasks, t));
             std::thread::spawn(move || {
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -245,50 +194,6 @@ fn raw_loop(
     }
 }
 
-/// (b) The oemputx binary, same settings; its JSON report gives the same two figures.
-fn oemputx_loop(url: &str, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
-    let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
-        .env("OEMPUTX_NO_SAVE", "1")
-        .args([
-            "--qmgr",
-            url,
-            "--request-queue",
-            queue,
-            "--msgfile",
-            "msgfiles/request-630.xml",
-        ])
-        .args([
-            "--count",
-            &count.to_string(),
-            "--warmup",
-            &warmup.to_string(),
-            "--tasks",
-            &tasks.to_string(),
-            "--quiet",
-            "--export-json",
-            "-",
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("oemputx runs");
-    assert!(out.status.success(), "oemputx failed");
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    assert_eq!(j["transactions"].as_u64(), Some(count));
-    Sample {
-        rate_tps: j["rate_tps"].as_f64().expect("rate_tps"),
-        cpu_us: j["app_cpu"]["us_per_tran"]
-            .as_f64()
-            .expect("app_cpu.us_per_tran"),
-    }
-}
-
-/// (best, median, worst), by the report's own best/median/worst.
-fn best_median_worst(v: Vec<f64>, higher_is_better: bool) -> (f64, f64, f64) {
-    rounds::best_median_worst(&v, higher_is_better).map_or((f64::NAN, f64::NAN, f64::NAN), |b| {
-        (b.best, b.median, b.worst)
-    })
-}
-
 /// The echo responder, stopped and its queue deleted when dropped (also on a panic).
 struct Flow {
     /// `None` only while dropping.
@@ -337,62 +242,29 @@ impl Drop for Flow {
     }
 }
 
-/// `--child async|sync QUEUE COUNT WARMUP TASKS`: run one raw loop in this fresh process and
-/// print its rate and CPU per transaction, so that the raw loops start each round as cold as
-/// the oemputx binary does (a process of its own, its own heap and caches).
-fn child(args: &[String]) -> Option<()> {
-    let i = args.iter().position(|a| a == "--child")?;
-    let style = match args.get(i + 1)?.as_str() {
-        "async" => RawStyle::Async,
-        _ => RawStyle::Sync,
+/// `--child async|sync …`: one raw loop in this fresh process (see `overhead::raw_process`).
+fn child() -> Option<()> {
+    let c = overhead::child_args()?;
+    let style = if c.style == "async" {
+        RawStyle::Async
+    } else {
+        RawStyle::Sync
     };
-    let queue = args.get(i + 2)?;
-    let num = |k: usize| args.get(i + k).and_then(|v| v.parse::<u64>().ok());
-    let (count, warmup, tasks) = (num(3)?, num(4)?, num(5)? as usize);
     let url = std::env::var("OEMPUTX_TEST_AMQP")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into());
-    let s = raw_loop(&endpoint(&url), queue, count, warmup, tasks, style);
-    println!("{} {}", s.rate_tps, s.cpu_us);
+    let s = raw_loop(&endpoint(&url), &c.queue, c.count, c.warmup, c.tasks, style);
+    overhead::report_child(s);
     Some(())
 }
 
-/// A raw loop in a fresh process of its own (see [`child`]).
-fn raw_process(
-    url: &str,
-    queue: &str,
-    count: u64,
-    warmup: u64,
-    tasks: usize,
-    style: RawStyle,
-) -> Sample {
-    let style = if style == RawStyle::Async {
-        "async"
-    } else {
-        "sync"
-    };
-    let out = Command::new(std::env::current_exe().expect("own path"))
-        .env("OEMPUTX_TEST_AMQP", url)
-        .args(["--child", style, queue])
-        .args([count.to_string(), warmup.to_string(), tasks.to_string()])
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("raw loop process runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut v = text
-        .split_whitespace()
-        .filter_map(|x| x.parse::<f64>().ok());
-    Sample {
-        rate_tps: v.next().expect("rate from the raw loop process"),
-        cpu_us: v.next().expect("CPU from the raw loop process"),
-    }
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if child(&args).is_some() {
+    if child().is_some() {
         return;
     }
-    let o = opts();
+    let o = overhead::opts(
+        std::env::var("OEMPUTX_TEST_AMQP")
+            .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+    );
     let ep = endpoint(&o.url);
     let queue = format!("oemputx.bench.{}", std::process::id());
     let _flow = Flow::start(&o.url, &queue, &ep);
@@ -402,79 +274,41 @@ fn main() {
         "loop overhead: {} rounds of {} round trips, 630-byte message, sample-flow --echo --threads 2",
         o.rounds, o.count
     );
-    println!(
-        "{:>5} {:>8} | {:>9} {:>9} {:>9} | {:>8} {:>8} {:>8}",
-        "tasks", "loop", "best tps", "median", "worst", "best CPU", "median", "worst"
-    );
+    overhead::print_header();
+    let env = ("OEMPUTX_TEST_AMQP", o.url.as_str());
     let mut verdicts = Vec::new();
     for &tasks in &o.tasks {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
         let warmup = o.count / 10;
         raw_loop(&ep, &queue, o.count / 5, warmup, tasks, RawStyle::Async);
         raw_loop(&ep, &queue, o.count / 5, warmup, tasks, RawStyle::Sync);
-        oemputx_loop(&o.url, &queue, o.count / 5, warmup, tasks);
-        let (mut raw, mut sync, mut ours) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..o.rounds {
-            // The three loops in a rotating order, so that none always runs first or last.
-            for k in 0..3 {
-                match (round + k) % 3 {
-                    0 => raw.push(raw_process(
-                        &o.url,
-                        &queue,
-                        o.count,
-                        warmup,
-                        tasks,
-                        RawStyle::Async,
-                    )),
-                    1 => sync.push(raw_process(
-                        &o.url,
-                        &queue,
-                        o.count,
-                        warmup,
-                        tasks,
-                        RawStyle::Sync,
-                    )),
-                    _ => ours.push(oemputx_loop(&o.url, &queue, o.count, warmup, tasks)),
-                }
-            }
-        }
-        let mut medians = Vec::new();
-        for (name, s) in [("raw", &raw), ("raw-sync", &sync), ("oemputx", &ours)] {
-            let r = best_median_worst(s.iter().map(|x| x.rate_tps).collect(), true);
-            let c = best_median_worst(s.iter().map(|x| x.cpu_us).collect(), false);
-            println!(
-                "{tasks:>5} {name:>8} | {:>9.0} {:>9.0} {:>9.0} | {:>8.2} {:>8.2} {:>8.2}",
-                r.0, r.1, r.2, c.0, c.1, c.2
-            );
-            medians.push((r.1, c.1));
-        }
+        overhead::oemputx_loop(&o.url, &queue, o.count / 5, warmup, tasks);
+        let count = o.count;
+        let q = queue.as_str();
+        let s = overhead::interleave(
+            tasks,
+            o.rounds,
+            &mut [
+                ("raw", &mut || {
+                    overhead::raw_process(env, "async", q, count, warmup, tasks)
+                }),
+                ("raw-sync", &mut || {
+                    overhead::raw_process(env, "sync", q, count, warmup, tasks)
+                }),
+                ("oemputx", &mut || {
+                    overhead::oemputx_loop(&o.url, q, count, warmup, tasks)
+                }),
+            ],
+        );
+        let med = |v: &[Sample], f: fn(&Sample) -> f64| {
+            overhead::best_median_worst(v.iter().map(f).collect(), true).1
+        };
         verdicts.push(format!(
             "tasks {tasks}: raw-sync/raw median rate {:.1}%, median CPU/tran {:.1}% (the cost of a synchronous API over the async client)",
-            100.0 * medians[1].0 / medians[0].0,
-            100.0 * medians[1].1 / medians[0].1,
+            100.0 * med(&s[1], |x| x.rate_tps) / med(&s[0], |x| x.rate_tps),
+            100.0 * med(&s[1], |x| x.cpu_us) / med(&s[0], |x| x.cpu_us),
         ));
-        // Two estimates of the same ratio. The ratio of the medians compares the three
-        // columns above; the median of the per-round ratios pairs each oemputx loop with the
-        // raw loop of its own round (seconds apart), so that the machine's drift over the
-        // minutes of a run cancels out. The verdict is the paired one: here one loop's
-        // rounds spread by 20-70%, which leaves the ratio of two 21-round medians a standard
-        // error of roughly 4-5%, too wide to tell 97% from 100%; both are printed.
-        let rate_ratio = medians[2].0 / medians[0].0;
-        let cpu_ratio = medians[2].1 / medians[0].1;
-        let paired = |f: fn(&Sample) -> f64| {
-            let ratios: Vec<f64> = ours.iter().zip(&raw).map(|(o, r)| f(o) / f(r)).collect();
-            best_median_worst(ratios, true).1
-        };
-        let (paired_rate, paired_cpu) = (paired(|s| s.rate_tps), paired(|s| s.cpu_us));
-        let ok = paired_rate >= 0.97 && paired_cpu <= 1.10;
-        verdicts.push(format!(
-            "tasks {tasks}: oemputx/raw rate {:.1}% of medians, {:.1}% median of rounds (target >= 97%); CPU/tran {:.1}% of medians, {:.1}% median of rounds (target <= 110%): {} (by the median of rounds)",
-            100.0 * rate_ratio,
-            100.0 * paired_rate,
-            100.0 * cpu_ratio,
-            100.0 * paired_cpu,
-            if ok { "met" } else { "NOT met" }
-        ));
+        verdicts.push(overhead::verdict(tasks, &s[0], &s[2]));
     }
     for v in &verdicts {
         println!("{v}");
