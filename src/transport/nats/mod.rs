@@ -209,8 +209,10 @@ impl Transport for Nats {
             replies,
             prefix: format!("{inbox}."),
             subject: self.setup.request_queue.clone(),
+            subject_shared: async_nats::Subject::from(self.setup.request_queue.as_str()),
             target,
             unsent: Vec::new(),
+            last_body: bytes::Bytes::new(),
         })))
     }
 
@@ -231,6 +233,11 @@ pub struct NatsSession {
     target: String,
     /// Requests `put` left to publish in the next get or close: (reply subject, body).
     unsent: Vec<(String, bytes::Bytes)>,
+    /// The last body put, shared by reference: a run sends the same few bodies again and
+    /// again, and a copy per request was measurable beside a raw client loop.
+    last_body: bytes::Bytes,
+    /// The request subject, shared by reference with each publish.
+    subject_shared: async_nats::Subject,
 }
 
 impl NatsSession {
@@ -247,7 +254,7 @@ impl NatsSession {
         };
         for (reply, body) in self.unsent.drain(..) {
             if let Err(e) = client
-                .publish_with_reply(self.subject.clone(), reply, body)
+                .publish_with_reply(self.subject_shared.clone(), reply, body)
                 .await
             {
                 return Err(TransportError::ConnectionLost {
@@ -307,9 +314,12 @@ impl AsyncSession for NatsSession {
         if self.client.is_none() {
             return Err(self.lost("session already closed"));
         }
+        if self.last_body.as_ref() != body {
+            self.last_body = bytes::Bytes::copy_from_slice(body);
+        }
         self.unsent.push((
             format!("{}{correl_id}", self.prefix),
-            bytes::Bytes::copy_from_slice(body),
+            self.last_body.clone(),
         ));
         Ok(())
     }
