@@ -9,7 +9,6 @@
 use super::db::Db;
 use super::flow_statistics::{Collector, Level, Sink};
 use super::nodes::{self, Invalid};
-use anyhow::Context;
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
 use std::sync::Arc;
@@ -117,28 +116,8 @@ struct Tally {
     no_reply_to: u64,
 }
 
-/// Run flow instance `i` until stopped; its own runtime, connection and subscription.
-pub fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    rt.block_on(async {
-        match &o.ep {
-            Broker::Amqp(ep) => {
-                let io = super::amqp_io::AmqpIo::open(i, ep, o).await?;
-                serve(i, o, io, &ep.redacted()).await
-            }
-            Broker::Nats(ep) => {
-                let io = super::nats_io::NatsIo::open(i, ep, o).await?;
-                serve(i, o, io, &ep.redacted()).await
-            }
-        }
-    })
-}
-
 /// The instance's loop over its broker's requests.
-async fn serve<I: FlowIo>(
+pub async fn serve<I: FlowIo>(
     i: usize,
     o: &FlowOptions,
     mut io: I,

@@ -19,7 +19,7 @@ mod flow_statistics;
 mod nats_io;
 mod nodes;
 
-use engine::{Broker, FlowOptions, run_thread};
+use engine::{Broker, FlowOptions};
 use flow_statistics::{Level, Sink};
 use oemputx::transport::{Endpoint, parse_url};
 use std::path::PathBuf;
@@ -183,4 +183,24 @@ fn run() -> anyhow::Result<()> {
         }
     }
     first_err.map_or(Ok(()), Err)
+}
+
+/// Run flow instance `i` until stopped; its own runtime, connection and subscription.
+fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async {
+        match &o.ep {
+            Broker::Amqp(ep) => {
+                let io = amqp_io::AmqpIo::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+            Broker::Nats(ep) => {
+                let io = nats_io::NatsIo::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+        }
+    })
 }
