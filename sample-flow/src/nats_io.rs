@@ -7,7 +7,7 @@ use super::engine::{FlowIo, FlowOptions, Incoming};
 use anyhow::Context;
 use async_nats::{Client, Subscriber};
 use futures_util::StreamExt;
-use oemputx::transport::nats::url::NatsEndpoint;
+use oemputx::transport::nats::{self, url::NatsEndpoint};
 use std::time::Duration;
 
 /// The queue group every sample-flow instance joins.
@@ -23,24 +23,15 @@ pub struct NatsIo {
 impl NatsIo {
     pub async fn open(i: usize, ep: &NatsEndpoint, o: &FlowOptions) -> anyhow::Result<NatsIo> {
         let target = ep.redacted();
-        let mut options = async_nats::ConnectOptions::new()
-            .name(format!("sample-flow-{i}"))
-            .connection_timeout(Duration::from_secs(5));
-        options = match (&ep.user, &ep.password) {
-            (Some(u), Some(p)) => options.user_and_password(u.clone(), p.clone()),
-            (Some(token), None) => options.token(token.clone()),
-            _ => options,
-        };
-        if ep.tls {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            options = options.require_tls(true);
-        }
-        let client = options.connect(ep.server()).await.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot connect to {target}: {}; check that nats-server runs and the user and password in --url",
-                redact(&e.to_string(), ep)
-            )
-        })?;
+        let client = nats::connect_options(ep, &format!("sample-flow-{i}"))
+            .connect(ep.server())
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot connect to {target}: {}; check that nats-server runs and the user and password in --url",
+                    nats::scrub(&e.to_string(), ep)
+                )
+            })?;
         let subject = o.input_queue.clone();
         let sub = client
             .queue_subscribe(subject.clone(), QUEUE_GROUP.to_string())
@@ -54,13 +45,6 @@ impl NatsIo {
             sub,
             subject,
         })
-    }
-}
-
-fn redact(text: &str, ep: &NatsEndpoint) -> String {
-    match &ep.password {
-        Some(p) if !p.is_empty() => text.replace(p.as_str(), "***"),
-        _ => text.to_string(),
     }
 }
 

@@ -439,10 +439,18 @@ impl Session for MqSession {
             None => conn.put1(request_queue, md, *put_options, body),
         };
         let msg_id = result.map_err(|f| {
-            if matches!(
-                f.reason,
-                Reason::MSG_TOO_BIG_FOR_Q | Reason::MSG_TOO_BIG_FOR_Q_MGR
-            ) {
+            // A request too long for where it goes: the queue's (or queue manager's) MAXMSGL,
+            // or a client channel's negotiated MaxMsgLength.
+            let too_big = match f.reason {
+                Reason::MSG_TOO_BIG_FOR_Q | Reason::MSG_TOO_BIG_FOR_Q_MGR => Some(
+                    "raise MAXMSGL of the queue (and queue manager), or use a smaller --msgfile or --msg-size",
+                ),
+                Reason::DATA_LENGTH_ERROR | Reason::MSG_TOO_BIG_FOR_CHANNEL => Some(
+                    "the client channel's MAXMSGL is lower: raise it on the server-connection channel (runmqsc: ALTER CHANNEL(name) CHLTYPE(SVRCONN) MAXMSGL(104857600)), the queue and the queue manager, or use a smaller --msgfile or --msg-size",
+                ),
+                _ => None,
+            };
+            if let Some(fix) = too_big {
                 return TransportError::MqRefused {
                     target: target.clone(),
                     what: format!(
@@ -450,21 +458,7 @@ impl Session for MqSession {
                         body.len()
                     ),
                     failure: f.to_string(),
-                    fix: "raise MAXMSGL of the queue (and queue manager), or use a smaller --msgfile or --msg-size",
-                };
-            }
-            if matches!(
-                f.reason,
-                Reason::DATA_LENGTH_ERROR | Reason::MSG_TOO_BIG_FOR_CHANNEL
-            ) {
-                return TransportError::MqRefused {
-                    target: target.clone(),
-                    what: format!(
-                        "putting a {} byte request to '{request_queue}'",
-                        body.len()
-                    ),
-                    failure: f.to_string(),
-                    fix: "the client channel's MAXMSGL is lower: raise it on the server-connection channel (runmqsc: ALTER CHANNEL(name) CHLTYPE(SVRCONN) MAXMSGL(104857600)), the queue and the queue manager, or use a smaller --msgfile or --msg-size",
+                    fix,
                 };
             }
             mq_error(target, "putting a request to", request_queue, f)

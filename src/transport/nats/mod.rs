@@ -72,15 +72,12 @@ fn runtime(target: &str) -> Result<Runtime, TransportError> {
         })
 }
 
-/// Connect to the endpoint once (no retries: an unreachable server is the user's to fix).
-async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
-    let target = ep.redacted();
+/// The client options for an endpoint: its name, the connect timeout, its credentials and
+/// TLS. Shared with sample-flow, so that a flow connects as the driver does.
+pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOptions {
     let mut options = async_nats::ConnectOptions::new()
         .name(name)
-        .connection_timeout(CONNECT_TIMEOUT)
-        // The driver's own timeouts decide; the client must not buffer requests for a
-        // server that went away and replay them later.
-        .max_reconnects(Some(1));
+        .connection_timeout(CONNECT_TIMEOUT);
     options = match (&ep.user, &ep.password) {
         (Some(u), Some(p)) => options.user_and_password(u.clone(), p.clone()),
         (Some(token), None) => options.token(token.clone()),
@@ -91,6 +88,15 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
         let _ = rustls::crypto::ring::default_provider().install_default();
         options = options.require_tls(true);
     }
+    options
+}
+
+/// Connect to the endpoint once (no retries: an unreachable server is the user's to fix).
+async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
+    let target = ep.redacted();
+    // The driver's own timeouts decide; the client must not buffer requests for a server
+    // that went away and replay them later.
+    let options = connect_options(ep, name).max_reconnects(Some(1));
     options.connect(ep.server()).await.map_err(|e| {
         let why = scrub(&e.to_string(), ep);
         match e.kind() {
@@ -110,7 +116,7 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
 }
 
 /// Remove the endpoint's secrets from a library's error text, in case it quotes them.
-fn scrub(text: &str, ep: &NatsEndpoint) -> String {
+pub fn scrub(text: &str, ep: &NatsEndpoint) -> String {
     let mut out = text.to_string();
     for secret in [
         &ep.password,
