@@ -2,13 +2,23 @@
 //! fake keeping one MQ rule (fake.rs names the documentation page of each) and checks that
 //! oemputx does what a real queue manager needs.
 
-use super::calls::{MqiLibrary, QueueKind, Reason, RequestMd};
-use super::fake::{Call, Responder};
+use super::calls::{MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd};
+use super::fake::{Call, FakeQm, Responder};
 use super::tests::{config, drive, error_text, gets_on, puts, qm, run, transport_with};
 use super::{MODEL_QUEUE, spec_for};
 use crate::transport::Endpoint;
 use crate::transport::ibmmq::url::IbmMqEndpoint;
 use mqi::constants as c;
+
+/// A connection straight to the fake, as the transport would open it for the tests' URL:
+/// for checking the fake's own rules.
+fn connection(qm: &FakeQm) -> Box<dyn MqiConnection> {
+    let cfg = config(&["--count", "1"]);
+    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
+        panic!("IBM MQ endpoint");
+    };
+    qm.connect(&spec_for(ep, None, |_| false)).expect("connect")
+}
 
 /// Item 1: MQ refuses persistent messages on temporary dynamic queues.
 #[test]
@@ -16,11 +26,7 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     // The rule in the fake: a responder replying with the request's persistence to a
     // temporary dynamic queue gets no reply through.
     let qm = qm(Responder::Echo);
-    let cfg = config(&["--count", "1"]);
-    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
-        panic!("IBM MQ endpoint");
-    };
-    let mut conn = qm.connect(&spec_for(ep, None, |_| false)).expect("connect");
+    let mut conn = connection(&qm);
     let (hobj, temporary) = conn
         .open(MODEL_QUEUE, c::MQOO_INPUT_EXCLUSIVE)
         .expect("model");
@@ -117,11 +123,7 @@ fn an_error_inside_a_syncpoint_batch_backs_out_the_puts_already_made() {
 fn the_fake_commits_at_disconnect_as_mq_does() {
     // Without MQBACK, a normal MQDISC commits: the rule the test above depends on.
     let qm = qm(Responder::Silent);
-    let cfg = config(&["--count", "1"]);
-    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
-        panic!("IBM MQ endpoint");
-    };
-    let mut conn = qm.connect(&spec_for(ep, None, |_| false)).expect("connect");
+    let mut conn = connection(&qm);
     let md = RequestMd {
         reply_to_q: "MQSI.OUT".into(),
         persistence: c::MQPER_NOT_PERSISTENT,
@@ -216,11 +218,7 @@ fn an_alias_reply_queue_is_shared_and_read_by_correl_id() {
 #[test]
 fn the_fake_answers_inquiries_only_on_queues_opened_to_inquire() {
     let qm = qm(Responder::Echo);
-    let cfg = config(&["--count", "1"]);
-    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
-        panic!("IBM MQ endpoint");
-    };
-    let mut conn = qm.connect(&spec_for(ep, None, |_| false)).expect("connect");
+    let mut conn = connection(&qm);
     let (plain, _) = conn.open("MQSI.OUT", c::MQOO_INPUT_SHARED).expect("open");
     assert_eq!(
         conn.inquire_kind(plain).map_err(|f| f.reason),

@@ -214,8 +214,7 @@ impl Transport for Nats {
             client: Some(client),
             replies,
             prefix: format!("{inbox}."),
-            subject: self.setup.request_queue.clone(),
-            subject_shared: async_nats::Subject::from(self.setup.request_queue.as_str()),
+            subject: async_nats::Subject::from(self.setup.request_queue.as_str()),
             target,
             unsent: Vec::new(),
             last_body: bytes::Bytes::new(),
@@ -235,15 +234,14 @@ pub struct NatsSession {
     replies: Subscriber,
     /// The inbox and its dot: a reply's subject is this and the correlation id.
     prefix: String,
-    subject: String,
+    /// The request subject, shared by reference with each publish.
+    subject: async_nats::Subject,
     target: String,
     /// Requests `put` left to publish in the next get or close: (reply subject, body).
     unsent: Vec<(String, bytes::Bytes)>,
     /// The last body put, shared by reference: a run sends the same few bodies again and
     /// again, and a copy per request was measurable beside a raw client loop.
     last_body: bytes::Bytes,
-    /// The request subject, shared by reference with each publish.
-    subject_shared: async_nats::Subject,
 }
 
 impl NatsSession {
@@ -260,7 +258,7 @@ impl NatsSession {
         };
         for (reply, body) in self.unsent.drain(..) {
             if let Err(e) = client
-                .publish_with_reply(self.subject_shared.clone(), reply, body)
+                .publish_with_reply(self.subject.clone(), reply, body)
                 .await
             {
                 return Err(TransportError::ConnectionLost {
@@ -284,7 +282,7 @@ impl NatsSession {
         };
         if m.status == Some(StatusCode::NO_RESPONDERS) {
             return Err(TransportError::NoResponders {
-                subject: self.subject.clone(),
+                subject: self.subject.to_string(),
                 target: self.target.clone(),
             });
         }
