@@ -27,7 +27,7 @@
 mod flow;
 mod overhead;
 use flow::SampleFlow;
-use overhead::{Sample, process_cpu, share};
+use overhead::{RawTask, Sample};
 
 use amqprs::BasicProperties;
 use amqprs::channel::{
@@ -36,8 +36,7 @@ use amqprs::channel::{
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::{Endpoint, parse_url};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn endpoint(url: &str) -> AmqpEndpoint {
     match parse_url(url) {
@@ -115,83 +114,58 @@ fn raw_loop(
     style: RawStyle,
 ) -> Sample {
     let body = std::fs::read("msgfiles/request-630.xml").expect("msgfiles/request-630.xml");
-    let ready = Arc::new(Barrier::new(tasks + 1));
-    let done = Arc::new(Barrier::new(tasks + 1));
-    let handles: Vec<_> = (0..tasks)
-        .map(|t| {
-            let (ep, queue, body, ready, done) = (
-                ep.clone(),
-                queue.to_string(),
-                body.clone(),
-                ready.clone(),
-                done.clone(),
-            );
-            let (n, warm) = (share(count, tasks, t), share(warmup, tasks, t));
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("rt");
-                let (conn, ch, mut rx, reply_q) = rt.block_on(async {
-                    let conn = connect(&ep).await;
-                    let ch = conn.open_channel(None).await.expect("channel");
-                    let (reply_q, _, _) = ch
-                        .queue_declare(QueueDeclareArguments::exclusive_server_named())
-                        .await
-                        .expect("declare")
-                        .expect("declare-ok");
-                    let (_, rx) = ch
-                        .basic_consume_rx(
-                            BasicConsumeArguments::new(&reply_q, "raw")
-                                .manual_ack(false)
-                                .finish(),
-                        )
-                        .await
-                        .expect("consume");
-                    (conn, ch, rx, reply_q)
-                });
-                let mut trips = |prefix: &str, n: u64| {
-                    let ids = (0..n).map(|i| format!("{prefix}-{t}-{i}"));
-                    if style == RawStyle::Async {
-                        rt.block_on(async {
-                            for id in ids {
-                                round_trip(&ch, &mut rx, &reply_q, &queue, &body, &id, false).await;
-                            }
-                        });
-                    } else {
-                        // As a synchronous put/get API over the async client must: one
-                        // runtime entry per round trip, and a timed wait for the reply.
-                        for id in ids {
-                            rt.block_on(round_trip(
-                                &ch, &mut rx, &reply_q, &queue, &body, &id, true,
-                            ));
-                        }
-                    }
-                };
-                trips("warm", warm);
-                ready.wait();
-                trips("raw", n);
-                done.wait();
+    let (ep, queue) = (ep.clone(), queue.to_string());
+    overhead::raw_tasks(count, warmup, tasks, move |p: RawTask| {
+        let t = p.t;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        let (conn, ch, mut rx, reply_q) = rt.block_on(async {
+            let conn = connect(&ep).await;
+            let ch = conn.open_channel(None).await.expect("channel");
+            let (reply_q, _, _) = ch
+                .queue_declare(QueueDeclareArguments::exclusive_server_named())
+                .await
+                .expect("declare")
+                .expect("declare-ok");
+            let (_, rx) = ch
+                .basic_consume_rx(
+                    BasicConsumeArguments::new(&reply_q, "raw")
+                        .manual_ack(false)
+                        .finish(),
+                )
+                .await
+                .expect("consume");
+            (conn, ch, rx, reply_q)
+        });
+        let mut trips = |prefix: &str, n: u64| {
+            let ids = (0..n).map(|i| format!("{prefix}-{t}-{i}"));
+            if style == RawStyle::Async {
                 rt.block_on(async {
-                    let _ = conn.close().await;
+                    for id in ids {
+                        round_trip(&ch, &mut rx, &reply_q, &queue, &body, &id, false).await;
+                    }
                 });
-                // amqprs channels clean up on drop through the runtime they were made on.
-                let _inside = rt.enter();
-                drop((ch, rx));
-            })
-        })
-        .collect();
-    ready.wait();
-    let (t0, c0) = (Instant::now(), process_cpu());
-    done.wait();
-    let (elapsed, cpu) = (t0.elapsed(), process_cpu() - c0);
-    for h in handles {
-        h.join().expect("raw loop thread");
-    }
-    Sample {
-        rate_tps: count as f64 / elapsed.as_secs_f64(),
-        cpu_us: cpu.as_secs_f64() * 1e6 / count as f64,
-    }
+            } else {
+                // As a synchronous put/get API over the async client must: one runtime
+                // entry per round trip, and a timed wait for the reply.
+                for id in ids {
+                    rt.block_on(round_trip(&ch, &mut rx, &reply_q, &queue, &body, &id, true));
+                }
+            }
+        };
+        trips("warm", p.warm);
+        p.ready.wait();
+        trips("raw", p.n);
+        p.done.wait();
+        rt.block_on(async {
+            let _ = conn.close().await;
+        });
+        // amqprs channels clean up on drop through the runtime they were made on.
+        let _inside = rt.enter();
+        drop((ch, rx));
+    })
 }
 
 /// The echo responder, stopped and its queue deleted when dropped (also on a panic).

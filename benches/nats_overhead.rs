@@ -18,11 +18,10 @@
 mod flow;
 mod overhead;
 use flow::SampleFlow;
-use overhead::{Sample, process_cpu, share};
+use overhead::{RawTask, Sample};
 
 use futures_util::StreamExt;
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn default_url() -> String {
     std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
@@ -33,72 +32,49 @@ fn raw_loop(url: &str, subject: &str, count: u64, warmup: u64, tasks: usize) -> 
     let body = bytes::Bytes::from(
         std::fs::read("msgfiles/request-630.xml").expect("msgfiles/request-630.xml"),
     );
-    let ready = Arc::new(Barrier::new(tasks + 1));
-    let done = Arc::new(Barrier::new(tasks + 1));
-    let handles: Vec<_> = (0..tasks)
-        .map(|t| {
-            let (url, subject, body, ready, done) = (
-                url.to_string(),
-                subject.to_string(),
-                body.clone(),
-                ready.clone(),
-                done.clone(),
-            );
-            let (n, warm) = (share(count, tasks, t), share(warmup, tasks, t));
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("rt");
-                let (client, inbox, mut sub) = rt.block_on(async {
-                    let client = async_nats::connect(url.as_str())
+    let (url, subject) = (url.to_string(), subject.to_string());
+    overhead::raw_tasks(count, warmup, tasks, move |p: RawTask| {
+        let t = p.t;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("rt");
+        let (client, inbox, mut sub) = rt.block_on(async {
+            let client = async_nats::connect(url.as_str())
+                .await
+                .expect("NATS must be running (bash ci/services.sh)");
+            let inbox = client.new_inbox();
+            let sub = client
+                .subscribe(format!("{inbox}.*"))
+                .await
+                .expect("subscribe");
+            (client, inbox, sub)
+        });
+        let mut trips = |prefix: &str, n: u64| {
+            rt.block_on(async {
+                for i in 0..n {
+                    let reply = format!("{inbox}.{prefix}-{t}-{i}");
+                    client
+                        .publish_with_reply(subject.clone(), reply.clone(), body.clone())
                         .await
-                        .expect("NATS must be running (bash ci/services.sh)");
-                    let inbox = client.new_inbox();
-                    let sub = client
-                        .subscribe(format!("{inbox}.*"))
-                        .await
-                        .expect("subscribe");
-                    (client, inbox, sub)
-                });
-                let mut trips = |prefix: &str, n: u64| {
-                    rt.block_on(async {
-                        for i in 0..n {
-                            let reply = format!("{inbox}.{prefix}-{t}-{i}");
-                            client
-                                .publish_with_reply(subject.clone(), reply.clone(), body.clone())
-                                .await
-                                .expect("publish");
-                            loop {
-                                let m = sub.next().await.expect("reply");
-                                if m.subject.as_str() == reply {
-                                    break;
-                                }
-                            }
+                        .expect("publish");
+                    loop {
+                        let m = sub.next().await.expect("reply");
+                        if m.subject.as_str() == reply {
+                            break;
                         }
-                    });
-                };
-                trips("warm", warm);
-                ready.wait();
-                trips("raw", n);
-                done.wait();
-                rt.block_on(async {
-                    let _ = client.drain().await;
-                });
-            })
-        })
-        .collect();
-    ready.wait();
-    let (t0, c0) = (Instant::now(), process_cpu());
-    done.wait();
-    let (elapsed, cpu) = (t0.elapsed(), process_cpu() - c0);
-    for h in handles {
-        h.join().expect("raw loop thread");
-    }
-    Sample {
-        rate_tps: count as f64 / elapsed.as_secs_f64(),
-        cpu_us: cpu.as_secs_f64() * 1e6 / count as f64,
-    }
+                    }
+                }
+            });
+        };
+        trips("warm", p.warm);
+        p.ready.wait();
+        trips("raw", p.n);
+        p.done.wait();
+        rt.block_on(async {
+            let _ = client.drain().await;
+        });
+    })
 }
 
 fn main() {

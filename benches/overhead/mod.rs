@@ -6,6 +6,8 @@
 
 use oemputx::report::rounds;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
 
 pub struct Opts {
     pub rounds: usize,
@@ -58,6 +60,52 @@ pub fn process_cpu() -> std::time::Duration {
 /// Split `total` over `tasks`: task `t`'s share.
 pub fn share(total: u64, tasks: usize, t: usize) -> u64 {
     total / tasks as u64 + u64::from((t as u64) < total % tasks as u64)
+}
+
+/// One raw task's part of a measured loop: the task, its measured and its warmup round
+/// trips, and the two barriers it must wait at — `ready` after connecting and warming up,
+/// `done` after its measured round trips (then it closes).
+pub struct RawTask {
+    pub t: usize,
+    pub n: u64,
+    pub warm: u64,
+    pub ready: Arc<Barrier>,
+    pub done: Arc<Barrier>,
+}
+
+/// A raw loop: `tasks` threads each running `task`, measured (rate, and this process's CPU
+/// per transaction) from the moment all are ready to the moment all are done.
+pub fn raw_tasks<F>(count: u64, warmup: u64, tasks: usize, task: F) -> Sample
+where
+    F: Fn(RawTask) + Send + Sync + 'static,
+{
+    let task = Arc::new(task);
+    let ready = Arc::new(Barrier::new(tasks + 1));
+    let done = Arc::new(Barrier::new(tasks + 1));
+    let handles: Vec<_> = (0..tasks)
+        .map(|t| {
+            let part = RawTask {
+                t,
+                n: share(count, tasks, t),
+                warm: share(warmup, tasks, t),
+                ready: ready.clone(),
+                done: done.clone(),
+            };
+            let task = task.clone();
+            std::thread::spawn(move || task(part))
+        })
+        .collect();
+    ready.wait();
+    let (t0, c0) = (Instant::now(), process_cpu());
+    done.wait();
+    let (elapsed, cpu) = (t0.elapsed(), process_cpu() - c0);
+    for h in handles {
+        h.join().expect("raw loop thread");
+    }
+    Sample {
+        rate_tps: count as f64 / elapsed.as_secs_f64(),
+        cpu_us: cpu.as_secs_f64() * 1e6 / count as f64,
+    }
 }
 
 /// The oemputx binary as a loop: its JSON report gives the same two figures.
