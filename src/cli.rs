@@ -258,8 +258,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_clear: bool,
 
-    /// Create missing queues (otherwise a missing request queue is an error). Not for IBM
-    /// MQ, whose queues are defined by its administrator (runmqsc DEFINE QLOCAL).
+    /// Create missing queues (otherwise a missing request queue is an error); on NATS with
+    /// --persistent, the JetStream stream. Not for IBM MQ, whose queues are defined by its
+    /// administrator (runmqsc DEFINE QLOCAL).
     #[arg(long)]
     pub declare: bool,
 
@@ -318,8 +319,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub msgs_per_loop: usize,
 
-    /// Send persistent messages (AMQP delivery mode 2; IBM MQ MQPER_PERSISTENT; the embedded
-    /// queue manager only marks them).
+    /// Send persistent messages (AMQP delivery mode 2; IBM MQ MQPER_PERSISTENT; NATS: into
+    /// the JetStream stream that captures the subject, waiting for its acknowledgement; the
+    /// embedded queue manager only marks them).
     #[arg(long)]
     pub persistent: bool,
 

@@ -1,6 +1,7 @@
 //! oemputx against the real NATS server on 127.0.0.1:4222 (or $OEMPUTX_TEST_NATS), with
 //! fresh subjects and sample-flow serving them. Core NATS keeps nothing, so there is
-//! nothing to clean up after a test but its processes.
+//! nothing to clean up after a test but its processes; a JetStream stream a test makes is
+//! deleted when its guard drops.
 
 mod common;
 use common::*;
@@ -122,7 +123,6 @@ fn what_nats_cannot_do_is_a_usage_error_with_the_way_out() {
     let url = nats_url();
     for (args, says) in [
         (vec!["--syncpoint"], "no units of work"),
-        (vec!["--persistent"], "not yet supported"),
         (vec!["--reply-queue", "R"], "its own inbox"),
         (vec!["--request-queue", "a b"], "white space"),
         (vec!["--request-queue", "orders.*"], "wildcard"),
@@ -156,18 +156,23 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// A nats-server of the test's own that wants a user and password, stopped when dropped.
-struct AuthServer {
+/// A nats-server of the test's own (no JetStream), stopped when dropped.
+struct OwnServer {
     child: Child,
     port: u16,
 }
 
-impl AuthServer {
-    fn start() -> AuthServer {
+impl OwnServer {
+    /// One that wants a user and password.
+    fn with_password() -> OwnServer {
+        OwnServer::start(&["--user", "app", "--pass", "right-one"])
+    }
+
+    fn start(args: &[&str]) -> OwnServer {
         let port = free_port();
         let child = Command::new("nats-server")
             .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .args(["--user", "app", "--pass", "right-one"])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -177,11 +182,11 @@ impl AuthServer {
             assert!(Instant::now() < deadline, "nats-server did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        AuthServer { child, port }
+        OwnServer { child, port }
     }
 }
 
-impl Drop for AuthServer {
+impl Drop for OwnServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -190,7 +195,7 @@ impl Drop for AuthServer {
 
 #[test]
 fn a_refused_login_says_so_and_never_prints_the_password() {
-    let server = AuthServer::start();
+    let server = OwnServer::with_password();
     let out = oemputx()
         .args([
             "--qmgr",
@@ -209,4 +214,137 @@ fn a_refused_login_says_so_and_never_prints_the_password() {
     );
     assert!(text.contains("refused the login of user 'app'"), "{text}");
     assert!(!text.contains("SeCrEt99"), "{text}");
+}
+
+/// Run `f` against the test server on a runtime of its own.
+fn with_jetstream<T>(f: impl AsyncFnOnce(async_nats::jetstream::Context) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let client = async_nats::connect(nats_url().as_str())
+            .await
+            .expect("the test NATS server answers");
+        f(async_nats::jetstream::new(client)).await
+    })
+}
+
+/// Messages the stream holds now.
+fn stream_messages(name: &str) -> u64 {
+    let name = name.to_string();
+    with_jetstream(async move |js| {
+        let mut stream = js.get_stream(&name).await.expect("the stream exists");
+        stream.info().await.expect("stream info").state.messages
+    })
+}
+
+/// The stream oemputx declares for a subject, deleted when dropped.
+struct StreamGuard(String);
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        with_jetstream(async move |js| {
+            let _ = js.delete_stream(&name).await;
+        });
+    }
+}
+
+#[test]
+fn persistent_requests_go_through_a_jetstream_work_queue_and_each_is_answered_once() {
+    let subject = fresh_queue("nats-js");
+    let stream = StreamGuard(oemputx::transport::nats::jetstream::stream_name(&subject));
+    let url = nats_url();
+    let persistent = |extra: &[&str]| {
+        let mut cmd = oemputx();
+        cmd.args(["--qmgr", &url, "--request-queue", &subject, "--persistent"])
+            .args(["--count", "10", "--wait", "20s"])
+            .args(extra);
+        cmd
+    };
+    // No stream yet: one line naming --declare.
+    persistent(&[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "no JetStream stream captures subject '{subject}'"
+        )))
+        .stderr(predicates::str::contains("--declare"));
+    // Declared, but nothing reads it: one line naming the flow's --jetstream.
+    persistent(&["--declare"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "nothing reads JetStream stream {}",
+            stream.0
+        )))
+        .stderr(predicates::str::contains("--jetstream"));
+
+    let flow = nats_flow(
+        &subject,
+        &["--echo", "--jetstream", "--threads", "2"],
+        "echoing",
+    );
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &url,
+        "--request-queue",
+        &subject,
+        "--persistent",
+        "--count",
+        "600",
+        "--tasks",
+        "2",
+        "--msgs-per-loop",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (600, 600, 0, 0, 0));
+    assert_eq!(
+        j["settings"]["persistent_store"],
+        format!(
+            "JetStream stream {} (workqueue retention, file storage)",
+            stream.0
+        ),
+        "{}",
+        j["settings"]
+    );
+    // The flow acknowledged every request after replying: the work queue is empty.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stream_messages(&stream.0) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(stream_messages(&stream.0), 0);
+    drop(flow);
+
+    // Core NATS on a subject the stream captures would count its acknowledgements as
+    // replies: refused, naming --persistent.
+    oemputx()
+        .args(["--qmgr", &url, "--request-queue", &subject, "--count", "5"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "captured by JetStream stream {}",
+            stream.0
+        )))
+        .stderr(predicates::str::contains("--persistent"));
+}
+
+#[test]
+fn persistent_on_a_server_without_jetstream_names_the_fix() {
+    let server = OwnServer::start(&[]);
+    oemputx()
+        .args([
+            "--qmgr",
+            &format!("nats://127.0.0.1:{}", server.port),
+            "--persistent",
+            "--declare",
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("JetStream is not enabled"))
+        .stderr(predicates::str::contains("-js"));
 }

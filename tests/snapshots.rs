@@ -83,6 +83,7 @@ fn report_of(integrity: Integrity) -> Report {
         end: start + chrono::Duration::milliseconds(250),
         elapsed: Duration::from_millis(250),
         cleared: 0,
+        store: None,
         integrity,
         round_trip_ns: h.clone(),
         per_task_matched: vec![500, 500],

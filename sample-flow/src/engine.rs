@@ -44,6 +44,8 @@ pub struct FlowOptions {
     pub db_async_commit: bool,
     pub echo: bool,
     pub prefetch: u16,
+    /// NATS: read the JetStream stream that captures the input subject, not the subject.
+    pub jetstream: bool,
     pub extra_cpu: Duration,
     pub extra_work: u64,
     pub stats: Level,

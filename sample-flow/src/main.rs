@@ -66,6 +66,11 @@ struct Args {
     /// Unacknowledged requests the broker may push ahead to each instance.
     #[arg(long, default_value_t = 64)]
     prefetch: u16,
+    /// NATS: read requests from the JetStream stream that captures --input-queue (created as
+    /// a work queue in files if missing), for oemputx's --persistent; reply to each request's
+    /// Reply-To header and acknowledge it after the reply.
+    #[arg(long)]
+    jetstream: bool,
     /// Instances in this process, one thread and connection each (IBM's broker report's additional
     /// instances; several processes are its execution groups).
     #[arg(long, default_value_t = 1)]
@@ -115,6 +120,9 @@ fn run() -> anyhow::Result<()> {
             "--url must be an amqp://, amqps:// or nats:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
         ),
     };
+    if args.jetstream && !matches!(ep, Broker::Nats(_)) {
+        anyhow::bail!("--jetstream needs a nats:// --url: JetStream is NATS's store");
+    }
     if args.threads == 0 {
         anyhow::bail!("--threads must be at least 1");
     }
@@ -154,6 +162,7 @@ fn run() -> anyhow::Result<()> {
         db_async_commit: args.db_async_commit,
         echo: args.echo,
         prefetch: args.prefetch,
+        jetstream: args.jetstream,
         extra_cpu: Duration::from_micros(args.extra_cpu_us),
         extra_work: args.extra_work,
         stats: args.stats,

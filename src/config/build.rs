@@ -173,13 +173,7 @@ fn check_nats_options(args: &RunArgs) -> Result<(), ConfigError> {
     if args.syncpoint {
         return Err(bad(
             "--syncpoint",
-            "core NATS has no units of work: leave --syncpoint out for nats://",
-        ));
-    }
-    if args.persistent {
-        return Err(bad(
-            "--persistent",
-            "persistent puts on NATS (JetStream) are not yet supported: leave --persistent out for core NATS request/reply",
+            "NATS has no units of work spanning puts and gets: leave --syncpoint out for nats:// (--persistent waits for JetStream to store each request)",
         ));
     }
     if args.reply_queue.is_some() {

@@ -101,6 +101,8 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// Messages deleted from the reply queue before the run.
     pub cleared: u64,
+    /// Where persistent requests were stored, when the transport said (NATS's stream).
+    pub store: Option<String>,
     pub integrity: Integrity,
     /// Round trips of all tasks, merged, in nanoseconds.
     pub round_trip_ns: Histogram<u64>,

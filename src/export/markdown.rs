@@ -34,11 +34,7 @@ fn summary(o: &mut String, r: &Report) {
         s.message_source,
         s.tasks,
         s.msgs_per_loop,
-        if s.persistent {
-            "persistent"
-        } else {
-            "non-persistent"
-        },
+        s.persistence(),
         if s.syncpoint { ", syncpoint" } else { "" },
         r.start_utc,
         r.end_utc

@@ -283,15 +283,7 @@ fn settings_section(o: &mut String, r: &Report) {
         "Message file      : {} ({size}, {} message(s))",
         s.message_source, s.messages_in_rotation
     );
-    let _ = writeln!(
-        o,
-        "Persistence       : {}",
-        if s.persistent {
-            "persistent"
-        } else {
-            "non-persistent"
-        }
-    );
+    let _ = writeln!(o, "Persistence       : {}", s.persistence());
     let _ = writeln!(o, "Messages per loop : {}", s.msgs_per_loop);
     let total = match (s.count, s.duration_s) {
         (Some(n), _) => format!("{n}"),

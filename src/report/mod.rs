@@ -91,6 +91,10 @@ pub struct Settings {
     pub msg_bytes_min: usize,
     pub msg_bytes_max: usize,
     pub persistent: bool,
+    /// Where persistent requests were stored, when the transport says more than
+    /// `persistent` (NATS: "JetStream stream MQSI_IN (workqueue retention, file storage)").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent_store: Option<String>,
     pub syncpoint: bool,
     pub msgs_per_loop: usize,
     pub tasks: usize,
@@ -304,8 +308,18 @@ impl RoundsSummary {
 }
 
 impl Settings {
+    /// "persistent" or "non-persistent", with where persistent requests were stored when
+    /// the transport said.
+    pub fn persistence(&self) -> String {
+        match (self.persistent, &self.persistent_store) {
+            (false, _) => "non-persistent".into(),
+            (true, None) => "persistent".into(),
+            (true, Some(store)) => format!("persistent, in {store}"),
+        }
+    }
+
     /// The run's settings echoed, with the queue manager's password replaced by `***`.
-    fn of(cfg: &Config) -> Settings {
+    fn of(cfg: &Config, out: &Outcome) -> Settings {
         let (count, duration_s) = match cfg.length {
             RunLength::Count(n) => (Some(n), None),
             RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
@@ -325,6 +339,7 @@ impl Settings {
             msg_bytes_min: cfg.messages.min_len(),
             msg_bytes_max: cfg.messages.max_len(),
             persistent: cfg.persistent,
+            persistent_store: out.store.clone(),
             syncpoint: cfg.syncpoint,
             msgs_per_loop: cfg.msgs_per_loop,
             tasks: cfg.tasks,
@@ -395,7 +410,7 @@ impl Report {
             label: cfg.label.clone(),
             status: out.status,
             status_detail,
-            settings: Settings::of(cfg),
+            settings: Settings::of(cfg, out),
             reply_queue_cleared: out.cleared,
             start_utc: format_utc(&out.start),
             end_utc: format_utc(&out.end),

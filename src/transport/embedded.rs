@@ -187,7 +187,10 @@ impl Transport for Embedded {
             ReplyQueue::Named(q) if self.setup.clear_reply_queue => self.qmgr.queue(q).clear(),
             _ => 0,
         };
-        Ok(Prepared { cleared })
+        Ok(Prepared {
+            cleared,
+            store: None,
+        })
     }
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {

@@ -70,6 +70,30 @@ pub enum TransportError {
     )]
     NoResponders { subject: String, target: String },
     #[error(
+        "JetStream is not enabled on {target}, and --persistent stores requests in a JetStream stream: start nats-server with -js (or a jetstream block in its configuration), or leave --persistent out"
+    )]
+    JetStreamDisabled { target: String },
+    #[error(
+        "no JetStream stream captures subject '{subject}' on {target}: pass --declare to create one (a work queue in files), or create it yourself (nats stream add)"
+    )]
+    NoStream { subject: String, target: String },
+    #[error(
+        "nothing reads JetStream stream {stream} (subject '{subject}') on {target}: start the flow on the stream first, e.g. sample-flow --url {target} --input-queue {subject} --jetstream"
+    )]
+    NoStreamReader {
+        stream: String,
+        subject: String,
+        target: String,
+    },
+    #[error(
+        "subject '{subject}' on {target} is captured by JetStream stream {stream}, whose acknowledgements would pass for replies: pass --persistent to drive it through JetStream, or use a subject no stream captures"
+    )]
+    CapturedByStream {
+        subject: String,
+        stream: String,
+        target: String,
+    },
+    #[error(
         "{target}: user '{user}' needs a password ({why}): set OEMPUTX_MQ_PASSWORD, or run in a terminal to be asked"
     )]
     NeedsPassword {
@@ -93,6 +117,10 @@ impl TransportError {
                 | TransportError::MqRefused { .. }
                 | TransportError::NeedsPassword { .. }
                 | TransportError::NoResponders { .. }
+                | TransportError::JetStreamDisabled { .. }
+                | TransportError::NoStream { .. }
+                | TransportError::NoStreamReader { .. }
+                | TransportError::CapturedByStream { .. }
         )
     }
 }
@@ -107,10 +135,13 @@ pub struct Reply {
 }
 
 /// What preparing the queues found.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prepared {
     /// Messages deleted from a named reply queue before the run.
     pub cleared: u64,
+    /// Where persistent requests are stored, when the transport can say more than
+    /// "persistent" (NATS: the JetStream stream, its retention and storage).
+    pub store: Option<String>,
 }
 
 /// One queue manager, opened once per run.

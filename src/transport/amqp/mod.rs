@@ -272,7 +272,10 @@ impl Amqp {
             }
         }
         let _ = conn.close().await;
-        Ok(Prepared { cleared })
+        Ok(Prepared {
+            cleared,
+            store: None,
+        })
     }
 
     /// Start the router on a shared reply queue: its connection is opened here, on a

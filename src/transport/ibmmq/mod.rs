@@ -278,7 +278,10 @@ impl Transport for IbmMq {
         };
         conn.disconnect()
             .map_err(|f| mq_error(&self.target, "disconnecting (MQDISC)", "", f))?;
-        Ok(Prepared { cleared })
+        Ok(Prepared {
+            cleared,
+            store: None,
+        })
     }
 
     fn session(&self, _task: usize) -> Result<TaskSession, TransportError> {

@@ -16,9 +16,11 @@
 //! for AMQP: a put is queued and published by the next get, so that one entry into the
 //! runtime sends the request and waits for its reply.
 //!
-//! Not yet: `--persistent` (JetStream) — the stored message loses its reply subject, so
-//! responders would need a header convention of ours; it answers with a usage error.
+//! `--persistent` publishes each request into the JetStream stream that captures the subject
+//! and waits for the stream's acknowledgement; see [`jetstream`] for the stream and the
+//! `Reply-To` header that carries the reply subject a stored message would lose.
 
+pub mod jetstream;
 pub mod url;
 
 use super::{
@@ -132,15 +134,20 @@ pub fn scrub(text: &str, ep: &NatsEndpoint) -> String {
     out
 }
 
-/// Whether anybody answers on `subject`: `Some(0)` when NATS says there are no responders,
-/// `None` when there are some (core NATS cannot count them). How `sweep` and the gate know
-/// the flows they started have subscribed. The probe is one empty request, which a flow
-/// answers (the reference flow with an error document).
+/// Whether anybody answers on `subject`: `Some(0)` when nobody does, `None` when somebody
+/// does (NATS cannot count them). How `sweep` and the gate know the flows they started are
+/// serving. A subject a JetStream stream captures is served when somebody reads the
+/// stream; any other is probed with one empty request, which a flow answers (the reference
+/// flow with an error document) and NATS answers "no responders" when nobody subscribes.
 pub fn responders(ep: &NatsEndpoint, subject: &str) -> Result<Option<u32>, TransportError> {
     let target = ep.redacted();
     runtime(&target)?.block_on(async {
         let client = connect(ep, "oemputx-probe").await?;
-        let some = has_responders(&client, subject, &target).await;
+        let js = async_nats::jetstream::new(client.clone());
+        let some = match jetstream::capturing(&js, subject).await {
+            Some(stream) => Ok(stream.readers > 0),
+            None => has_responders(&client, subject, &target).await,
+        };
         let _ = client.drain().await;
         Ok(if some? { None } else { Some(0) })
     })
@@ -173,6 +180,52 @@ fn broker(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError
     }
 }
 
+impl Nats {
+    /// `--persistent`: JetStream must be on, a stream must capture the subject (created
+    /// with --declare) and something must read it.
+    async fn prepare_stream(
+        &self,
+        client: &Client,
+        target: &str,
+    ) -> Result<jetstream::StreamFacts, TransportError> {
+        let js = async_nats::jetstream::new(client.clone());
+        jetstream::require(&js, target).await?;
+        let subject = &self.setup.request_queue;
+        let facts = jetstream::find_or_create(&js, subject, self.setup.declare, target).await?;
+        if facts.readers == 0 {
+            return Err(TransportError::NoStreamReader {
+                stream: facts.name,
+                subject: subject.clone(),
+                target: target.to_string(),
+            });
+        }
+        Ok(facts)
+    }
+
+    /// Core NATS: something must answer on the subject, and no stream may capture it (its
+    /// acknowledgements would come back as replies).
+    async fn prepare_core(&self, client: &Client, target: &str) -> Result<(), TransportError> {
+        let subject = &self.setup.request_queue;
+        let js = async_nats::jetstream::new(client.clone());
+        if let Some(stream) = jetstream::capturing(&js, subject).await {
+            return Err(TransportError::CapturedByStream {
+                subject: subject.clone(),
+                stream: stream.name,
+                target: target.to_string(),
+            });
+        }
+        // Before the run, so that a missing flow is one line, not a failed round: one
+        // empty request, which a flow answers outside the measured window.
+        if !has_responders(client, subject, target).await? {
+            return Err(TransportError::NoResponders {
+                subject: subject.clone(),
+                target: target.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Transport for Nats {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
@@ -182,18 +235,18 @@ impl Transport for Nats {
             if max > 0 {
                 self.max_payload.store(max, Ordering::Relaxed);
             }
-            // Before the run, so that a missing flow is one line, not a failed round: one
-            // empty request, which a flow answers outside the measured window.
-            let subject = &self.setup.request_queue;
-            let some = has_responders(&client, subject, &target).await;
+            let store = if self.setup.persistent {
+                self.prepare_stream(&client, &target)
+                    .await
+                    .map(|f| Some(f.describe()))
+            } else {
+                self.prepare_core(&client, &target).await.map(|()| None)
+            };
             let _ = client.drain().await;
-            if !some? {
-                return Err(TransportError::NoResponders {
-                    subject: subject.clone(),
-                    target: target.clone(),
-                });
-            }
-            Ok(Prepared { cleared: 0 })
+            Ok(Prepared {
+                cleared: 0,
+                store: store?,
+            })
         })
     }
 
@@ -209,9 +262,15 @@ impl Transport for Nats {
                 .map_err(|e| broker(&target, "subscribing to the task's inbox", e))?;
             Ok::<_, TransportError>((client, inbox, replies))
         })?;
+        // The context spawns its acknowledgement task on the session's runtime.
+        let js = self.setup.persistent.then(|| {
+            let _inside = rt.enter();
+            async_nats::jetstream::new(client.clone())
+        });
         Ok(TaskSession::Async(Box::new(NatsSession {
             rt,
             client: Some(client),
+            js,
             replies,
             prefix: format!("{inbox}."),
             subject: async_nats::Subject::from(self.setup.request_queue.as_str()),
@@ -231,6 +290,8 @@ pub struct NatsSession {
     rt: Arc<Runtime>,
     /// `None` only after close.
     client: Option<Client>,
+    /// `--persistent`: requests go through JetStream and wait for its acknowledgement.
+    js: Option<async_nats::jetstream::Context>,
     replies: Subscriber,
     /// The inbox and its dot: a reply's subject is this and the correlation id.
     prefix: String,
@@ -256,6 +317,9 @@ impl NatsSession {
         let Some(client) = &self.client else {
             return Err(self.lost("session already closed"));
         };
+        if let Some(js) = &self.js {
+            return stored(js, &self.subject, &mut self.unsent, &self.target).await;
+        }
         for (reply, body) in self.unsent.drain(..) {
             if let Err(e) = client
                 .publish_with_reply(self.subject.clone(), reply, body)
@@ -308,6 +372,36 @@ impl NatsSession {
         }
         sent
     }
+}
+
+/// Publish the unsent requests into the stream, each naming its reply subject in the
+/// `Reply-To` header, then wait for every acknowledgement: a persistent put is done when
+/// the stream has stored it.
+async fn stored(
+    js: &async_nats::jetstream::Context,
+    subject: &async_nats::Subject,
+    unsent: &mut Vec<(String, bytes::Bytes)>,
+    target: &str,
+) -> Result<(), TransportError> {
+    let failed = |e: &dyn std::fmt::Display| TransportError::Broker {
+        what: "storing a request in JetStream".into(),
+        target: target.to_string(),
+        why: e.to_string(),
+    };
+    let mut acks = Vec::with_capacity(unsent.len());
+    for (reply, body) in unsent.drain(..) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(jetstream::REPLY_TO, reply.as_str());
+        let ack = js
+            .publish_with_headers(subject.clone(), headers, body)
+            .await
+            .map_err(|e| failed(&e))?;
+        acks.push(ack);
+    }
+    for ack in acks {
+        ack.await.map_err(|e| failed(&e))?;
+    }
+    Ok(())
 }
 
 impl AsyncSession for NatsSession {
