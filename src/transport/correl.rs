@@ -14,9 +14,17 @@ pub struct Correl<'a> {
 
 const PREFIX: &str = "oemputx-";
 
-/// The id of request `seq` of task `task` in run `run`.
+/// The id of request `seq` of task `task` in run `run`. Built by hand, not with
+/// `format!`: it is made once per request, and beside NATS's 18 µs round trip the
+/// formatting machinery was a measurable share of the driver's CPU.
 pub fn make(run: &str, task: usize, seq: u64) -> String {
-    format!("{PREFIX}{run}-{task}-{seq}")
+    let (mut t, mut s) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let (task, seq) = (t.format(task), s.format(seq));
+    let mut id = String::with_capacity(PREFIX.len() + run.len() + task.len() + seq.len() + 2);
+    for part in [PREFIX, run, "-", task, "-", seq] {
+        id.push_str(part);
+    }
+    id
 }
 
 /// Parse an id made by [`make`]; anything else is `None`.
