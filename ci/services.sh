@@ -55,6 +55,8 @@ ensure_nats() {
   # The NATS tests start a nats-server of their own too (one that wants a password), so the
   # binary must be there even when a server already answers.
   command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  # The tls:// test makes its own certificate authority and server certificate with it.
+  command -v openssl >/dev/null || apt_install openssl
   if listening 4222; then log "NATS already answers on 127.0.0.1:4222; leaving it alone"; return 0; fi
   local store=/var/tmp/oemputx-nats-js
   mkdir -p "$store"

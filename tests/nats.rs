@@ -348,3 +348,108 @@ fn persistent_on_a_server_without_jetstream_names_the_fix() {
         .stderr(predicates::str::contains("JetStream is not enabled"))
         .stderr(predicates::str::contains("-js"));
 }
+
+/// A certificate authority and a server certificate for 127.0.0.1, made with openssl in
+/// `dir`: (CA file, server certificate, server key).
+fn make_certificates(dir: &std::path::Path) -> (String, String, String) {
+    let path = |f: &str| dir.join(f).display().to_string();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl is installed (ci/services.sh installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca_args = [
+        &["req", "-x509"][..],
+        &ec[..],
+        &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2"],
+        &["-subj", "/CN=oemputx test CA"],
+    ];
+    openssl(&ca_args.concat());
+    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").expect("write");
+    openssl(
+        &[
+            &["req"][..],
+            &ec[..],
+            &[
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=127.0.0.1",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.pem",
+    ]);
+    (path("ca.pem"), path("server.pem"), path("server.key"))
+}
+
+#[test]
+fn tls_urls_round_trip_against_a_server_with_a_certificate_the_client_trusts() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let (ca, cert, key) = make_certificates(dir.path());
+    let server = OwnServer::start(&["--tls", "--tlscert", &cert, "--tlskey", &key]);
+    let url = format!("tls://127.0.0.1:{}", server.port);
+    let subject = fresh_queue("nats-tls");
+    // async-nats trusts the system's roots, which SSL_CERT_FILE names.
+    let trust = [("SSL_CERT_FILE", ca.as_str())];
+    let _flow = SampleFlow::start_with_env(
+        &["--echo", "--url", &url, "--input-queue", &subject],
+        &trust,
+        "echoing",
+    );
+    let out = oemputx()
+        .env("SSL_CERT_FILE", &ca)
+        .args(["--qmgr", &url, "--request-queue", &subject])
+        .args(["--count", "200", "--tasks", "2", "--export-json", "-", "--quiet"])
+        .output()
+        .expect("oemputx runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(integrity(&j), (200, 200, 0, 0, 0));
+    assert_eq!(j["settings"]["qmgr"], url);
+
+    // Without the CA the certificate is not trusted: one line, exit 2.
+    oemputx()
+        .env("SSL_CERT_FILE", dir.path().join("none.pem"))
+        .args(["--qmgr", &url, "--request-queue", &subject, "--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot reach tls://127.0.0.1"))
+        .stderr(predicates::str::contains("trusted"));
+}

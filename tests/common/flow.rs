@@ -33,8 +33,14 @@ impl SampleFlow {
     /// Start `sample-flow ARGS` and wait (10 s at most) for its first line, which must
     /// contain `ready_word` ("echoing" for --echo, "processing" for the reference flow).
     pub fn start(args: &[&str], ready_word: &str) -> SampleFlow {
+        SampleFlow::start_with_env(args, &[], ready_word)
+    }
+
+    /// [`SampleFlow::start`] with environment variables of its own.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)], ready_word: &str) -> SampleFlow {
         let mut child = Command::new(sample_flow_bin())
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
