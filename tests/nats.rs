@@ -432,7 +432,15 @@ fn tls_urls_round_trip_against_a_server_with_a_certificate_the_client_trusts() {
     let out = oemputx()
         .env("SSL_CERT_FILE", &ca)
         .args(["--qmgr", &url, "--request-queue", &subject])
-        .args(["--count", "200", "--tasks", "2", "--export-json", "-", "--quiet"])
+        .args([
+            "--count",
+            "200",
+            "--tasks",
+            "2",
+            "--export-json",
+            "-",
+            "--quiet",
+        ])
         .output()
         .expect("oemputx runs");
     assert!(
