@@ -9,6 +9,7 @@
 
 pub mod amqp;
 pub mod correl;
+pub mod deadline;
 pub mod embedded;
 pub mod endpoint;
 pub mod ibmmq;

@@ -23,16 +23,15 @@
 pub mod jetstream;
 pub mod url;
 
+use super::deadline::Deadline;
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
     TransportError,
 };
 use async_nats::{Client, ConnectErrorKind, StatusCode, Subscriber};
 use futures_util::StreamExt;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::Poll;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 use url::NatsEndpoint;
@@ -279,7 +278,7 @@ impl Transport for Nats {
             target,
             unsent: Vec::new(),
             last_body: bytes::Bytes::new(),
-            timer: Deadline { sleep: None },
+            timer: Deadline::default(),
         })))
     }
 
@@ -308,48 +307,6 @@ pub struct NatsSession {
     last_body: bytes::Bytes,
     /// The wait for replies, one timer kept across gets.
     timer: Deadline,
-}
-
-/// A timer kept across waits and moved only when the deadline a wait asks for is more than
-/// a little later than the one it holds: arming a fresh tokio timer for every get (as
-/// `tokio::time::timeout` does) was a measurable share of the driver's CPU beside NATS's
-/// 18 µs round trip. A wait may so end up to [`Deadline::slack`] early: 1 ms of a 60 s
-/// `--wait`, never more than 1 % of it.
-struct Deadline {
-    /// `None` until the first wait (a timer needs the runtime).
-    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl Deadline {
-    fn slack(wait: Duration) -> Duration {
-        (wait / 100).min(Duration::from_millis(1))
-    }
-
-    /// The next item of `stream`, or `None` when `wait` passed first.
-    async fn within<S: futures_util::Stream + Unpin>(
-        &mut self,
-        wait: Duration,
-        stream: &mut S,
-    ) -> Option<Option<S::Item>> {
-        let want = tokio::time::Instant::now() + wait;
-        let sleep = match &mut self.sleep {
-            Some(sleep) => {
-                let held = sleep.deadline();
-                if held > want || want > held + Deadline::slack(wait) {
-                    sleep.as_mut().reset(want);
-                }
-                sleep
-            }
-            None => self.sleep.insert(Box::pin(tokio::time::sleep_until(want))),
-        };
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(item) = stream.poll_next_unpin(cx) {
-                return Poll::Ready(Some(item));
-            }
-            sleep.as_mut().poll(cx).map(|()| None)
-        })
-        .await
-    }
 }
 
 impl NatsSession {
@@ -486,56 +443,5 @@ impl Drop for NatsSession {
         // The client's connection task lives on this session's runtime.
         let _inside = self.rt.enter();
         self.client.take();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    fn on_runtime<T>(f: impl Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(f)
-    }
-
-    #[test]
-    fn a_kept_timer_still_waits_each_wait_in_full_less_its_slack() {
-        on_runtime(async {
-            let mut timer = Deadline { sleep: None };
-            let mut nothing = futures_util::stream::pending::<u8>();
-            for wait_ms in [30, 30, 10, 40] {
-                let wait = Duration::from_millis(wait_ms);
-                let started = Instant::now();
-                assert_eq!(timer.within(wait, &mut nothing).await, None);
-                // A timer that fired is armed again; a shorter wait after a longer one
-                // moves the deadline in.
-                let took = started.elapsed();
-                assert!(
-                    took + Deadline::slack(wait) >= wait,
-                    "{wait_ms} ms: {took:?}"
-                );
-                assert!(took < wait + Duration::from_millis(500), "{took:?}");
-            }
-            let mut one = futures_util::stream::iter([7u8]);
-            let wait = Duration::from_secs(60);
-            assert_eq!(timer.within(wait, &mut one).await, Some(Some(7)));
-            assert_eq!(timer.within(wait, &mut one).await, Some(None));
-        });
-    }
-
-    #[test]
-    fn the_slack_is_a_hundredth_of_the_wait_and_at_most_a_millisecond() {
-        assert_eq!(
-            Deadline::slack(Duration::from_secs(60)),
-            Duration::from_millis(1)
-        );
-        assert_eq!(
-            Deadline::slack(Duration::from_millis(10)),
-            Duration::from_micros(100)
-        );
     }
 }
