@@ -66,6 +66,20 @@ ensure_nats() {
   wait_for 4222 NATS 30
 }
 
+ensure_amqp10() {
+  # AMQP 1.0 is a plugin bundled with RabbitMQ 3.x, on the same port; enabling it on a
+  # running broker starts it without a restart, and enabling it twice changes nothing.
+  local plugins
+  plugins=$(command -v rabbitmq-plugins || echo /usr/sbin/rabbitmq-plugins)
+  if as_root "$plugins" list -e -m 2>/dev/null | grep -qx rabbitmq_amqp1_0; then
+    log "RabbitMQ's AMQP 1.0 plugin already enabled"
+    return 0
+  fi
+  log "enabling RabbitMQ's AMQP 1.0 plugin (rabbitmq_amqp1_0)"
+  as_root "$plugins" enable rabbitmq_amqp1_0 >/dev/null ||
+    log "could not enable rabbitmq_amqp1_0: the AMQP 1.0 tests will fail; enable it by hand"
+}
+
 ensure_valgrind() {
   # The instruction gate (oemputx gate --instructions) runs flows under valgrind's callgrind.
   if command -v valgrind >/dev/null; then log "valgrind present ($(valgrind --version))"; return 0; fi
@@ -73,6 +87,7 @@ ensure_valgrind() {
 }
 
 ensure_rabbitmq
+ensure_amqp10
 ensure_postgresql
 ensure_nats
 ensure_valgrind

@@ -1,6 +1,7 @@
 //! The flow's engine: one thread per instance, each with its own broker connection (and
 //! database connection), taking requests and running every message through the nodes. The
-//! broker's side is a [`FlowIo`]: AMQP 0-9-1 (`amqp_io.rs`) or NATS (`nats_io.rs`).
+//! broker's side is a [`FlowIo`]: AMQP 0-9-1 (`amqp_io.rs`), NATS (`nats_io.rs`) or AMQP 1.0
+//! (`amqp10_io.rs`).
 //!
 //! A request is acknowledged only after its audit copy, its database row and its reply are
 //! written, so a flow that dies mid-message leaves it on the queue for redelivery (AMQP):
@@ -10,6 +11,7 @@ use super::db::Db;
 use super::flow_statistics::{Collector, Level, Sink};
 use super::nodes::{self, Invalid};
 use oemputx::transport::amqp::url::AmqpEndpoint;
+use oemputx::transport::amqp10::url::Amqp10Endpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,6 +61,7 @@ pub struct FlowOptions {
 pub enum Broker {
     Amqp(AmqpEndpoint),
     Nats(NatsEndpoint),
+    Amqp10(Amqp10Endpoint),
 }
 
 /// A request as the nodes see it, with what its transport needs to answer and acknowledge it.

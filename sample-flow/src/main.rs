@@ -12,6 +12,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+mod amqp10_io;
 mod amqp_io;
 mod db;
 mod engine;
@@ -32,7 +33,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "sample-flow", version)]
 struct Args {
-    /// Broker URL (amqp://, amqps:// or nats://). oemputx passes a URL with a password in
+    /// Broker URL (amqp://, amqps://, nats:// or amqp10://). oemputx passes a URL with a password in
     /// OEMPUTX_URL rather than on the command line, where every local user could read it.
     #[arg(
         long,
@@ -113,11 +114,12 @@ fn run() -> anyhow::Result<()> {
     let ep = match parse_url(&args.url)? {
         Endpoint::Amqp(ep) => Broker::Amqp(ep),
         Endpoint::Nats(ep) => Broker::Nats(ep),
+        Endpoint::Amqp10(ep) => Broker::Amqp10(ep),
         Endpoint::Embedded => anyhow::bail!(
-            "--url must be an amqp://, amqps:// or nats:// URL (the embedded queue manager has its own responder)"
+            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL (the embedded queue manager has its own responder)"
         ),
         Endpoint::IbmMq(_) => anyhow::bail!(
-            "--url must be an amqp://, amqps:// or nats:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
+            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
         ),
     };
     if args.jetstream && !matches!(ep, Broker::Nats(_)) {
@@ -208,6 +210,10 @@ fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             }
             Broker::Nats(ep) => {
                 let io = nats_io::NatsIo::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+            Broker::Amqp10(ep) => {
+                let io = amqp10_io::Amqp10Io::open(i, ep, o).await?;
                 engine::serve(i, o, io, &ep.redacted()).await
             }
         }

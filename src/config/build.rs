@@ -159,6 +159,15 @@ fn check_transport_options(args: &RunArgs, endpoint: &Endpoint) -> Result<(), Co
     if matches!(endpoint, Endpoint::Nats(_)) {
         check_nats_options(args)?;
     }
+    if matches!(endpoint, Endpoint::Amqp10(_))
+        && args.reply_queue.is_some()
+        && args.tasks.iter().any(|&t| t > 1)
+    {
+        return Err(bad(
+            "--reply-queue",
+            "a reply queue shared by several tasks is not yet supported on amqp10:// (each task's receiver would take the others' replies): use one task, or leave --reply-queue out for a temporary reply queue per task",
+        ));
+    }
     if args.declare && is_mq {
         return Err(bad(
             "--declare",
@@ -354,6 +363,11 @@ fn groups(
         Endpoint::IbmMq(_) => selector::parse_groups(["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"])?,
         // The server is what a NATS run is about; its flows are the user's own processes.
         Endpoint::Nats(_) => selector::parse_groups(["QMGR=@nats"])?,
+        // RabbitMQ's AMQP 1.0 plugin runs inside the broker; other brokers' processes
+        // (Java for Artemis and ActiveMQ) are the user's to name with --group.
+        Endpoint::Amqp10(a) if a.style == crate::transport::amqp10::url::AddressStyle::Rabbitmq => {
+            selector::parse_groups(["QMGR=@rabbitmq"])?
+        }
         _ => Vec::new(),
     })
 }

@@ -5,9 +5,10 @@
 //! [`Endpoint::kind`] and one in [`parse_url`].
 
 use super::amqp::url::AmqpEndpoint;
+use super::amqp10::url::Amqp10Endpoint;
 use super::ibmmq::url::IbmMqEndpoint;
 use super::nats::url::NatsEndpoint;
-use super::{QueueSetup, Transport, TransportError, amqp, embedded, ibmmq, nats};
+use super::{QueueSetup, Transport, TransportError, amqp, amqp10, embedded, ibmmq, nats};
 use std::sync::Arc;
 
 /// A URL or queue manager name that cannot be used: the user's input, exit 2.
@@ -16,7 +17,7 @@ pub enum EndpointError {
     #[error("--qmgr {url}: {why}")]
     BadUrl { url: String, why: String },
     #[error(
-        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps://, ibmmq:// or nats://"
+        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps://, ibmmq://, nats:// or amqp10://"
     )]
     NotYet { url: String, scheme: String },
 }
@@ -55,8 +56,10 @@ pub enum Endpoint {
     Amqp(AmqpEndpoint),
     /// An IBM MQ queue manager, through the MQI.
     IbmMq(IbmMqEndpoint),
-    /// A NATS server (core request/reply).
+    /// A NATS server (core request/reply, JetStream).
     Nats(NatsEndpoint),
+    /// An AMQP 1.0 container (ActiveMQ, Artemis, Qpid, Service Bus, RabbitMQ's plugin).
+    Amqp10(Amqp10Endpoint),
 }
 
 impl Endpoint {
@@ -67,6 +70,7 @@ impl Endpoint {
             Endpoint::Amqp(a) => a,
             Endpoint::IbmMq(m) => m,
             Endpoint::Nats(n) => n,
+            Endpoint::Amqp10(a) => a,
         }
     }
 
@@ -97,13 +101,20 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
     match url.scheme() {
         "amqp" | "amqps" => amqp::url::parse(raw, &url),
         "nats" | "tls" => nats::url::parse(raw, &url),
-        "amqp1" => Err(EndpointError::NotYet {
+        "amqp10" | "amqps10" => amqp10::url::parse(raw, &url),
+        "amqp1" | "amqps1" => Err(EndpointError::BadUrl {
+            url: redact_raw(raw),
+            why: "AMQP 1.0 URLs are written amqp10:// (amqps10:// with TLS)".into(),
+        }),
+        "mqtt" | "mqtts" => Err(EndpointError::NotYet {
             url: redact_raw(raw),
             scheme: url.scheme().into(),
         }),
         other => Err(EndpointError::BadUrl {
             url: redact_raw(raw),
-            why: format!("unknown scheme {other}:; use embedded:, amqp://, ibmmq:// or nats://"),
+            why: format!(
+                "unknown scheme {other}:; use embedded:, amqp://, ibmmq://, nats:// or amqp10://"
+            ),
         }),
     }
 }
@@ -245,9 +256,12 @@ mod tests {
     #[test]
     fn unsupported_schemes_say_not_yet() {
         assert!(matches!(
-            parse_url("amqp1://127.0.0.1:5672"),
+            parse_url("mqtt://127.0.0.1:1883"),
             Err(EndpointError::NotYet { .. })
         ));
+        assert!(
+            parse_url("amqp1://127.0.0.1:5672").is_err_and(|e| e.to_string().contains("amqp10://"))
+        );
         let Endpoint::Amqp(a) =
             parse_url("amqps://u:p@broker/%2f?server_name_indication=mq.example").unwrap()
         else {

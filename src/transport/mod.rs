@@ -8,6 +8,7 @@
 //! transports.
 
 pub mod amqp;
+pub mod amqp10;
 pub mod correl;
 pub mod deadline;
 pub mod embedded;
@@ -87,6 +88,23 @@ pub enum TransportError {
         target: String,
     },
     #[error(
+        "{target} does not speak AMQP 1.0 (it answered with protocol header {found}): on RabbitMQ enable the plugin (rabbitmq-plugins enable rabbitmq_amqp1_0), or use amqp:// for AMQP 0-9-1"
+    )]
+    NotAmqp10 { target: String, found: String },
+    #[error(
+        "{target} refused a link to address '{address}' ({why}): check that the queue exists and that --qmgr's address-style={style} is the broker's (rabbitmq: /queue/NAME; plain: NAME for Artemis, Qpid, Service Bus; queue-prefix: queue://NAME for ActiveMQ Classic)"
+    )]
+    AddressRefused {
+        target: String,
+        address: String,
+        style: &'static str,
+        why: String,
+    },
+    #[error(
+        "--syncpoint on {target}: AMQP 1.0 transactions are not run by oemputx yet, and RabbitMQ's AMQP 1.0 plugin, the only broker here, has no transaction coordinator; leave --syncpoint out"
+    )]
+    NoTransactions { target: String },
+    #[error(
         "subject '{subject}' on {target} is captured by JetStream stream {stream}, whose acknowledgements would pass for replies: pass --persistent to drive it through JetStream, or use a subject no stream captures"
     )]
     CapturedByStream {
@@ -122,6 +140,9 @@ impl TransportError {
                 | TransportError::NoStream { .. }
                 | TransportError::NoStreamReader { .. }
                 | TransportError::CapturedByStream { .. }
+                | TransportError::NotAmqp10 { .. }
+                | TransportError::AddressRefused { .. }
+                | TransportError::NoTransactions { .. }
         )
     }
 }

@@ -1,0 +1,599 @@
+//! AMQP 1.0 through fe2o3-amqp: the protocol of ActiveMQ, Artemis, Qpid, Solace and Azure
+//! Service Bus; tested here against RabbitMQ 3.10's `rabbitmq_amqp1_0` plugin.
+//!
+//! Each task has one connection and session, a sender link to the request address and a
+//! receiver link on a dynamic node the broker creates for its replies (or on `--reply-queue`'s
+//! address). Each request carries `message-id` (the correlation id) and `reply-to` (the
+//! receiver's address); a reply is matched by its `correlation-id`, the JMS convention every
+//! AMQP 1.0 responder follows. Requests are sent pre-settled (fire and forget, as AMQP
+//! 0-9-1 publishes without confirms); with `--persistent` the header's `durable` is set and
+//! each send waits for the broker's disposition (it has taken the message). Replies are
+//! asked for pre-settled too: the reply is the acknowledgement.
+//!
+//! A queue name becomes an address by the endpoint's address style (`url.rs`). RabbitMQ's
+//! plugin has no dynamic nodes, so there a task's replies come to an exclusive queue the
+//! plugin makes for a receiver on `/exchange/amq.direct/KEY`, and `reply-to` names that.
+//!
+//! Not here: `--syncpoint` (AMQP 1.0 transactions) — RabbitMQ's plugin has no transaction
+//! coordinator, so nothing here could run them; refused before the run.
+
+pub mod url;
+
+use super::deadline::Deadline;
+use super::{
+    AsyncSession, Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport,
+    TransportError,
+};
+use fe2o3_amqp::connection::{ConnectionHandle, OpenError};
+use fe2o3_amqp::link::receiver::CreditMode;
+use fe2o3_amqp::sasl_profile::SaslProfile;
+use fe2o3_amqp::session::SessionHandle;
+use fe2o3_amqp::types::definitions::{ReceiverSettleMode, SenderSettleMode};
+use fe2o3_amqp::types::messaging::{
+    Body, Data, Header, Message, MessageId, Properties, Source, Target, TerminusDurability,
+    message::Builder,
+};
+use fe2o3_amqp::types::primitives::{Binary, Value};
+use fe2o3_amqp::{Connection, Receiver, Sender, Session};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+use url::Amqp10Endpoint;
+
+/// RabbitMQ's default `max_message_size` (128 MiB).
+pub const MAX_MESSAGE: usize = 128 * 1024 * 1024;
+/// How long connecting may take before the broker counts as unreachable.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Replies the broker may send ahead on a task's receiver.
+const REPLY_CREDIT: u32 = 64;
+
+/// The AMQP 1.0 transport: where to connect and the queues to use.
+pub struct Amqp10 {
+    endpoint: Amqp10Endpoint,
+    setup: QueueSetup,
+}
+
+impl Amqp10 {
+    pub fn new(endpoint: Amqp10Endpoint, setup: QueueSetup) -> Amqp10 {
+        Amqp10 { endpoint, setup }
+    }
+
+    fn target(&self) -> String {
+        self.endpoint.redacted()
+    }
+
+    /// The request queue's address: one that creates it under --declare.
+    fn request_address(&self) -> String {
+        let (style, queue) = (self.endpoint.style, &self.setup.request_queue);
+        if self.setup.declare {
+            style.declaring(queue)
+        } else {
+            style.address(queue)
+        }
+    }
+}
+
+fn runtime(target: &str) -> Result<Runtime, TransportError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| broker(target, "starting the AMQP 1.0 client runtime", e))
+}
+
+fn broker(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
+    TransportError::Broker {
+        what: what.to_string(),
+        target: target.to_string(),
+        why: e.to_string(),
+    }
+}
+
+/// A connection and one session on it.
+pub struct Opened {
+    pub connection: ConnectionHandle<()>,
+    pub session: SessionHandle<()>,
+}
+
+/// Open a connection (TLS for amqps10://, SASL PLAIN with the URL's user) and a session.
+/// Shared with sample-flow, so that a flow connects as the driver does.
+pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, TransportError> {
+    let target = ep.redacted();
+    let unreachable = |why: String| TransportError::Unreachable {
+        target: target.clone(),
+        why,
+    };
+    let tcp = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)),
+    )
+    .await
+    .map_err(|_| unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())))?
+    .map_err(|e| unreachable(e.to_string()))?;
+    let _ = tcp.set_nodelay(true);
+    let builder = Connection::builder()
+        .container_id(container)
+        .scheme("amqp")
+        .hostname(ep.host.as_str())
+        .sasl_profile(SaslProfile::Plain {
+            username: ep.user.clone(),
+            password: ep.password.clone(),
+        });
+    let opened = match &ep.tls {
+        None => tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(tcp)).await,
+        Some(tls) => {
+            let stream = tls::connect(tls, tcp)
+                .await
+                .map_err(|why| unreachable(format!("TLS failed: {why}")))?;
+            tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(stream)).await
+        }
+    };
+    let mut connection = opened
+        .map_err(|_| {
+            unreachable(format!(
+                "the AMQP 1.0 handshake did not finish within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            ))
+        })?
+        .map_err(|e| open_error(ep, e))?;
+    let session = Session::begin(&mut connection)
+        .await
+        .map_err(|e| broker(&target, "beginning a session", e))?;
+    Ok(Opened {
+        connection,
+        session,
+    })
+}
+
+/// What a failed open means for the user.
+fn open_error(ep: &Amqp10Endpoint, e: OpenError) -> TransportError {
+    let target = ep.redacted();
+    match e {
+        OpenError::SaslError { .. } => TransportError::AuthRefused {
+            target,
+            user: ep.user.clone(),
+        },
+        // RabbitMQ without the plugin answers an AMQP 1.0 header with its 0-9-1 one.
+        OpenError::ProtocolHeaderMismatch(found) => TransportError::NotAmqp10 {
+            target,
+            found: format!("{found:?}"),
+        },
+        other => TransportError::Unreachable {
+            target,
+            why: scrub(&other.to_string(), &ep.password),
+        },
+    }
+}
+
+/// Remove a password from a library's error text, in case it quotes it.
+fn scrub(text: &str, password: &str) -> String {
+    if password.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(password, "***")
+    }
+}
+
+/// A link the broker refused: the address is the likely cause.
+fn refused_link(
+    target: &str,
+    address: &str,
+    style: url::AddressStyle,
+    why: String,
+) -> TransportError {
+    TransportError::AddressRefused {
+        target: target.to_string(),
+        address: address.to_string(),
+        style: style.name(),
+        why,
+    }
+}
+
+/// A target whose terminus is durable: RabbitMQ's plugin declares a missing `/queue/NAME`
+/// durable then, as `--declare` does on AMQP 0-9-1, and refuses a non-durable attach to a
+/// durable queue ("inequivalent arg 'durable'").
+pub fn durable_target(address: &str) -> Target {
+    Target::builder()
+        .address(address)
+        .durable(TerminusDurability::Configuration)
+        .build()
+}
+
+/// A number distinct between calls in this process and between processes' runs.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    (nanos << 16) ^ NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A link's name, unique within the connection.
+fn link_name(what: &str, task: usize) -> String {
+    format!("oemputx-{what}-{task}-{}", std::process::id())
+}
+
+/// Close a connection quietly (the run's outcome is already decided).
+async fn close_quietly(mut o: Opened) {
+    let _ = o.session.end().await;
+    let _ = o.connection.close().await;
+}
+
+impl Transport for Amqp10 {
+    fn prepare(&self) -> Result<Prepared, TransportError> {
+        let target = self.target();
+        if self.setup.syncpoint {
+            return Err(TransportError::NoTransactions { target });
+        }
+        runtime(&target)?.block_on(async {
+            let mut o = open(&self.endpoint, "oemputx-setup").await?;
+            // Whether the queue exists: RabbitMQ takes a sender on a missing
+            // `/amq/queue/NAME` and drops what it sends (unroutable), but refuses a receiver.
+            // The receiver gets no credit, so it takes nothing off the queue.
+            let address = self.request_address();
+            let attached = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                Receiver::builder()
+                    .name(link_name("check", 0))
+                    .source(
+                        Source::builder()
+                            .address(address.as_str())
+                            .durable(TerminusDurability::Configuration)
+                            .build(),
+                    )
+                    .credit_mode(CreditMode::Manual)
+                    .attach(&mut o.session),
+            )
+            .await;
+            let checked = match attached {
+                Ok(Ok(receiver)) => {
+                    let _ = receiver.close().await;
+                    Ok(())
+                }
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!(
+                    "no answer to the link within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                )),
+            }
+            .map_err(|why| {
+                if self.endpoint.style == url::AddressStyle::Rabbitmq && !self.setup.declare {
+                    TransportError::MissingQueue {
+                        queue: self.setup.request_queue.clone(),
+                        target: target.clone(),
+                    }
+                } else {
+                    refused_link(&target, &address, self.endpoint.style, why)
+                }
+            });
+            close_quietly(o).await;
+            checked?;
+            Ok(Prepared::default())
+        })
+    }
+
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        let target = self.target();
+        let rt = Arc::new(runtime(&target)?);
+        let persistent = self.setup.persistent;
+        let named_reply = match &self.setup.reply_queue {
+            ReplyQueue::Named(q) => Some(self.endpoint.style.address(q)),
+            ReplyQueue::Temporary => None,
+        };
+        let request = self.request_address();
+        let style = self.endpoint.style;
+        let (opened, sender, receiver, reply_to, temporary) = rt.block_on(async {
+            let mut o = open(&self.endpoint, &format!("oemputx-task-{task}")).await?;
+            let sender = Sender::builder()
+                .name(link_name("requests", task))
+                .target(durable_target(&request))
+                .sender_settle_mode(if persistent {
+                    SenderSettleMode::Unsettled
+                } else {
+                    SenderSettleMode::Settled
+                })
+                .attach(&mut o.session)
+                .await
+                .map_err(|e| refused_link(&target, &request, style, e.to_string()))?;
+            let temporary = style.temporary(&format!(
+                "oemputx.reply.{}.{task}.{}",
+                std::process::id(),
+                unique()
+            ));
+            let source = match named_reply.as_ref().or(temporary.as_ref()) {
+                // Durable like the flow's sender target, which RabbitMQ declares too: a
+                // declare that differs in durability is refused.
+                Some(address) => Source::builder()
+                    .address(address.as_str())
+                    .durable(TerminusDurability::Configuration)
+                    .build(),
+                None => Source::builder().dynamic(true).build(),
+            };
+            let receiver = Receiver::builder()
+                .name(link_name("replies", task))
+                .source(source)
+                .sender_settle_mode(SenderSettleMode::Settled)
+                .receiver_settle_mode(ReceiverSettleMode::First)
+                .credit_mode(CreditMode::Auto(REPLY_CREDIT))
+                .auto_accept(true)
+                .attach(&mut o.session)
+                .await
+                .map_err(|e| {
+                    let what = named_reply.as_deref().unwrap_or("a dynamic reply node");
+                    refused_link(&target, what, style, e.to_string())
+                })?;
+            let reply_to = receiver
+                .source()
+                .as_ref()
+                .and_then(|s| s.address.clone())
+                .or(named_reply.clone())
+                .or(temporary.clone())
+                .ok_or_else(|| {
+                    broker(
+                        &target,
+                        "creating a reply node",
+                        "the broker gave the dynamic node no address",
+                    )
+                })?;
+            Ok::<_, TransportError>((o, sender, receiver, reply_to, temporary))
+        })?;
+        let delete_after = temporary
+            .filter(|_| named_reply.is_none())
+            .map(|address| (self.endpoint.as_amqp091(), style.queue_of(&address)));
+        Ok(TaskSession::Async(Box::new(Amqp10Session {
+            rt,
+            opened: Some(opened),
+            sender: Some(sender),
+            receiver: Some(receiver),
+            reply_to,
+            persistent,
+            target,
+            unsent: Vec::new(),
+            last_body: Binary::default(),
+            timer: Deadline::default(),
+            delete_after,
+        })))
+    }
+
+    fn max_message_size(&self) -> usize {
+        MAX_MESSAGE
+    }
+}
+
+/// One task's connection, links and reply address.
+pub struct Amqp10Session {
+    rt: Arc<Runtime>,
+    /// `None` only after close (as are the links).
+    opened: Option<Opened>,
+    sender: Option<Sender>,
+    receiver: Option<Receiver>,
+    reply_to: String,
+    persistent: bool,
+    target: String,
+    /// Requests `put` left to send in the next get or close.
+    unsent: Vec<Message<Data>>,
+    /// The last body put: a run sends the same few bodies again and again.
+    last_body: Binary,
+    timer: Deadline,
+    /// RabbitMQ: the task's reply queue, deleted (over AMQP 0-9-1) when the session ends.
+    delete_after: Option<(super::amqp::url::AmqpEndpoint, String)>,
+}
+
+impl Amqp10Session {
+    fn lost(&self, why: impl std::fmt::Display) -> TransportError {
+        TransportError::ConnectionLost {
+            target: self.target.clone(),
+            why: why.to_string(),
+        }
+    }
+
+    async fn send_all(&mut self) -> Result<(), TransportError> {
+        let Some(sender) = &mut self.sender else {
+            return Err(self.lost("session already closed"));
+        };
+        for message in self.unsent.drain(..) {
+            // Pre-settled unless --persistent; then this waits for the broker's outcome.
+            let outcome =
+                sender
+                    .send(message)
+                    .await
+                    .map_err(|e| TransportError::ConnectionLost {
+                        target: self.target.clone(),
+                        why: format!("sending a request: {e}"),
+                    })?;
+            if self.persistent
+                && let Err(state) = outcome.accepted_or_else(|s| s)
+            {
+                return Err(broker(
+                    &self.target,
+                    "sending a persistent request",
+                    format!("the broker did not accept it: {state:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        self.send_all().await?;
+        let Some(receiver) = &mut self.receiver else {
+            return Err(self.lost("session already closed"));
+        };
+        let Some(got) = self
+            .timer
+            .around(wait, receiver.recv::<Body<Value>>())
+            .await
+        else {
+            return Ok(None);
+        };
+        let delivery = got.map_err(|e| self.lost(format!("receiving a reply: {e}")))?;
+        let message = delivery.message();
+        let correl_id = message
+            .properties
+            .as_ref()
+            .and_then(|p| p.correlation_id.as_ref())
+            .map(id_text);
+        Ok(Some(Reply {
+            correl_id,
+            len: body_len(&message.body),
+        }))
+    }
+
+    async fn shut(&mut self) -> Result<(), TransportError> {
+        let sent = self.send_all().await;
+        if let Some(s) = self.sender.take() {
+            let _ = s.close().await;
+        }
+        if let Some(r) = self.receiver.take() {
+            let _ = r.close().await;
+        }
+        if let Some(o) = self.opened.take() {
+            close_quietly(o).await;
+        }
+        sent
+    }
+}
+
+/// A message id as text: a string id as it is, others in their usual written form.
+pub fn id_text(id: &MessageId) -> String {
+    match id {
+        MessageId::String(s) => s.clone(),
+        MessageId::Ulong(n) => n.to_string(),
+        MessageId::Uuid(u) => format!("{u:?}"),
+        MessageId::Binary(b) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+/// A message's body as bytes: its data sections, or a string or binary value; empty for
+/// anything else.
+pub fn body_bytes(body: &Body<Value>) -> Vec<u8> {
+    match body {
+        Body::Data(batch) => batch.iter().flat_map(|d| d.0.iter().copied()).collect(),
+        Body::Value(v) => match &v.0 {
+            Value::String(s) => s.as_bytes().to_vec(),
+            Value::Binary(b) => b.to_vec(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The length of a message's body in bytes: its data sections, or a string or binary value
+/// (other clients send text as an AMQP value); 0 for anything else.
+pub fn body_len(body: &Body<Value>) -> usize {
+    match body {
+        Body::Data(batch) => batch.iter().map(|d| d.0.len()).sum(),
+        Body::Value(v) => match &v.0 {
+            Value::String(s) => s.len(),
+            Value::Binary(b) => b.len(),
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+impl AsyncSession for Amqp10Session {
+    fn runtime(&self) -> Arc<Runtime> {
+        self.rt.clone()
+    }
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        if self.sender.is_none() {
+            return Err(self.lost("session already closed"));
+        }
+        if self.last_body.as_slice() != body {
+            self.last_body = Binary::from(body.to_vec());
+        }
+        let properties = Properties::builder()
+            .message_id(correl_id.to_string())
+            .reply_to(self.reply_to.clone())
+            .build();
+        let message: Builder<Data> = Message::builder()
+            .properties(properties)
+            .data(self.last_body.clone());
+        let message = if self.persistent {
+            message.header(Header::builder().durable(true).build())
+        } else {
+            message
+        };
+        self.unsent.push(message.build());
+        Ok(())
+    }
+    fn get(&mut self, wait: Duration) -> SessionFuture<'_, Result<Option<Reply>, TransportError>> {
+        Box::pin(self.next_reply(wait))
+    }
+    fn commit(&mut self) -> SessionFuture<'_, Result<(), TransportError>> {
+        // --syncpoint is refused before a run: nothing here is transactional.
+        Box::pin(async { Ok(()) })
+    }
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.rt.clone();
+        let shut = rt.block_on(self.shut());
+        self.delete_reply_queue();
+        shut
+    }
+}
+
+impl Amqp10Session {
+    /// Delete the task's reply queue, if the session made one. Outside the session's
+    /// runtime: the deletion runs on a runtime of its own.
+    fn delete_reply_queue(&mut self) {
+        if let Some((ep, queue)) = self.delete_after.take() {
+            // Best effort: a run's outcome does not hang on tidying up.
+            let _ = super::amqp::delete_queue(&ep, &queue);
+        }
+    }
+}
+
+impl Drop for Amqp10Session {
+    fn drop(&mut self) {
+        self.delete_reply_queue();
+        // The connection's engine lives on this session's runtime.
+        let _inside = self.rt.enter();
+        self.sender.take();
+        self.receiver.take();
+        self.opened.take();
+    }
+}
+
+mod tls {
+    //! amqps10://: a TLS stream made with tokio-rustls on ring, handed to fe2o3-amqp.
+
+    use super::super::amqp::url::TlsOptions;
+    use std::sync::Arc;
+
+    pub async fn connect(
+        tls: &TlsOptions,
+        tcp: tokio::net::TcpStream,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+        // rustls needs one process-wide crypto provider; a second install is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = rustls::RootCertStore::empty();
+        match &tls.ca_file {
+            Some(ca) => {
+                let pem = std::fs::read(ca)
+                    .map_err(|e| format!("cannot read cacertfile {}: {e}", ca.display()))?;
+                for cert in <rustls::pki_types::CertificateDer as rustls::pki_types::pem::PemObject>::pem_slice_iter(&pem) {
+                    let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| format!("{}: {e}", ca.display()))?;
+                }
+            }
+            None => {
+                for cert in rustls_native_certs::load_native_certs().certs {
+                    let _ = roots.add(cert);
+                }
+            }
+        }
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(tls.server_name.clone())
+            .map_err(|e| format!("server name '{}': {e}", tls.server_name))?;
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("{e}; is the server's certificate trusted here (cacertfile=)?"))
+    }
+}

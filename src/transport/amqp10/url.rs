@@ -1,0 +1,326 @@
+//! `amqp10://` and `amqps10://` URLs, and how a queue name becomes an AMQP 1.0 address.
+//!
+//! The scheme cannot be mistaken for AMQP 0-9-1's `amqp://`: the two protocols share port
+//! 5672 on RabbitMQ and nothing else.
+
+use super::super::amqp::url::TlsOptions;
+use super::super::endpoint::{EndpointError, EndpointKind, redact_raw};
+use super::super::{QueueSetup, Transport, TransportError};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// AMQP's port (RabbitMQ serves 0-9-1 and 1.0 on it).
+pub const DEFAULT_PORT: u16 = 5672;
+/// AMQP over TLS.
+pub const DEFAULT_TLS_PORT: u16 = 5671;
+
+/// How a queue name is written as an AMQP 1.0 address: brokers disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressStyle {
+    /// RabbitMQ 3.x's plugin: `/amq/queue/NAME` for a queue that must exist, `/queue/NAME`
+    /// to create it when missing (both the default exchange, routing key NAME).
+    Rabbitmq,
+    /// The name itself: ActiveMQ Artemis, Qpid, Azure Service Bus, Solace.
+    Plain,
+    /// `queue://NAME`: ActiveMQ Classic's destination prefix.
+    QueuePrefix,
+}
+
+impl AddressStyle {
+    fn parse(s: &str) -> Option<AddressStyle> {
+        match s {
+            "rabbitmq" => Some(AddressStyle::Rabbitmq),
+            "plain" => Some(AddressStyle::Plain),
+            "queue-prefix" => Some(AddressStyle::QueuePrefix),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AddressStyle::Rabbitmq => "rabbitmq",
+            AddressStyle::Plain => "plain",
+            AddressStyle::QueuePrefix => "queue-prefix",
+        }
+    }
+
+    /// The address of existing queue `queue` (RabbitMQ: `/amq/queue/NAME`, which refuses a
+    /// queue that does not exist). A name that already is an address (it starts with `/` or
+    /// holds `://`) is used as it is.
+    pub fn address(self, queue: &str) -> String {
+        self.written(queue, "/amq/queue/")
+    }
+
+    /// The address that creates queue `queue` when it is missing (RabbitMQ: `/queue/NAME`,
+    /// a durable queue when the link's terminus is durable); other brokers create queues by
+    /// their own configuration, so there it is [`AddressStyle::address`].
+    pub fn declaring(self, queue: &str) -> String {
+        self.written(queue, "/queue/")
+    }
+
+    fn written(self, queue: &str, rabbitmq_prefix: &str) -> String {
+        if queue.starts_with('/') || queue.contains("://") {
+            return queue.to_string();
+        }
+        match self {
+            AddressStyle::Rabbitmq => format!("{rabbitmq_prefix}{queue}"),
+            AddressStyle::Plain => queue.to_string(),
+            AddressStyle::QueuePrefix => format!("queue://{queue}"),
+        }
+    }
+
+    /// Where a task's replies go when it has no named reply queue. `None`: ask the broker
+    /// for a dynamic node, deleted with the link. RabbitMQ 3.x's plugin has no dynamic nodes
+    /// ("Dynamic sources not supported") and declares every queue it makes for a link
+    /// without auto-delete (`/exchange/X/KEY` sources too), so there the reply queue is an
+    /// ordinary `/queue/KEY` that the session deletes when it closes (see
+    /// [`Amqp10Endpoint::as_amqp091`]).
+    pub fn temporary(self, key: &str) -> Option<String> {
+        match self {
+            AddressStyle::Rabbitmq => Some(format!("/queue/{key}")),
+            AddressStyle::Plain | AddressStyle::QueuePrefix => None,
+        }
+    }
+
+    /// The queue name inside an address of this style, for messages and reports.
+    pub fn queue_of(self, address: &str) -> String {
+        let stripped = match self {
+            AddressStyle::Rabbitmq => address
+                .strip_prefix("/amq/queue/")
+                .or_else(|| address.strip_prefix("/queue/")),
+            AddressStyle::Plain => None,
+            AddressStyle::QueuePrefix => address.strip_prefix("queue://"),
+        };
+        stripped.unwrap_or(address).to_string()
+    }
+}
+
+/// An AMQP 1.0 container: `amqp10://[user:password@]host[:5672][?address-style=…]`, or
+/// `amqps10://` for TLS (with amqps://'s `cacertfile` and `server_name_indication`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Amqp10Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub tls: Option<TlsOptions>,
+    pub style: AddressStyle,
+}
+
+impl std::fmt::Debug for Amqp10Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Amqp10Endpoint {
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "amqps10"
+        } else {
+            "amqp10"
+        }
+    }
+
+    /// `amqp10://user:***@host:port`: the password never leaves this struct.
+    pub fn redacted(&self) -> String {
+        format!(
+            "{}://{}:***@{}:{}{}",
+            self.scheme(),
+            self.user,
+            self.host,
+            self.port,
+            self.query(false)
+        )
+    }
+
+    /// The URL with its password, for flows oemputx starts; never for printing.
+    pub fn url_with_password(&self) -> String {
+        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode as enc};
+        format!(
+            "{}://{}:{}@{}:{}{}",
+            self.scheme(),
+            enc(&self.user, NON_ALPHANUMERIC),
+            enc(&self.password, NON_ALPHANUMERIC),
+            self.host,
+            self.port,
+            self.query(true)
+        )
+    }
+
+    /// The query part: the address style when not the default, and with `tls` the TLS
+    /// settings.
+    fn query(&self, tls: bool) -> String {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        if self.style != AddressStyle::Rabbitmq {
+            q.append_pair("address-style", self.style.name());
+        }
+        if let (true, Some(t)) = (tls, &self.tls) {
+            if let Some(ca) = &t.ca_file {
+                q.append_pair("cacertfile", &ca.to_string_lossy());
+            }
+            q.append_pair("server_name_indication", &t.server_name);
+        }
+        let q = q.finish();
+        if q.is_empty() { q } else { format!("?{q}") }
+    }
+}
+
+impl Amqp10Endpoint {
+    /// The same broker over AMQP 0-9-1, for what AMQP 1.0 cannot ask of RabbitMQ: deleting
+    /// a queue (a task's reply queue at the end of a run). RabbitMQ serves both protocols
+    /// on one port with one user database.
+    pub fn as_amqp091(&self) -> super::super::amqp::url::AmqpEndpoint {
+        super::super::amqp::url::AmqpEndpoint {
+            host: self.host.clone(),
+            port: self.port,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            vhost: "/".into(),
+            tls: self.tls.clone(),
+        }
+    }
+}
+
+impl EndpointKind for Amqp10Endpoint {
+    fn transport(&self) -> &'static str {
+        "amqp10"
+    }
+    fn redacted(&self) -> String {
+        Amqp10Endpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(super::Amqp10::new(self.clone(), setup)))
+    }
+    fn url_for_flow(&self) -> Option<String> {
+        Some(self.url_with_password())
+    }
+}
+
+/// The rest of an `amqp10://` URL that [`url::Url`] has parsed.
+pub fn parse(raw: &str, url: &url::Url) -> Result<super::super::Endpoint, EndpointError> {
+    let bad = |why: String| EndpointError::BadUrl {
+        url: redact_raw(raw),
+        why,
+    };
+    let host = url
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| bad("no host; write amqp10://user:password@HOST:5672".into()))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    if !matches!(url.path(), "" | "/") {
+        return Err(bad(
+            "an AMQP 1.0 URL names no virtual host or queue in its path; name the queue with --request-queue".into(),
+        ));
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let tls = url.scheme() == "amqps10";
+    let mut style = AddressStyle::Rabbitmq;
+    let mut tls_options = TlsOptions {
+        server_name: host.clone(),
+        ..TlsOptions::default()
+    };
+    for (k, v) in url.query_pairs() {
+        match k.as_ref() {
+            "address-style" => {
+                style = AddressStyle::parse(&v).ok_or_else(|| {
+                    bad(format!(
+                        "address-style={v} is unknown; use rabbitmq (/queue/NAME), plain (NAME: Artemis, Qpid, Service Bus) or queue-prefix (queue://NAME: ActiveMQ Classic)"
+                    ))
+                })?;
+            }
+            "cacertfile" if tls => tls_options.ca_file = Some(PathBuf::from(v.as_ref())),
+            "server_name_indication" if tls => tls_options.server_name = v.into_owned(),
+            other => {
+                return Err(bad(format!(
+                    "unknown query parameter '{other}'; amqp10:// takes address-style, amqps10:// also cacertfile and server_name_indication"
+                )));
+            }
+        }
+    }
+    Ok(super::super::Endpoint::Amqp10(Amqp10Endpoint {
+        host,
+        port: url
+            .port()
+            .unwrap_or(if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT }),
+        user: Some(url.username())
+            .filter(|u| !u.is_empty())
+            .map_or_else(|| "guest".to_string(), decode),
+        password: url.password().map_or_else(|| "guest".to_string(), decode),
+        tls: tls.then_some(tls_options),
+        style,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::{Endpoint, parse_url};
+    use super::*;
+
+    #[test]
+    fn urls_give_host_port_credentials_and_hide_the_password() {
+        let Ok(Endpoint::Amqp10(e)) = parse_url("amqp10://app:SeCrEt%2199@127.0.0.1") else {
+            panic!("parses");
+        };
+        assert_eq!((e.host.as_str(), e.port), ("127.0.0.1", 5672));
+        assert_eq!(e.password, "SeCrEt!99");
+        assert_eq!(e.redacted(), "amqp10://app:***@127.0.0.1:5672");
+        assert!(e.url_with_password().contains("SeCrEt%2199"));
+        let Ok(Endpoint::Amqp10(t)) =
+            parse_url("amqps10://h.example?cacertfile=/tmp/ca.pem&address-style=plain")
+        else {
+            panic!("parses");
+        };
+        assert_eq!((t.port, t.style), (5671, AddressStyle::Plain));
+        assert_eq!(
+            t.redacted(),
+            "amqps10://guest:***@h.example:5671?address-style=plain"
+        );
+        for bad in [
+            "amqp10://",
+            "amqp10://h/vhost",
+            "amqp10://h?address-style=artemis",
+            "amqp10://u:SeCrEt@h?x=1",
+        ] {
+            let err = parse_url(bad).expect_err(bad).to_string();
+            assert!(!err.contains("SeCrEt"), "{err}");
+        }
+    }
+
+    #[test]
+    fn each_style_writes_a_queue_as_its_broker_does() {
+        assert_eq!(
+            AddressStyle::Rabbitmq.address("MQSI.IN"),
+            "/amq/queue/MQSI.IN"
+        );
+        assert_eq!(
+            AddressStyle::Rabbitmq.declaring("MQSI.IN"),
+            "/queue/MQSI.IN"
+        );
+        assert_eq!(AddressStyle::Plain.declaring("MQSI.IN"), "MQSI.IN");
+        assert_eq!(
+            AddressStyle::Rabbitmq.temporary("k").as_deref(),
+            Some("/queue/k")
+        );
+        assert_eq!(AddressStyle::Plain.temporary("k"), None);
+        assert_eq!(AddressStyle::Plain.address("MQSI.IN"), "MQSI.IN");
+        assert_eq!(
+            AddressStyle::QueuePrefix.address("MQSI.IN"),
+            "queue://MQSI.IN"
+        );
+        // A full address is the user's own.
+        assert_eq!(
+            AddressStyle::Rabbitmq.address("/exchange/x/rk"),
+            "/exchange/x/rk"
+        );
+        assert_eq!(AddressStyle::Rabbitmq.queue_of("/queue/Q"), "Q");
+        assert_eq!(AddressStyle::Rabbitmq.queue_of("/amq/queue/Q"), "Q");
+        assert_eq!(AddressStyle::Plain.queue_of("Q"), "Q");
+    }
+}

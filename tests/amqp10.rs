@@ -1,0 +1,158 @@
+//! oemputx over AMQP 1.0 against the real RabbitMQ with its rabbitmq_amqp1_0 plugin (the
+//! test command enables it), with fresh queue names and sample-flow serving them over AMQP
+//! 1.0. Each test deletes the queues it made.
+
+mod common;
+use common::*;
+
+fn amqp10_url() -> String {
+    std::env::var("OEMPUTX_TEST_AMQP10")
+        .unwrap_or_else(|_| "amqp10://guest:guest@127.0.0.1:5672".into())
+}
+
+fn integrity(j: &serde_json::Value) -> (u64, u64, u64, u64, u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    (
+        n("sent"),
+        n("matched"),
+        n("timed_out"),
+        n("unmatched"),
+        n("duplicates"),
+    )
+}
+
+/// sample-flow serving `queue` over AMQP 1.0 (it creates the queue, durable).
+fn amqp10_flow(queue: &str, extra: &[&str], ready_word: &str) -> SampleFlow {
+    let url = amqp10_url();
+    let mut args = vec!["--url", url.as_str(), "--input-queue", queue];
+    args.extend_from_slice(extra);
+    SampleFlow::start(&args, ready_word)
+}
+
+#[test]
+fn two_tasks_round_trip_every_request_and_rabbitmq_s_cpu_is_reported() {
+    let queue = QueueGuard(fresh_queue("amqp10-echo"));
+    let flow = amqp10_flow(&queue.0, &["--echo", "--threads", "2"], "echoing");
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp10_url(),
+        "--request-queue",
+        &queue.0,
+        "--count",
+        "2000",
+        "--tasks",
+        "2",
+        "--msgs-per-loop",
+        "3",
+    ]);
+    drop(flow);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (2000, 2000, 0, 0, 0));
+    assert_eq!(j["settings"]["transport"], "amqp10");
+    assert_eq!(j["settings"]["qmgr"], "amqp10://guest:***@127.0.0.1:5672");
+    // Without --group an AMQP 1.0 run on RabbitMQ accounts the broker.
+    let qmgr = group(&j, "QMGR");
+    assert!(
+        qmgr["total_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0,
+        "{qmgr}"
+    );
+    // The temporary reply queues went with their connections: only the request queue is
+    // left, and it is empty.
+    assert_eq!(queue_depth(&queue.0), 0);
+}
+
+#[test]
+fn persistent_requests_wait_for_the_broker_and_the_reference_flow_serves_amqp10_too() {
+    let queue = QueueGuard(fresh_queue("amqp10-ref"));
+    let table = TableGuard::fresh("amqp10");
+    let pg = pg_url();
+    let flow = amqp10_flow(
+        &queue.0,
+        &["--db", &pg, "--db-table", &table.0],
+        "processing",
+    );
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp10_url(),
+        "--request-queue",
+        &queue.0,
+        "--count",
+        "200",
+        "--persistent",
+    ]);
+    drop(flow);
+    let rows = pg_scalar(&format!("SELECT count(*) FROM {}", table.0));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(integrity(&j), (200, 200, 0, 0, 0));
+    assert_eq!(j["settings"]["persistent"], true);
+    assert_eq!(rows, Some(200));
+}
+
+#[test]
+fn a_missing_queue_a_bad_password_and_syncpoint_are_one_line_each() {
+    let url = amqp10_url();
+    let missing = fresh_queue("amqp10-missing");
+    oemputx()
+        .args(["--qmgr", &url, "--request-queue", &missing, "--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(format!(
+            "queue '{missing}' does not exist"
+        )))
+        .stderr(predicates::str::contains("--declare"));
+    oemputx()
+        .args([
+            "--qmgr",
+            "amqp10://guest:WrOnGpAsS@127.0.0.1:5672",
+            "--count",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "refused the login of user 'guest'",
+        ))
+        .stderr(predicates::str::contains("WrOnGpAsS").not());
+    oemputx()
+        .args(["--qmgr", &url, "--syncpoint", "--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no transaction coordinator"));
+    oemputx()
+        .args(["--qmgr", &url, "--reply-queue", "R", "--tasks", "2"])
+        .args(["--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not yet supported on amqp10://"));
+    oemputx()
+        .args(["--qmgr", "amqp10://127.0.0.1:5672?address-style=artemis"])
+        .args(["--count", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "address-style=artemis is unknown",
+        ));
+}
+
+#[test]
+fn declare_creates_the_queue_durable_for_a_flow_that_comes_later() {
+    let queue = QueueGuard(fresh_queue("amqp10-declare"));
+    // Nothing serves the queue yet: the requests wait in it, and time out.
+    let (code, j, _) = run_json(&[
+        "--qmgr",
+        &amqp10_url(),
+        "--request-queue",
+        &queue.0,
+        "--declare",
+        "--count",
+        "3",
+        "--wait",
+        "200ms",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(integrity(&j).2, 3, "all timed out");
+    assert_eq!(queue_depth(&queue.0), 3, "the requests are in the queue");
+}
+
+use predicates::prelude::PredicateBooleanExt;
