@@ -10,7 +10,7 @@ use fe2o3_amqp::link::delivery::Delivery;
 use fe2o3_amqp::link::receiver::CreditMode;
 use fe2o3_amqp::types::definitions::{ReceiverSettleMode, SenderSettleMode};
 use fe2o3_amqp::types::messaging::{
-    Body, Header, Message, MessageId, Properties, Source, TerminusDurability,
+    Body, Header, Message, MessageId, Properties, Source, Target, TerminusDurability,
 };
 use fe2o3_amqp::types::primitives::{Binary, Value};
 use fe2o3_amqp::{Receiver, Sender};
@@ -72,8 +72,11 @@ impl Amqp10Io {
         })
     }
 
-    /// The sender to `address`, attached on first use.
-    async fn sender(&mut self, address: &str) -> anyhow::Result<&mut Sender> {
+    /// The sender to `address`, attached on first use; its terminus durable for a queue
+    /// of the flow's own (the audit queue), not for a reply address: RabbitMQ declares
+    /// the queue a target names and refuses a declare that differs in durability, and
+    /// reply queues are not durable.
+    async fn sender(&mut self, address: &str, durable: bool) -> anyhow::Result<&mut Sender> {
         if !self.senders.contains_key(address) {
             // Dropped, not closed: see close() below.
             if self.senders.len() >= MAX_REPLY_LINKS
@@ -88,7 +91,11 @@ impl Amqp10Io {
                     std::process::id(),
                     self.next_link
                 ))
-                .target(amqp10::durable_target(address))
+                .target(if durable {
+                    amqp10::durable_target(address)
+                } else {
+                    Target::builder().address(address).build()
+                })
                 .sender_settle_mode(SenderSettleMode::Settled)
                 .attach(&mut self.opened.session)
                 .await
@@ -100,9 +107,11 @@ impl Amqp10Io {
             .ok_or_else(|| anyhow::anyhow!("no sender to '{address}'"))
     }
 
+    /// Send `body` to `to`; `own`: the flow's own queue (durable), not a reply address.
     async fn send(
         &mut self,
         to: &str,
+        own: bool,
         body: Vec<u8>,
         correl: Option<MessageId>,
         durable: bool,
@@ -116,7 +125,7 @@ impl Amqp10Io {
             .header(durable.then(|| Header::builder().durable(true).build()))
             .data(Binary::from(body))
             .build();
-        self.sender(to)
+        self.sender(to, own)
             .await?
             .send(message)
             .await
@@ -155,7 +164,7 @@ impl FlowIo for Amqp10Io {
         let Some(to) = req.meta.reply_to.clone() else {
             return Ok(false);
         };
-        self.send(&to, body, req.meta.correl.clone(), req.meta.durable)
+        self.send(&to, false, body, req.meta.correl.clone(), req.meta.durable)
             .await?;
         Ok(true)
     }
@@ -169,7 +178,7 @@ impl FlowIo for Amqp10Io {
 
     async fn audit(&mut self, req: &Incoming<Meta>, to: &str) -> anyhow::Result<()> {
         let address = self.style.declaring(to);
-        self.send(&address, req.body.clone(), None, req.meta.durable)
+        self.send(&address, true, req.body.clone(), None, req.meta.durable)
             .await
     }
 

@@ -302,12 +302,10 @@ impl Transport for Amqp10 {
                 unique()
             ));
             let source = match named_reply.as_ref().or(temporary.as_ref()) {
-                // Durable like the flow's sender target, which RabbitMQ declares too: a
-                // declare that differs in durability is refused.
-                Some(address) => Source::builder()
-                    .address(address.as_str())
-                    .durable(TerminusDurability::Configuration)
-                    .build(),
+                // Not durable: a responder's sender to the reply address makes RabbitMQ
+                // declare the queue again, and refuses a declare that differs in
+                // durability; clients' terminus is not durable unless they ask.
+                Some(address) => Source::builder().address(address.as_str()).build(),
                 None => Source::builder().dynamic(true).build(),
             };
             let receiver = Receiver::builder()
