@@ -595,3 +595,48 @@ mod tls {
             .map_err(|e| format!("{e}; is the server's certificate trusted here (cacertfile=)?"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint() -> Amqp10Endpoint {
+        match crate::transport::parse_url("amqp10://app:SeCrEt99@127.0.0.1:5672") {
+            Ok(crate::transport::Endpoint::Amqp10(e)) => e,
+            other => panic!("parses: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_broker_without_amqp_1_0_is_told_apart_from_a_refused_login() {
+        let ep = endpoint();
+        let header =
+            OpenError::ProtocolHeaderMismatch(bytes::Bytes::from_static(b"AMQP\0\0\t\x01"));
+        let e = open_error(&ep, header);
+        assert!(matches!(e, TransportError::NotAmqp10 { .. }), "{e}");
+        assert!(e.is_usage());
+        assert!(
+            e.to_string()
+                .contains("rabbitmq-plugins enable rabbitmq_amqp1_0")
+        );
+        let io = OpenError::Io(std::io::Error::other("reset by SeCrEt99"));
+        let e = open_error(&ep, io).to_string();
+        assert!(!e.contains("SeCrEt99"), "{e}");
+    }
+
+    #[test]
+    fn ids_and_bodies_of_other_clients_read_as_text_and_bytes() {
+        assert_eq!(
+            id_text(&MessageId::String("oemputx-a-1-2".into())),
+            "oemputx-a-1-2"
+        );
+        assert_eq!(id_text(&MessageId::Ulong(42)), "42");
+        let text = Body::Value(fe2o3_amqp::types::messaging::AmqpValue(Value::String(
+            "héllo".into(),
+        )));
+        assert_eq!(body_len(&text), "héllo".len());
+        assert_eq!(body_bytes(&text), "héllo".as_bytes());
+        let data: Body<Value> = Body::Data(vec![Data(Binary::from(vec![1u8, 2, 3]))].into());
+        assert_eq!(body_len(&data), 3);
+    }
+}
