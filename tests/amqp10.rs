@@ -125,6 +125,21 @@ fn a_missing_queue_a_bad_password_and_syncpoint_are_one_line_each() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("not yet supported on amqp10://"));
+    // A style that is not the broker's: RabbitMQ's plugin refuses what it cannot serve,
+    // and the error names the address style to check.
+    oemputx()
+        .args([
+            "--qmgr",
+            &format!("{url}?address-style=plain"),
+            "--count",
+            "1",
+        ])
+        .args(["--wait", "2s"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "address-style=plain is the broker's",
+        ));
     oemputx()
         .args(["--qmgr", "amqp10://127.0.0.1:5672?address-style=artemis"])
         .args(["--count", "1"])

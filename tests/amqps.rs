@@ -121,3 +121,39 @@ fn amqps_refuses_a_server_it_cannot_verify() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("TLS handshake failed"), "{err}");
 }
+
+#[test]
+fn amqps10_round_trips_through_a_real_tls_handshake_and_refuses_an_unknown_ca() {
+    let pki = pki();
+    let port = tls_proxy(pki.server.clone(), broker_addr());
+    let q = QueueGuard(fresh_queue("tls10"));
+    let _flow = SampleFlow::start(
+        &[
+            "--echo",
+            "--url",
+            "amqp10://guest:guest@127.0.0.1:5672",
+            "--input-queue",
+            &q.0,
+        ],
+        "echoing",
+    );
+    let url = format!(
+        "amqps10://guest:guest@localhost:{port}?cacertfile={}",
+        pki.ca_file.display()
+    );
+    let (code, j, err) = run_json(&["--qmgr", &url, "--request-queue", &q.0, "--count", "100"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["integrity"]["matched"], 100);
+    assert!(
+        j["settings"]["qmgr"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("amqps10://guest:***@localhost:")),
+        "{}",
+        j["settings"]["qmgr"]
+    );
+    // Without cacertfile the system's roots do not know this CA.
+    let url = format!("amqps10://guest:guest@localhost:{port}");
+    let (code, _, err) = run_json(&["--qmgr", &url, "--request-queue", &q.0, "--count", "1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("TLS failed"), "{err}");
+}
