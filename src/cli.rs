@@ -38,6 +38,89 @@ pub enum Command {
     /// CPU µs/tran and corrected total; exit 3 on a regression. Give --current REPORT.json,
     /// or the run options after `--` to measure now.
     Gate(Box<GateArgs>),
+    /// Publish/subscribe (the JMS stock-ticker study): publishers send symbols' trades in
+    /// order, each subscriber has the broker select a block of symbols; publisher and
+    /// subscriber rates apart, lost/duplicated per subscriber, backlog, drain, latency, and
+    /// the groups' CPU per message published and delivered. RabbitMQ and NATS.
+    Pubsub(Box<PubsubArgs>),
+    /// The CJMQ throughput matrix (not yet).
+    Matrix(MatrixArgs),
+}
+
+/// Options of `oemputx matrix` (not yet).
+#[derive(Debug, Args, Clone)]
+pub struct MatrixArgs {
+    /// Whatever the matrix will take.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+/// Options of `oemputx pubsub`.
+#[derive(Debug, Args, Clone)]
+pub struct PubsubArgs {
+    /// The broker: amqp://user:pass@host:5672/vhost (RabbitMQ) or nats://host:4222.
+    /// (mqtt:// is not yet.)
+    #[arg(long, value_name = "URL")]
+    pub qmgr: String,
+    /// The stream's name: RabbitMQ exchange, NATS subject prefix (ticker.S07).
+    #[arg(long, default_value = "ticker")]
+    pub topic: String,
+    /// RabbitMQ: create the exchange (durable) when missing; it is not deleted at the end.
+    #[arg(long)]
+    pub declare: bool,
+    #[arg(long, default_value_t = 1)]
+    pub publishers: usize,
+    #[arg(long, default_value_t = 10)]
+    pub subscribers: usize,
+    /// Symbols S00..S99 the publishers cycle through, in order.
+    #[arg(long, default_value_t = 100)]
+    pub symbols: u16,
+    /// Contiguous symbols each subscriber selects, from a start drawn from --seed.
+    #[arg(long, default_value_t = 25)]
+    pub select: u16,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Messages all publishers send together.
+    #[arg(long, default_value_t = 20_000)]
+    pub count: u64,
+    /// Body size, bytes.
+    #[arg(long, default_value_t = 64)]
+    pub msg_size: usize,
+    /// Publisher sleep before each publish (the study's think time), e.g. 2ms.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub think: humantime::Duration,
+    /// All publishers together at most this many messages a second.
+    #[arg(long, value_name = "MSG_PER_S")]
+    pub rate: Option<f64>,
+    /// RabbitMQ: delivery mode 2.
+    #[arg(long)]
+    pub persistent: bool,
+    /// Subscriber acknowledgement, mapped to the broker's nearest mode (the report says which).
+    #[arg(long, value_enum, default_value_t = crate::pubsub::Ack::None)]
+    pub ack: crate::pubsub::Ack,
+    /// How the broker selects symbols (RabbitMQ: headers or topic exchange; NATS: always
+    /// subjects).
+    #[arg(long, value_enum, default_value_t = crate::pubsub::SelectBy::Header)]
+    pub select_by: crate::pubsub::SelectBy,
+    /// Subscribers stop waiting when nothing has come for this long after publishing ended.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub drain_timeout: humantime::Duration,
+    /// Groups to account (NAME=SEL,...). [default: the broker, QMGR=@rabbitmq or @nats]
+    #[arg(long = "group", value_name = "NAME=SEL,...")]
+    pub groups: Vec<String>,
+    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
+    pub capture_ratio: String,
+    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
+    pub cpu_source: CpuSource,
+    /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Raise the publish rate until the backlog grows (not yet).
+    #[arg(long)]
+    pub find_capacity: bool,
+    /// Publish for this long instead of --count (not yet).
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<humantime::Duration>,
 }
 
 /// Options of `oemputx gate`.

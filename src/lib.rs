@@ -23,6 +23,7 @@ pub mod gate;
 pub mod measure;
 pub mod msgfile;
 pub mod progress;
+pub mod pubsub;
 pub mod report;
 pub mod transport;
 pub mod window;

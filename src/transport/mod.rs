@@ -43,6 +43,14 @@ pub enum TransportError {
     )]
     MissingQueue { queue: String, target: String },
     #[error(
+        "exchange '{exchange}' does not exist on {target}: pass --declare to create it (durable, {kind} type), or name an existing one with --topic"
+    )]
+    MissingExchange {
+        exchange: String,
+        kind: &'static str,
+        target: String,
+    },
+    #[error(
         "message of {size} bytes is larger than {transport} allows ({max} bytes): use a smaller --msgfile or --msg-size"
     )]
     TooLarge {
@@ -131,6 +139,7 @@ impl TransportError {
                 | TransportError::AuthRefused { .. }
                 | TransportError::VhostRefused { .. }
                 | TransportError::MissingQueue { .. }
+                | TransportError::MissingExchange { .. }
                 | TransportError::TooLarge { .. }
                 | TransportError::MqLibrary { .. }
                 | TransportError::MqRefused { .. }

@@ -1,0 +1,216 @@
+//! `oemputx pubsub`: check the options, pick the broker, run the experiment between two
+//! CPU snapshots and write the report.
+
+use crate::accounting::selector;
+use crate::accounting::{Accounting, DriverRow, Traffic};
+use crate::cli::PubsubArgs;
+use crate::config::{ConfigError, parse_ratio};
+use crate::exit::Exit;
+use crate::export::write_atomic;
+use crate::pubsub::engine::{self, Pacing};
+use crate::pubsub::nats::NatsPubSub;
+use crate::pubsub::plan::Plan;
+use crate::pubsub::rabbit::RabbitPubSub;
+use crate::pubsub::report::{PubSubReport, PubSubSettings};
+use crate::pubsub::{Broker, SelectBy};
+use crate::transport::{Endpoint, parse_url};
+use crate::window::Window as _;
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
+    ConfigError::BadValue {
+        flag,
+        why: why.into(),
+    }
+    .into()
+}
+
+/// The plan, or the first option that makes no sense.
+fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
+    if args.find_capacity {
+        return Err(bad(
+            "--find-capacity",
+            "not yet: step --rate by hand and watch the backlog's growth in the report",
+        ));
+    }
+    if args.duration.is_some() {
+        return Err(bad("--duration", "not yet: size the run with --count"));
+    }
+    if args.publishers == 0 || args.subscribers == 0 {
+        return Err(bad("--publishers/--subscribers", "at least one of each"));
+    }
+    if args.symbols == 0 || args.select == 0 || args.select > args.symbols {
+        return Err(bad(
+            "--select",
+            format!(
+                "a block of 1 to --symbols ({}) symbols; {} given",
+                args.symbols, args.select
+            ),
+        ));
+    }
+    if args.count == 0 {
+        return Err(bad("--count", "at least 1"));
+    }
+    if args.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err(bad("--rate", "a positive number of messages a second"));
+    }
+    if let Some(why) = crate::transport::nats::url::subject_problem(&args.topic) {
+        return Err(bad("--topic", why));
+    }
+    Ok(Plan {
+        topic: args.topic.clone(),
+        symbols: args.symbols,
+        select: args.select,
+        publishers: args.publishers,
+        subscribers: args.subscribers,
+        count: args.count,
+        msg_size: args.msg_size,
+        seed: args.seed,
+    })
+}
+
+/// The broker the URL names.
+fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
+    Ok(match parse_url(&args.qmgr)? {
+        Endpoint::Amqp(endpoint) => Arc::new(RabbitPubSub {
+            endpoint,
+            plan: plan.clone(),
+            ack: args.ack,
+            select_by: args.select_by,
+            persistent: args.persistent,
+            declare: args.declare,
+        }),
+        Endpoint::Nats(endpoint) => {
+            if args.persistent {
+                return Err(bad(
+                    "--persistent",
+                    "not yet on NATS pub/sub (it would mean a JetStream stream per run); leave it out for core NATS",
+                ));
+            }
+            if args.select_by == SelectBy::Header {
+                eprintln!(
+                    "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
+                );
+            }
+            Arc::new(NatsPubSub {
+                endpoint,
+                plan: plan.clone(),
+                ack: args.ack,
+            })
+        }
+        other => {
+            return Err(bad(
+                "--qmgr",
+                format!(
+                    "pub/sub runs on RabbitMQ (amqp://) and NATS (nats://) so far, not on {}; mqtt:// is not yet",
+                    other.redacted()
+                ),
+            ));
+        }
+    })
+}
+
+/// `oemputx pubsub`.
+pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
+    let plan = plan(args)?;
+    let broker = broker(args, &plan)?;
+    let transport = parse_url(&args.qmgr)?.transport();
+    let groups = if args.groups.is_empty() {
+        selector::parse_groups(broker.default_groups())?
+    } else {
+        selector::parse_groups(args.groups.iter().map(String::as_str))?
+    };
+    let ratio = parse_ratio(&args.capture_ratio)?;
+    broker.prepare()?;
+    let mut acc = Accounting::new(groups, args.cpu_source, ratio);
+    let mut own = (Duration::ZERO, Duration::ZERO);
+    let pacing = Pacing {
+        think: args.think.into(),
+        rate: args.rate,
+        drain_timeout: args.drain_timeout.into(),
+    };
+    let out = engine::run(broker.clone(), &plan, pacing, &mut |open| {
+        let cpu = crate::accounting::clock::self_process().unwrap_or_default();
+        if open {
+            own.0 = cpu;
+            acc.start();
+        } else {
+            acc.end();
+            own.1 = cpu;
+        }
+    })?;
+    let me = DriverRow::oemputx(own.1.saturating_sub(own.0));
+    let published: u64 = out.published.iter().map(|p| p.sent).sum();
+    let delivered: u64 = out.delivered.iter().map(|d| d.received).sum();
+    let table = |n: u64| {
+        acc.table(Traffic {
+            transactions: n.max(1),
+            driver: Some(&me),
+            concurrency: None,
+            round_trip_us: out.elapsed.as_secs_f64() * 1e6 / n.max(1) as f64,
+            rate_tps: n as f64 / out.elapsed.as_secs_f64().max(1e-9),
+        })
+    };
+    let settings = PubSubSettings {
+        broker: broker.describe(),
+        transport,
+        modes: broker.modes(),
+        topic: plan.topic.clone(),
+        publishers: plan.publishers,
+        subscribers: plan.subscribers,
+        symbols: plan.symbols,
+        select: plan.select,
+        count: plan.count,
+        msg_size: plan.msg_size,
+        think_ms: pacing.think.as_secs_f64() * 1e3,
+        rate_limit: args.rate,
+        persistent: args.persistent,
+        seed: plan.seed,
+    };
+    let report = PubSubReport::build(
+        settings,
+        &plan,
+        &out,
+        table(published).as_ref(),
+        table(delivered).as_ref(),
+    );
+    write(args, &report)?;
+    if report.complete() {
+        Ok(Exit::Ok)
+    } else {
+        eprintln!(
+            "oemputx pubsub: not every subscriber got exactly its messages ({} lost, {} duplicated){}",
+            report.lost,
+            report.duplicates,
+            report
+                .error
+                .as_deref()
+                .map(|e| format!("; {e}"))
+                .unwrap_or_default()
+        );
+        Ok(Exit::Failure)
+    }
+}
+
+/// Text to stdout (stderr when the JSON goes to stdout), JSON where asked.
+fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
+    let text = report.text();
+    let json_to_stdout = args
+        .export_json
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if json_to_stdout {
+        eprint!("{text}");
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        crate::export::print_stdout(&text)?;
+        if let Some(path) = &args.export_json {
+            let json = serde_json::to_string_pretty(report)? + "\n";
+            write_atomic(path, json.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(())
+}

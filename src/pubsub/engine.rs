@@ -1,0 +1,317 @@
+//! The run: subscribers subscribe first, then the window opens, the publishers send their
+//! shares (paced by `--think` or `--rate`), and the subscribers drain until each has what
+//! it must receive or nothing has come for `--drain-timeout`. Meanwhile the backlog — what
+//! subscribers should have by what was published, less what they have — is sampled.
+
+use super::plan::Plan;
+use super::{Broker, Publisher, Stamp, Subscriber, now_ns};
+use crate::transport::TransportError;
+use hdrhistogram::Histogram;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// How publishers pace and how long subscribers wait at the end.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    /// Sleep before each publish (the study's think time).
+    pub think: Duration,
+    /// All publishers together at most this many messages a second.
+    pub rate: Option<f64>,
+    /// Subscribers give up when nothing has come for this long after publishing ended.
+    pub drain_timeout: Duration,
+}
+
+/// One publisher's result.
+#[derive(Debug, Clone)]
+pub struct Published {
+    pub sent: u64,
+    pub elapsed: Duration,
+}
+
+/// One subscriber's result.
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    pub block: Range<u16>,
+    pub expected: u64,
+    /// Distinct messages received.
+    pub received: u64,
+    pub duplicates: u64,
+    /// Messages outside its block (the broker's selection failed).
+    pub strays: u64,
+    /// From the window's start to its last message: its rate is over the same span as
+    /// the publishers', so that keeping up reads as the same rate (a span from its own first
+    /// message would leave out the messages published before its block came round).
+    pub active: Duration,
+    /// Publish to receipt, ns.
+    pub latency_ns: Histogram<u64>,
+}
+
+/// What the run measured.
+#[derive(Debug)]
+pub struct Outcome {
+    pub published: Vec<Published>,
+    pub delivered: Vec<Delivered>,
+    /// (seconds since the window opened, messages behind over all subscribers).
+    pub backlog: Vec<(f64, u64)>,
+    /// Publishing, from the window's start to the last publisher's end.
+    pub publishing: Duration,
+    /// From the publishers' end until every subscriber had all (or gave up).
+    pub drain: Duration,
+    /// The whole window.
+    pub elapsed: Duration,
+    /// The first failure of a publisher or subscriber.
+    pub error: Option<String>,
+}
+
+/// What the threads share.
+struct Shared {
+    plan: Plan,
+    sent: Vec<AtomicU64>,
+    received: Vec<AtomicU64>,
+    publishing_done: AtomicBool,
+}
+
+/// Run `plan` on `broker`; `window(true)` when the measured window opens, `window(false)`
+/// when it closes (the caller takes its CPU snapshots there).
+pub fn run(
+    broker: Arc<dyn Broker>,
+    plan: &Plan,
+    pacing: Pacing,
+    window: &mut dyn FnMut(bool),
+) -> Result<Outcome, TransportError> {
+    let shared = Arc::new(Shared {
+        plan: plan.clone(),
+        sent: (0..plan.publishers).map(|_| AtomicU64::new(0)).collect(),
+        received: (0..plan.subscribers).map(|_| AtomicU64::new(0)).collect(),
+        publishing_done: AtomicBool::new(false),
+    });
+    // Everyone connected (and subscribed) before the window opens; the main thread is the
+    // last party, so that it opens the window between the two barriers.
+    let ready = Arc::new(Barrier::new(plan.publishers + plan.subscribers + 1));
+    let go = Arc::new(Barrier::new(plan.publishers + plan.subscribers + 1));
+    let subs: Vec<_> = (0..plan.subscribers)
+        .map(|i| {
+            let (b, s, r, g) = (broker.clone(), shared.clone(), ready.clone(), go.clone());
+            std::thread::spawn(move || subscribe(&*b, i, &s, &r, &g, pacing.drain_timeout))
+        })
+        .collect();
+    let pubs: Vec<_> = (0..plan.publishers)
+        .map(|p| {
+            let (b, s, r, g) = (broker.clone(), shared.clone(), ready.clone(), go.clone());
+            std::thread::spawn(move || publish(&*b, p, &s, &r, &g, pacing))
+        })
+        .collect();
+    ready.wait();
+    window(true);
+    let start = Instant::now();
+    go.wait();
+    let mut backlog = Vec::new();
+    while !pubs.iter().all(|h| h.is_finished()) || !subs.iter().all(|h| h.is_finished()) {
+        if !shared.publishing_done.load(Ordering::Relaxed) && pubs.iter().all(|h| h.is_finished()) {
+            shared.publishing_done.store(true, Ordering::Relaxed);
+        }
+        backlog.push((start.elapsed().as_secs_f64(), behind(&shared)));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    window(false);
+    let elapsed = start.elapsed();
+    collect(pubs, subs, backlog, elapsed)
+}
+
+/// Join the threads and put their results together.
+fn collect(
+    pubs: Vec<std::thread::JoinHandle<Result<(Published, Instant), TransportError>>>,
+    subs: Vec<std::thread::JoinHandle<Result<(Delivered, Instant), TransportError>>>,
+    backlog: Vec<(f64, u64)>,
+    elapsed: Duration,
+) -> Result<Outcome, TransportError> {
+    let mut error = None;
+    let (mut published, mut delivered) = (Vec::new(), Vec::new());
+    let (mut pub_end, mut sub_end) = (None::<Instant>, None::<Instant>);
+    for h in pubs {
+        match h.join() {
+            Ok(Ok((p, end))) => {
+                pub_end = Some(pub_end.map_or(end, |e| e.max(end)));
+                published.push(p);
+            }
+            Ok(Err(e)) => {
+                error.get_or_insert(e.to_string());
+            }
+            Err(_) => {
+                error.get_or_insert("a publisher thread panicked".into());
+            }
+        }
+    }
+    for h in subs {
+        match h.join() {
+            Ok(Ok((d, end))) => {
+                sub_end = Some(sub_end.map_or(end, |e| e.max(end)));
+                delivered.push(d);
+            }
+            Ok(Err(e)) => {
+                error.get_or_insert(e.to_string());
+            }
+            Err(_) => {
+                error.get_or_insert("a subscriber thread panicked".into());
+            }
+        }
+    }
+    if published.is_empty() || delivered.is_empty() {
+        return Err(TransportError::Broker {
+            what: "the pub/sub run".into(),
+            target: "the broker".into(),
+            why: error.unwrap_or_else(|| "no publisher or subscriber finished".into()),
+        });
+    }
+    let publishing = published
+        .iter()
+        .map(|p| p.elapsed)
+        .max()
+        .unwrap_or_default();
+    let drain = match (pub_end, sub_end) {
+        (Some(p), Some(s)) => s.saturating_duration_since(p),
+        _ => Duration::ZERO,
+    };
+    Ok(Outcome {
+        published,
+        delivered,
+        backlog,
+        publishing,
+        drain,
+        elapsed,
+        error,
+    })
+}
+
+/// Messages all subscribers are behind now: what their blocks hold of what was published,
+/// less what they received.
+fn behind(s: &Shared) -> u64 {
+    let sent: Vec<u64> = s.sent.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    (0..s.plan.subscribers)
+        .map(|i| {
+            let block = s.plan.selection(i);
+            let due: u64 = sent.iter().map(|&n| s.plan.in_block(n, &block)).sum();
+            due.saturating_sub(s.received[i].load(Ordering::Relaxed))
+        })
+        .sum()
+}
+
+fn publish(
+    broker: &dyn Broker,
+    p: usize,
+    s: &Shared,
+    ready: &Barrier,
+    go: &Barrier,
+    pacing: Pacing,
+) -> Result<(Published, Instant), TransportError> {
+    let publisher = broker.publisher(p);
+    ready.wait();
+    go.wait();
+    let mut publisher: Box<dyn Publisher> = publisher?;
+    let share = s.plan.share(p);
+    let body = vec![b'x'; s.plan.msg_size];
+    let interval = pacing
+        .rate
+        .map(|r| Duration::from_secs_f64(s.plan.publishers as f64 / r.max(f64::MIN_POSITIVE)));
+    let start = Instant::now();
+    for seq in 0..share {
+        if !pacing.think.is_zero() {
+            publisher.pause(pacing.think);
+        }
+        if let Some(every) = interval {
+            let due = start + every.mul_f64(seq as f64);
+            let now = Instant::now();
+            if due > now {
+                publisher.pause(due - now);
+            }
+        }
+        let stamp = Stamp {
+            publisher: p as u32,
+            seq,
+            symbol: (seq % u64::from(s.plan.symbols)) as u16,
+            ts_ns: now_ns(),
+        };
+        publisher.publish(stamp, &body)?;
+        s.sent[p].store(seq + 1, Ordering::Relaxed);
+    }
+    // Publishing ends with the last publish; closing (the flush and the channel's close
+    // handshake) is not part of the publish rate.
+    let end = Instant::now();
+    publisher.close()?;
+    Ok((
+        Published {
+            sent: share,
+            elapsed: end - start,
+        },
+        end,
+    ))
+}
+
+fn subscribe(
+    broker: &dyn Broker,
+    i: usize,
+    s: &Shared,
+    ready: &Barrier,
+    go: &Barrier,
+    drain_timeout: Duration,
+) -> Result<(Delivered, Instant), TransportError> {
+    let block = s.plan.selection(i);
+    let sub = broker.subscriber(i, block.clone());
+    ready.wait();
+    go.wait();
+    let start = Instant::now();
+    let mut sub: Box<dyn Subscriber> = sub?;
+    let expected = s.plan.expected(i);
+    let mut seen: Vec<Vec<u64>> = (0..s.plan.publishers)
+        .map(|p| vec![0u64; s.plan.share(p).div_ceil(64) as usize])
+        .collect();
+    let mut d = Delivered {
+        block: block.clone(),
+        expected,
+        received: 0,
+        duplicates: 0,
+        strays: 0,
+        active: Duration::ZERO,
+        latency_ns: Histogram::new(3).map_err(|e| TransportError::Broker {
+            what: "making a latency histogram".into(),
+            target: String::new(),
+            why: e.to_string(),
+        })?,
+    };
+    let mut last = start;
+    while d.received < expected {
+        let Some(stamp) = sub.next(Duration::from_millis(100))? else {
+            if s.publishing_done.load(Ordering::Relaxed) && last.elapsed() >= drain_timeout {
+                break;
+            }
+            continue;
+        };
+        last = Instant::now();
+        let _ = d
+            .latency_ns
+            .record(now_ns().saturating_sub(stamp.ts_ns).max(1));
+        if !block.contains(&stamp.symbol) {
+            d.strays += 1;
+            continue;
+        }
+        let Some(bits) = seen.get_mut(stamp.publisher as usize) else {
+            d.strays += 1;
+            continue;
+        };
+        let (word, bit) = ((stamp.seq / 64) as usize, stamp.seq % 64);
+        match bits.get_mut(word) {
+            Some(w) if *w & (1 << bit) != 0 => d.duplicates += 1,
+            Some(w) => {
+                *w |= 1 << bit;
+                d.received += 1;
+                s.received[i].store(d.received, Ordering::Relaxed);
+            }
+            None => d.strays += 1,
+        }
+    }
+    d.active = last - start;
+    sub.close();
+    Ok((d, Instant::now()))
+}

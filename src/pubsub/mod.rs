@@ -1,0 +1,102 @@
+//! Publish/subscribe runs (`oemputx pubsub`): the stock-ticker experiment of the JMS study.
+//!
+//! One or more publishers send the symbols' trades in order (S00, S01, …, S99, S00, …);
+//! each subscriber asks the broker for a contiguous block of symbols, and the broker does
+//! the selecting (RabbitMQ: a headers or topic exchange; NATS: a subject per symbol). Every
+//! message carries `symbol`, `seq`, `ts_ns` (and `publisher`), so any client can take part
+//! and count. Because the publishers' order is fixed, what each subscriber must receive is
+//! known in advance ([`plan::Plan::expected`]): lost and duplicated are exact.
+//!
+//! A broker is a [`Broker`] in its own file; the run itself ([`engine`]) is written once.
+
+pub mod engine;
+pub mod nats;
+pub mod plan;
+pub mod rabbit;
+pub mod report;
+
+use crate::transport::TransportError;
+use std::ops::Range;
+use std::time::Duration;
+
+/// What every message says about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub publisher: u32,
+    /// The publisher's own sequence number, from 0.
+    pub seq: u64,
+    pub symbol: u16,
+    /// Publish time, ns since the Unix epoch (CLOCK_REALTIME: comparable across processes).
+    pub ts_ns: u64,
+}
+
+/// How subscribers acknowledge, mapped to each broker's nearest mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ack {
+    /// No acknowledgement (RabbitMQ no-ack; NATS core; MQTT QoS 0).
+    None,
+    /// Each message acknowledged on receipt (JMS AUTO_ACKNOWLEDGE).
+    Auto,
+    /// Acknowledged by the application in batches (JMS CLIENT_ACKNOWLEDGE): every 100.
+    Client,
+}
+
+/// How the broker selects a subscriber's symbols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SelectBy {
+    /// A message property/header `symbol` (RabbitMQ headers exchange: the JMS selector's
+    /// analogue).
+    Header,
+    /// The routing key or subject carries the symbol (`ticker.S07`).
+    Topic,
+}
+
+/// Messages a `client` acknowledgement covers.
+pub const CLIENT_ACK_BATCH: u64 = 100;
+
+/// One publisher's connection.
+pub trait Publisher {
+    /// Send one message; it is on its way to the broker when this returns (the client's
+    /// I/O has run), not buffered for later.
+    fn publish(&mut self, stamp: Stamp, body: &[u8]) -> Result<(), TransportError>;
+    /// Wait `d` while the client's I/O keeps running (a think time, or pacing).
+    fn pause(&mut self, d: Duration);
+    /// Flush what is buffered and close.
+    fn close(self: Box<Self>) -> Result<(), TransportError>;
+}
+
+/// One subscriber's connection and subscription.
+pub trait Subscriber {
+    /// The next message's stamp, or `None` when none came within `wait`.
+    fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError>;
+    fn close(self: Box<Self>);
+}
+
+/// A broker that can run the experiment.
+pub trait Broker: Send + Sync {
+    /// The broker, safe to print.
+    fn describe(&self) -> String;
+    /// What `--ack` and `--select-by` became on this broker, for the report.
+    fn modes(&self) -> String;
+    /// Create what the run needs (`--declare`) or check that it is there.
+    fn prepare(&self) -> Result<(), TransportError>;
+    fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError>;
+    /// A subscriber to the symbols in `block`, subscribed before this returns.
+    fn subscriber(
+        &self,
+        i: usize,
+        block: Range<u16>,
+    ) -> Result<Box<dyn Subscriber>, TransportError>;
+    /// Groups accounted when the user names none, e.g. `QMGR=@nats`.
+    fn default_groups(&self) -> Vec<&'static str>;
+}
+
+/// Now, ns since the Unix epoch.
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}

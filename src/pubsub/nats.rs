@@ -1,0 +1,225 @@
+//! Pub/sub on core NATS: a subject per symbol (`ticker.S07`); a subscriber subscribes to
+//! each subject of its block, so the server selects. The stamp travels in headers
+//! (`symbol`, `seq`, `ts_ns`, `publisher`). Core NATS has no acknowledgement: every `--ack`
+//! is taken as none, and a slow subscriber is cut off by the server rather than queued for.
+
+use super::{Ack, Broker, Publisher, Stamp, Subscriber};
+use crate::transport::TransportError;
+use crate::transport::nats::{self as transport, url::NatsEndpoint};
+use async_nats::{Client, HeaderMap};
+use futures_util::StreamExt;
+use futures_util::stream::SelectAll;
+use std::ops::Range;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// NATS as a pub/sub broker.
+pub struct NatsPubSub {
+    pub endpoint: NatsEndpoint,
+    pub plan: super::plan::Plan,
+    pub ack: Ack,
+}
+
+fn runtime(target: &str) -> Result<Runtime, TransportError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| broker_error(target, "starting the NATS client runtime", e))
+}
+
+fn broker_error(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
+    TransportError::Broker {
+        what: what.to_string(),
+        target: target.to_string(),
+        why: e.to_string(),
+    }
+}
+
+impl NatsPubSub {
+    fn connect(&self, rt: &Runtime, name: &str) -> Result<Client, TransportError> {
+        let ep = &self.endpoint;
+        rt.block_on(async {
+            transport::connect_options(ep, name)
+                .connect(ep.server())
+                .await
+                .map_err(|e| TransportError::Unreachable {
+                    target: ep.redacted(),
+                    why: transport::scrub(&e.to_string(), ep),
+                })
+        })
+    }
+
+    fn subject(&self, symbol: u16) -> String {
+        format!("{}.{}", self.plan.topic, self.plan.symbol_name(symbol))
+    }
+}
+
+impl Broker for NatsPubSub {
+    fn describe(&self) -> String {
+        self.endpoint.redacted()
+    }
+    fn modes(&self) -> String {
+        let ack = match self.ack {
+            Ack::None => "none",
+            Ack::Auto | Ack::Client => "none (core NATS has no acknowledgement)",
+        };
+        format!(
+            "ack {ack}; selection by subject {}.SNN (a subscription per symbol)",
+            self.plan.topic
+        )
+    }
+    fn prepare(&self) -> Result<(), TransportError> {
+        // Nothing to declare; connecting once says whether the server is there.
+        let target = self.endpoint.redacted();
+        let rt = runtime(&target)?;
+        let client = self.connect(&rt, "oemputx-pubsub-setup")?;
+        rt.block_on(async {
+            let _ = client.drain().await;
+        });
+        Ok(())
+    }
+    fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
+        let target = self.endpoint.redacted();
+        let rt = runtime(&target)?;
+        let client = self.connect(&rt, &format!("oemputx-publisher-{p}"))?;
+        let subjects = (0..self.plan.symbols).map(|s| self.subject(s)).collect();
+        Ok(Box::new(NatsPublisher {
+            rt,
+            client,
+            subjects,
+            target,
+        }))
+    }
+    fn subscriber(
+        &self,
+        i: usize,
+        block: Range<u16>,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
+        let target = self.endpoint.redacted();
+        let rt = runtime(&target)?;
+        let client = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
+        let subs = rt.block_on(async {
+            let mut all = SelectAll::new();
+            for s in block.clone() {
+                let sub = client
+                    .subscribe(self.subject(s))
+                    .await
+                    .map_err(|e| broker_error(&target, "subscribing", e))?;
+                all.push(sub);
+            }
+            // Subscribed once the server has seen it, before the first publish.
+            client
+                .flush()
+                .await
+                .map_err(|e| broker_error(&target, "flushing the subscriptions", e))?;
+            Ok::<_, TransportError>(all)
+        })?;
+        Ok(Box::new(NatsSubscriber {
+            rt,
+            client,
+            subs,
+            plan: self.plan.clone(),
+            target,
+        }))
+    }
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@nats"]
+    }
+}
+
+struct NatsPublisher {
+    rt: Runtime,
+    client: Client,
+    subjects: Vec<String>,
+    target: String,
+}
+
+impl Publisher for NatsPublisher {
+    fn publish(&mut self, stamp: Stamp, body: &[u8]) -> Result<(), TransportError> {
+        let subject = self.subjects[usize::from(stamp.symbol)].clone();
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "symbol",
+            &subject[subject.rfind('.').map_or(0, |i| i + 1)..],
+        );
+        headers.insert("seq", stamp.seq.to_string().as_str());
+        headers.insert("ts_ns", stamp.ts_ns.to_string().as_str());
+        headers.insert("publisher", stamp.publisher.to_string().as_str());
+        let payload = bytes::Bytes::copy_from_slice(body);
+        let client = &self.client;
+        self.rt
+            .block_on(async {
+                let sent = client.publish_with_headers(subject, headers, payload).await;
+                // Let the connection's task write it now, not at the next wait.
+                tokio::task::yield_now().await;
+                sent
+            })
+            .map_err(|e| TransportError::ConnectionLost {
+                target: self.target.clone(),
+                why: format!("publishing: {e}"),
+            })
+    }
+    fn pause(&mut self, d: Duration) {
+        // The thread's sleep, not tokio's (whose timer rounds up to whole milliseconds:
+        // a 2 ms think became 3); the last publish has already been written, and the
+        // client's I/O runs again right after.
+        std::thread::sleep(d);
+        self.rt.block_on(tokio::task::yield_now());
+    }
+    fn close(self: Box<Self>) -> Result<(), TransportError> {
+        let target = self.target.clone();
+        self.rt.block_on(async {
+            self.client
+                .flush()
+                .await
+                .map_err(|e| broker_error(&target, "flushing the publisher", e))?;
+            let _ = self.client.drain().await;
+            Ok(())
+        })
+    }
+}
+
+struct NatsSubscriber {
+    rt: Runtime,
+    client: Client,
+    subs: SelectAll<async_nats::Subscriber>,
+    plan: super::plan::Plan,
+    target: String,
+}
+
+impl Subscriber for NatsSubscriber {
+    fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError> {
+        let got = self
+            .rt
+            .block_on(async { tokio::time::timeout(wait, self.subs.next()).await });
+        let Ok(next) = got else { return Ok(None) };
+        let Some(m) = next else {
+            return Err(TransportError::ConnectionLost {
+                target: self.target.clone(),
+                why: "the server ended the subscriptions".into(),
+            });
+        };
+        let header = |k: &str| {
+            m.headers
+                .as_ref()
+                .and_then(|h| h.get(k))
+                .map(|v| v.as_str().to_string())
+        };
+        let num = |k: &str| header(k).and_then(|v| v.parse::<u64>().ok());
+        let symbol = header("symbol")
+            .and_then(|s| self.plan.symbol_of(&s))
+            .unwrap_or(u16::MAX);
+        Ok(Some(Stamp {
+            publisher: num("publisher").unwrap_or(0) as u32,
+            seq: num("seq").unwrap_or(u64::MAX),
+            symbol,
+            ts_ns: num("ts_ns").unwrap_or(0),
+        }))
+    }
+    fn close(self: Box<Self>) {
+        let NatsSubscriber { rt, client, .. } = *self;
+        rt.block_on(async {
+            let _ = client.drain().await;
+        });
+    }
+}

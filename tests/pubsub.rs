@@ -1,0 +1,185 @@
+//! `oemputx pubsub` against the real RabbitMQ and NATS: every subscriber receives exactly
+//! what its block holds of what was published, selected by the broker. Each RabbitMQ test
+//! uses an exchange of its own and deletes it.
+
+mod common;
+use common::*;
+
+fn nats_url() -> String {
+    std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+/// Deletes the exchange when dropped.
+struct ExchangeGuard(String);
+
+impl Drop for ExchangeGuard {
+    fn drop(&mut self) {
+        let name = self.0.clone();
+        let Ok(oemputx::transport::Endpoint::Amqp(ep)) = oemputx::transport::parse_url(&amqp_url())
+        else {
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut args = amqprs::connection::OpenConnectionArguments::new(
+                &ep.host,
+                ep.port,
+                &ep.user,
+                &ep.password,
+            );
+            args.virtual_host(&ep.vhost);
+            if let Ok(conn) = amqprs::connection::Connection::open(&args).await {
+                if let Ok(ch) = conn.open_channel(None).await {
+                    let _ = ch
+                        .exchange_delete(amqprs::channel::ExchangeDeleteArguments::new(&name))
+                        .await;
+                    let _ = ch.close().await;
+                }
+                let _ = conn.close().await;
+            }
+        });
+    }
+}
+
+fn pubsub(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = oemputx()
+        .arg("pubsub")
+        .args(args)
+        .args(["--export-json", "-"])
+        .output()
+        .expect("oemputx runs");
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Every subscriber got exactly its block's share; returns the delivered total.
+fn all_exact(j: &serde_json::Value, subscribers: usize) -> u64 {
+    let subs = j["subscribers"].as_array().expect("subscribers");
+    assert_eq!(subs.len(), subscribers, "{j}");
+    for s in subs {
+        assert_eq!(s["received"], s["expected"], "{s}");
+        assert_eq!(
+            (
+                s["lost"].as_u64(),
+                s["duplicates"].as_u64(),
+                s["strays"].as_u64()
+            ),
+            (Some(0), Some(0), Some(0)),
+            "{s}"
+        );
+    }
+    j["delivered"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn nats_subscribers_each_get_exactly_their_block_of_a_paced_run() {
+    let topic = fresh_queue("ticker").replace('-', "_");
+    let (code, j, err) = pubsub(&[
+        "--qmgr",
+        &nats_url(),
+        "--topic",
+        &topic,
+        "--count",
+        "4000",
+        "--subscribers",
+        "10",
+        "--rate",
+        "4000",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(j["schema"], "oemputx.pubsub/1");
+    assert_eq!(j["published"], 4000);
+    // 10 blocks of 25 of 100 symbols: a quarter each.
+    assert_eq!(all_exact(&j, 10), 10_000);
+    assert!(
+        j["cpu_per_published"]["groups"][0]["name"] == "QMGR",
+        "{}",
+        j["cpu_per_published"]
+    );
+    assert!(j["latency_us"]["p50"].as_f64().unwrap_or(0.0) > 0.0);
+}
+
+#[test]
+fn rabbitmq_selects_by_header_and_by_topic_and_an_unpaced_run_drains_with_nothing_lost() {
+    for select_by in ["header", "topic"] {
+        let exchange = ExchangeGuard(fresh_queue(&format!("ticker-{select_by}")));
+        let (code, j, err) = pubsub(&[
+            "--qmgr",
+            &amqp_url(),
+            "--topic",
+            &exchange.0,
+            "--declare",
+            "--select-by",
+            select_by,
+            "--count",
+            "3000",
+            "--publishers",
+            "2",
+            "--subscribers",
+            "3",
+            "--ack",
+            "client",
+        ]);
+        assert_eq!(code, 0, "{select_by}: {err}");
+        assert_eq!(j["published"], 3000);
+        let expected: u64 = (0..3)
+            .map(|i| j["subscribers"][i]["expected"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(all_exact(&j, 3), expected);
+        let kind = if select_by == "header" {
+            "headers exchange"
+        } else {
+            "topic exchange"
+        };
+        let modes = j["settings"]["modes"].as_str().unwrap_or("");
+        assert!(modes.contains(kind), "{modes}");
+        assert!(
+            j["backlog"]["samples"]
+                .as_array()
+                .is_some_and(|s| !s.is_empty())
+        );
+    }
+}
+
+#[test]
+fn what_pubsub_cannot_do_is_one_line_each() {
+    let missing = fresh_queue("no-such-exchange");
+    for (args, says) in [
+        (
+            vec!["--qmgr", "nats://127.0.0.1:4222", "--select", "101"],
+            "a block of 1 to --symbols",
+        ),
+        (vec!["--qmgr", "mqtt://127.0.0.1:1883"], "not yet"),
+        (
+            vec!["--qmgr", "nats://127.0.0.1:4222", "--find-capacity"],
+            "not yet",
+        ),
+        (
+            vec![
+                "--qmgr",
+                amqp_url().leak(),
+                "--topic",
+                missing.clone().leak(),
+            ],
+            "pass --declare",
+        ),
+    ] {
+        oemputx()
+            .arg("pubsub")
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    oemputx()
+        .args(["matrix"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not yet"));
+}
