@@ -80,6 +80,20 @@ ensure_amqp10() {
     log "could not enable rabbitmq_amqp1_0: the AMQP 1.0 tests will fail; enable it by hand"
 }
 
+ensure_mosquitto() {
+  # MQTT for `oemputx pubsub --qmgr mqtt://…`.
+  if listening 1883; then log "MQTT already answers on 127.0.0.1:1883; leaving it alone"; return 0; fi
+  command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || apt_install mosquitto
+  log "starting mosquitto on 127.0.0.1:1883"
+  local conf=/etc/mosquitto/mosquitto.conf
+  if [ -f "$conf" ]; then
+    as_root env PATH="$PATH:/usr/sbin" mosquitto -d -c "$conf"
+  else
+    as_root env PATH="$PATH:/usr/sbin" mosquitto -d -p 1883
+  fi
+  wait_for 1883 Mosquitto 15
+}
+
 ensure_valgrind() {
   # The instruction gate (oemputx gate --instructions) runs flows under valgrind's callgrind.
   if command -v valgrind >/dev/null; then log "valgrind present ($(valgrind --version))"; return 0; fi
@@ -90,4 +104,5 @@ ensure_rabbitmq
 ensure_amqp10
 ensure_postgresql
 ensure_nats
+ensure_mosquitto
 ensure_valgrind

@@ -105,7 +105,7 @@ pub struct PubsubArgs {
     /// Subscribers stop waiting when nothing has come for this long after publishing ended.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub drain_timeout: humantime::Duration,
-    /// Groups to account (NAME=SEL,...). [default: the broker, QMGR=@rabbitmq or @nats]
+    /// Groups to account (NAME=SEL,...). [default: the broker, QMGR=@rabbitmq, @nats or @mosquitto]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,
     #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
@@ -439,7 +439,7 @@ pub struct RunArgs {
 
     /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
     /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
-    /// @postgresql, @nats, @ibmmq, @ace, @db2, @sample-flow. Repeatable. [default: the
+    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @sample-flow. Repeatable. [default: the
     /// profile's groups; for the embedded queue manager, its flow thread]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,

@@ -148,6 +148,42 @@ fn rabbitmq_selects_by_header_and_by_topic_and_an_unpaced_run_drains_with_nothin
 }
 
 #[test]
+fn mqtt_subscribers_on_mosquitto_each_get_exactly_their_block_at_qos_0_and_1() {
+    let url = std::env::var("OEMPUTX_TEST_MQTT").unwrap_or_else(|_| "mqtt://127.0.0.1:1883".into());
+    for ack in ["none", "auto"] {
+        let topic = fresh_queue("ticker");
+        let (code, j, err) = pubsub(&[
+            "--qmgr",
+            &url,
+            "--topic",
+            &topic,
+            "--count",
+            "3000",
+            "--subscribers",
+            "5",
+            "--rate",
+            "3000",
+            "--ack",
+            ack,
+        ]);
+        assert_eq!(code, 0, "{ack}: {err}");
+        assert_eq!(j["settings"]["transport"], "mqtt");
+        let qos = if ack == "none" { "QoS 0" } else { "QoS 1" };
+        assert!(
+            j["settings"]["modes"]
+                .as_str()
+                .is_some_and(|m| m.contains(qos)),
+            "{}",
+            j["settings"]
+        );
+        let expected: u64 = (0..5)
+            .map(|i| j["subscribers"][i]["expected"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(all_exact(&j, 5), expected);
+    }
+}
+
+#[test]
 fn what_pubsub_cannot_do_is_one_line_each() {
     let missing = fresh_queue("no-such-exchange");
     for (args, says) in [
@@ -155,7 +191,7 @@ fn what_pubsub_cannot_do_is_one_line_each() {
             vec!["--qmgr", "nats://127.0.0.1:4222", "--select", "101"],
             "a block of 1 to --symbols",
         ),
-        (vec!["--qmgr", "mqtt://127.0.0.1:1883"], "not yet"),
+        (vec!["--qmgr", "mqtts://127.0.0.1:8883"], "not yet"),
         (
             vec!["--qmgr", "nats://127.0.0.1:4222", "--find-capacity"],
             "not yet",

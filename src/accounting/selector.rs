@@ -94,6 +94,7 @@ pub const PRESETS: &[(&str, &[&str])] = &[
     ),
     ("postgresql", &["postgres"]),
     ("nats", &["nats-server"]),
+    ("mosquitto", &["mosquitto"]),
     (
         "ibmmq",
         &[

@@ -8,6 +8,7 @@ use crate::config::{ConfigError, parse_ratio};
 use crate::exit::Exit;
 use crate::export::write_atomic;
 use crate::pubsub::engine::{self, Pacing};
+use crate::pubsub::mqtt::{MqttEndpoint, MqttPubSub};
 use crate::pubsub::nats::NatsPubSub;
 use crate::pubsub::plan::Plan;
 use crate::pubsub::rabbit::RabbitPubSub;
@@ -73,6 +74,15 @@ fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
 
 /// The broker the URL names.
 fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
+    if args.qmgr.starts_with("mqtt://") {
+        let endpoint = MqttEndpoint::parse(&args.qmgr).map_err(|why| bad("--qmgr", why))?;
+        return Ok(Arc::new(MqttPubSub {
+            endpoint,
+            plan: plan.clone(),
+            ack: args.ack,
+            persistent: args.persistent,
+        }));
+    }
     Ok(match parse_url(&args.qmgr)? {
         Endpoint::Amqp(endpoint) => Arc::new(RabbitPubSub {
             endpoint,
@@ -104,7 +114,7 @@ fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
             return Err(bad(
                 "--qmgr",
                 format!(
-                    "pub/sub runs on RabbitMQ (amqp://) and NATS (nats://) so far, not on {}; mqtt:// is not yet",
+                    "pub/sub runs on RabbitMQ (amqp://), NATS (nats://) and MQTT (mqtt://) so far, not on {}",
                     other.redacted()
                 ),
             ));
@@ -116,7 +126,11 @@ fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
 pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
     let plan = plan(args)?;
     let broker = broker(args, &plan)?;
-    let transport = parse_url(&args.qmgr)?.transport();
+    let transport = if args.qmgr.starts_with("mqtt://") {
+        "mqtt"
+    } else {
+        parse_url(&args.qmgr)?.transport()
+    };
     let groups = if args.groups.is_empty() {
         selector::parse_groups(broker.default_groups())?
     } else {

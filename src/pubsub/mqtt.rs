@@ -1,0 +1,352 @@
+//! Pub/sub on MQTT 5 (Mosquitto here) through rumqttc: a topic per symbol (`ticker/S07`);
+//! a subscriber subscribes to each topic of its block, so the broker selects. The stamp
+//! travels in MQTT 5 user properties (`symbol`, `seq`, `ts_ns`, `publisher`), MQTT's
+//! headers. `--ack none` subscribes at QoS 0; `auto` and `client` at QoS 1 (the client
+//! acknowledges each message as it arrives: MQTT has no batched acknowledgement).
+//! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
+
+use super::{Ack, Broker, Publisher, Stamp, Subscriber};
+use crate::transport::TransportError;
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PublishProperties};
+use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
+use std::ops::Range;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+
+/// MQTT's port.
+pub const DEFAULT_PORT: u16 = 1883;
+/// Requests the client may queue before a publish waits.
+const CLIENT_QUEUE: usize = 1000;
+
+/// An MQTT broker: `mqtt://[user:password@]host[:1883]`.
+#[derive(Clone)]
+pub struct MqttEndpoint {
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+impl MqttEndpoint {
+    /// Parse an `mqtt://` URL.
+    pub fn parse(raw: &str) -> Result<MqttEndpoint, String> {
+        let url = url::Url::parse(raw).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
+        if url.scheme() != "mqtt" {
+            return Err(format!(
+                "{}:// is not MQTT (mqtts:// is not yet)",
+                url.scheme()
+            ));
+        }
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or("no host; write mqtt://host:1883")?
+            .to_string();
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        Ok(MqttEndpoint {
+            host,
+            port: url.port().unwrap_or(DEFAULT_PORT),
+            user: Some(url.username()).filter(|u| !u.is_empty()).map(decode),
+            password: url.password().map(decode),
+        })
+    }
+
+    /// The URL with the password replaced by `***`.
+    pub fn redacted(&self) -> String {
+        let auth = match (&self.user, &self.password) {
+            (Some(u), Some(_)) => format!("{u}:***@"),
+            (Some(u), None) => format!("{u}@"),
+            _ => String::new(),
+        };
+        format!("mqtt://{auth}{}:{}", self.host, self.port)
+    }
+}
+
+/// MQTT as a pub/sub broker.
+pub struct MqttPubSub {
+    pub endpoint: MqttEndpoint,
+    pub plan: super::plan::Plan,
+    pub ack: Ack,
+    pub persistent: bool,
+}
+
+fn runtime(target: &str) -> Result<Runtime, TransportError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TransportError::Broker {
+            what: "starting the MQTT client runtime".into(),
+            target: target.to_string(),
+            why: e.to_string(),
+        })
+}
+
+fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
+    TransportError::ConnectionLost {
+        target: target.to_string(),
+        why: why.to_string(),
+    }
+}
+
+impl MqttPubSub {
+    /// A connected client: the event loop has seen the broker's CONNACK.
+    fn connect(&self, rt: &Runtime, id: &str) -> Result<(AsyncClient, EventLoop), TransportError> {
+        let ep = &self.endpoint;
+        let target = ep.redacted();
+        let mut options = MqttOptions::new(
+            format!("{id}-{}", std::process::id()),
+            ep.host.clone(),
+            ep.port,
+        );
+        options.set_keep_alive(Duration::from_secs(30));
+        if let Some(user) = &ep.user {
+            options.set_credentials(user.clone(), ep.password.clone().unwrap_or_default());
+        }
+        let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
+        rt.block_on(async {
+            let wait = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    match events.poll().await {
+                        Ok(Event::Incoming(Packet::ConnAck(_))) => return Ok(()),
+                        Ok(_) => {}
+                        Err(e) => return Err(e.to_string()),
+                    }
+                }
+            })
+            .await;
+            match wait {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(why)) => Err(TransportError::Unreachable { target, why }),
+                Err(_) => Err(TransportError::Unreachable {
+                    target,
+                    why: "no CONNACK within 5 s".into(),
+                }),
+            }
+        })?;
+        Ok((client, events))
+    }
+
+    fn topic(&self, symbol: u16) -> String {
+        format!("{}/{}", self.plan.topic, self.plan.symbol_name(symbol))
+    }
+}
+
+impl Broker for MqttPubSub {
+    fn describe(&self) -> String {
+        self.endpoint.redacted()
+    }
+    fn modes(&self) -> String {
+        let ack = match self.ack {
+            Ack::None => "none (subscriptions at QoS 0)",
+            Ack::Auto | Ack::Client => {
+                "QoS 1 subscriptions (each message acknowledged as it arrives; MQTT has no batched acknowledgement)"
+            }
+        };
+        let publish = if self.persistent { "QoS 1" } else { "QoS 0" };
+        format!(
+            "ack {ack}; publishes at {publish}; selection by topic {}/SNN (a subscription per symbol)",
+            self.plan.topic
+        )
+    }
+    fn prepare(&self) -> Result<(), TransportError> {
+        let rt = runtime(&self.describe())?;
+        let (client, mut events) = self.connect(&rt, "oemputx-pubsub-setup")?;
+        rt.block_on(async {
+            let _ = client.disconnect().await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), events.poll()).await;
+        });
+        Ok(())
+    }
+    fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
+        let target = self.describe();
+        let rt = runtime(&target)?;
+        let (client, events) = self.connect(&rt, &format!("oemputx-publisher-{p}"))?;
+        Ok(Box::new(MqttPublisher {
+            rt: std::sync::Arc::new(rt),
+            client,
+            events,
+            topics: (0..self.plan.symbols).map(|s| self.topic(s)).collect(),
+            names: (0..self.plan.symbols)
+                .map(|s| self.plan.symbol_name(s))
+                .collect(),
+            qos: if self.persistent {
+                QoS::AtLeastOnce
+            } else {
+                QoS::AtMostOnce
+            },
+            target,
+        }))
+    }
+    fn subscriber(
+        &self,
+        i: usize,
+        block: Range<u16>,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
+        let target = self.describe();
+        let rt = runtime(&target)?;
+        let (client, mut events) = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
+        let qos = match self.ack {
+            Ack::None => QoS::AtMostOnce,
+            Ack::Auto | Ack::Client => QoS::AtLeastOnce,
+        };
+        let filters: Vec<Filter> = block.map(|s| Filter::new(self.topic(s), qos)).collect();
+        rt.block_on(async {
+            client
+                .subscribe_many(filters)
+                .await
+                .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
+            // Subscribed once the broker has answered, before the first publish.
+            let acked = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    match events.poll().await {
+                        Ok(Event::Incoming(Packet::SubAck(_))) => return Ok(()),
+                        Ok(_) => {}
+                        Err(e) => return Err(lost(&target, e)),
+                    }
+                }
+            })
+            .await;
+            acked.unwrap_or_else(|_| Err(lost(&target, "no SUBACK within 5 s")))
+        })?;
+        Ok(Box::new(MqttSubscriber {
+            rt,
+            client,
+            events,
+            plan: self.plan.clone(),
+            target,
+        }))
+    }
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@mosquitto"]
+    }
+}
+
+struct MqttPublisher {
+    /// Shared so that a publish can borrow the publisher while the runtime runs it.
+    rt: std::sync::Arc<Runtime>,
+    client: AsyncClient,
+    events: EventLoop,
+    topics: Vec<String>,
+    names: Vec<String>,
+    qos: QoS,
+    target: String,
+}
+
+impl MqttPublisher {
+    /// Run the event loop until it has written publish packets out (and, at QoS 1, taken
+    /// the broker's acknowledgements in), or `idle` passes with nothing to do.
+    async fn drive(&mut self, idle: Duration) -> Result<(), TransportError> {
+        loop {
+            match tokio::time::timeout(idle, self.events.poll()).await {
+                Err(_) => return Ok(()),
+                Ok(Ok(Event::Outgoing(rumqttc::Outgoing::Publish(_)))) => {
+                    if self.qos == QoS::AtMostOnce {
+                        return Ok(());
+                    }
+                }
+                Ok(Ok(Event::Incoming(Packet::PubAck(_)))) => return Ok(()),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(lost(&self.target, e)),
+            }
+        }
+    }
+}
+
+impl Publisher for MqttPublisher {
+    fn publish(&mut self, stamp: Stamp, body: &[u8]) -> Result<(), TransportError> {
+        let i = usize::from(stamp.symbol);
+        let properties = PublishProperties {
+            user_properties: vec![
+                ("symbol".into(), self.names[i].clone()),
+                ("seq".into(), stamp.seq.to_string()),
+                ("ts_ns".into(), stamp.ts_ns.to_string()),
+                ("publisher".into(), stamp.publisher.to_string()),
+            ],
+            ..PublishProperties::default()
+        };
+        let (topic, payload, qos) = (self.topics[i].clone(), body.to_vec(), self.qos);
+        let rt = self.rt.clone();
+        rt.block_on(async {
+            self.client
+                .publish_with_properties(topic, qos, false, payload, properties)
+                .await
+                .map_err(|e| lost(&self.target, format!("publishing: {e}")))?;
+            // The event loop is what writes it: run it until the publish is out.
+            self.drive(Duration::from_secs(5)).await
+        })
+    }
+    fn pause(&mut self, d: Duration) {
+        // The thread's sleep (tokio's timer rounds up to whole milliseconds), then the
+        // event loop gets to answer what came in meanwhile.
+        std::thread::sleep(d);
+        let rt = self.rt.clone();
+        let _ = rt.block_on(self.drive(Duration::from_micros(1)));
+    }
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.rt.clone();
+        rt.block_on(async {
+            let _ = self.client.disconnect().await;
+            let _ = self.drive(Duration::from_millis(200)).await;
+        });
+        Ok(())
+    }
+}
+
+struct MqttSubscriber {
+    rt: Runtime,
+    client: AsyncClient,
+    events: EventLoop,
+    plan: super::plan::Plan,
+    target: String,
+}
+
+impl Subscriber for MqttSubscriber {
+    fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError> {
+        let (events, plan, target) = (&mut self.events, &self.plan, &self.target);
+        self.rt.block_on(async {
+            let got = tokio::time::timeout(wait, async {
+                loop {
+                    match events.poll().await {
+                        Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
+                        Ok(_) => {}
+                        Err(e) => return Err(lost(target, e)),
+                    }
+                }
+            })
+            .await;
+            let Ok(p) = got else { return Ok(None) };
+            let p = p?;
+            let props = p
+                .properties
+                .map(|pp| pp.user_properties)
+                .unwrap_or_default();
+            let prop = |k: &str| props.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let num = |k: &str| prop(k).and_then(|v| v.parse::<u64>().ok());
+            Ok(Some(Stamp {
+                publisher: num("publisher").unwrap_or(0) as u32,
+                seq: num("seq").unwrap_or(u64::MAX),
+                symbol: prop("symbol")
+                    .and_then(|s| plan.symbol_of(&s))
+                    .unwrap_or(u16::MAX),
+                ts_ns: num("ts_ns").unwrap_or(0),
+            }))
+        })
+    }
+    fn close(self: Box<Self>) {
+        let MqttSubscriber {
+            rt,
+            client,
+            mut events,
+            ..
+        } = *self;
+        rt.block_on(async {
+            let _ = client.disconnect().await;
+            let _ = tokio::time::timeout(Duration::from_millis(200), events.poll()).await;
+        });
+    }
+}
