@@ -115,7 +115,9 @@ pub struct PubsubArgs {
     /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
-    /// Raise the publish rate until the backlog grows (not yet).
+    /// Raise the publish rate by half each step (from --rate, or 500/s), --count messages a
+    /// step, until subscribers fall behind (pace under 95 %) or the backlog does not drain;
+    /// report the highest rate that kept up and its CPU per message.
     #[arg(long)]
     pub find_capacity: bool,
     /// Publish for this long instead of --count (not yet).

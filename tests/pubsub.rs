@@ -193,8 +193,18 @@ fn what_pubsub_cannot_do_is_one_line_each() {
         ),
         (vec!["--qmgr", "mqtts://127.0.0.1:8883"], "not yet"),
         (
-            vec!["--qmgr", "nats://127.0.0.1:4222", "--find-capacity"],
+            vec!["--qmgr", "nats://127.0.0.1:4222", "--duration", "5s"],
             "not yet",
+        ),
+        (
+            vec![
+                "--qmgr",
+                "nats://127.0.0.1:4222",
+                "--find-capacity",
+                "--think",
+                "2ms",
+            ],
+            "leave --think out",
         ),
         (
             vec![
@@ -218,4 +228,53 @@ fn what_pubsub_cannot_do_is_one_line_each() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("not yet"));
+}
+
+#[test]
+fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_that_kept_up() {
+    let topic = fresh_queue("capacity").replace('-', "_");
+    let out = oemputx()
+        .args([
+            "pubsub",
+            "--qmgr",
+            &nats_url(),
+            "--topic",
+            &topic,
+            "--find-capacity",
+        ])
+        .args([
+            "--count",
+            "600",
+            "--subscribers",
+            "3",
+            "--rate",
+            "2000",
+            "--export-json",
+            "-",
+        ])
+        .output()
+        .expect("oemputx runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json_start = text.find("{\n").expect("JSON after the table");
+    let j: serde_json::Value = serde_json::from_str(&text[json_start..]).expect("JSON");
+    assert_eq!(j["schema"], "oemputx.pubsub-capacity/1");
+    let steps = j["steps"].as_array().expect("steps");
+    assert!(!steps.is_empty());
+    // Each step asks for half again the previous rate, and every step but a last failing
+    // one kept up.
+    for w in steps.windows(2) {
+        let (a, b) = (
+            w[0]["rate_asked"].as_f64().unwrap_or(0.0),
+            w[1]["rate_asked"].as_f64().unwrap_or(0.0),
+        );
+        assert!((b / a - 1.5).abs() < 1e-9, "{a} {b}");
+        assert_eq!(w[0]["sustained"], true);
+    }
+    assert!(text.contains("Capacity:"), "{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -30,10 +30,10 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
 
 /// The plan, or the first option that makes no sense.
 fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
-    if args.find_capacity {
+    if args.find_capacity && !args.think.is_zero() {
         return Err(bad(
             "--find-capacity",
-            "not yet: step --rate by hand and watch the backlog's growth in the report",
+            "it raises --rate step by step; leave --think out",
         ));
     }
     if args.duration.is_some() {
@@ -126,6 +126,36 @@ fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
 pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
     let plan = plan(args)?;
     let broker = broker(args, &plan)?;
+    broker.prepare()?;
+    if args.find_capacity {
+        return find_capacity(args, &plan, broker);
+    }
+    let report = measure(args, &plan, broker, args.rate)?;
+    write(args, &report)?;
+    if report.complete() {
+        Ok(Exit::Ok)
+    } else {
+        eprintln!(
+            "oemputx pubsub: not every subscriber got exactly its messages ({} lost, {} duplicated){}",
+            report.lost,
+            report.duplicates,
+            report
+                .error
+                .as_deref()
+                .map(|e| format!("; {e}"))
+                .unwrap_or_default()
+        );
+        Ok(Exit::Failure)
+    }
+}
+
+/// One run at `rate`, between two CPU snapshots.
+fn measure(
+    args: &PubsubArgs,
+    plan: &Plan,
+    broker: Arc<dyn Broker>,
+    rate: Option<f64>,
+) -> anyhow::Result<PubSubReport> {
     let transport = if args.qmgr.starts_with("mqtt://") {
         "mqtt"
     } else {
@@ -137,15 +167,14 @@ pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
         selector::parse_groups(args.groups.iter().map(String::as_str))?
     };
     let ratio = parse_ratio(&args.capture_ratio)?;
-    broker.prepare()?;
     let mut acc = Accounting::new(groups, args.cpu_source, ratio);
     let mut own = (Duration::ZERO, Duration::ZERO);
     let pacing = Pacing {
         think: args.think.into(),
-        rate: args.rate,
+        rate,
         drain_timeout: args.drain_timeout.into(),
     };
-    let out = engine::run(broker.clone(), &plan, pacing, &mut |open| {
+    let out = engine::run(broker.clone(), plan, pacing, &mut |open| {
         let cpu = crate::accounting::clock::self_process().unwrap_or_default();
         if open {
             own.0 = cpu;
@@ -179,33 +208,96 @@ pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
         count: plan.count,
         msg_size: plan.msg_size,
         think_ms: pacing.think.as_secs_f64() * 1e3,
-        rate_limit: args.rate,
+        rate_limit: rate,
         persistent: args.persistent,
         seed: plan.seed,
     };
-    let report = PubSubReport::build(
+    Ok(PubSubReport::build(
         settings,
-        &plan,
+        plan,
         &out,
         table(published).as_ref(),
         table(delivered).as_ref(),
+    ))
+}
+
+/// A step keeps up when every subscriber got all its messages at ≥ 95 % of its share of
+/// the publish rate and the backlog drained within a tenth of the publishing time.
+fn sustained(r: &PubSubReport) -> bool {
+    r.complete() && r.subscriber_pace_pct.min >= 95.0 && r.drain_s <= 0.1 * r.publishing_s.max(0.1)
+}
+
+/// `--find-capacity`: raise the rate by half each step (from --rate, or 500 a second)
+/// until a step does not keep up; the capacity is the last step that did.
+fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+    const MAX_STEPS: usize = 20;
+    let mut rate = args.rate.unwrap_or(500.0);
+    let mut steps: Vec<(f64, PubSubReport)> = Vec::new();
+    println!(
+        "oemputx pubsub --find-capacity on {}: {} messages a step, rate ×1.5 until a step does not keep up",
+        broker.describe(),
+        plan.count
     );
-    write(args, &report)?;
-    if report.complete() {
-        Ok(Exit::Ok)
-    } else {
-        eprintln!(
-            "oemputx pubsub: not every subscriber got exactly its messages ({} lost, {} duplicated){}",
-            report.lost,
-            report.duplicates,
-            report
-                .error
-                .as_deref()
-                .map(|e| format!("; {e}"))
-                .unwrap_or_default()
+    println!(
+        "{:>12} {:>12} {:>10} {:>10} {:>9} {:>12} {:>9}",
+        "rate asked", "published/s", "pace min %", "backlog", "drain s", "QMGR µs/pub", "keeps up"
+    );
+    for _ in 0..MAX_STEPS {
+        let r = measure(args, plan, broker.clone(), Some(rate))?;
+        let qmgr = r
+            .cpu_per_published
+            .as_ref()
+            .and_then(|c| c.groups.first())
+            .map_or(f64::NAN, |g| g.total_us_per_tran);
+        let ok = sustained(&r);
+        println!(
+            "{:>12.0} {:>12.1} {:>10.1} {:>10} {:>9.3} {:>12.2} {:>9}",
+            rate,
+            r.publish_mps,
+            r.subscriber_pace_pct.min,
+            r.backlog.max,
+            r.drain_s,
+            qmgr,
+            if ok { "yes" } else { "no" }
         );
-        Ok(Exit::Failure)
+        steps.push((rate, r));
+        if !ok {
+            break;
+        }
+        rate *= 1.5;
     }
+    let best = steps.iter().rev().find(|(_, r)| sustained(r));
+    match best {
+        Some((rate, r)) => println!(
+            "Capacity: {:.1} messages a second published ({rate:.0} asked), {} µs of captured CPU per message published",
+            r.publish_mps,
+            r.cpu_per_published
+                .as_ref()
+                .map_or("-".into(), |c| format!("{:.2}", c.captured_us))
+        ),
+        None => println!(
+            "Capacity: not found: even the first step did not keep up; start lower with --rate"
+        ),
+    }
+    if let Some(path) = &args.export_json {
+        let json = serde_json::json!({
+            "schema": "oemputx.pubsub-capacity/1",
+            "capacity_mps": best.map(|(_, r)| r.publish_mps),
+            "steps": steps.iter().map(|(rate, r)| serde_json::json!({"rate_asked": rate, "sustained": sustained(r), "report": r})).collect::<Vec<_>>(),
+        });
+        let text = serde_json::to_string_pretty(&json)? + "\n";
+        if path.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            write_atomic(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(if best.is_some() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
 }
 
 /// Text to stdout (stderr when the JSON goes to stdout), JSON where asked.
