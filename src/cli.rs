@@ -43,16 +43,39 @@ pub enum Command {
     /// subscriber rates apart, lost/duplicated per subscriber, backlog, drain, latency, and
     /// the groups' CPU per message published and delivered. RabbitMQ and NATS.
     Pubsub(Box<PubsubArgs>),
-    /// The CJMQ throughput matrix (not yet).
+    /// The CJMQ throughput table: one sender, 1 or 5 receivers, 128 or 1024 bytes,
+    /// non-persistent or persistent; messages received per second per receiver and the
+    /// broker's CPU per message, cell by cell.
     Matrix(MatrixArgs),
 }
 
-/// Options of `oemputx matrix` (not yet).
+/// Options of `oemputx matrix`.
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
-    /// Whatever the matrix will take.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
+    /// The broker: amqp://… (RabbitMQ), nats://… or mqtt://….
+    #[arg(long, value_name = "URL")]
+    pub qmgr: String,
+    /// Messages the sender sends in each cell.
+    #[arg(long, default_value_t = 500)]
+    pub count: u64,
+    /// The stream's name (RabbitMQ exchange, NATS subject prefix, MQTT topic prefix).
+    #[arg(long, default_value = "matrix")]
+    pub topic: String,
+    /// RabbitMQ: create the exchange (durable) when missing.
+    #[arg(long)]
+    pub declare: bool,
+    /// `topic`: every receiver gets every message. (`queue`, competing receivers, is not yet.)
+    #[arg(long, default_value = "topic")]
+    pub pattern: String,
+    /// Groups to account (NAME=SEL,...). [default: the broker]
+    #[arg(long = "group", value_name = "NAME=SEL,...")]
+    pub groups: Vec<String>,
+    /// Write the matrix as JSON (schema oemputx.matrix/1) to PATH (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write the matrix as TSV to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
 }
 
 /// Options of `oemputx pubsub`.

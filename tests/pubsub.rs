@@ -224,7 +224,13 @@ fn what_pubsub_cannot_do_is_one_line_each() {
             .stderr(predicates::str::contains(says));
     }
     oemputx()
-        .args(["matrix"])
+        .args([
+            "matrix",
+            "--qmgr",
+            "nats://127.0.0.1:4222",
+            "--pattern",
+            "queue",
+        ])
         .assert()
         .code(2)
         .stderr(predicates::str::contains("not yet"));
@@ -277,4 +283,46 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn the_matrix_fills_its_eight_cells_and_says_why_a_cell_is_empty() {
+    for (url, persistent_cells) in [(amqp_url(), true), (nats_url(), false)] {
+        let exchange = ExchangeGuard(fresh_queue("matrix"));
+        let out = oemputx()
+            .args([
+                "matrix",
+                "--qmgr",
+                &url,
+                "--topic",
+                &exchange.0,
+                "--declare",
+            ])
+            .args(["--count", "300", "--export-json", "-"])
+            .output()
+            .expect("oemputx runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&text[text.find("{\n").expect("JSON")..]).expect("JSON");
+        let cells = j["cells"].as_array().expect("cells");
+        assert_eq!(cells.len(), 8);
+        for c in cells {
+            let filled = c["received_mps"].as_f64().is_some();
+            let persistent = c["persistent"] == true;
+            assert_eq!(filled, !persistent || persistent_cells, "{url}: {c}");
+            assert_eq!(c["lost"], 0, "{c}");
+            if !filled {
+                assert!(
+                    c["note"].as_str().is_some_and(|n| n.contains("not yet")),
+                    "{c}"
+                );
+            }
+        }
+    }
 }

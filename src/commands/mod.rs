@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod gate;
 pub mod gate_ab;
 pub mod gate_instr;
+pub mod matrix;
 pub mod pubsub;
 pub mod run;
 pub mod sweep;
@@ -22,11 +23,7 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Cpu(args)) => cpu::cpu(args, interrupt),
         Some(Command::Account(args)) => account::account(args),
         Some(Command::Pubsub(args)) => pubsub::pubsub(args),
-        Some(Command::Matrix(_)) => Err(crate::config::ConfigError::BadValue {
-            flag: "matrix",
-            why: "the CJMQ throughput matrix is not yet built; run `oemputx pubsub` cell by cell (--subscribers 1|5, --msg-size 128|1024, --persistent)".into(),
-        }
-        .into()),
+        Some(Command::Matrix(args)) => matrix::matrix(args),
         Some(Command::Sweep(args)) => sweep::sweep(args, interrupt),
         Some(Command::Compare(args)) => compare::compare(args),
         Some(Command::Gate(args)) if args.instructions => {

@@ -29,7 +29,7 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
 }
 
 /// The plan, or the first option that makes no sense.
-fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
+pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
     if args.find_capacity && !args.think.is_zero() {
         return Err(bad(
             "--find-capacity",
@@ -73,7 +73,7 @@ fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
 }
 
 /// The broker the URL names.
-fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
+pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
     if args.qmgr.starts_with("mqtt://") {
         let endpoint = MqttEndpoint::parse(&args.qmgr).map_err(|why| bad("--qmgr", why))?;
         return Ok(Arc::new(MqttPubSub {
@@ -150,7 +150,7 @@ pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
 }
 
 /// One run at `rate`, between two CPU snapshots.
-fn measure(
+pub(crate) fn measure(
     args: &PubsubArgs,
     plan: &Plan,
     broker: Arc<dyn Broker>,

@@ -1,0 +1,240 @@
+//! `oemputx matrix`: the CJMQ throughput table as one command. One sender sends `--count`
+//! messages continuously to 1 or 5 receivers, 128 or 1024 bytes, non-persistent and
+//! persistent; each cell reports messages received per second per receiver (the median
+//! receiver) and the broker's CPU per message published and delivered. Each cell is an
+//! `oemputx pubsub` run with one symbol that every receiver selects (the `topic` pattern:
+//! every receiver gets every message).
+
+use super::pubsub::{broker, measure, plan};
+use crate::cli::{MatrixArgs, PubsubArgs};
+use crate::config::ConfigError;
+use crate::exit::Exit;
+use crate::export::write_atomic;
+use crate::pubsub::{Ack, SelectBy};
+use anyhow::Context;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// One cell of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub persistent: bool,
+    pub msg_size: usize,
+    pub receivers: usize,
+    /// Messages received per second per receiver (the median receiver); `None` where the
+    /// broker has no such mode.
+    pub received_mps: Option<f64>,
+    pub publish_mps: Option<f64>,
+    /// The first group's (the broker's) CPU per message published and per delivered, µs.
+    pub broker_us_per_published: Option<f64>,
+    pub broker_us_per_delivered: Option<f64>,
+    pub lost: u64,
+    /// Why a cell is empty.
+    pub note: Option<String>,
+}
+
+/// The pub/sub options of one cell.
+fn cell_args(m: &MatrixArgs, persistent: bool, size: usize, receivers: usize) -> PubsubArgs {
+    PubsubArgs {
+        qmgr: m.qmgr.clone(),
+        topic: m.topic.clone(),
+        declare: m.declare,
+        publishers: 1,
+        subscribers: receivers,
+        symbols: 1,
+        select: 1,
+        seed: 1,
+        count: m.count,
+        msg_size: size,
+        think: std::time::Duration::ZERO.into(),
+        rate: None,
+        persistent,
+        ack: if persistent { Ack::Auto } else { Ack::None },
+        select_by: SelectBy::Topic,
+        drain_timeout: std::time::Duration::from_secs(5).into(),
+        groups: m.groups.clone(),
+        capture_ratio: "measured".into(),
+        cpu_source: crate::cli::CpuSource::Exact,
+        export_json: None,
+        find_capacity: false,
+        duration: None,
+    }
+}
+
+/// Run one cell; a broker without persistence gives an empty cell, not an error.
+fn run_cell(
+    m: &MatrixArgs,
+    persistent: bool,
+    size: usize,
+    receivers: usize,
+) -> anyhow::Result<Cell> {
+    let args = cell_args(m, persistent, size, receivers);
+    let mut cell = Cell {
+        persistent,
+        msg_size: size,
+        receivers,
+        received_mps: None,
+        publish_mps: None,
+        broker_us_per_published: None,
+        broker_us_per_delivered: None,
+        lost: 0,
+        note: None,
+    };
+    let p = plan(&args)?;
+    let b = match broker(&args, &p) {
+        Ok(b) => b,
+        Err(e) if persistent => {
+            cell.note = Some(format!("{e:#}"));
+            return Ok(cell);
+        }
+        Err(e) => return Err(e),
+    };
+    b.prepare()?;
+    let r = measure(&args, &p, b, None)?;
+    let first = |c: &Option<crate::pubsub::report::PerMessage>| {
+        c.as_ref()
+            .and_then(|c| c.groups.first())
+            .map(|g| g.total_us_per_tran)
+    };
+    cell.received_mps = Some(r.subscriber_mps.median);
+    cell.publish_mps = Some(r.publish_mps);
+    cell.broker_us_per_published = first(&r.cpu_per_published);
+    cell.broker_us_per_delivered = first(&r.cpu_per_delivered);
+    cell.lost = r.lost + r.duplicates;
+    Ok(cell)
+}
+
+/// `oemputx matrix`.
+pub fn matrix(m: &MatrixArgs) -> anyhow::Result<Exit> {
+    if m.pattern != "topic" {
+        return Err(ConfigError::BadValue {
+            flag: "--pattern",
+            why: format!(
+                "'{}': only `topic` (every receiver gets every message) so far; `queue` (competing receivers) is not yet",
+                m.pattern
+            ),
+        }
+        .into());
+    }
+    let mut cells = Vec::new();
+    for persistent in [false, true] {
+        for size in [128, 1024] {
+            for receivers in [1, 5] {
+                eprintln!(
+                    "oemputx matrix: {} bytes, {receivers} receiver(s), {}",
+                    size,
+                    if persistent {
+                        "persistent"
+                    } else {
+                        "non-persistent"
+                    }
+                );
+                cells.push(run_cell(m, persistent, size, receivers)?);
+            }
+        }
+    }
+    let text = render(m, &cells);
+    crate::export::print_stdout(&text)?;
+    write_exports(m, &cells)?;
+    let lost: u64 = cells.iter().map(|c| c.lost).sum();
+    Ok(if lost == 0 { Exit::Ok } else { Exit::Failure })
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+/// The CJMQ layout: rows size × receivers, columns non-persistent / persistent.
+fn render(m: &MatrixArgs, cells: &[Cell]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Messages received per second per receiver (median), {} messages from one sender, every receiver gets every message",
+        m.count
+    );
+    let _ = writeln!(
+        o,
+        "{:>6} {:>9} | {:>12} {:>14} {:>14} | {:>12} {:>14} {:>14}",
+        "bytes",
+        "receivers",
+        "non-pers.",
+        "broker µs/pub",
+        "broker µs/dlv",
+        "persistent",
+        "broker µs/pub",
+        "broker µs/dlv"
+    );
+    for size in [128, 1024] {
+        for receivers in [1, 5] {
+            let at = |p: bool| {
+                cells
+                    .iter()
+                    .find(|c| c.persistent == p && c.msg_size == size && c.receivers == receivers)
+            };
+            let cols = |c: Option<&Cell>| match c {
+                Some(c) => format!(
+                    "{:>12} {:>14} {:>14}",
+                    fmt(c.received_mps),
+                    fmt(c.broker_us_per_published),
+                    fmt(c.broker_us_per_delivered)
+                ),
+                None => format!("{:>12} {:>14} {:>14}", "-", "-", "-"),
+            };
+            let _ = writeln!(
+                o,
+                "{size:>6} {receivers:>9} | {} | {}",
+                cols(at(false)),
+                cols(at(true))
+            );
+        }
+    }
+    for c in cells.iter().filter(|c| c.note.is_some()) {
+        let _ = writeln!(
+            o,
+            "note: {} bytes, {} receiver(s), persistent: {}",
+            c.msg_size,
+            c.receivers,
+            c.note.as_deref().unwrap_or_default()
+        );
+    }
+    o
+}
+
+fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
+    if let Some(path) = &m.export_json {
+        let json = serde_json::to_string_pretty(&serde_json::json!({
+            "schema": "oemputx.matrix/1",
+            "broker": crate::transport::endpoint::redact_text(&m.qmgr),
+            "count": m.count,
+            "pattern": m.pattern,
+            "cells": cells,
+        }))? + "\n";
+        if path.as_os_str() == "-" {
+            print!("{json}");
+        } else {
+            write_atomic(path, json.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if let Some(path) = &m.export_tsv {
+        let mut t = String::from(
+            "persistent\tmsg_size\treceivers\treceived_mps\tpublish_mps\tbroker_us_per_published\tbroker_us_per_delivered\tlost\n",
+        );
+        for c in cells {
+            let _ = writeln!(
+                t,
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                c.persistent,
+                c.msg_size,
+                c.receivers,
+                fmt(c.received_mps),
+                fmt(c.publish_mps),
+                fmt(c.broker_us_per_published),
+                fmt(c.broker_us_per_delivered),
+                c.lost
+            );
+        }
+        write_atomic(path, t.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
