@@ -76,6 +76,9 @@ pub struct MatrixArgs {
     /// Write the matrix as TSV to PATH.
     #[arg(long, value_name = "PATH")]
     pub export_tsv: Option<PathBuf>,
+    /// Write a bar chart of the cells (SVG) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub export_svg: Option<PathBuf>,
 }
 
 /// Options of `oemputx pubsub`.

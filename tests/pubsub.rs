@@ -287,6 +287,8 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
 
 #[test]
 fn the_matrix_fills_its_eight_cells_and_says_why_a_cell_is_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("matrix.svg");
     for (url, persistent_cells) in [(amqp_url(), true), (nats_url(), false)] {
         let exchange = ExchangeGuard(fresh_queue("matrix"));
         let out = oemputx()
@@ -299,6 +301,7 @@ fn the_matrix_fills_its_eight_cells_and_says_why_a_cell_is_empty() {
                 "--declare",
             ])
             .args(["--count", "300", "--export-json", "-"])
+            .args(["--export-svg", svg.to_str().expect("utf-8 path")])
             .output()
             .expect("oemputx runs");
         let text = String::from_utf8_lossy(&out.stdout);

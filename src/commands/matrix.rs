@@ -216,6 +216,11 @@ fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
+    if let Some(path) = &m.export_svg {
+        let svg = render_svg(m, cells).context("drawing the matrix chart")?;
+        write_atomic(path, svg.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &m.export_tsv {
         let mut t = String::from(
             "persistent\tmsg_size\treceivers\treceived_mps\tpublish_mps\tbroker_us_per_published\tbroker_us_per_delivered\tlost\n",
@@ -237,4 +242,64 @@ fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
         write_atomic(path, t.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Received msg/s per receiver, one bar per cell (blue non-persistent, red persistent).
+pub fn render_svg(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<String> {
+    use plotters::prelude::*;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let top = cells
+            .iter()
+            .filter_map(|c| c.received_mps)
+            .fold(0.0f64, f64::max)
+            * 1.15;
+        let label = |i: usize| {
+            cells.get(i).map_or(String::new(), |c| {
+                format!(
+                    "{}B {}r {}",
+                    c.msg_size,
+                    c.receivers,
+                    if c.persistent { "P" } else { "NP" }
+                )
+            })
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "Messages received per second per receiver ({} messages a cell)",
+                    m.count
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..cells.len() as f64, 0.0..top.max(1.0))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(cells.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - i as f64 - 0.5).abs() < 0.26 {
+                    label(i)
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+        chart.draw_series(cells.iter().enumerate().filter_map(|(i, c)| {
+            let v = c.received_mps?;
+            let color = if c.persistent { RED } else { BLUE };
+            Some(Rectangle::new(
+                [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, v)],
+                color.filled(),
+            ))
+        }))?;
+        root.present()?;
+    }
+    Ok(svg)
 }
