@@ -64,7 +64,8 @@ pub struct MatrixArgs {
     /// RabbitMQ: create the exchange (durable) when missing.
     #[arg(long)]
     pub declare: bool,
-    /// `topic`: every receiver gets every message. (`queue`, competing receivers, is not yet.)
+    /// `topic`: every receiver gets every message; `queue`: receivers compete, each message
+    /// to one of them.
     #[arg(long, default_value = "topic")]
     pub pattern: String,
     /// Groups to account (NAME=SEL,...). [default: the broker]
@@ -141,6 +142,11 @@ pub struct PubsubArgs {
     /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Point-to-point: the subscribers compete for one queue of every symbol, each message
+    /// going to one of them (RabbitMQ one shared queue, NATS a queue group, MQTT a shared
+    /// subscription); lost and duplicated are counted over all of them.
+    #[arg(long)]
+    pub compete: bool,
     /// Raise the publish rate by half each step (from --rate, or 500/s), --count messages a
     /// step, until subscribers fall behind (pace under 95 %) or the backlog does not drain;
     /// report the highest rate that kept up and its CPU per message.

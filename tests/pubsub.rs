@@ -229,11 +229,11 @@ fn what_pubsub_cannot_do_is_one_line_each() {
             "--qmgr",
             "nats://127.0.0.1:4222",
             "--pattern",
-            "queue",
+            "fanout",
         ])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("not yet"));
+        .stderr(predicates::str::contains("`topic`"));
 }
 
 #[test]
@@ -327,5 +327,43 @@ fn the_matrix_fills_its_eight_cells_and_says_why_a_cell_is_empty() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn competing_subscribers_share_the_messages_each_delivered_once() {
+    for url in [amqp_url(), nats_url()] {
+        let exchange = ExchangeGuard(fresh_queue("compete"));
+        let (code, j, err) = pubsub(&[
+            "--qmgr",
+            &url,
+            "--topic",
+            &exchange.0,
+            "--declare",
+            "--select-by",
+            "topic",
+            "--compete",
+            "--count",
+            "3000",
+            "--subscribers",
+            "3",
+        ]);
+        assert_eq!(code, 0, "{url}: {err}");
+        assert_eq!(
+            (j["published"].as_u64(), j["delivered"].as_u64()),
+            (Some(3000), Some(3000)),
+            "{url}"
+        );
+        assert_eq!(
+            (j["lost"].as_u64(), j["duplicates"].as_u64()),
+            (Some(0), Some(0))
+        );
+        // Each took part: nobody got them all.
+        let subs = j["subscribers"].as_array().expect("subscribers");
+        assert!(
+            subs.iter()
+                .all(|s| s["received"].as_u64().unwrap_or(0) < 3000),
+            "{url}: {subs:?}"
+        );
     }
 }

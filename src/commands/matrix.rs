@@ -56,6 +56,7 @@ fn cell_args(m: &MatrixArgs, persistent: bool, size: usize, receivers: usize) ->
         capture_ratio: "measured".into(),
         cpu_source: crate::cli::CpuSource::Exact,
         export_json: None,
+        compete: m.pattern == "queue",
         find_capacity: false,
         duration: None,
     }
@@ -106,11 +107,11 @@ fn run_cell(
 
 /// `oemputx matrix`.
 pub fn matrix(m: &MatrixArgs) -> anyhow::Result<Exit> {
-    if m.pattern != "topic" {
+    if m.pattern != "topic" && m.pattern != "queue" {
         return Err(ConfigError::BadValue {
             flag: "--pattern",
             why: format!(
-                "'{}': only `topic` (every receiver gets every message) so far; `queue` (competing receivers) is not yet",
+                "'{}': `topic` (every receiver gets every message) or `queue` (receivers compete, each message to one)",
                 m.pattern
             ),
         }
@@ -149,8 +150,13 @@ fn render(m: &MatrixArgs, cells: &[Cell]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Messages received per second per receiver (median), {} messages from one sender, every receiver gets every message",
-        m.count
+        "Messages received per second per receiver (median), {} messages from one sender, {}",
+        m.count,
+        if m.pattern == "queue" {
+            "receivers competing (each message to one)"
+        } else {
+            "every receiver gets every message"
+        }
     );
     let _ = writeln!(
         o,

@@ -69,6 +69,7 @@ pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
         count: args.count,
         msg_size: args.msg_size,
         seed: args.seed,
+        competing: args.compete,
     })
 }
 

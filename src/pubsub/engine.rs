@@ -71,6 +71,9 @@ struct Shared {
     sent: Vec<AtomicU64>,
     received: Vec<AtomicU64>,
     publishing_done: AtomicBool,
+    /// Competing subscribers: what any of them has received, and how many that is.
+    seen_by_any: std::sync::Mutex<Vec<Vec<u64>>>,
+    distinct: AtomicU64,
 }
 
 /// Run `plan` on `broker`; `window(true)` when the measured window opens, `window(false)`
@@ -86,6 +89,8 @@ pub fn run(
         sent: (0..plan.publishers).map(|_| AtomicU64::new(0)).collect(),
         received: (0..plan.subscribers).map(|_| AtomicU64::new(0)).collect(),
         publishing_done: AtomicBool::new(false),
+        seen_by_any: std::sync::Mutex::new(bitsets(plan)),
+        distinct: AtomicU64::new(0),
     });
     // Everyone connected (and subscribed) before the window opens; the main thread is the
     // last party, so that it opens the window between the two barriers.
@@ -185,10 +190,33 @@ fn collect(
     })
 }
 
+/// One bit per message each publisher will send.
+fn bitsets(plan: &Plan) -> Vec<Vec<u64>> {
+    (0..plan.publishers)
+        .map(|p| vec![0u64; plan.share(p).div_ceil(64) as usize])
+        .collect()
+}
+
+/// Set the bit of `stamp` in `bits`: `Some(true)` when it was new, `Some(false)` for a
+/// duplicate, `None` when no publisher sent such a message.
+fn mark(bits: &mut [Vec<u64>], stamp: &Stamp) -> Option<bool> {
+    let w = bits
+        .get_mut(stamp.publisher as usize)?
+        .get_mut((stamp.seq / 64) as usize)?;
+    let bit = 1u64 << (stamp.seq % 64);
+    let new = *w & bit == 0;
+    *w |= bit;
+    Some(new)
+}
+
 /// Messages all subscribers are behind now: what their blocks hold of what was published,
 /// less what they received.
 fn behind(s: &Shared) -> u64 {
     let sent: Vec<u64> = s.sent.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    if s.plan.competing {
+        let total: u64 = sent.iter().sum();
+        return total.saturating_sub(s.distinct.load(Ordering::Relaxed));
+    }
     (0..s.plan.subscribers)
         .map(|i| {
             let block = s.plan.selection(i);
@@ -258,15 +286,23 @@ fn subscribe(
     drain_timeout: Duration,
 ) -> Result<(Delivered, Instant), TransportError> {
     let block = s.plan.selection(i);
-    let sub = broker.subscriber(i, block.clone());
+    let sub = if s.plan.competing {
+        broker.competitor(i)
+    } else {
+        broker.subscriber(i, block.clone())
+    };
     ready.wait();
     go.wait();
     let start = Instant::now();
     let mut sub: Box<dyn Subscriber> = sub?;
-    let expected = s.plan.expected(i);
-    let mut seen: Vec<Vec<u64>> = (0..s.plan.publishers)
-        .map(|p| vec![0u64; s.plan.share(p).div_ceil(64) as usize])
-        .collect();
+    // Competing subscribers share one target: every message, received by any of them.
+    let total = s.plan.count;
+    let expected = if s.plan.competing {
+        0
+    } else {
+        s.plan.expected(i)
+    };
+    let mut seen = bitsets(&s.plan);
     let mut d = Delivered {
         block: block.clone(),
         expected,
@@ -281,8 +317,18 @@ fn subscribe(
         })?,
     };
     let mut last = start;
-    while d.received < expected {
-        let Some(stamp) = sub.next(Duration::from_millis(100))? else {
+    let done = |d: &Delivered| {
+        if s.plan.competing {
+            s.distinct.load(Ordering::Relaxed) >= total
+        } else {
+            d.received >= expected
+        }
+    };
+    // Competitors look at the shared count between messages: a short wait, so that the
+    // last of them sees the end soon after another took the last message.
+    let wait = Duration::from_millis(if s.plan.competing { 5 } else { 100 });
+    while !done(&d) {
+        let Some(stamp) = sub.next(wait)? else {
             if s.publishing_done.load(Ordering::Relaxed) && last.elapsed() >= drain_timeout {
                 break;
             }
@@ -296,18 +342,26 @@ fn subscribe(
             d.strays += 1;
             continue;
         }
-        let Some(bits) = seen.get_mut(stamp.publisher as usize) else {
-            d.strays += 1;
-            continue;
+        let fresh = if s.plan.competing {
+            let mut any = s.seen_by_any.lock().map_err(|_| TransportError::Broker {
+                what: "counting deliveries".into(),
+                target: String::new(),
+                why: "a subscriber thread panicked".into(),
+            })?;
+            let fresh = mark(&mut any, &stamp);
+            if fresh == Some(true) {
+                s.distinct.fetch_add(1, Ordering::Relaxed);
+            }
+            fresh
+        } else {
+            mark(&mut seen, &stamp)
         };
-        let (word, bit) = ((stamp.seq / 64) as usize, stamp.seq % 64);
-        match bits.get_mut(word) {
-            Some(w) if *w & (1 << bit) != 0 => d.duplicates += 1,
-            Some(w) => {
-                *w |= 1 << bit;
+        match fresh {
+            Some(true) => {
                 d.received += 1;
                 s.received[i].store(d.received, Ordering::Relaxed);
             }
+            Some(false) => d.duplicates += 1,
             None => d.strays += 1,
         }
     }

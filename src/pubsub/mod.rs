@@ -90,6 +90,10 @@ pub trait Broker: Send + Sync {
         i: usize,
         block: Range<u16>,
     ) -> Result<Box<dyn Subscriber>, TransportError>;
+    /// A subscriber competing with the others for one queue of every symbol: each message
+    /// goes to one of them (RabbitMQ: one shared queue; NATS: a queue group; MQTT: a shared
+    /// subscription).
+    fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError>;
     /// Groups accounted when the user names none, e.g. `QMGR=@nats`.
     fn default_groups(&self) -> Vec<&'static str>;
 }

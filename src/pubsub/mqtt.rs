@@ -134,6 +134,46 @@ impl MqttPubSub {
     fn topic(&self, symbol: u16) -> String {
         format!("{}/{}", self.plan.topic, self.plan.symbol_name(symbol))
     }
+
+    /// A subscriber to `topics`, subscribed (SUBACK seen) before this returns.
+    fn open_subscriber(
+        &self,
+        i: usize,
+        topics: Vec<String>,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
+        let target = self.describe();
+        let rt = runtime(&target)?;
+        let (client, mut events) = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
+        let qos = match self.ack {
+            Ack::None => QoS::AtMostOnce,
+            Ack::Auto | Ack::Client => QoS::AtLeastOnce,
+        };
+        let filters: Vec<Filter> = topics.into_iter().map(|t| Filter::new(t, qos)).collect();
+        rt.block_on(async {
+            client
+                .subscribe_many(filters)
+                .await
+                .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
+            let acked = tokio::time::timeout(Duration::from_secs(5), async {
+                loop {
+                    match events.poll().await {
+                        Ok(Event::Incoming(Packet::SubAck(_))) => return Ok(()),
+                        Ok(_) => {}
+                        Err(e) => return Err(lost(&target, e)),
+                    }
+                }
+            })
+            .await;
+            acked.unwrap_or_else(|_| Err(lost(&target, "no SUBACK within 5 s")))
+        })?;
+        Ok(Box::new(MqttSubscriber {
+            rt,
+            client,
+            events,
+            plan: self.plan.clone(),
+            target,
+        }))
+    }
 }
 
 impl Broker for MqttPubSub {
@@ -187,39 +227,14 @@ impl Broker for MqttPubSub {
         i: usize,
         block: Range<u16>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
-        let target = self.describe();
-        let rt = runtime(&target)?;
-        let (client, mut events) = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
-        let qos = match self.ack {
-            Ack::None => QoS::AtMostOnce,
-            Ack::Auto | Ack::Client => QoS::AtLeastOnce,
-        };
-        let filters: Vec<Filter> = block.map(|s| Filter::new(self.topic(s), qos)).collect();
-        rt.block_on(async {
-            client
-                .subscribe_many(filters)
-                .await
-                .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
-            // Subscribed once the broker has answered, before the first publish.
-            let acked = tokio::time::timeout(Duration::from_secs(5), async {
-                loop {
-                    match events.poll().await {
-                        Ok(Event::Incoming(Packet::SubAck(_))) => return Ok(()),
-                        Ok(_) => {}
-                        Err(e) => return Err(lost(&target, e)),
-                    }
-                }
-            })
-            .await;
-            acked.unwrap_or_else(|_| Err(lost(&target, "no SUBACK within 5 s")))
-        })?;
-        Ok(Box::new(MqttSubscriber {
-            rt,
-            client,
-            events,
-            plan: self.plan.clone(),
-            target,
-        }))
+        self.open_subscriber(i, block.map(|s| self.topic(s)).collect())
+    }
+    fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError> {
+        // MQTT 5 shared subscriptions: the group's members share the messages.
+        let topics = (0..self.plan.symbols)
+            .map(|s| format!("$share/oemputx/{}", self.topic(s)))
+            .collect();
+        self.open_subscriber(i, topics)
     }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@mosquitto"]

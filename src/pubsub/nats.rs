@@ -52,6 +52,43 @@ impl NatsPubSub {
     fn subject(&self, symbol: u16) -> String {
         format!("{}.{}", self.plan.topic, self.plan.symbol_name(symbol))
     }
+
+    /// A subscriber to the subjects of `symbols`, in queue group `group` when given (the
+    /// group's members share the messages).
+    fn open_subscriber(
+        &self,
+        i: usize,
+        symbols: Range<u16>,
+        group: Option<&str>,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
+        let target = self.endpoint.redacted();
+        let rt = runtime(&target)?;
+        let client = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
+        let subs = rt.block_on(async {
+            let mut all = SelectAll::new();
+            for s in symbols {
+                let sub = match group {
+                    Some(g) => client.queue_subscribe(self.subject(s), g.to_string()).await,
+                    None => client.subscribe(self.subject(s)).await,
+                }
+                .map_err(|e| broker_error(&target, "subscribing", e))?;
+                all.push(sub);
+            }
+            // Subscribed once the server has seen it, before the first publish.
+            client
+                .flush()
+                .await
+                .map_err(|e| broker_error(&target, "flushing the subscriptions", e))?;
+            Ok::<_, TransportError>(all)
+        })?;
+        Ok(Box::new(NatsSubscriber {
+            rt,
+            client,
+            subs,
+            plan: self.plan.clone(),
+            target,
+        }))
+    }
 }
 
 impl Broker for NatsPubSub {
@@ -95,32 +132,10 @@ impl Broker for NatsPubSub {
         i: usize,
         block: Range<u16>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
-        let target = self.endpoint.redacted();
-        let rt = runtime(&target)?;
-        let client = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
-        let subs = rt.block_on(async {
-            let mut all = SelectAll::new();
-            for s in block.clone() {
-                let sub = client
-                    .subscribe(self.subject(s))
-                    .await
-                    .map_err(|e| broker_error(&target, "subscribing", e))?;
-                all.push(sub);
-            }
-            // Subscribed once the server has seen it, before the first publish.
-            client
-                .flush()
-                .await
-                .map_err(|e| broker_error(&target, "flushing the subscriptions", e))?;
-            Ok::<_, TransportError>(all)
-        })?;
-        Ok(Box::new(NatsSubscriber {
-            rt,
-            client,
-            subs,
-            plan: self.plan.clone(),
-            target,
-        }))
+        self.open_subscriber(i, block, None)
+    }
+    fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError> {
+        self.open_subscriber(i, 0..self.plan.symbols, Some("oemputx-competing"))
     }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@nats"]

@@ -16,6 +16,9 @@ pub struct Plan {
     pub count: u64,
     pub msg_size: usize,
     pub seed: u64,
+    /// Subscribers compete for one queue of every symbol (each message to one of them)
+    /// instead of each selecting its own block.
+    pub competing: bool,
 }
 
 impl Plan {
@@ -39,8 +42,12 @@ impl Plan {
         self.count / n + u64::from((p as u64) < self.count % n)
     }
 
-    /// Subscriber `i`'s block: `select` contiguous symbols from a start drawn from the seed.
+    /// Subscriber `i`'s block: `select` contiguous symbols from a start drawn from the seed
+    /// (every symbol when subscribers compete).
     pub fn selection(&self, i: usize) -> std::ops::Range<u16> {
+        if self.competing {
+            return 0..self.symbols;
+        }
         let room = u64::from(self.symbols - self.select) + 1;
         let start = (splitmix(self.seed ^ (i as u64).wrapping_mul(0x9e37_79b9)) % room) as u16;
         start..start + self.select
@@ -92,6 +99,7 @@ mod tests {
             count: 20_000,
             msg_size: 64,
             seed: 7,
+            competing: false,
         }
     }
 

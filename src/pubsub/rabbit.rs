@@ -180,10 +180,31 @@ impl Broker for RabbitPubSub {
         i: usize,
         block: Range<u16>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
+        self.open_subscriber(i, block, QueueDeclareArguments::exclusive_server_named())
+    }
+    fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError> {
+        // One queue all competitors consume from, gone with the last of them.
+        let mut shared = QueueDeclareArguments::new(&format!("{}.competing", self.plan.topic));
+        shared.auto_delete(true);
+        self.open_subscriber(i, 0..self.plan.symbols, shared.finish())
+    }
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@rabbitmq"]
+    }
+}
+
+impl RabbitPubSub {
+    /// A subscriber on the queue `queue` declares, bound to each symbol of `block`.
+    fn open_subscriber(
+        &self,
+        i: usize,
+        block: Range<u16>,
+        queue: QueueDeclareArguments,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
         let target = self.target();
         let rt = runtime(&target)?;
         let (conn, ch) = self.open(&rt, &format!("oemputx-subscriber-{i}"))?;
-        let rx = match rt.block_on(self.bind_and_consume(&ch, i, block, &target)) {
+        let rx = match rt.block_on(self.bind_and_consume(&ch, i, block, queue, &target)) {
             Ok(rx) => rx,
             Err(e) => {
                 // amqprs spawns on drop: inside the runtime.
@@ -204,23 +225,19 @@ impl Broker for RabbitPubSub {
             target,
         }))
     }
-    fn default_groups(&self) -> Vec<&'static str> {
-        vec!["QMGR=@rabbitmq"]
-    }
-}
 
-impl RabbitPubSub {
-    /// A server-named exclusive queue bound to each symbol of `block`, consumed.
+    /// The queue `queue` declares, bound to each symbol of `block`, consumed.
     async fn bind_and_consume(
         &self,
         ch: &Channel,
         i: usize,
         block: Range<u16>,
+        queue: QueueDeclareArguments,
         target: &str,
     ) -> Result<UnboundedReceiver<ConsumerMessage>, TransportError> {
         let err = |what: &str, e: amqprs::error::Error| broker_error(target, what, e);
         let (queue, _, _) = ch
-            .queue_declare(QueueDeclareArguments::exclusive_server_named())
+            .queue_declare(queue)
             .await
             .map_err(|e| err("declaring a subscriber queue", e))?
             .ok_or_else(|| broker_error(target, "declaring a subscriber queue", "no reply"))?;

@@ -184,7 +184,11 @@ impl PubSubReport {
         let publish_mps = published as f64 / out.publishing.as_secs_f64().max(1e-9);
         let mut rows = rows;
         for r in &mut rows {
-            let share = r.expected as f64 / (published.max(1)) as f64;
+            let share = if plan.competing {
+                1.0 / plan.subscribers.max(1) as f64
+            } else {
+                r.expected as f64 / (published.max(1)) as f64
+            };
             r.pace_pct = 100.0 * r.mps / (publish_mps * share).max(1e-9);
         }
         let mut latency = hdrhistogram::Histogram::<u64>::new(3).ok();
@@ -204,9 +208,17 @@ impl PubSubReport {
             schema: SCHEMA,
             settings,
             published,
-            expected: rows.iter().map(|r| r.expected).sum(),
+            expected: if plan.competing {
+                published
+            } else {
+                rows.iter().map(|r| r.expected).sum()
+            },
             delivered,
-            lost: rows.iter().map(|r| r.lost).sum(),
+            lost: if plan.competing {
+                published.saturating_sub(delivered)
+            } else {
+                rows.iter().map(|r| r.lost).sum()
+            },
             duplicates: rows.iter().map(|r| r.duplicates).sum(),
             publisher_mps: out
                 .published
@@ -236,6 +248,8 @@ impl PubSubReport {
     /// Whether every subscriber got exactly its messages.
     pub fn complete(&self) -> bool {
         self.error.is_none()
+            && self.lost == 0
+            && self.duplicates == 0
             && self
                 .subscribers
                 .iter()
