@@ -152,7 +152,8 @@ pub struct PubsubArgs {
     /// report the highest rate that kept up and its CPU per message.
     #[arg(long)]
     pub find_capacity: bool,
-    /// Publish for this long instead of --count (not yet).
+    /// Publish for this long instead of --count messages (what each subscriber must receive
+    /// is then known when the publishers stop).
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<humantime::Duration>,
 }

@@ -193,8 +193,14 @@ fn what_pubsub_cannot_do_is_one_line_each() {
         ),
         (vec!["--qmgr", "mqtts://127.0.0.1:8883"], "not yet"),
         (
-            vec!["--qmgr", "nats://127.0.0.1:4222", "--duration", "5s"],
-            "not yet",
+            vec![
+                "--qmgr",
+                "nats://127.0.0.1:4222",
+                "--duration",
+                "5s",
+                "--find-capacity",
+            ],
+            "sizes its steps with --count",
         ),
         (
             vec![
@@ -365,5 +371,42 @@ fn competing_subscribers_share_the_messages_each_delivered_once() {
                 .all(|s| s["received"].as_u64().unwrap_or(0) < 3000),
             "{url}: {subs:?}"
         );
+    }
+}
+
+#[test]
+fn a_run_sized_by_time_knows_each_subscriber_s_share_when_the_publishers_stop() {
+    for compete in [false, true] {
+        let topic = fresh_queue("timed").replace('-', "_");
+        let mut args = vec![
+            "--qmgr",
+            "nats://127.0.0.1:4222",
+            "--topic",
+            &topic,
+            "--duration",
+            "1s",
+            "--rate",
+            "2000",
+            "--subscribers",
+            "4",
+        ];
+        if compete {
+            args.push("--compete");
+        }
+        let (code, j, err) = pubsub(&args);
+        assert_eq!(code, 0, "{err}");
+        let published = j["published"].as_u64().unwrap_or(0);
+        assert!((1500..=2100).contains(&published), "{published}");
+        assert_eq!(j["lost"], 0);
+        if compete {
+            assert_eq!(j["delivered"].as_u64(), Some(published));
+        } else {
+            // Each block of 25 of 100 symbols: a quarter, give or take the last lap.
+            for s in j["subscribers"].as_array().expect("subscribers") {
+                let e = s["expected"].as_u64().unwrap_or(0);
+                assert!(e.abs_diff(published / 4) <= 25, "{e} of {published}");
+                assert_eq!(s["received"], s["expected"]);
+            }
+        }
     }
 }

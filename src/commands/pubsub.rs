@@ -36,8 +36,11 @@ pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
             "it raises --rate step by step; leave --think out",
         ));
     }
-    if args.duration.is_some() {
-        return Err(bad("--duration", "not yet: size the run with --count"));
+    if args.duration.is_some() && args.find_capacity {
+        return Err(bad(
+            "--duration",
+            "--find-capacity sizes its steps with --count",
+        ));
     }
     if args.publishers == 0 || args.subscribers == 0 {
         return Err(bad("--publishers/--subscribers", "at least one of each"));
@@ -70,6 +73,7 @@ pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
         msg_size: args.msg_size,
         seed: args.seed,
         competing: args.compete,
+        duration: args.duration.map(Into::into),
     })
 }
 
@@ -207,6 +211,7 @@ pub(crate) fn measure(
         symbols: plan.symbols,
         select: plan.select,
         count: plan.count,
+        duration_s: plan.duration.map(|d| d.as_secs_f64()),
         msg_size: plan.msg_size,
         think_ms: pacing.think.as_secs_f64() * 1e3,
         rate_limit: rate,

@@ -190,19 +190,30 @@ fn collect(
     })
 }
 
-/// One bit per message each publisher will send.
+/// One bit per message each publisher will send (grown as messages come when the run is
+/// sized by time).
 fn bitsets(plan: &Plan) -> Vec<Vec<u64>> {
     (0..plan.publishers)
-        .map(|p| vec![0u64; plan.share(p).div_ceil(64) as usize])
+        .map(|p| {
+            let n = if plan.duration.is_some() {
+                0
+            } else {
+                plan.share(p)
+            };
+            vec![0u64; n.div_ceil(64) as usize]
+        })
         .collect()
 }
 
 /// Set the bit of `stamp` in `bits`: `Some(true)` when it was new, `Some(false)` for a
 /// duplicate, `None` when no publisher sent such a message.
-fn mark(bits: &mut [Vec<u64>], stamp: &Stamp) -> Option<bool> {
-    let w = bits
-        .get_mut(stamp.publisher as usize)?
-        .get_mut((stamp.seq / 64) as usize)?;
+fn mark(bits: &mut [Vec<u64>], stamp: &Stamp, grow: bool) -> Option<bool> {
+    let row = bits.get_mut(stamp.publisher as usize)?;
+    let word = (stamp.seq / 64) as usize;
+    if grow && word >= row.len() && stamp.seq < u64::MAX / 2 {
+        row.resize(word + 1, 0);
+    }
+    let w = row.get_mut(word)?;
     let bit = 1u64 << (stamp.seq % 64);
     let new = *w & bit == 0;
     *w |= bit;
@@ -238,13 +249,20 @@ fn publish(
     ready.wait();
     go.wait();
     let mut publisher: Box<dyn Publisher> = publisher?;
-    let share = s.plan.share(p);
+    let share = match s.plan.duration {
+        Some(_) => u64::MAX,
+        None => s.plan.share(p),
+    };
     let body = vec![b'x'; s.plan.msg_size];
     let interval = pacing
         .rate
         .map(|r| Duration::from_secs_f64(s.plan.publishers as f64 / r.max(f64::MIN_POSITIVE)));
     let start = Instant::now();
+    let mut sent = 0;
     for seq in 0..share {
+        if s.plan.duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
         if !pacing.think.is_zero() {
             publisher.pause(pacing.think);
         }
@@ -263,6 +281,7 @@ fn publish(
         };
         publisher.publish(stamp, &body)?;
         s.sent[p].store(seq + 1, Ordering::Relaxed);
+        sent = seq + 1;
     }
     // Publishing ends with the last publish; closing (the flush and the channel's close
     // handshake) is not part of the publish rate.
@@ -270,11 +289,47 @@ fn publish(
     publisher.close()?;
     Ok((
         Published {
-            sent: share,
+            sent,
             elapsed: end - start,
         },
         end,
     ))
+}
+
+impl Delivered {
+    fn new(block: Range<u16>, expected: u64) -> Result<Delivered, TransportError> {
+        Ok(Delivered {
+            block,
+            expected,
+            received: 0,
+            duplicates: 0,
+            strays: 0,
+            active: Duration::ZERO,
+            latency_ns: Histogram::new(3).map_err(|e| TransportError::Broker {
+                what: "making a latency histogram".into(),
+                target: String::new(),
+                why: e.to_string(),
+            })?,
+        })
+    }
+}
+
+/// What a subscriber (`all`: the competitors together) must receive, when it is known:
+/// from the plan for a run sized by count, else once the publishers have stopped, from
+/// what they sent (into `block`).
+fn target(s: &Shared, block: &Range<u16>, expected: u64, all: bool) -> Option<u64> {
+    if s.plan.duration.is_none() {
+        return Some(if all { s.plan.count } else { expected });
+    }
+    if !s.publishing_done.load(Ordering::Relaxed) {
+        return None;
+    }
+    let sent = s.sent.iter().map(|a| a.load(Ordering::Relaxed));
+    Some(if all {
+        sent.sum()
+    } else {
+        sent.map(|n| s.plan.in_block(n, block)).sum()
+    })
 }
 
 fn subscribe(
@@ -296,32 +351,21 @@ fn subscribe(
     let start = Instant::now();
     let mut sub: Box<dyn Subscriber> = sub?;
     // Competing subscribers share one target: every message, received by any of them.
-    let total = s.plan.count;
-    let expected = if s.plan.competing {
+    let sized_by_time = s.plan.duration.is_some();
+    let expected = if s.plan.competing || sized_by_time {
         0
     } else {
         s.plan.expected(i)
     };
     let mut seen = bitsets(&s.plan);
-    let mut d = Delivered {
-        block: block.clone(),
-        expected,
-        received: 0,
-        duplicates: 0,
-        strays: 0,
-        active: Duration::ZERO,
-        latency_ns: Histogram::new(3).map_err(|e| TransportError::Broker {
-            what: "making a latency histogram".into(),
-            target: String::new(),
-            why: e.to_string(),
-        })?,
-    };
+    let mut d = Delivered::new(block.clone(), expected)?;
     let mut last = start;
     let done = |d: &Delivered| {
         if s.plan.competing {
-            s.distinct.load(Ordering::Relaxed) >= total
+            target(s, &block, expected, true)
+                .is_some_and(|t| s.distinct.load(Ordering::Relaxed) >= t)
         } else {
-            d.received >= expected
+            target(s, &block, expected, false).is_some_and(|t| d.received >= t)
         }
     };
     // Competitors look at the shared count between messages: a short wait, so that the
@@ -348,13 +392,13 @@ fn subscribe(
                 target: String::new(),
                 why: "a subscriber thread panicked".into(),
             })?;
-            let fresh = mark(&mut any, &stamp);
+            let fresh = mark(&mut any, &stamp, s.plan.duration.is_some());
             if fresh == Some(true) {
                 s.distinct.fetch_add(1, Ordering::Relaxed);
             }
             fresh
         } else {
-            mark(&mut seen, &stamp)
+            mark(&mut seen, &stamp, s.plan.duration.is_some())
         };
         match fresh {
             Some(true) => {
@@ -364,6 +408,9 @@ fn subscribe(
             Some(false) => d.duplicates += 1,
             None => d.strays += 1,
         }
+    }
+    if sized_by_time && !s.plan.competing {
+        d.expected = target(s, &block, expected, false).unwrap_or(d.received);
     }
     d.active = last - start;
     sub.close();

@@ -12,8 +12,10 @@ pub struct Plan {
     pub select: u16,
     pub publishers: usize,
     pub subscribers: usize,
-    /// Messages all publishers send together.
+    /// Messages all publishers send together (with `duration`, none: they send until it
+    /// has passed, and what each subscriber must receive is known when they stop).
     pub count: u64,
+    pub duration: Option<std::time::Duration>,
     pub msg_size: usize,
     pub seed: u64,
     /// Subscribers compete for one queue of every symbol (each message to one of them)
@@ -100,6 +102,7 @@ mod tests {
             msg_size: 64,
             seed: 7,
             competing: false,
+            duration: None,
         }
     }
 

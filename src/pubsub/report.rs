@@ -27,6 +27,8 @@ pub struct PubSubSettings {
     pub symbols: u16,
     pub select: u16,
     pub count: u64,
+    /// Set when the run was sized by time (then `count` is not used).
+    pub duration_s: Option<f64>,
     pub msg_size: usize,
     pub think_ms: f64,
     pub rate_limit: Option<f64>,
@@ -287,10 +289,14 @@ impl PubSubReport {
             (_, Some(r)) => format!("at most {r} msg/s"),
             _ => "unpaced".into(),
         };
+        let size = match s.duration_s {
+            Some(d) => format!("for {d} s"),
+            None => format!("{} messages", s.count),
+        };
         let _ = writeln!(
             o,
-            "Publishers        : {} sending {} messages, {pace}",
-            s.publishers, s.count
+            "Publishers        : {} sending {size}, {pace}",
+            s.publishers
         );
         let _ = writeln!(o, "Subscribers       : {}", s.subscribers);
         let _ = writeln!(o);
@@ -331,6 +337,15 @@ impl PubSubReport {
             "              {:>10.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             l.min, l.p50, l.p90, l.p99, l.p999, l.max
         );
+        self.subscriber_table(&mut o);
+        self.cpu_text(&mut o);
+        if let Some(e) = &self.error {
+            let _ = writeln!(o, "\nError             : {e}");
+        }
+        o
+    }
+
+    fn subscriber_table(&self, o: &mut String) {
         let _ = writeln!(
             o,
             "\n Sub  Block       Expected   Received   Lost  Dup  Stray      msg/s   pace"
@@ -350,11 +365,6 @@ impl PubSubReport {
                 r.pace_pct
             );
         }
-        self.cpu_text(&mut o);
-        if let Some(e) = &self.error {
-            let _ = writeln!(o, "\nError             : {e}");
-        }
-        o
     }
 
     fn cpu_text(&self, o: &mut String) {
