@@ -142,6 +142,23 @@ pub struct PubsubArgs {
     /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Write the per-subscriber rows as TSV to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
+    /// Write the summary and the subscriber table as Markdown to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    /// Do not save the run under the reports folder.
+    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_save: bool,
+    /// Folder where each pub/sub run is saved as <UTC time>-pubsub.{txt,tsv,json,md}.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "reports",
+        env = "OEMPUTX_REPORTS_DIR"
+    )]
+    pub reports_dir: PathBuf,
     /// Point-to-point: the subscribers compete for one queue of every symbol, each message
     /// going to one of them (RabbitMQ one shared queue, NATS a queue group, MQTT a shared
     /// subscription); lost and duplicated are counted over all of them.

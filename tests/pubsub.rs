@@ -410,3 +410,41 @@ fn a_run_sized_by_time_knows_each_subscriber_s_share_when_the_publishers_stop() 
         }
     }
 }
+
+#[test]
+fn a_pubsub_run_writes_tsv_markdown_and_saves_itself_in_the_reports_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let topic = fresh_queue("files").replace('-', "_");
+    let (tsv, md, reports) = (
+        dir.path().join("subs.tsv"),
+        dir.path().join("summary.md"),
+        dir.path().join("reports"),
+    );
+    oemputx()
+        .env_remove("OEMPUTX_NO_SAVE")
+        .args(["pubsub", "--qmgr", &nats_url(), "--topic", &topic])
+        .args(["--count", "400", "--subscribers", "2", "--rate", "4000"])
+        .args(["--export-tsv", tsv.to_str().expect("utf-8")])
+        .args(["--export-markdown", md.to_str().expect("utf-8")])
+        .args(["--reports-dir", reports.to_str().expect("utf-8")])
+        .assert()
+        .code(0);
+    let t = std::fs::read_to_string(&tsv).expect("TSV");
+    assert!(
+        t.starts_with("subscriber\tblock\texpected\treceived"),
+        "{t}"
+    );
+    assert_eq!(t.lines().count(), 3, "{t}");
+    let m = std::fs::read_to_string(&md).expect("Markdown");
+    assert!(m.contains("| subscriber |") && m.contains("lost 0"), "{m}");
+    let saved: Vec<String> = std::fs::read_dir(&reports)
+        .expect("the reports folder")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    for ext in ["txt", "tsv", "json", "md"] {
+        assert!(
+            saved.iter().any(|f| f.ends_with(&format!("-pubsub.{ext}"))),
+            "{saved:?}"
+        );
+    }
+}

@@ -306,23 +306,46 @@ fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> any
     })
 }
 
-/// Text to stdout (stderr when the JSON goes to stdout), JSON where asked.
+/// Text to stdout (stderr when the JSON goes to stdout), the files asked for, and the run
+/// saved under the reports folder (unless --no-save).
 fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
     let text = report.text();
+    let json = serde_json::to_string_pretty(report)? + "\n";
+    let tsv = crate::export::cells::delimited(&report.rows(), b'\t')?;
+    let md = report.markdown();
     let json_to_stdout = args
         .export_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    if json_to_stdout {
-        eprint!("{text}");
-        println!("{}", serde_json::to_string_pretty(report)?);
-    } else {
-        crate::export::print_stdout(&text)?;
-        if let Some(path) = &args.export_json {
-            let json = serde_json::to_string_pretty(report)? + "\n";
-            write_atomic(path, json.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
+    for (path, what, body) in [
+        (&args.export_json, "the pub/sub JSON", &json),
+        (&args.export_tsv, "the pub/sub TSV", &tsv),
+        (&args.export_markdown, "the pub/sub Markdown", &md),
+    ] {
+        if let Some(path) = path.as_deref().filter(|p| p.as_os_str() != "-") {
+            crate::export::write_output(path, what, body)?;
         }
     }
-    Ok(())
+    if !args.no_save {
+        let stamp = chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string();
+        crate::export::save_in_folder(
+            &args.reports_dir,
+            &stamp,
+            "pubsub",
+            &[
+                ("txt", "the pub/sub text report", text.as_str()),
+                ("tsv", "the pub/sub TSV", tsv.as_str()),
+                ("json", "the pub/sub JSON", json.as_str()),
+                ("md", "the pub/sub Markdown", md.as_str()),
+            ],
+        )?;
+    }
+    if json_to_stdout {
+        eprint!("{text}");
+        crate::export::print_stdout(&json)
+    } else {
+        crate::export::print_stdout(&text)
+    }
 }

@@ -258,6 +258,76 @@ impl PubSubReport {
                 .all(|r| r.lost == 0 && r.duplicates == 0 && r.strays == 0)
     }
 
+    /// The per-subscriber rows, a header first: for TSV/CSV and Markdown.
+    pub fn rows(&self) -> Vec<Vec<String>> {
+        let mut rows = vec![
+            [
+                "subscriber",
+                "block",
+                "expected",
+                "received",
+                "lost",
+                "duplicates",
+                "strays",
+                "msg_per_s",
+                "pace_pct",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for r in &self.subscribers {
+            rows.push(vec![
+                r.index.to_string(),
+                r.block.clone(),
+                r.expected.to_string(),
+                r.received.to_string(),
+                r.lost.to_string(),
+                r.duplicates.to_string(),
+                r.strays.to_string(),
+                format!("{:.1}", r.mps),
+                format!("{:.1}", r.pace_pct),
+            ]);
+        }
+        rows
+    }
+
+    /// Markdown: the summary as a list, the subscribers as a table.
+    pub fn markdown(&self) -> String {
+        let mut o = String::new();
+        let s = &self.settings;
+        let _ = writeln!(o, "### oemputx pubsub on {}\n", s.broker);
+        let _ = writeln!(o, "- modes: {}", s.modes);
+        let _ = writeln!(
+            o,
+            "- published {} at {:.1} msg/s; delivered {} of {} expected, lost {}, duplicated {}",
+            self.published,
+            self.publish_mps,
+            self.delivered,
+            self.expected,
+            self.lost,
+            self.duplicates
+        );
+        let _ = writeln!(
+            o,
+            "- subscriber msg/s min {:.1} / median {:.1} / max {:.1}; backlog max {}, drained {:.3} s",
+            self.subscriber_mps.min,
+            self.subscriber_mps.median,
+            self.subscriber_mps.max,
+            self.backlog.max,
+            self.drain_s
+        );
+        if let (Some(p), Some(d)) = (&self.cpu_per_published, &self.cpu_per_delivered) {
+            let _ = writeln!(
+                o,
+                "- captured CPU µs per message published {:.2}, per message delivered {:.2}",
+                p.captured_us, d.captured_us
+            );
+        }
+        let _ = writeln!(o);
+        o.push_str(&crate::export::cells::markdown(&self.rows()));
+        o
+    }
+
     /// The text report.
     pub fn text(&self) -> String {
         let mut o = String::new();
