@@ -6,7 +6,7 @@
 //! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
-use crate::transport::TransportError;
+use crate::transport::{TransportError, client_runtime};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PublishProperties};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
@@ -75,17 +75,6 @@ pub struct MqttPubSub {
     pub persistent: bool,
 }
 
-fn runtime(target: &str) -> Result<Runtime, TransportError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| TransportError::Broker {
-            what: "starting the MQTT client runtime".into(),
-            target: target.to_string(),
-            why: e.to_string(),
-        })
-}
-
 fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
     TransportError::ConnectionLost {
         target: target.to_string(),
@@ -142,7 +131,7 @@ impl MqttPubSub {
         topics: Vec<String>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
         let target = self.describe();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "MQTT")?;
         let (client, mut events) = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
         let qos = match self.ack {
             Ack::None => QoS::AtMostOnce,
@@ -194,7 +183,7 @@ impl Broker for MqttPubSub {
         )
     }
     fn prepare(&self) -> Result<(), TransportError> {
-        let rt = runtime(&self.describe())?;
+        let rt = client_runtime(&self.describe(), "MQTT")?;
         let (client, mut events) = self.connect(&rt, "oemputx-pubsub-setup")?;
         rt.block_on(async {
             let _ = client.disconnect().await;
@@ -204,7 +193,7 @@ impl Broker for MqttPubSub {
     }
     fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
         let target = self.describe();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "MQTT")?;
         let (client, events) = self.connect(&rt, &format!("oemputx-publisher-{p}"))?;
         Ok(Box::new(MqttPublisher {
             rt: std::sync::Arc::new(rt),

@@ -4,8 +4,8 @@
 //! is taken as none, and a slow subscriber is cut off by the server rather than queued for.
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
-use crate::transport::TransportError;
 use crate::transport::nats::{self as transport, url::NatsEndpoint};
+use crate::transport::{TransportError, client_runtime};
 use async_nats::{Client, HeaderMap};
 use futures_util::StreamExt;
 use futures_util::stream::SelectAll;
@@ -18,21 +18,6 @@ pub struct NatsPubSub {
     pub endpoint: NatsEndpoint,
     pub plan: super::plan::Plan,
     pub ack: Ack,
-}
-
-fn runtime(target: &str) -> Result<Runtime, TransportError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| broker_error(target, "starting the NATS client runtime", e))
-}
-
-fn broker_error(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
-    TransportError::Broker {
-        what: what.to_string(),
-        target: target.to_string(),
-        why: e.to_string(),
-    }
 }
 
 impl NatsPubSub {
@@ -62,7 +47,7 @@ impl NatsPubSub {
         group: Option<&str>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
         let target = self.endpoint.redacted();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
         let subs = rt.block_on(async {
             let mut all = SelectAll::new();
@@ -71,14 +56,14 @@ impl NatsPubSub {
                     Some(g) => client.queue_subscribe(self.subject(s), g.to_string()).await,
                     None => client.subscribe(self.subject(s)).await,
                 }
-                .map_err(|e| broker_error(&target, "subscribing", e))?;
+                .map_err(|e| TransportError::broker(&target, "subscribing", e))?;
                 all.push(sub);
             }
             // Subscribed once the server has seen it, before the first publish.
             client
                 .flush()
                 .await
-                .map_err(|e| broker_error(&target, "flushing the subscriptions", e))?;
+                .map_err(|e| TransportError::broker(&target, "flushing the subscriptions", e))?;
             Ok::<_, TransportError>(all)
         })?;
         Ok(Box::new(NatsSubscriber {
@@ -108,7 +93,7 @@ impl Broker for NatsPubSub {
     fn prepare(&self) -> Result<(), TransportError> {
         // Nothing to declare; connecting once says whether the server is there.
         let target = self.endpoint.redacted();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, "oemputx-pubsub-setup")?;
         rt.block_on(async {
             let _ = client.drain().await;
@@ -117,7 +102,7 @@ impl Broker for NatsPubSub {
     }
     fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
         let target = self.endpoint.redacted();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, &format!("oemputx-publisher-{p}"))?;
         let subjects = (0..self.plan.symbols).map(|s| self.subject(s)).collect();
         Ok(Box::new(NatsPublisher {
@@ -187,7 +172,7 @@ impl Publisher for NatsPublisher {
             self.client
                 .flush()
                 .await
-                .map_err(|e| broker_error(&target, "flushing the publisher", e))?;
+                .map_err(|e| TransportError::broker(&target, "flushing the publisher", e))?;
             let _ = self.client.drain().await;
             Ok(())
         })

@@ -10,8 +10,8 @@
 //! sends delivery mode 2.
 
 use super::{Ack, Broker, CLIENT_ACK_BATCH, Publisher, SelectBy, Stamp, Subscriber};
-use crate::transport::TransportError;
 use crate::transport::amqp::{self as transport, url::AmqpEndpoint};
+use crate::transport::{TransportError, client_runtime};
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, BasicQosArguments, Channel,
     ConsumerMessage, ExchangeDeclareArguments, QueueBindArguments, QueueDeclareArguments,
@@ -31,21 +31,6 @@ pub struct RabbitPubSub {
     pub select_by: SelectBy,
     pub persistent: bool,
     pub declare: bool,
-}
-
-fn runtime(target: &str) -> Result<Runtime, TransportError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| broker_error(target, "starting the AMQP client runtime", e))
-}
-
-fn broker_error(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
-    TransportError::Broker {
-        what: what.to_string(),
-        target: target.to_string(),
-        why: e.to_string(),
-    }
 }
 
 fn field(table: &mut FieldTable, k: &str, v: &str) {
@@ -81,7 +66,7 @@ impl RabbitPubSub {
             let ch = conn
                 .open_channel(None)
                 .await
-                .map_err(|e| broker_error(&target, "opening a channel", e))?;
+                .map_err(|e| TransportError::broker(&target, "opening a channel", e))?;
             Ok((conn, ch))
         })
     }
@@ -125,7 +110,7 @@ impl Broker for RabbitPubSub {
     }
     fn prepare(&self) -> Result<(), TransportError> {
         let target = self.target();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "AMQP")?;
         let (conn, ch) = self.open(&rt, "oemputx-pubsub-setup")?;
         rt.block_on(async move {
             let mut args = ExchangeDeclareArguments::new(&self.plan.topic, self.exchange_type());
@@ -156,7 +141,7 @@ impl Broker for RabbitPubSub {
         })
     }
     fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
-        let rt = runtime(&self.target())?;
+        let rt = client_runtime(&self.target(), "AMQP")?;
         let (conn, ch) = self.open(&rt, &format!("oemputx-publisher-{p}"))?;
         let keys = (0..self.plan.symbols)
             .map(|s| self.routing_key(s))
@@ -202,7 +187,7 @@ impl RabbitPubSub {
         queue: QueueDeclareArguments,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
         let target = self.target();
-        let rt = runtime(&target)?;
+        let rt = client_runtime(&target, "AMQP")?;
         let (conn, ch) = self.open(&rt, &format!("oemputx-subscriber-{i}"))?;
         let rx = match rt.block_on(self.bind_and_consume(&ch, i, block, queue, &target)) {
             Ok(rx) => rx,
@@ -235,12 +220,14 @@ impl RabbitPubSub {
         queue: QueueDeclareArguments,
         target: &str,
     ) -> Result<UnboundedReceiver<ConsumerMessage>, TransportError> {
-        let err = |what: &str, e: amqprs::error::Error| broker_error(target, what, e);
+        let err = |what: &str, e: amqprs::error::Error| TransportError::broker(target, what, e);
         let (queue, _, _) = ch
             .queue_declare(queue)
             .await
             .map_err(|e| err("declaring a subscriber queue", e))?
-            .ok_or_else(|| broker_error(target, "declaring a subscriber queue", "no reply"))?;
+            .ok_or_else(|| {
+                TransportError::broker(target, "declaring a subscriber queue", "no reply")
+            })?;
         for s in block {
             let mut bind = QueueBindArguments::new(&queue, &self.plan.topic, &self.routing_key(s));
             if self.select_by == SelectBy::Header {

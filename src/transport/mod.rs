@@ -131,6 +131,15 @@ pub enum TransportError {
 }
 
 impl TransportError {
+    /// `what` failed on `target` because of `why`: the catch-all for a client's error.
+    pub fn broker(target: &str, what: &str, why: impl std::fmt::Display) -> TransportError {
+        TransportError::Broker {
+            what: what.to_string(),
+            target: target.to_string(),
+            why: why.to_string(),
+        }
+    }
+
     /// Whether the user's input or environment is at fault (exit 2) rather than the run (exit 1).
     pub fn is_usage(&self) -> bool {
         matches!(
@@ -248,6 +257,20 @@ impl QueueSetup {
             model_queue: None,
         }
     }
+}
+
+/// A current-thread runtime for one connection's client, on the thread that uses it: a
+/// put or get costs no thread hop. `client` names the library for the error.
+pub fn client_runtime(
+    target: &str,
+    client: &str,
+) -> Result<tokio::runtime::Runtime, TransportError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            TransportError::broker(target, &format!("starting the {client} client runtime"), e)
+        })
 }
 
 /// Open the transport an endpoint names.

@@ -19,6 +19,7 @@
 
 pub mod url;
 
+use super::client_runtime;
 use super::deadline::Deadline;
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport,
@@ -73,21 +74,6 @@ impl Amqp10 {
     }
 }
 
-fn runtime(target: &str) -> Result<Runtime, TransportError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| broker(target, "starting the AMQP 1.0 client runtime", e))
-}
-
-fn broker(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
-    TransportError::Broker {
-        what: what.to_string(),
-        target: target.to_string(),
-        why: e.to_string(),
-    }
-}
-
 /// A connection and one session on it.
 pub struct Opened {
     pub connection: ConnectionHandle<()>,
@@ -137,7 +123,7 @@ pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Transp
         .map_err(|e| open_error(ep, e))?;
     let session = Session::begin(&mut connection)
         .await
-        .map_err(|e| broker(&target, "beginning a session", e))?;
+        .map_err(|e| TransportError::broker(&target, "beginning a session", e))?;
     Ok(Opened {
         connection,
         session,
@@ -226,7 +212,7 @@ impl Transport for Amqp10 {
         if self.setup.syncpoint {
             return Err(TransportError::NoTransactions { target });
         }
-        runtime(&target)?.block_on(async {
+        client_runtime(&target, "AMQP 1.0")?.block_on(async {
             let mut o = open(&self.endpoint, "oemputx-setup").await?;
             // Whether the queue exists: RabbitMQ takes a sender on a missing
             // `/amq/queue/NAME` and drops what it sends (unroutable), but refuses a receiver.
@@ -275,7 +261,7 @@ impl Transport for Amqp10 {
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let target = self.target();
-        let rt = Arc::new(runtime(&target)?);
+        let rt = Arc::new(client_runtime(&target, "AMQP 1.0")?);
         let persistent = self.setup.persistent;
         let named_reply = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => Some(self.endpoint.style.address(q)),
@@ -328,7 +314,7 @@ impl Transport for Amqp10 {
                 .or(named_reply.clone())
                 .or(temporary.clone())
                 .ok_or_else(|| {
-                    broker(
+                    TransportError::broker(
                         &target,
                         "creating a reply node",
                         "the broker gave the dynamic node no address",
@@ -403,7 +389,7 @@ impl Amqp10Session {
             if self.persistent
                 && let Err(state) = outcome.accepted_or_else(|s| s)
             {
-                return Err(broker(
+                return Err(TransportError::broker(
                     &self.target,
                     "sending a persistent request",
                     format!("the broker did not accept it: {state:?}"),

@@ -23,6 +23,7 @@
 pub mod jetstream;
 pub mod url;
 
+use super::client_runtime;
 use super::deadline::Deadline;
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
@@ -62,17 +63,6 @@ impl Nats {
     fn target(&self) -> String {
         self.endpoint.redacted()
     }
-}
-
-fn runtime(target: &str) -> Result<Runtime, TransportError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| TransportError::Broker {
-            what: "starting the NATS client runtime".into(),
-            target: target.to_string(),
-            why: e.to_string(),
-        })
 }
 
 /// The client options for an endpoint: its name, the connect timeout, its credentials and
@@ -142,7 +132,7 @@ pub fn scrub(text: &str, ep: &NatsEndpoint) -> String {
 /// flow with an error document) and NATS answers "no responders" when nobody subscribes.
 pub fn responders(ep: &NatsEndpoint, subject: &str) -> Result<Option<u32>, TransportError> {
     let target = ep.redacted();
-    runtime(&target)?.block_on(async {
+    client_runtime(&target, "NATS")?.block_on(async {
         let client = connect(ep, "oemputx-probe").await?;
         let js = async_nats::jetstream::new(client.clone());
         let some = match jetstream::capturing(&js, subject).await {
@@ -164,21 +154,13 @@ async fn has_responders(
     let mut sub = client
         .subscribe(inbox.clone())
         .await
-        .map_err(|e| broker(target, "subscribing to an inbox", e))?;
+        .map_err(|e| TransportError::broker(target, "subscribing to an inbox", e))?;
     client
         .publish_with_reply(subject.to_string(), inbox, Vec::new().into())
         .await
-        .map_err(|e| broker(target, "publishing a probe", e))?;
+        .map_err(|e| TransportError::broker(target, "publishing a probe", e))?;
     let answer = tokio::time::timeout(Duration::from_secs(2), sub.next()).await;
     Ok(!matches!(&answer, Ok(Some(m)) if m.status == Some(StatusCode::NO_RESPONDERS)))
-}
-
-fn broker(target: &str, what: &str, e: impl std::fmt::Display) -> TransportError {
-    TransportError::Broker {
-        what: what.to_string(),
-        target: target.to_string(),
-        why: e.to_string(),
-    }
 }
 
 impl Nats {
@@ -230,7 +212,7 @@ impl Nats {
 impl Transport for Nats {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
-        runtime(&target)?.block_on(async {
+        client_runtime(&target, "NATS")?.block_on(async {
             let client = connect(&self.endpoint, "oemputx-setup").await?;
             let max = client.server_info().max_payload;
             if max > 0 {
@@ -253,14 +235,13 @@ impl Transport for Nats {
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let target = self.target();
-        let rt = Arc::new(runtime(&target)?);
+        let rt = Arc::new(client_runtime(&target, "NATS")?);
         let (client, inbox, replies) = rt.block_on(async {
             let client = connect(&self.endpoint, &format!("oemputx-task-{task}")).await?;
             let inbox = client.new_inbox();
-            let replies = client
-                .subscribe(format!("{inbox}.*"))
-                .await
-                .map_err(|e| broker(&target, "subscribing to the task's inbox", e))?;
+            let replies = client.subscribe(format!("{inbox}.*")).await.map_err(|e| {
+                TransportError::broker(&target, "subscribing to the task's inbox", e)
+            })?;
             Ok::<_, TransportError>((client, inbox, replies))
         })?;
         // The context spawns its acknowledgement task on the session's runtime.
