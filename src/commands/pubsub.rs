@@ -98,12 +98,6 @@ pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn B
             declare: args.declare,
         }),
         Endpoint::Nats(endpoint) => {
-            if args.persistent {
-                return Err(bad(
-                    "--persistent",
-                    "not yet on NATS pub/sub (it would mean a JetStream stream per run); leave it out for core NATS",
-                ));
-            }
             if args.select_by == SelectBy::Header {
                 eprintln!(
                     "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
@@ -113,6 +107,8 @@ pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn B
                 endpoint,
                 plan: plan.clone(),
                 ack: args.ack,
+                persistent: args.persistent,
+                declare: args.declare,
             })
         }
         other => {

@@ -12,6 +12,7 @@
 pub mod engine;
 pub mod mqtt;
 pub mod nats;
+pub mod nats_js;
 pub mod plan;
 pub mod rabbit;
 pub mod report;

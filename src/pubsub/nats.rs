@@ -1,7 +1,8 @@
-//! Pub/sub on core NATS: a subject per symbol (`ticker.S07`); a subscriber subscribes to
-//! each subject of its block, so the server selects. The stamp travels in headers
-//! (`symbol`, `seq`, `ts_ns`, `publisher`). Core NATS has no acknowledgement: every `--ack`
-//! is taken as none, and a slow subscriber is cut off by the server rather than queued for.
+//! Pub/sub on NATS: a subject per symbol (`ticker.S07`); a subscriber subscribes to each
+//! subject of its block, so the server selects. The stamp travels in headers (`symbol`,
+//! `seq`, `ts_ns`, `publisher`). Core NATS has no acknowledgement: every `--ack` is taken
+//! as none, and a slow subscriber is cut off by the server rather than queued for.
+//! `--persistent` goes through JetStream instead (`nats_js.rs`).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
 use crate::transport::nats::{self as transport, url::NatsEndpoint};
@@ -18,9 +19,37 @@ pub struct NatsPubSub {
     pub endpoint: NatsEndpoint,
     pub plan: super::plan::Plan,
     pub ack: Ack,
+    /// JetStream: publishes stored and acknowledged, subscribers on consumers.
+    pub persistent: bool,
+    pub declare: bool,
 }
 
 impl NatsPubSub {
+    /// JetStream subscribers: one consumer per subject, or one durable shared by name.
+    fn open_js_subscriber(
+        &self,
+        i: usize,
+        subjects: Vec<String>,
+        durable: Option<&str>,
+    ) -> Result<Box<dyn Subscriber>, TransportError> {
+        let target = self.endpoint.redacted();
+        let rt = client_runtime(&target, "NATS")?;
+        let client = self.connect(&rt, &format!("oemputx-subscriber-{i}"))?;
+        let messages = rt.block_on(async {
+            let ctx = async_nats::jetstream::new(client.clone());
+            super::nats_js::consumers(&ctx, &self.plan.topic, subjects, durable, self.ack, &target)
+                .await
+        })?;
+        Ok(Box::new(super::nats_js::JsSubscriber {
+            rt,
+            client,
+            messages,
+            plan: self.plan.clone(),
+            ack: self.ack,
+            target,
+        }))
+    }
+
     fn connect(&self, rt: &Runtime, name: &str) -> Result<Client, TransportError> {
         let ep = &self.endpoint;
         rt.block_on(async {
@@ -81,6 +110,18 @@ impl Broker for NatsPubSub {
         self.endpoint.redacted()
     }
     fn modes(&self) -> String {
+        if self.persistent {
+            let ack = match self.ack {
+                Ack::None => "none (ack-none consumers)",
+                Ack::Auto | Ack::Client => "each message acknowledged (explicit-ack consumers)",
+            };
+            return format!(
+                "JetStream stream {} over {}.>: publishes acknowledged by the stream; ack {ack}; selection by a pull consumer per subject {}.SNN",
+                super::nats_js::stream_of(&self.plan.topic),
+                self.plan.topic,
+                self.plan.topic
+            );
+        }
         let ack = match self.ack {
             Ack::None => "none",
             Ack::Auto | Ack::Client => "none (core NATS has no acknowledgement)",
@@ -96,16 +137,27 @@ impl Broker for NatsPubSub {
         let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, "oemputx-pubsub-setup")?;
         rt.block_on(async {
+            let prepared = if self.persistent {
+                let ctx = async_nats::jetstream::new(client.clone());
+                super::nats_js::prepare(&ctx, &self.plan.topic, self.declare, &target).await
+            } else {
+                Ok(())
+            };
             let _ = client.drain().await;
-        });
-        Ok(())
+            prepared
+        })
     }
     fn publisher(&self, p: usize) -> Result<Box<dyn Publisher>, TransportError> {
         let target = self.endpoint.redacted();
         let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, &format!("oemputx-publisher-{p}"))?;
         let subjects = (0..self.plan.symbols).map(|s| self.subject(s)).collect();
+        let js = self.persistent.then(|| {
+            let _inside = rt.enter();
+            async_nats::jetstream::new(client.clone())
+        });
         Ok(Box::new(NatsPublisher {
+            js,
             rt,
             client,
             subjects,
@@ -117,9 +169,17 @@ impl Broker for NatsPubSub {
         i: usize,
         block: Range<u16>,
     ) -> Result<Box<dyn Subscriber>, TransportError> {
+        if self.persistent {
+            let subjects = block.map(|s| self.subject(s)).collect();
+            return self.open_js_subscriber(i, subjects, None);
+        }
         self.open_subscriber(i, block, None)
     }
     fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError> {
+        if self.persistent {
+            let all = vec![format!("{}.>", self.plan.topic)];
+            return self.open_js_subscriber(i, all, Some("oemputx-competing"));
+        }
         self.open_subscriber(i, 0..self.plan.symbols, Some("oemputx-competing"))
     }
     fn default_groups(&self) -> Vec<&'static str> {
@@ -128,6 +188,8 @@ impl Broker for NatsPubSub {
 }
 
 struct NatsPublisher {
+    /// `--persistent`: publish through JetStream and wait for each acknowledgement.
+    js: Option<async_nats::jetstream::Context>,
     rt: Runtime,
     client: Client,
     subjects: Vec<String>,
@@ -147,6 +209,17 @@ impl Publisher for NatsPublisher {
         headers.insert("publisher", stamp.publisher.to_string().as_str());
         let payload = bytes::Bytes::copy_from_slice(body);
         let client = &self.client;
+        if let Some(js) = &self.js {
+            let target = &self.target;
+            return self.rt.block_on(async {
+                js.publish_with_headers(subject, headers, payload)
+                    .await
+                    .map_err(|e| TransportError::broker(target, "publishing to JetStream", e))?
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| TransportError::broker(target, "the stream's acknowledgement", e))
+            });
+        }
         self.rt
             .block_on(async {
                 let sent = client.publish_with_headers(subject, headers, payload).await;
@@ -199,22 +272,7 @@ impl Subscriber for NatsSubscriber {
                 why: "the server ended the subscriptions".into(),
             });
         };
-        let header = |k: &str| {
-            m.headers
-                .as_ref()
-                .and_then(|h| h.get(k))
-                .map(|v| v.as_str().to_string())
-        };
-        let num = |k: &str| header(k).and_then(|v| v.parse::<u64>().ok());
-        let symbol = header("symbol")
-            .and_then(|s| self.plan.symbol_of(&s))
-            .unwrap_or(u16::MAX);
-        Ok(Some(Stamp {
-            publisher: num("publisher").unwrap_or(0) as u32,
-            seq: num("seq").unwrap_or(u64::MAX),
-            symbol,
-            ts_ns: num("ts_ns").unwrap_or(0),
-        }))
+        Ok(Some(super::nats_js::stamp_of(&m, &self.plan)))
     }
     fn close(self: Box<Self>) {
         let NatsSubscriber { rt, client, .. } = *self;

@@ -84,7 +84,7 @@ pub enum TransportError {
     )]
     JetStreamDisabled { target: String },
     #[error(
-        "no JetStream stream captures subject '{subject}' on {target}: pass --declare to create one (a work queue in files), or create it yourself (nats stream add)"
+        "no JetStream stream captures subject '{subject}' on {target}: pass --declare to create one (in files), or create it yourself (nats stream add)"
     )]
     NoStream { subject: String, target: String },
     #[error(
