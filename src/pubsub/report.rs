@@ -138,6 +138,19 @@ pub struct PubSubReport {
     pub error: Option<String>,
 }
 
+/// The accounting verdict speaks of transactions and round trips; a pub/sub window counts
+/// messages published, and its "round trip" is the window's time per message published.
+fn per_message_wording(mut t: CpuTable) -> CpuTable {
+    t.info.verdict = t
+        .info
+        .verdict
+        .replace("a round trip takes", "the window takes, per message published,")
+        .replace("each transaction's CPU", "each message's CPU")
+        .replace("its request streams can use", "the run can use")
+        .replace("no transaction completed", "no message was published");
+    t
+}
+
 /// Least-squares slope of `(t, n)`.
 fn slope(points: &[(f64, u64)]) -> f64 {
     let n = points.len() as f64;
@@ -242,7 +255,7 @@ impl PubSubReport {
             latency_us: latency.as_ref().map(Latency::of).unwrap_or_default(),
             cpu_per_published: per_published.map(|t| PerMessage::of(t, published)),
             cpu_per_delivered: per_delivered.map(|t| PerMessage::of(t, delivered)),
-            table: per_published.cloned(),
+            table: per_published.cloned().map(per_message_wording),
             error: out.error.clone(),
         }
     }
