@@ -144,7 +144,10 @@ fn per_message_wording(mut t: CpuTable) -> CpuTable {
     t.info.verdict = t
         .info
         .verdict
-        .replace("a round trip takes", "the window takes, per message published,")
+        .replace(
+            "a round trip takes",
+            "the window takes, per message published,",
+        )
         .replace("each transaction's CPU", "each message's CPU")
         .replace("its request streams can use", "the run can use")
         .replace("no transaction completed", "no message was published");
