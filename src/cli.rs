@@ -159,6 +159,10 @@ pub struct PubsubArgs {
         env = "OEMPUTX_REPORTS_DIR"
     )]
     pub reports_dir: PathBuf,
+    /// Run the same window this many times and report each round and the spread of the CPU
+    /// per message published (best/median/worst), as a run's --rounds does.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
     /// Point-to-point: the subscribers compete for one queue of every symbol, each message
     /// going to one of them (RabbitMQ one shared queue, NATS a queue group, MQTT a shared
     /// subscription); lost and duplicated are counted over all of them.

@@ -505,3 +505,40 @@ fn nats_persistent_pubsub_goes_through_jetstream_and_loses_nothing() {
         assert_eq!(j["delivered"], j["expected"]);
     }
 }
+
+#[test]
+fn rounds_repeat_the_window_and_report_the_spread() {
+    let topic = fresh_queue("rounds").replace('-', "_");
+    let out = oemputx()
+        .args([
+            "pubsub",
+            "--qmgr",
+            &nats_url(),
+            "--topic",
+            &topic,
+            "--rounds",
+            "3",
+        ])
+        .args(["--count", "500", "--subscribers", "2", "--export-json", "-"])
+        .output()
+        .expect("oemputx runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let j: serde_json::Value =
+        serde_json::from_str(&text[text.find("{\n").expect("JSON")..]).expect("JSON");
+    assert_eq!(j["schema"], "oemputx.pubsub-rounds/1");
+    assert_eq!(j["rounds"].as_array().map(Vec::len), Some(3));
+    let s = &j["captured_us_per_published"];
+    let (b, m, w) = (
+        s["best"].as_f64(),
+        s["median"].as_f64(),
+        s["worst"].as_f64(),
+    );
+    assert!(b <= m && m <= w && b.is_some(), "{s}");
+    assert!(text.contains("best") && text.contains("spread"), "{text}");
+}

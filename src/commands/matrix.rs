@@ -61,6 +61,7 @@ fn cell_args(m: &MatrixArgs, persistent: bool, size: usize, receivers: usize) ->
         no_save: true,
         reports_dir: std::path::PathBuf::from("reports"),
         compete: m.pattern == "queue",
+        rounds: 1,
         find_capacity: false,
         duration: None,
     }

@@ -57,6 +57,12 @@ pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
     if args.count == 0 {
         return Err(bad("--count", "at least 1"));
     }
+    if args.rounds == 0 || (args.rounds > 1 && args.find_capacity) {
+        return Err(bad(
+            "--rounds",
+            "at least 1, and not with --find-capacity (its steps are its rounds)",
+        ));
+    }
     if args.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
         return Err(bad("--rate", "a positive number of messages a second"));
     }
@@ -130,6 +136,9 @@ pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
     broker.prepare()?;
     if args.find_capacity {
         return find_capacity(args, &plan, broker);
+    }
+    if args.rounds > 1 {
+        return rounds(args, &plan, broker);
     }
     let report = measure(args, &plan, broker, args.rate)?;
     write(args, &report)?;
@@ -223,6 +232,100 @@ pub(crate) fn measure(
     ))
 }
 
+/// The broker's (first group's) CPU per message published, µs.
+fn broker_us(r: &PubSubReport) -> f64 {
+    r.cpu_per_published
+        .as_ref()
+        .and_then(|c| c.groups.first())
+        .map_or(f64::NAN, |g| g.total_us_per_tran)
+}
+
+/// One line of a step or round: its rates, backlog, drain and CPU per message published.
+fn step_line(first: String, r: &PubSubReport, last: &str) -> String {
+    format!(
+        "{first:>12} {:>12.1} {:>10.1} {:>10} {:>9.3} {:>12.2} {last:>9}",
+        r.publish_mps,
+        r.subscriber_pace_pct.min,
+        r.backlog.max,
+        r.drain_s,
+        broker_us(r),
+    )
+}
+
+/// The header of [`step_line`]'s table.
+fn step_header(first: &str, last: &str) -> String {
+    format!(
+        "{first:>12} {:>12} {:>10} {:>10} {:>9} {:>12} {last:>9}",
+        "published/s", "pace min %", "backlog", "drain s", "QMGR µs/pub"
+    )
+}
+
+/// `--rounds N`: the same run N times; each round's line, then best/median/worst of the
+/// CPU per message published, the spread a gate would judge.
+fn rounds(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+    println!(
+        "oemputx pubsub on {}: {} rounds of {} messages",
+        broker.describe(),
+        args.rounds,
+        plan.count
+    );
+    println!("{}", step_header("round", "complete"));
+    let mut all = Vec::new();
+    for i in 1..=args.rounds {
+        let r = measure(args, plan, broker.clone(), args.rate)?;
+        let done = if r.complete() { "yes" } else { "no" };
+        println!("{}", step_line(i.to_string(), &r, done));
+        all.push(r);
+    }
+    let mut captured: Vec<f64> = all
+        .iter()
+        .filter_map(|r| r.cpu_per_published.as_ref().map(|c| c.captured_us))
+        .collect();
+    captured.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        captured
+            .get(((captured.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+    };
+    let (best, median, worst) = (pick(0.0), pick(0.5), pick(1.0));
+    if let (Some(b), Some(m), Some(w)) = (best, median, worst) {
+        println!(
+            "Captured CPU per message published: best {b:.2}  median {m:.2}  worst {w:.2} µs ({:.1} % spread)",
+            100.0 * (w - b) / m.max(f64::MIN_POSITIVE)
+        );
+    }
+    let json = serde_json::json!({
+        "schema": "oemputx.pubsub-rounds/1",
+        "captured_us_per_published": {"best": best, "median": median, "worst": worst},
+        "rounds": all,
+    });
+    let text = serde_json::to_string_pretty(&json)? + "\n";
+    if !args.no_save {
+        let stamp = chrono::Utc::now()
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string();
+        crate::export::save_in_folder(
+            &args.reports_dir,
+            &stamp,
+            "pubsub-rounds",
+            &[("json", "the pub/sub rounds JSON", text.as_str())],
+        )?;
+    }
+    if let Some(path) = &args.export_json {
+        if path.as_os_str() == "-" {
+            print!("{text}");
+        } else {
+            write_atomic(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(if all.iter().all(PubSubReport::complete) {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
+}
+
 /// A step keeps up when every subscriber got all its messages at ≥ 95 % of its share of
 /// the publish rate and the backlog drained within a tenth of the publishing time.
 fn sustained(r: &PubSubReport) -> bool {
@@ -240,27 +343,13 @@ fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> any
         broker.describe(),
         plan.count
     );
-    println!(
-        "{:>12} {:>12} {:>10} {:>10} {:>9} {:>12} {:>9}",
-        "rate asked", "published/s", "pace min %", "backlog", "drain s", "QMGR µs/pub", "keeps up"
-    );
+    println!("{}", step_header("rate asked", "keeps up"));
     for _ in 0..MAX_STEPS {
         let r = measure(args, plan, broker.clone(), Some(rate))?;
-        let qmgr = r
-            .cpu_per_published
-            .as_ref()
-            .and_then(|c| c.groups.first())
-            .map_or(f64::NAN, |g| g.total_us_per_tran);
         let ok = sustained(&r);
         println!(
-            "{:>12.0} {:>12.1} {:>10.1} {:>10} {:>9.3} {:>12.2} {:>9}",
-            rate,
-            r.publish_mps,
-            r.subscriber_pace_pct.min,
-            r.backlog.max,
-            r.drain_s,
-            qmgr,
-            if ok { "yes" } else { "no" }
+            "{}",
+            step_line(format!("{rate:.0}"), &r, if ok { "yes" } else { "no" })
         );
         steps.push((rate, r));
         if !ok {
