@@ -55,6 +55,8 @@ pub struct Outcome {
     pub delivered: Vec<Delivered>,
     /// (seconds since the window opened, messages behind over all subscribers).
     pub backlog: Vec<(f64, u64)>,
+    /// (seconds, messages in the subscribers' queues at the broker), where it tells.
+    pub broker_depth: Vec<(f64, u64)>,
     /// Publishing, from the window's start to the last publisher's end.
     pub publishing: Duration,
     /// From the publishers' end until every subscriber had all (or gave up).
@@ -74,6 +76,8 @@ struct Shared {
     /// Competing subscribers: what any of them has received, and how many that is.
     seen_by_any: std::sync::Mutex<Vec<Vec<u64>>>,
     distinct: AtomicU64,
+    /// Each subscriber's queue depth at the broker, last sampled (`u64::MAX`: not told).
+    depth: Vec<AtomicU64>,
 }
 
 /// Run `plan` on `broker`; `window(true)` when the measured window opens, `window(false)`
@@ -91,6 +95,9 @@ pub fn run(
         publishing_done: AtomicBool::new(false),
         seen_by_any: std::sync::Mutex::new(bitsets(plan)),
         distinct: AtomicU64::new(0),
+        depth: (0..plan.subscribers)
+            .map(|_| AtomicU64::new(u64::MAX))
+            .collect(),
     });
     // Everyone connected (and subscribed) before the window opens; the main thread is the
     // last party, so that it opens the window between the two barriers.
@@ -112,17 +119,27 @@ pub fn run(
     window(true);
     let start = Instant::now();
     go.wait();
-    let mut backlog = Vec::new();
+    let (mut backlog, mut broker_depth) = (Vec::new(), Vec::new());
     while !pubs.iter().all(|h| h.is_finished()) || !subs.iter().all(|h| h.is_finished()) {
         if !shared.publishing_done.load(Ordering::Relaxed) && pubs.iter().all(|h| h.is_finished()) {
             shared.publishing_done.store(true, Ordering::Relaxed);
         }
-        backlog.push((start.elapsed().as_secs_f64(), behind(&shared)));
+        let t = start.elapsed().as_secs_f64();
+        backlog.push((t, behind(&shared)));
+        if let Some(q) = queued(&shared) {
+            broker_depth.push((t, q));
+        }
         std::thread::sleep(Duration::from_millis(100));
+    }
+    // One last sample of the brokers' queues, for a run shorter than the sampling period.
+    if let Some(q) = queued(&shared) {
+        broker_depth.push((start.elapsed().as_secs_f64(), q));
     }
     window(false);
     let elapsed = start.elapsed();
-    collect(pubs, subs, backlog, elapsed)
+    let mut out = collect(pubs, subs, backlog, elapsed)?;
+    out.broker_depth = broker_depth;
+    Ok(out)
 }
 
 /// Join the threads and put their results together.
@@ -183,6 +200,7 @@ fn collect(
         published,
         delivered,
         backlog,
+        broker_depth: Vec::new(),
         publishing,
         drain,
         elapsed,
@@ -218,6 +236,17 @@ fn mark(bits: &mut [Vec<u64>], stamp: &Stamp, grow: bool) -> Option<bool> {
     let new = *w & bit == 0;
     *w |= bit;
     Some(new)
+}
+
+/// Messages in the subscribers' queues at the broker, summed over those whose broker tells.
+fn queued(s: &Shared) -> Option<u64> {
+    let told: Vec<u64> = s
+        .depth
+        .iter()
+        .map(|d| d.load(Ordering::Relaxed))
+        .filter(|&d| d != u64::MAX)
+        .collect();
+    (!told.is_empty()).then(|| told.iter().sum())
 }
 
 /// Messages all subscribers are behind now: what their blocks hold of what was published,
@@ -371,7 +400,15 @@ fn subscribe(
     // Competitors look at the shared count between messages: a short wait, so that the
     // last of them sees the end soon after another took the last message.
     let wait = Duration::from_millis(if s.plan.competing { 5 } else { 100 });
+    // Sampled at once, then every 100 ms: a short run still has a figure.
+    let mut sampled: Option<Instant> = None;
     while !done(&d) {
+        if sampled.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+            sampled = Some(Instant::now());
+            if let Some(depth) = sub.broker_depth() {
+                s.depth[i].store(depth, Ordering::Relaxed);
+            }
+        }
         let Some(stamp) = sub.next(wait)? else {
             if s.publishing_done.load(Ordering::Relaxed) && last.elapsed() >= drain_timeout {
                 break;

@@ -73,6 +73,11 @@ pub trait Publisher {
 pub trait Subscriber {
     /// The next message's stamp, or `None` when none came within `wait`.
     fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError>;
+    /// Messages waiting for this subscriber in the broker's own queue, where the broker
+    /// tells (RabbitMQ: its queue's depth); `None` elsewhere.
+    fn broker_depth(&mut self) -> Option<u64> {
+        None
+    }
     fn close(self: Box<Self>);
 }
 

@@ -189,8 +189,8 @@ impl RabbitPubSub {
         let target = self.target();
         let rt = client_runtime(&target, "AMQP")?;
         let (conn, ch) = self.open(&rt, &format!("oemputx-subscriber-{i}"))?;
-        let rx = match rt.block_on(self.bind_and_consume(&ch, i, block, queue, &target)) {
-            Ok(rx) => rx,
+        let (queue, rx) = match rt.block_on(self.bind_and_consume(&ch, i, block, queue, &target)) {
+            Ok(got) => got,
             Err(e) => {
                 // amqprs spawns on drop: inside the runtime.
                 let _inside = rt.enter();
@@ -203,6 +203,7 @@ impl RabbitPubSub {
             conn: Some(conn),
             ch: Some(ch),
             rx,
+            queue,
             ack: self.ack,
             unacked: None,
             since_ack: 0,
@@ -219,7 +220,7 @@ impl RabbitPubSub {
         block: Range<u16>,
         queue: QueueDeclareArguments,
         target: &str,
-    ) -> Result<UnboundedReceiver<ConsumerMessage>, TransportError> {
+    ) -> Result<(String, UnboundedReceiver<ConsumerMessage>), TransportError> {
         let err = |what: &str, e: amqprs::error::Error| TransportError::broker(target, what, e);
         let (queue, _, _) = ch
             .queue_declare(queue)
@@ -252,7 +253,7 @@ impl RabbitPubSub {
             .basic_consume_rx(consume)
             .await
             .map_err(|e| err("consuming", e))?;
-        Ok(rx)
+        Ok((queue, rx))
     }
 }
 
@@ -337,6 +338,9 @@ struct RabbitSubscriber {
     conn: Option<Connection>,
     ch: Option<Channel>,
     rx: UnboundedReceiver<ConsumerMessage>,
+    /// The queue it consumes (server-named, exclusive: only this connection may ask its
+    /// depth).
+    queue: String,
     ack: Ack,
     /// The last delivery tag not yet acknowledged (client mode).
     unacked: Option<u64>,
@@ -411,6 +415,14 @@ impl Subscriber for RabbitSubscriber {
                 ts_ns: num("ts_ns").unwrap_or(0),
             }))
         })
+    }
+    fn broker_depth(&mut self) -> Option<u64> {
+        let ch = self.ch.as_ref()?;
+        let passive = QueueDeclareArguments::new(&self.queue)
+            .passive(true)
+            .finish();
+        let declared = self.rt.block_on(ch.queue_declare(passive)).ok()??;
+        Some(u64::from(declared.1))
     }
     fn close(mut self: Box<Self>) {
         let rt = self.rt.clone();

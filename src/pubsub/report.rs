@@ -86,6 +86,10 @@ pub struct Backlog {
     pub growth_per_s: f64,
     /// (seconds since start, messages behind), every 100 ms.
     pub samples: Vec<(f64, u64)>,
+    /// The most messages waiting in the subscribers' queues at the broker, and its samples,
+    /// where the broker tells (RabbitMQ: each subscriber's queue depth); `null` elsewhere.
+    pub broker_queue_max: Option<u64>,
+    pub broker_queue_samples: Vec<(f64, u64)>,
 }
 
 /// The groups' CPU per message, one way of counting messages.
@@ -251,6 +255,8 @@ impl PubSubReport {
                 max: out.backlog.iter().map(|&(_, n)| n).max().unwrap_or(0),
                 growth_per_s: slope(&during),
                 samples: out.backlog.clone(),
+                broker_queue_max: out.broker_depth.iter().map(|&(_, n)| n).max(),
+                broker_queue_samples: out.broker_depth.clone(),
             },
             publishing_s: out.publishing.as_secs_f64(),
             drain_s: out.drain.as_secs_f64(),
@@ -413,6 +419,12 @@ impl PubSubReport {
             "Backlog           : max {} behind, growing {:.1} msg/s while publishing; drained {:.3} s after the publishers stopped",
             self.backlog.max, self.backlog.growth_per_s, self.drain_s
         );
+        if let Some(q) = self.backlog.broker_queue_max {
+            let _ = writeln!(
+                o,
+                "Broker queues     : max {q} messages waiting in the subscribers' queues (the broker's own count)"
+            );
+        }
         let l = &self.latency_us;
         let _ = writeln!(
             o,
