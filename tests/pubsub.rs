@@ -64,6 +64,12 @@ impl Drop for StreamGuard {
     }
 }
 
+/// The JSON a command printed after its text table (`--export-json -`).
+fn json_after_table(text: &str) -> serde_json::Value {
+    let start = text.find("{\n").expect("JSON after the table");
+    serde_json::from_str(&text[start..]).expect("JSON")
+}
+
 fn pubsub(args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = oemputx()
         .arg("pubsub")
@@ -295,8 +301,7 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
         .output()
         .expect("oemputx runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let json_start = text.find("{\n").expect("JSON after the table");
-    let j: serde_json::Value = serde_json::from_str(&text[json_start..]).expect("JSON");
+    let j = json_after_table(&text);
     assert_eq!(j["schema"], "oemputx.pubsub-capacity/1");
     let steps = j["steps"].as_array().expect("steps");
     assert!(!steps.is_empty());
@@ -346,8 +351,7 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             "{url}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let j: serde_json::Value =
-            serde_json::from_str(&text[text.find("{\n").expect("JSON")..]).expect("JSON");
+        let j: serde_json::Value = json_after_table(&text);
         let cells = j["cells"].as_array().expect("cells");
         assert_eq!(cells.len(), 8);
         for c in cells {
@@ -539,8 +543,7 @@ fn rounds_repeat_the_window_and_report_the_spread() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let j: serde_json::Value =
-        serde_json::from_str(&text[text.find("{\n").expect("JSON")..]).expect("JSON");
+    let j: serde_json::Value = json_after_table(&text);
     assert_eq!(j["schema"], "oemputx.pubsub-rounds/1");
     assert_eq!(j["rounds"].as_array().map(Vec::len), Some(3));
     let s = &j["captured_us_per_published"];

@@ -233,11 +233,7 @@ impl Publisher for NatsPublisher {
             })
     }
     fn pause(&mut self, d: Duration) {
-        // The thread's sleep, not tokio's (whose timer rounds up to whole milliseconds:
-        // a 2 ms think became 3); the last publish has already been written, and the
-        // client's I/O runs again right after.
-        std::thread::sleep(d);
-        self.rt.block_on(tokio::task::yield_now());
+        super::pause_then_drive(&self.rt, d);
     }
     fn close(self: Box<Self>) -> Result<(), TransportError> {
         let target = self.target.clone();

@@ -224,3 +224,16 @@ impl Drop for TableGuard {
         });
     }
 }
+
+/// A report's integrity counts: (sent, matched, timed out, unmatched, duplicates).
+pub fn integrity5(j: &serde_json::Value) -> (u64, u64, u64, u64, u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    (
+        n("sent"),
+        n("matched"),
+        n("timed_out"),
+        n("unmatched"),
+        n("duplicates"),
+    )
+}
