@@ -517,6 +517,12 @@ fn nats_persistent_pubsub_goes_through_jetstream_and_loses_nothing() {
             (Some(0), Some(0))
         );
         assert_eq!(j["delivered"], j["expected"]);
+        // JetStream tells each consumer's pending count: the broker's queue is a number.
+        assert!(
+            j["backlog"]["broker_queue_max"].is_u64(),
+            "{}",
+            j["backlog"]
+        );
     }
 }
 

@@ -199,6 +199,28 @@ fn render(m: &MatrixArgs, cells: &[Cell]) -> String {
             );
         }
     }
+    // The shape the paper reports: five receivers each got about a third of one receiver's
+    // rate on CJMQ, not a fifth. Shapes compare across machines; absolute rates do not.
+    let rate = |p: bool, size: usize, r: usize| {
+        cells
+            .iter()
+            .find(|c| c.persistent == p && c.msg_size == size && c.receivers == r)
+            .and_then(|c| c.received_mps)
+    };
+    let ratio = |p: bool, size: usize| match (rate(p, size, 5), rate(p, size, 1)) {
+        (Some(five), Some(one)) if one > 0.0 => format!("{:.2}", five / one),
+        _ => "-".into(),
+    };
+    for size in [128, 1024] {
+        let _ = writeln!(
+            o,
+            "{size:>6} {:>9} | {:>12} {:>29} | {:>12}",
+            "5 / 1",
+            ratio(false, size),
+            "",
+            ratio(true, size)
+        );
+    }
     for c in cells.iter().filter(|c| c.note.is_some()) {
         let _ = writeln!(
             o,

@@ -239,6 +239,8 @@ fn mark(bits: &mut [Vec<u64>], stamp: &Stamp, grow: bool) -> Option<bool> {
 }
 
 /// Messages in the subscribers' queues at the broker, summed over those whose broker tells.
+/// Competitors all read one queue (RabbitMQ's shared queue, JetStream's shared consumer):
+/// its depth once, the latest any of them saw, not once per competitor.
 fn queued(s: &Shared) -> Option<u64> {
     let told: Vec<u64> = s
         .depth
@@ -246,6 +248,9 @@ fn queued(s: &Shared) -> Option<u64> {
         .map(|d| d.load(Ordering::Relaxed))
         .filter(|&d| d != u64::MAX)
         .collect();
+    if s.plan.competing {
+        return told.iter().max().copied();
+    }
     (!told.is_empty()).then(|| told.iter().sum())
 }
 
@@ -450,6 +455,10 @@ fn subscribe(
         d.expected = target(s, &block, expected, false).unwrap_or(d.received);
     }
     d.active = last - start;
+    // The broker's last word, for a run shorter than the sampling period.
+    if let Some(depth) = sub.broker_depth() {
+        s.depth[i].store(depth, Ordering::Relaxed);
+    }
     sub.close();
     Ok((d, Instant::now()))
 }

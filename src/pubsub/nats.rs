@@ -47,6 +47,7 @@ impl NatsPubSub {
             plan: self.plan.clone(),
             ack: self.ack,
             target,
+            pending: Default::default(),
         }))
     }
 

@@ -5,6 +5,8 @@
 //! (nats-server 2.9 takes one filter subject per consumer), from the messages published
 //! after it subscribed; competitors share one durable consumer over the whole stream.
 //! `--ack none` makes the consumers ack-none; `auto` and `client` acknowledge each message.
+//! The backlog the broker tells is each consumer's pending count, which JetStream writes
+//! into every delivered message's reply subject: free to read, exact as of that delivery.
 
 use super::{Ack, Stamp, Subscriber};
 use crate::transport::TransportError;
@@ -14,6 +16,7 @@ use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, Context};
 use futures_util::StreamExt;
 use futures_util::stream::SelectAll;
+use std::collections::HashMap;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
@@ -126,11 +129,13 @@ pub struct JsSubscriber {
     pub plan: super::plan::Plan,
     pub ack: Ack,
     pub target: String,
+    /// Each consumer's pending count as of its latest delivered message.
+    pub pending: HashMap<String, u64>,
 }
 
 impl Subscriber for JsSubscriber {
     fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError> {
-        let (messages, target) = (&mut self.messages, &self.target);
+        let (messages, target, pending) = (&mut self.messages, &self.target, &mut self.pending);
         let ack = self.ack;
         let got = self.rt.block_on(async {
             let Ok(next) = tokio::time::timeout(wait, messages.next()).await else {
@@ -147,9 +152,21 @@ impl Subscriber for JsSubscriber {
                     .await
                     .map_err(|e| TransportError::broker(target, "acknowledging", e))?;
             }
+            if let Ok(info) = m.info() {
+                // Only a new consumer name allocates; the rest overwrite in place.
+                match pending.get_mut(info.consumer) {
+                    Some(n) => *n = info.pending,
+                    None => {
+                        pending.insert(info.consumer.to_string(), info.pending);
+                    }
+                }
+            }
             Ok(Some(m.message))
         })?;
         Ok(got.map(|m| stamp_of(&m, &self.plan)))
+    }
+    fn broker_depth(&mut self) -> Option<u64> {
+        (!self.pending.is_empty()).then(|| self.pending.values().sum())
     }
     fn close(self: Box<Self>) {
         let JsSubscriber { rt, client, .. } = *self;

@@ -87,7 +87,8 @@ pub struct Backlog {
     /// (seconds since start, messages behind), every 100 ms.
     pub samples: Vec<(f64, u64)>,
     /// The most messages waiting in the subscribers' queues at the broker, and its samples,
-    /// where the broker tells (RabbitMQ: each subscriber's queue depth); `null` elsewhere.
+    /// where the broker tells (RabbitMQ: each subscriber's queue depth; JetStream: its consumers'
+    /// pending counts); `null` elsewhere.
     pub broker_queue_max: Option<u64>,
     pub broker_queue_samples: Vec<(f64, u64)>,
 }
