@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
-# PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222 and valgrind. A service that already answers is left alone; a missing one
+# PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
+# Performance Co-Pilot (pmcd, pmproxy on 44322) and valgrind. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -100,9 +101,42 @@ ensure_valgrind() {
   apt_install valgrind
 }
 
+ensure_pcp() {
+  # Performance Co-Pilot for groups on other hosts (--host NAME=pcp://HOST): the tests read
+  # this machine through pmproxy on 127.0.0.1:44322, the same path as a remote host.
+  if listening 44322; then log "pmproxy already answers on 127.0.0.1:44322; leaving PCP alone"; return 0; fi
+  if ! command -v pmcd >/dev/null && [ ! -x /usr/libexec/pcp/bin/pmcd ]; then
+    # pcp's post-install step calls systemctl, which fails where systemd is not PID 1; a
+    # no-op systemctl first on PATH lets it finish (the daemons are started below instead).
+    local shim
+    shim=$(mktemp -d)
+    printf '#!/bin/sh\nexit 0\n' >"$shim/systemctl"
+    chmod +x "$shim/systemctl"
+    if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+    log "installing pcp"
+    as_root env PATH="$shim:$PATH" DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends pcp >/dev/null ||
+      as_root env PATH="$shim:$PATH" dpkg --configure -a
+    rm -rf "$shim"
+  fi
+  # pmdaproc: -L lists threads (a process's exact CPU is the sum of its threads'
+  # schedstat); -A shows every process to unauthenticated clients. Both only on a PCP this
+  # script set up and starts: it answers on loopback for the tests.
+  local conf=/etc/pcp/pmcd/pmcd.conf
+  if [ -f "$conf" ] && ! grep -q 'pmdaproc .*-A' "$conf"; then
+    log "pmdaproc in $conf: adding -A -L (all processes, with threads, for the tests)"
+    as_root sed -i -E 's|^(proc[[:space:]].*pmdaproc -d 3)$|\1 -A -L|' "$conf"
+  fi
+  log "starting pmcd and pmproxy"
+  as_root /etc/init.d/pmcd start >/dev/null 2>&1 || true
+  as_root /etc/init.d/pmproxy start >/dev/null 2>&1 || true
+  wait_for 44322 pmproxy 60
+}
+
 ensure_rabbitmq
 ensure_amqp10
 ensure_postgresql
 ensure_nats
 ensure_mosquitto
 ensure_valgrind
+ensure_pcp

@@ -71,6 +71,9 @@ pub struct MatrixArgs {
     /// Groups to account (NAME=SEL,...). [default: the broker]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,
+    /// Hosts groups may be placed on, as for a run: NAME=pcp://HOST[:PORT].
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
     /// Write the matrix as JSON (schema oemputx.matrix/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
@@ -135,6 +138,11 @@ pub struct PubsubArgs {
     /// Groups to account (NAME=SEL,...). [default: the broker, QMGR=@rabbitmq, @nats or @mosquitto]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,
+    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
+    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
+    /// group there with --group NAME@HOST=SEL,...
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
     #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
     pub capture_ratio: String,
     #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
@@ -333,6 +341,11 @@ pub struct CpuArgs {
     /// Groups as for a run (NAME=SEL,...). [default: one group per preset, those running]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,
+    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
+    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
+    /// group there with --group NAME@HOST=SEL,...
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
     /// Print the CPU used in each interval instead of totals so far.
     #[arg(long, value_name = "DURATION")]
     pub interval: Option<humantime::Duration>,
@@ -356,6 +369,11 @@ pub struct AccountArgs {
     /// Groups to account (NAME=SEL,...), at least one.
     #[arg(long = "group", value_name = "NAME=SEL,...", required = true)]
     pub groups: Vec<String>,
+    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
+    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
+    /// group there with --group NAME@HOST=SEL,...
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
     /// Capture ratio: `measured`, or a fixed value such as 0.9.
     #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
     pub capture_ratio: String,
@@ -500,6 +518,12 @@ pub struct RunArgs {
     #[arg(long = "group", value_name = "NAME=SEL,...")]
     pub groups: Vec<String>,
 
+    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
+    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
+    /// group there with --group NAME@HOST=SEL,...
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
+
     /// Account no process groups (only the driver's own CPU).
     #[arg(long, conflicts_with = "groups")]
     pub no_groups: bool,
@@ -512,7 +536,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
     pub capture_ratio: String,
 
-    /// Write the report as JSON (schema oemputx.report/1) to PATH (`-` for stdout).
+    /// Write the report as JSON (schema oemputx.report/2) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
 

@@ -14,10 +14,13 @@ use std::sync::atomic::AtomicBool;
 
 /// Run the loop `cfg` describes, with its accounting windows, and build the report.
 pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
+    // Hosts first: one that cannot be read stops the run before a queue is touched.
+    let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
+        .with_hosts(&cfg.hosts)
+        .map_err(crate::config::ConfigError::from)?;
     let transport = transport::open(&cfg.endpoint, cfg.queue_setup())?;
     let excluded = transport.own_threads();
     let mut window = DriverCpu::new(excluded.clone());
-    let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio);
     let controls = Controls::new(interrupt, cfg.tasks);
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {

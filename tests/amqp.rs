@@ -27,7 +27,7 @@ fn one_task_round_trips_every_request_through_the_echo_flow() {
         "300",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(j["schema"], "oemputx.report/1");
+    assert_eq!(j["schema"], "oemputx.report/2");
     assert_eq!(integrity(&j), (300, 300, 0, 0));
     assert_eq!(j["transactions"], 300);
     assert!(j["rate_tps"].as_f64().unwrap_or(0.0) > 0.0);

@@ -47,7 +47,7 @@ fn json_export_has_the_schema_and_the_figures() {
         .expect("runs");
     assert!(out.status.success());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON alone");
-    assert_eq!(j["schema"], "oemputx.report/1");
+    assert_eq!(j["schema"], "oemputx.report/2");
     assert_eq!(j["transactions"], 100);
     for k in ["mean", "p50", "p90", "p99", "p999", "max"] {
         assert!(

@@ -17,6 +17,7 @@ use std::time::Duration;
 fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> ProcessRow {
     ProcessRow {
         group: group.into(),
+        host: "local".into(),
         name: format!("{name}.{pid}"),
         pid: Some(pid),
         user_us_per_tran: user,
@@ -33,6 +34,7 @@ fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> 
 fn group(name: &str, user: f64, sys: f64, pct: f64, processes: usize) -> GroupRow {
     GroupRow {
         name: name.into(),
+        host: "local".into(),
         user_us_per_tran: user,
         sys_us_per_tran: sys,
         total_us_per_tran: user + sys,
@@ -116,6 +118,7 @@ fn report_of(integrity: Integrity) -> Report {
             verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
             warnings: vec![],
             error: None,
+            hosts: vec![],
         },
     };
     let mut r = Report::build(

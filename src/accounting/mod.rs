@@ -6,7 +6,9 @@
 //! Accounting knows nothing of brokers or of the driver: it is a [`Window`] the driver calls.
 
 pub mod clock;
+pub mod hosts;
 pub mod math;
+pub mod pcp;
 pub mod selector;
 pub mod snapshot;
 pub mod table;
@@ -31,6 +33,8 @@ pub enum RatioMode {
 #[derive(Debug, Clone, Serialize)]
 pub struct ProcessRow {
     pub group: String,
+    /// `local`, or the `--host` name the process runs on.
+    pub host: String,
     pub name: String,
     /// `null` for a cgroup row or reaped children.
     pub pid: Option<i32>,
@@ -54,6 +58,8 @@ pub struct ProcessRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupRow {
     pub name: String,
+    /// `local`, or the `--host` name the group is on.
+    pub host: String,
     pub user_us_per_tran: f64,
     pub sys_us_per_tran: f64,
     pub total_us_per_tran: f64,
@@ -123,6 +129,9 @@ pub struct AccountingInfo {
     pub warnings: Vec<String>,
     /// Set when the snapshots could not be taken.
     pub error: Option<String>,
+    /// With groups on other hosts: each host's figures (this machine's first, as `local`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<hosts::HostFigures>,
 }
 
 impl Machine {
@@ -136,6 +145,8 @@ impl Machine {
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            counter_tick_s: 1.0 / snapshot::clk_tck() as f64,
+            host: None,
         }
     }
 }
@@ -218,6 +229,8 @@ pub struct Accounting {
     ratio: RatioMode,
     /// (start, end) of each window (one per round).
     windows: Vec<(Option<Snapshot>, Option<Snapshot>)>,
+    /// Groups on other hosts, with their own windows, in step with `windows`.
+    remote: Vec<hosts::Remote>,
     /// The first snapshot failure, reported instead of the table.
     pub error: Option<String>,
 }
@@ -230,24 +243,72 @@ impl Accounting {
             source,
             ratio,
             windows: Vec::new(),
+            remote: Vec::new(),
             error: None,
         }
     }
 
-    fn snap(&mut self) -> Option<Snapshot> {
-        match snapshot::take(&self.groups, self.source) {
+    /// Read the groups placed on other hosts (`NAME@HOST=…`) through those hosts' PCP.
+    /// Each host is asked once now, so that one that cannot be read is an error before the
+    /// run rather than a missing table after it.
+    pub fn with_hosts(mut self, hosts: &[pcp::PcpHost]) -> Result<Self, pcp::PcpError> {
+        let (local, remote) = hosts::place(std::mem::take(&mut self.groups), hosts)?;
+        for r in &remote {
+            r.host.check()?;
+        }
+        self.groups = local;
+        self.remote = remote;
+        Ok(self)
+    }
+
+    /// This machine's snapshot and every host's, taken at the same moment: one thread per
+    /// host, so that a slow host does not move the others' edges.
+    fn snap(&mut self) -> (Option<Snapshot>, Vec<hosts::Edge>) {
+        let (local, remote) = std::thread::scope(|sc| {
+            let asks: Vec<_> = self
+                .remote
+                .iter()
+                .map(|r| sc.spawn(|| r.host.snapshot(&r.groups)))
+                .collect();
+            let local = snapshot::take(&self.groups, self.source);
+            let remote: Vec<_> = asks
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err("a host's snapshot thread panicked".to_string()),
+                })
+                .collect();
+            (local, remote)
+        });
+        let local = match local {
             Ok(s) => Some(s),
             Err(e) => {
                 self.error.get_or_insert(e.to_string());
                 None
             }
-        }
+        };
+        let remote = remote
+            .into_iter()
+            .map(|r| match r {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                    None
+                }
+            })
+            .collect();
+        (local, remote)
     }
 
     /// Make the end snapshot the next start, for measuring interval after interval.
     pub fn roll(&mut self) {
         if let Some((_, end)) = self.windows.pop() {
             self.windows.push((end, None));
+        }
+        for r in &mut self.remote {
+            if let Some((_, end)) = r.windows.pop() {
+                r.windows.push((end, None));
+            }
         }
     }
 
@@ -268,37 +329,62 @@ impl Accounting {
     /// The table of window (round) `i` alone.
     pub fn round_table(&self, i: usize, traffic: Traffic) -> Option<CpuTable> {
         let (a, b) = self.windows.get(i)?;
-        Some(self.table_between(a.as_ref()?, b.as_ref()?, traffic))
+        self.table_between((a.as_ref()?, b.as_ref()?), (i, i), traffic)
     }
 
     /// The table of the whole run: the first window's start to the last window's end.
     pub fn table(&self, traffic: Traffic) -> Option<CpuTable> {
         let (a, b) = self.whole()?;
-        Some(self.table_between(a, b, traffic))
+        let last = self.windows.len().checked_sub(1)?;
+        self.table_between((a, b), (0, last), traffic)
     }
 
-    fn table_between(&self, a: &Snapshot, b: &Snapshot, traffic: Traffic) -> CpuTable {
-        table::build(
+    /// The table from window `first`'s start to window `last`'s end, on every host; `None`
+    /// when a host's snapshot is missing (the error says why).
+    fn table_between(
+        &self,
+        (a, b): (&Snapshot, &Snapshot),
+        (first, last): (usize, usize),
+        traffic: Traffic,
+    ) -> Option<CpuTable> {
+        let mut t = table::build(
             &self.groups,
             (a, b),
             traffic,
             &Machine::this(),
             self.source,
             self.ratio,
-        )
+        );
+        let mut remote = Vec::new();
+        for r in &self.remote {
+            let start = r.windows.get(first)?.0.as_ref()?;
+            let end = r.windows.get(last)?.1.as_ref()?;
+            remote.push((r, start, end));
+        }
+        hosts::merge(&mut t, (a, b), &remote, traffic, self.source, self.ratio);
+        Some(t)
     }
 }
 
 impl Window for Accounting {
     fn start(&mut self) {
-        let s = self.snap();
+        let (s, remote) = self.snap();
         self.windows.push((s, None));
+        for (r, e) in self.remote.iter_mut().zip(remote) {
+            r.windows.push((e, None));
+        }
     }
     fn end(&mut self) {
-        let e = self.snap();
+        let (e, remote) = self.snap();
         match self.windows.last_mut() {
             Some(w) => w.1 = e,
             None => self.windows.push((None, e)),
+        }
+        for (r, e) in self.remote.iter_mut().zip(remote) {
+            match r.windows.last_mut() {
+                Some(w) => w.1 = e,
+                None => r.windows.push((None, e)),
+            }
         }
     }
 }

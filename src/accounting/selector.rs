@@ -48,6 +48,15 @@ pub enum SelectorError {
     },
     #[error("--group {0} is given twice; merge its selectors into one --group")]
     Duplicate(String),
+    #[error(
+        "--group {group}@{host}: '{sel}' cannot be read on another host ({why}); use comm:, cmd:, pid:, user:, tree: or a preset there"
+    )]
+    NotRemote {
+        group: String,
+        host: String,
+        sel: String,
+        why: &'static str,
+    },
 }
 
 /// What a selector matches.
@@ -61,6 +70,8 @@ pub enum Selector {
     /// The pid written in a file, read at each snapshot.
     PidFile(PathBuf),
     Uid(u32),
+    /// A user by name on another host (its uid there may differ from this machine's).
+    UserName(String),
     /// A process and all its descendants.
     Tree(i32),
     /// A cgroup directory: its usage counter, which keeps processes that came and went.
@@ -74,6 +85,8 @@ pub enum Selector {
 pub struct GroupSpec {
     pub name: String,
     pub selectors: Vec<Selector>,
+    /// The host (a `--host` name) whose processes the group holds; `None`: this machine.
+    pub host: Option<String>,
 }
 
 impl GroupSpec {
@@ -231,12 +244,16 @@ fn cgroup_dir(value: &str) -> PathBuf {
 /// reported twice or gated ambiguously.
 const RESERVED: [&str; 5] = ["DRIVER", "captured", "corrected", "rate", "p99"];
 
-/// Parse `NAME=SEL[,SEL…]`.
+/// Parse `NAME=SEL[,SEL…]`, or `NAME@HOST=SEL[,SEL…]` for a group on another host.
 pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     let (name, sels) = spec
         .split_once('=')
         .ok_or_else(|| SelectorError::NoName(spec.into()))?;
-    let name = name.trim();
+    let (name, host) = match name.trim().split_once('@') {
+        Some((n, h)) if !h.trim().is_empty() => (n.trim(), Some(h.trim().to_string())),
+        Some(_) => return Err(SelectorError::NoName(spec.into())),
+        None => (name.trim(), None),
+    };
     if name.is_empty() || sels.trim().is_empty() {
         return Err(SelectorError::NoName(spec.into()));
     }
@@ -245,12 +262,38 @@ pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     }
     let mut selectors = Vec::new();
     for sel in sels.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        selectors.extend(parse_selector(name, sel)?);
+        match &host {
+            Some(h) => selectors.extend(remote_selector(name, h, sel)?),
+            None => selectors.extend(parse_selector(name, sel)?),
+        }
     }
     Ok(GroupSpec {
         name: name.to_string(),
         selectors,
+        host,
     })
+}
+
+/// A selector for a group on another host: what can be matched on the facts that host's
+/// agent reports. Files and threads of this machine mean nothing there.
+fn remote_selector(group: &str, host: &str, sel: &str) -> Result<Vec<Selector>, SelectorError> {
+    let not = |why| SelectorError::NotRemote {
+        group: group.into(),
+        host: host.into(),
+        sel: sel.into(),
+        why,
+    };
+    match sel.split_once(':') {
+        Some(("pidfile", _)) => Err(not("a pid file is read on this machine")),
+        Some(("thread", _)) => Err(not("thread: names threads of oemputx itself")),
+        Some(("cgroup", _)) => Err(not(
+            "not yet: a remote cgroup's counters are not read through PCP yet",
+        )),
+        Some(("user", v)) if v.parse::<u32>().is_err() && !v.is_empty() => {
+            Ok(vec![Selector::UserName(v.to_string())])
+        }
+        _ => parse_selector(group, sel),
+    }
 }
 
 /// Parse several groups, refusing a name given twice.
@@ -277,6 +320,8 @@ pub struct ProcFacts {
     /// Read only when a `cmd:` selector needs it.
     pub cmdline: Option<String>,
     pub uid: Option<u32>,
+    /// The owner's name, where the source gives it (PCP); matched by `user:` on another host.
+    pub user: Option<String>,
 }
 
 impl Selector {
@@ -293,6 +338,7 @@ impl Selector {
             Selector::Pid(pid) => p.pid == *pid,
             Selector::PidFile(path) => pidfile_pid(path) == Some(p.pid),
             Selector::Uid(uid) => p.uid == Some(*uid),
+            Selector::UserName(n) => p.user.as_deref() == Some(n.as_str()),
             Selector::Tree(root) => in_tree(*root, p.pid),
             Selector::Cgroup(_) | Selector::Thread(_) => false,
         }
@@ -310,6 +356,7 @@ mod tests {
             comm: comm.into(),
             cmdline: Some(format!("/usr/bin/{comm} --flag")),
             uid: Some(0),
+            user: Some("root".into()),
         }
     }
     fn no_tree(_: i32, _: i32) -> bool {

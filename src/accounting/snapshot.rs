@@ -217,6 +217,7 @@ fn read_processes(groups: &[GroupSpec], source: CpuSource) -> Result<ProcessRead
                     None
                 },
                 uid: if want_uid { proc.uid().ok() } else { None },
+                user: None,
             },
         ));
         read.procs.insert(
@@ -235,7 +236,10 @@ fn read_processes(groups: &[GroupSpec], source: CpuSource) -> Result<ProcessRead
 }
 
 /// The descendants of each `tree:` root (the root included), by following parent links.
-fn trees(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> HashMap<i32, HashSet<i32>> {
+pub(super) fn trees(
+    groups: &[GroupSpec],
+    facts: &[(Key, ProcFacts)],
+) -> HashMap<i32, HashSet<i32>> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for (_, f) in facts {
         children.entry(f.ppid).or_default().push(f.pid);

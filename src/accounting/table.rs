@@ -41,6 +41,11 @@ pub struct Machine {
     pub clk_tck: u64,
     /// CPUs this process may use.
     pub cpus: usize,
+    /// The granularity of the machine's idle counters, seconds: /proc/stat counts in USER_HZ
+    /// ticks, whatever unit a source reports them in.
+    pub counter_tick_s: f64,
+    /// The `--host` name of another host; `None`: this machine.
+    pub host: Option<String>,
 }
 
 /// A process's CPU over the window: exact nanoseconds, and the tick counts that split it.
@@ -124,6 +129,7 @@ pub fn build(
             verdict,
             warnings: b.warnings,
             error: None,
+            hosts: Vec::new(),
         },
     }
 }
@@ -134,6 +140,10 @@ fn sum(it: impl Iterator<Item = f64>) -> f64 {
 }
 
 impl Builder<'_> {
+    fn host_name(&self) -> String {
+        self.machine.host.clone().unwrap_or_else(|| "local".into())
+    }
+
     /// Nanoseconds of the window → µs per transaction.
     fn per(&self, ns: f64) -> f64 {
         match self.traffic.transactions {
@@ -183,6 +193,7 @@ impl Builder<'_> {
         let sigma_ns = math::split_sigma(cpu.ns as f64 / 1e9, self.machine.tick_s, share) * 1e9;
         ProcessRow {
             group: group.to_string(),
+            host: self.host_name(),
             name,
             pid,
             user_us_per_tran: self.per(u),
@@ -363,6 +374,7 @@ impl Builder<'_> {
                     self.rows.iter().filter(|r| r.group == name).collect();
                 let total = sum(members.iter().map(|r| r.total_us_per_tran));
                 GroupRow {
+                    host: self.host_name(),
                     name: name.to_string(),
                     user_us_per_tran: sum(members.iter().map(|r| r.user_us_per_tran)),
                     sys_us_per_tran: sum(members.iter().map(|r| r.sys_us_per_tran)),
@@ -395,7 +407,8 @@ impl Builder<'_> {
         for (key, end) in &self.end.procs {
             let (cpu, _) = self.delta(key, end, self.start.procs.get(key));
             all_ns += cpu.ns;
-            if !self.grouped.contains(key) && key.0 != me {
+            // oemputx itself is a row of its own, on this machine only.
+            if !self.grouped.contains(key) && (self.machine.host.is_some() || key.0 != me) {
                 others.push((cpu.ns, end));
             }
         }
@@ -442,7 +455,7 @@ impl Builder<'_> {
             self.warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
             return None;
         };
-        let sigma = math::capture_ratio_sigma(v, busy, cpus, 1.0 / tck);
+        let sigma = math::capture_ratio_sigma(v, busy, cpus, self.machine.counter_tick_s);
         let mut ratio = CaptureRatio {
             value: v,
             source: "measured",
@@ -454,7 +467,7 @@ impl Builder<'_> {
         if sigma > MAX_RATIO_SIGMA * v {
             self.warnings.push(format!(
                 "the measured capture ratio {v:.3}±{sigma:.3} is too uncertain to apply (/proc/stat counts idle in {:.0} ms ticks; the window had {busy:.3} s of busy CPU): the corrected total is the captured one; run longer (about {:.0} s) or give --capture-ratio",
-                1000.0 / tck,
+                1000.0 * self.machine.counter_tick_s,
                 (elapsed_s * sigma / (MAX_RATIO_SIGMA * v)).ceil().max(1.0)
             ));
             ratio.value = 1.0;

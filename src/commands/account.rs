@@ -74,7 +74,11 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
         flag: "account",
         why: "give the command to run after --, e.g. oemputx account --messages 1000 --group Q=@rabbitmq -- perf-test ...".into(),
     })?;
-    let mut acc = Accounting::new(groups, args.cpu_source, ratio);
+    let hosts =
+        crate::accounting::pcp::parse_hosts(&args.hosts, None).map_err(ConfigError::from)?;
+    let mut acc = Accounting::new(groups, args.cpu_source, ratio)
+        .with_hosts(&hosts)
+        .map_err(ConfigError::from)?;
     let before = children_cpu();
     acc.start();
     let status = std::process::Command::new(program)

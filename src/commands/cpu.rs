@@ -24,6 +24,45 @@ pub(super) fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, Conf
     Ok(selector::parse_groups(specs.iter().map(String::as_str))?)
 }
 
+/// The CPU each group's members have used so far, rows named `Jobname.PID` + `host`.
+fn rows_so_far(groups: &[GroupSpec], snap: &snapshot::Snapshot, host: &str) -> Vec<CpuRow> {
+    let mut rows = Vec::new();
+    for (g, members) in groups.iter().zip(&snap.groups) {
+        let samples: Vec<&snapshot::Sample> = match members {
+            Members::Procs(keys) => keys.iter().filter_map(|k| snap.procs.get(k)).collect(),
+            Members::Threads(t) => t.values().collect(),
+            Members::Cgroup(c) => {
+                if let Some(c) = c {
+                    let total = c.usage_ns as f64 / 1e9;
+                    let (u, s) = crate::accounting::math::split(total, c.user, c.system);
+                    rows.push(CpuRow {
+                        group: g.name.clone(),
+                        name: "cgroup".into(),
+                        pid: None,
+                        user_s: u,
+                        sys_s: s,
+                        total_s: total,
+                    });
+                }
+                continue;
+            }
+        };
+        for p in samples {
+            let total = p.cpu_ns as f64 / 1e9;
+            let (u, s) = crate::accounting::math::split(total, p.utime, p.stime);
+            rows.push(CpuRow {
+                group: g.name.clone(),
+                name: format!("{}.{}{host}", p.name, p.pid),
+                pid: Some(p.pid),
+                user_s: u,
+                sys_s: s,
+                total_s: total,
+            });
+        }
+    }
+    rows
+}
+
 /// One output row of `oemputx cpu`.
 struct CpuRow {
     group: String,
@@ -87,41 +126,16 @@ fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> 
 /// `oemputx cpu`.
 pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let groups = groups_or_presets(&args.groups)?;
+    let hosts =
+        crate::accounting::pcp::parse_hosts(&args.hosts, None).map_err(ConfigError::from)?;
     let Some(interval) = args.interval.map(Duration::from) else {
-        let snap = snapshot::take(&groups, args.cpu_source)?;
-        let mut rows = Vec::new();
-        for (g, members) in groups.iter().zip(&snap.groups) {
-            let samples: Vec<&snapshot::Sample> = match members {
-                Members::Procs(keys) => keys.iter().filter_map(|k| snap.procs.get(k)).collect(),
-                Members::Threads(t) => t.values().collect(),
-                Members::Cgroup(c) => {
-                    if let Some(c) = c {
-                        let total = c.usage_ns as f64 / 1e9;
-                        let (u, s) = crate::accounting::math::split(total, c.user, c.system);
-                        rows.push(CpuRow {
-                            group: g.name.clone(),
-                            name: "cgroup".into(),
-                            pid: None,
-                            user_s: u,
-                            sys_s: s,
-                            total_s: total,
-                        });
-                    }
-                    continue;
-                }
-            };
-            for p in samples {
-                let total = p.cpu_ns as f64 / 1e9;
-                let (u, s) = crate::accounting::math::split(total, p.utime, p.stime);
-                rows.push(CpuRow {
-                    group: g.name.clone(),
-                    name: format!("{}.{}", p.name, p.pid),
-                    pid: Some(p.pid),
-                    user_s: u,
-                    sys_s: s,
-                    total_s: total,
-                });
-            }
+        let (local, remote) =
+            crate::accounting::hosts::place(groups, &hosts).map_err(ConfigError::from)?;
+        let snap = snapshot::take(&local, args.cpu_source)?;
+        let mut rows = rows_so_far(&local, &snap, "");
+        for r in &remote {
+            let (snap, _) = r.host.snapshot(&r.groups).map_err(ConfigError::from)?;
+            rows.extend(rows_so_far(&r.groups, &snap, &format!("@{}", r.host.name)));
         }
         if rows.is_empty() {
             eprintln!(
@@ -142,7 +156,9 @@ pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         groups,
         args.cpu_source,
         crate::accounting::RatioMode::Measured,
-    );
+    )
+    .with_hosts(&hosts)
+    .map_err(ConfigError::from)?;
     acc.start();
     let mut n = 0u64;
     while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {

@@ -77,6 +77,7 @@ fn set_flow_group(cfg: &mut Config, flows: &Flows) {
         GroupSpec {
             name: "FLOW".into(),
             selectors: flows.pids().into_iter().map(Selector::Tree).collect(),
+            host: None,
         },
     );
 }

@@ -53,6 +53,7 @@ fn cell_args(m: &MatrixArgs, persistent: bool, size: usize, receivers: usize) ->
         select_by: SelectBy::Topic,
         drain_timeout: std::time::Duration::from_secs(5).into(),
         groups: m.groups.clone(),
+        hosts: m.hosts.clone(),
         capture_ratio: "measured".into(),
         cpu_source: crate::cli::CpuSource::Exact,
         export_json: None,

@@ -177,7 +177,11 @@ pub(crate) fn measure(
         selector::parse_groups(args.groups.iter().map(String::as_str))?
     };
     let ratio = parse_ratio(&args.capture_ratio)?;
-    let mut acc = Accounting::new(groups, args.cpu_source, ratio);
+    let hosts = crate::accounting::pcp::parse_hosts(&args.hosts, None)
+        .map_err(crate::config::ConfigError::from)?;
+    let mut acc = Accounting::new(groups, args.cpu_source, ratio)
+        .with_hosts(&hosts)
+        .map_err(crate::config::ConfigError::from)?;
     let mut own = (Duration::ZERO, Duration::ZERO);
     let pacing = Pacing {
         think: args.think.into(),

@@ -154,6 +154,7 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
                 cfg.groups.push(GroupSpec {
                     name: "FLOW".into(),
                     selectors: flows.pids().into_iter().map(Selector::Pid).collect(),
+                    host: None,
                 });
             }
             let report = crate::measure::measure(&cfg, interrupt.clone())?;

@@ -28,6 +28,10 @@ impl Config {
             (None, true) => Messages::default_request()?,
         };
         let groups = groups(args, profile, &endpoint)?;
+        let hosts = crate::accounting::pcp::parse_hosts(
+            &args.hosts,
+            profile.and_then(|p| p.hosts.as_ref()),
+        )?;
         let capture_ratio = parse_ratio(&args.capture_ratio)?;
         let exports = exports(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
@@ -58,6 +62,7 @@ impl Config {
             save_baseline: args.save_baseline.clone(),
             quiet: args.quiet,
             groups,
+            hosts,
             exports,
             progress_bar: !args.no_progress && !args.quiet,
             stats_interval: args

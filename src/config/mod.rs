@@ -43,6 +43,8 @@ pub enum ConfigError {
     MsgFile(#[from] MsgFileError),
     #[error(transparent)]
     Selector(#[from] SelectorError),
+    #[error(transparent)]
+    Host(#[from] crate::accounting::pcp::PcpError),
 }
 
 fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
@@ -116,6 +118,8 @@ pub struct Config {
     pub quiet: bool,
     /// Process groups to account.
     pub groups: Vec<GroupSpec>,
+    /// Hosts (`--host`, a profile's `[profile.NAME.hosts]`) groups may be placed on.
+    pub hosts: Vec<crate::accounting::pcp::PcpHost>,
     /// Where the reports go.
     pub exports: Exports,
     /// Progress bar and interval statistics.

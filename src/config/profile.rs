@@ -18,6 +18,8 @@ pub struct Profile {
     pub label: Option<String>,
     /// Default process groups: NAME = [selectors].
     pub groups: Option<BTreeMap<String, Vec<String>>>,
+    /// Hosts groups may be placed on (`QMGR@broker`): NAME = "pcp://HOST[:PORT]".
+    pub hosts: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]

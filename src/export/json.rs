@@ -1,4 +1,4 @@
-//! The JSON exporter: the report model as `oemputx.report/1`.
+//! The JSON exporter: the report model as `oemputx.report/2`.
 
 use crate::report::Report;
 

@@ -169,6 +169,7 @@ fn accounting_notes(o: &mut String, acc: &AccountingInfo) {
         "Accounting cost       : {:.6} s CPU for the snapshots ({:.2}% of the captured CPU)",
         acc.snapshot_cpu_s, acc.snapshot_share_pct
     );
+    hosts(o, &acc.hosts);
     if acc.steal_s > 0.0 {
         let _ = writeln!(
             o,
@@ -180,6 +181,61 @@ fn accounting_notes(o: &mut String, acc: &AccountingInfo) {
     for w in &acc.warnings {
         let _ = writeln!(o, "Warning               : {w}");
     }
+}
+
+/// Each host's own figures, when groups are on other hosts: its captured and corrected
+/// totals under its own capture ratio, the CPU outside its groups, how far its snapshots
+/// were from this machine's and what they cost there.
+fn hosts(o: &mut String, hosts: &[crate::accounting::hosts::HostFigures]) {
+    if hosts.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "Hosts (µs/tran)       :");
+    let _ = writeln!(
+        o,
+        "  {:<10} {:>9} {:>15} {:>9} {:>9} {:>9} {:>10}  source",
+        "host", "captured", "capture ratio", "corrected", "other", "skew ms", "PCP µs"
+    );
+    for h in hosts {
+        let ratio = h
+            .capture_ratio
+            .as_ref()
+            .map_or_else(|| "n/a".to_string(), |r| r.shown());
+        let opt = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |x| format!("{x:.2}"));
+        let local = h.source == "/proc";
+        let _ = writeln!(
+            o,
+            "  {:<10} {:>9.2} {:>15} {:>9} {:>9.2} {:>9} {:>10}  {}{}",
+            h.name,
+            h.captured_us_per_tran,
+            ratio,
+            opt(h.corrected_us_per_tran),
+            h.other_cpu.us_per_tran,
+            if local {
+                "-".into()
+            } else {
+                format!("{:.2}", h.skew_ms)
+            },
+            if local {
+                "-".into()
+            } else {
+                format!("{:.2}", h.agents_us_per_tran)
+            },
+            h.source,
+            if h.exact { "" } else { " (ticks)" }
+        );
+    }
+    let cost: Vec<String> = hosts
+        .iter()
+        .filter(|h| h.source != "/proc")
+        .map(|h| {
+            format!(
+                "{}: {:.6} s CPU there (pmcd, pmdas, pmproxy), {:.6} s here, slowest request {:.1} ms",
+                h.name, h.agents_cpu_s, h.local_cpu_s, h.round_trip_ms
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "Host snapshot cost    : {}", cost.join("; "));
 }
 
 /// Each round, then best / median / worst, then the noise verdict.

@@ -19,7 +19,12 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// The JSON schema tag; bump the number on any incompatible change.
-pub const SCHEMA: &str = "oemputx.report/1";
+/// 2: every process and group names its host (`local`, or a `--host` name), and
+/// `accounting.hosts` gives each host's figures when groups are on other hosts.
+pub const SCHEMA: &str = "oemputx.report/2";
+/// Schemas a saved report may have and still be read: version 1 lacks only the hosts,
+/// which a reader takes as `local`.
+pub const READABLE: [&str; 2] = ["oemputx.report/1", SCHEMA];
 
 /// A run's report.
 #[derive(Debug, Clone, Serialize)]

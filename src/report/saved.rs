@@ -21,7 +21,7 @@ pub enum ReportFileError {
     )]
     Corrupt { path: PathBuf, why: String },
     #[error(
-        "{path} has schema '{found}', not '{SCHEMA}': it was written by another tool or an incompatible oemputx"
+        "{path} has schema '{found}', not '{SCHEMA}' (or the older oemputx.report/1): it was written by another tool or an incompatible oemputx"
     )]
     Schema { path: PathBuf, found: String },
     #[error(
@@ -192,7 +192,7 @@ impl Saved {
             .get("schema")
             .and_then(|s| s.as_str())
             .unwrap_or("none");
-        if found != SCHEMA {
+        if !super::READABLE.contains(&found) {
             return Err(ReportFileError::Schema {
                 path,
                 found: found.to_string(),

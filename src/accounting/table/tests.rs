@@ -14,6 +14,8 @@ fn machine(cpus: usize) -> Machine {
         tick_source: "CONFIG_HZ=250".into(),
         clk_tck: TCK,
         cpus,
+        counter_tick_s: 1.0 / TCK as f64,
+        host: None,
     }
 }
 
@@ -244,6 +246,7 @@ fn a_cgroup_row_is_exact_and_an_unreadable_cgroup_is_named() {
     let cgroup = |name: &str, path: &str| GroupSpec {
         name: name.into(),
         selectors: vec![Selector::Cgroup(path.into())],
+        host: None,
     };
     let specs = [
         cgroup("DB", "/sys/fs/cgroup/db.slice"),

@@ -1,0 +1,618 @@
+//! Another host's CPU through Performance Co-Pilot: a snapshot of that host taken from
+//! pmproxy's REST API (`/pmapi/fetch`), in the same shape as a local snapshot, so that the
+//! table is built by the same steps.
+//!
+//! Why these metrics: `proc.schedstat.cpu_time` is the scheduler's nanosecond counter, exact
+//! like a local CPU clock; but it is read from `/proc/PID/schedstat`, which holds the
+//! *thread* PID's time only, so a process's CPU is the sum over its threads. pmdaproc lists
+//! threads when it runs with `-L`; without it the per-process figure would be the main
+//! thread alone, and oemputx falls back to `proc.psinfo.utime + stime` (ticks) and says so.
+//! pmdaproc shows other users' processes only to authenticated clients (or with `-A`).
+//! Time counters come in milliseconds; the host's snapshot counts its "ticks" in ms.
+
+use super::selector::{GroupSpec, ProcFacts};
+use super::snapshot::{Key, Members, Sample, Snapshot};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// pmproxy's port.
+pub const DEFAULT_PORT: u16 = 44322;
+/// The environment variable a PCP password comes from when the URL has none.
+pub const PASSWORD_ENV: &str = "OEMPUTX_PCP_PASSWORD";
+/// Counters in a host's snapshot are in ms: its "ticks" per second.
+pub const UNITS_PER_S: u64 = 1000;
+
+/// A host that cannot be read, or a `--host` that is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum PcpError {
+    #[error(
+        "--host {0}: write NAME=pcp://HOST[:PORT], e.g. broker=pcp://mq1.example.com:44322 (pmproxy's REST port)"
+    )]
+    BadSpec(String),
+    #[error("--host {name}: {why}")]
+    BadUrl { name: String, why: String },
+    #[error(
+        "host {name} ({url}): pmproxy does not answer: {why}. Start PCP there (/etc/init.d/pmcd start && /etc/init.d/pmproxy start, or systemctl start pmcd pmproxy) and check that port {port} is open to this machine"
+    )]
+    Unreachable {
+        name: String,
+        url: String,
+        port: u16,
+        why: String,
+    },
+    #[error(
+        "host {name} ({url}): pmproxy refused the credentials (HTTP {status}); check the user in the URL and {PASSWORD_ENV}, and that pmcd's SASL configuration knows that user"
+    )]
+    Auth {
+        name: String,
+        url: String,
+        status: u16,
+    },
+    #[error("host {name} ({url}): {what}: {why}")]
+    Protocol {
+        name: String,
+        url: String,
+        what: &'static str,
+        why: String,
+    },
+    #[error(
+        "host {name} ({url}): PCP returned no processes. pmdaproc shows processes only to authenticated clients: give a user pmcd's SASL accepts (pcp://USER@HOST, password in {PASSWORD_ENV}), or add -A to the proc line of /etc/pcp/pmcd/pmcd.conf on that host and restart pmcd (add -L too, for exact per-process CPU)"
+    )]
+    NoProcesses { name: String, url: String },
+    #[error(
+        "--group {group}@{host}: no host named '{host}'; name it with --host {host}=pcp://HOST[:PORT] (hosts given: {known})"
+    )]
+    UnknownHost {
+        group: String,
+        host: String,
+        known: String,
+    },
+}
+
+/// One host read through pmproxy.
+#[derive(Debug)]
+pub struct PcpHost {
+    /// The `--host` name rows are labelled with (`Jobname.PID@NAME`).
+    pub name: String,
+    /// `pcp://user:***@host:port`: what reports and errors print.
+    pub shown: String,
+    base: String,
+    port: u16,
+    /// `Authorization` header value, when a user is given.
+    auth: Option<String>,
+    /// pmproxy's context for this host (0: none yet); kept so that each snapshot is one
+    /// request on one pmcd connection.
+    context: AtomicU64,
+}
+
+/// What a host's snapshot says besides the processes.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    /// The host's own clock at the fetch (seconds since the epoch).
+    pub timestamp: f64,
+    /// Whether pmdaproc lists threads (`-L`): per-process CPU is then exact.
+    pub threads: bool,
+    pub ncpu: usize,
+    /// USER_HZ there: the granularity of its tick counters.
+    pub hz: u64,
+    /// Wall time of the request, from this machine.
+    pub round_trip: Duration,
+    /// CPU of the host's PCP agents (pmcd, pmda*, pmproxy) so far, ns.
+    pub agents_ns: u64,
+}
+
+impl Clone for PcpHost {
+    fn clone(&self) -> Self {
+        PcpHost {
+            name: self.name.clone(),
+            shown: self.shown.clone(),
+            base: self.base.clone(),
+            port: self.port,
+            auth: self.auth.clone(),
+            context: AtomicU64::new(self.context.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+const PROC_METRICS: [&str; 12] = [
+    "proc.schedstat.cpu_time",
+    "proc.psinfo.psargs",
+    "proc.psinfo.tgid",
+    "proc.psinfo.ppid",
+    "proc.psinfo.cmd",
+    "proc.psinfo.utime",
+    "proc.psinfo.stime",
+    "proc.psinfo.start_time",
+    "proc.psinfo.cutime",
+    "proc.psinfo.cstime",
+    "proc.id.uid",
+    "proc.id.uid_nm",
+];
+const HOST_METRICS: [&str; 6] = [
+    "kernel.all.cpu.idle",
+    "kernel.all.cpu.wait.total",
+    "kernel.all.cpu.steal",
+    "kernel.all.uptime",
+    "hinv.ncpu",
+    "kernel.all.hz",
+];
+
+/// The PCP agents' own processes: their CPU over the window is what the snapshots cost there.
+const AGENTS: [&str; 5] = ["pmcd", "pmproxy", "pmdaproc", "pmdalinux", "pmdakvm"];
+
+impl PcpHost {
+    /// Parse `NAME=pcp://[USER[:PASSWORD]@]HOST[:PORT]`.
+    pub fn parse(spec: &str) -> Result<PcpHost, PcpError> {
+        let (name, url) = spec
+            .split_once('=')
+            .map(|(n, u)| (n.trim(), u.trim()))
+            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+            .ok_or_else(|| PcpError::BadSpec(spec.into()))?;
+        let bad = |why: String| PcpError::BadUrl {
+            name: name.into(),
+            why,
+        };
+        let u = url::Url::parse(url).map_err(|e| {
+            bad(format!(
+                "'{}' is not a URL ({e}); write pcp://HOST[:PORT]",
+                redact(url)
+            ))
+        })?;
+        match u.scheme() {
+            "pcp" => {}
+            "pcps" => {
+                return Err(bad(
+                    "pcps:// (pmproxy over TLS) is not yet supported; use pcp:// over a trusted network or an SSH tunnel".into(),
+                ));
+            }
+            other => {
+                return Err(bad(format!(
+                    "scheme '{other}:' is not one oemputx reads hosts with; write pcp://HOST[:PORT]"
+                )));
+            }
+        }
+        let host = u
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| bad("the URL names no host; write pcp://HOST[:PORT]".into()))?;
+        let port = u.port().unwrap_or(DEFAULT_PORT);
+        let user = percent_encoding::percent_decode_str(u.username())
+            .decode_utf8_lossy()
+            .to_string();
+        let password = match u.password() {
+            Some(p) => Some(
+                percent_encoding::percent_decode_str(p)
+                    .decode_utf8_lossy()
+                    .to_string(),
+            ),
+            None => std::env::var(PASSWORD_ENV).ok(),
+        };
+        let auth = (!user.is_empty()).then(|| {
+            use base64::Engine as _;
+            let pair = format!("{user}:{}", password.unwrap_or_default());
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            )
+        });
+        let shown = if user.is_empty() {
+            format!("pcp://{host}:{port}")
+        } else {
+            format!("pcp://{user}:***@{host}:{port}")
+        };
+        Ok(PcpHost {
+            name: name.into(),
+            shown,
+            base: format!("http://{host}:{port}"),
+            port,
+            auth,
+            context: AtomicU64::new(0),
+        })
+    }
+
+    fn protocol(&self, what: &'static str, why: impl std::fmt::Display) -> PcpError {
+        PcpError::Protocol {
+            name: self.name.clone(),
+            url: self.shown.clone(),
+            what,
+            why: why.to_string(),
+        }
+    }
+
+    /// One GET of pmproxy's API, as JSON.
+    fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(10)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut req = agent.get(format!("{}{path_and_query}", self.base));
+        if let Some(a) = &self.auth {
+            req = req.header("Authorization", a);
+        }
+        let mut resp = req.call().map_err(|e| PcpError::Unreachable {
+            name: self.name.clone(),
+            url: self.shown.clone(),
+            port: self.port,
+            why: e.to_string(),
+        })?;
+        let status = resp.status().as_u16();
+        if status == 401 || status == 403 {
+            return Err(PcpError::Auth {
+                name: self.name.clone(),
+                url: self.shown.clone(),
+                status,
+            });
+        }
+        let body = resp
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| self.protocol("reading pmproxy's answer", e))?;
+        let v: Value = serde_json::from_str(&body)
+            .map_err(|e| self.protocol("pmproxy's answer is not JSON", e))?;
+        if status >= 400 || v.get("success") == Some(&Value::Bool(false)) {
+            let msg = v.get("message").and_then(Value::as_str).unwrap_or(&body);
+            return Err(self.protocol("pmproxy refused the request", msg));
+        }
+        Ok(v)
+    }
+
+    /// A pmproxy context for the host's local pmcd, kept across snapshots.
+    fn context(&self, fresh: bool) -> Result<u64, PcpError> {
+        let known = self.context.load(Ordering::Relaxed);
+        if known != 0 && !fresh {
+            return Ok(known);
+        }
+        // The context lives while it is used at least once per polltimeout seconds.
+        let v = self.get("/pmapi/context?hostspec=localhost&polltimeout=3600")?;
+        let c = v
+            .get("context")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| self.protocol("opening a context", "no context number in the answer"))?;
+        self.context.store(c, Ordering::Relaxed);
+        Ok(c)
+    }
+
+    /// Check the host answers and shows processes: before a run, so that a wrong host is
+    /// exit 2 before any message is sent.
+    pub fn check(&self) -> Result<HostFacts, PcpError> {
+        self.snapshot(&[]).map(|(_, f)| f)
+    }
+
+    fn fetch(&self) -> Result<Value, PcpError> {
+        let names = PROC_METRICS
+            .iter()
+            .chain(HOST_METRICS.iter())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",");
+        let c = self.context(false)?;
+        match self.get(&format!("/pmapi/fetch?context={c}&names={names}")) {
+            // A context pmproxy has dropped (restart, timeout): open another, once.
+            Err(PcpError::Protocol { .. }) => {
+                let c = self.context(true)?;
+                self.get(&format!("/pmapi/fetch?context={c}&names={names}"))
+            }
+            other => other,
+        }
+    }
+
+    /// A snapshot of the host for `groups` (those placed on it).
+    pub fn snapshot(&self, groups: &[GroupSpec]) -> Result<(Snapshot, HostFacts), PcpError> {
+        let cost_start = super::clock::self_thread().ok();
+        let sent = Instant::now();
+        let v = self.fetch()?;
+        let round_trip = sent.elapsed();
+        // The middle of the request is the best guess of when pmcd sampled.
+        let at = sent + round_trip / 2;
+        let metrics = Metrics::from(&v);
+        let read = metrics.processes();
+        if read.procs.is_empty() {
+            return Err(PcpError::NoProcesses {
+                name: self.name.clone(),
+                url: self.shown.clone(),
+            });
+        }
+        let members = members(groups, &read.facts);
+        let one = |m: &str| metrics.single(m);
+        let agents_ns = read
+            .procs
+            .values()
+            .filter(|s| AGENTS.iter().any(|a| s.name == *a))
+            .map(|s| s.cpu_ns)
+            .sum();
+        let facts = HostFacts {
+            timestamp: v.get("timestamp").and_then(Value::as_f64).unwrap_or(0.0),
+            threads: read.threads,
+            ncpu: one("hinv.ncpu").map_or(1, |n| n.max(1.0) as usize),
+            hz: one("kernel.all.hz").map_or(100, |n| n.max(1.0) as u64),
+            round_trip,
+            agents_ns,
+        };
+        let cost = match (cost_start, super::clock::self_thread().ok()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => Duration::ZERO,
+        };
+        let ms = |m: &str| one(m).map_or(0, |x| x.max(0.0) as u64);
+        let snapshot = Snapshot {
+            at,
+            procs: read.procs,
+            groups: members,
+            idle_ticks: ms("kernel.all.cpu.idle"),
+            iowait_ticks: ms("kernel.all.cpu.wait.total"),
+            steal_ticks: ms("kernel.all.cpu.steal"),
+            uptime_ticks: one("kernel.all.uptime").map_or(0, |s| (s.max(0.0) * 1000.0) as u64),
+            denied: Vec::new(),
+            cost,
+        };
+        Ok((snapshot, facts))
+    }
+}
+
+/// The hosts of `--host NAME=URL` options and a profile's hosts table; an option names a
+/// host the profile also names: the option wins.
+pub fn parse_hosts(
+    specs: &[String],
+    profile: Option<&std::collections::BTreeMap<String, String>>,
+) -> Result<Vec<PcpHost>, PcpError> {
+    let mut hosts: Vec<PcpHost> = specs
+        .iter()
+        .map(|s| PcpHost::parse(s))
+        .collect::<Result<_, _>>()?;
+    for (name, url) in profile.into_iter().flatten() {
+        if !hosts.iter().any(|h| h.name == *name) {
+            hosts.push(PcpHost::parse(&format!("{name}={url}"))?);
+        }
+    }
+    let mut names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(PcpError::BadSpec(format!(
+            "{}=… is given twice; give each host once",
+            w[0]
+        )));
+    }
+    Ok(hosts)
+}
+
+/// `pcp://user:secret@host` → `pcp://user:***@host`, for messages about a bad URL.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            match userinfo.split_once(':') {
+                Some((u, _)) => format!("{}{u}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The fetched values by metric: instance → value.
+struct Metrics<'a> {
+    by_name: HashMap<&'a str, Vec<(Option<i64>, &'a Value)>>,
+}
+
+/// Processes of a host: samples keyed like local ones, and the facts selectors match.
+struct Read {
+    procs: HashMap<Key, Sample>,
+    facts: Vec<(Key, ProcFacts)>,
+    threads: bool,
+}
+
+impl<'a> Metrics<'a> {
+    fn from(v: &'a Value) -> Self {
+        let mut by_name = HashMap::new();
+        for m in v
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = m.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let insts = m
+                .get("instances")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| Some((i.get("instance").and_then(Value::as_i64), i.get("value")?)))
+                .collect();
+            by_name.insert(name, insts);
+        }
+        Metrics { by_name }
+    }
+
+    fn single(&self, name: &str) -> Option<f64> {
+        self.by_name.get(name)?.first()?.1.as_f64()
+    }
+
+    fn nums(&self, name: &str) -> HashMap<i64, u64> {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|(i, v)| {
+                Some(((*i)?, v.as_u64().or_else(|| v.as_f64().map(|f| f as u64))?))
+            })
+            .collect()
+    }
+
+    fn strings(&self, name: &str) -> HashMap<i64, &'a str> {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter_map(|(i, v)| Some(((*i)?, v.as_str()?)))
+            .collect()
+    }
+
+    /// Sum each process's threads (with `-L` every thread is an instance) into one sample.
+    fn processes(&self) -> Read {
+        let cpu = self.nums("proc.schedstat.cpu_time");
+        let tgid = self.nums("proc.psinfo.tgid");
+        let ppid = self.nums("proc.psinfo.ppid");
+        let (utime, stime) = (
+            self.nums("proc.psinfo.utime"),
+            self.nums("proc.psinfo.stime"),
+        );
+        let (cutime, cstime) = (
+            self.nums("proc.psinfo.cutime"),
+            self.nums("proc.psinfo.cstime"),
+        );
+        let start = self.nums("proc.psinfo.start_time");
+        let uid = self.nums("proc.id.uid");
+        let cmd = self.strings("proc.psinfo.cmd");
+        let args = self.strings("proc.psinfo.psargs");
+        let user = self.strings("proc.id.uid_nm");
+        let threads = tgid.iter().any(|(i, t)| *i as u64 != *t);
+        let mut read = Read {
+            procs: HashMap::new(),
+            facts: Vec::new(),
+            threads,
+        };
+        let get = |m: &HashMap<i64, u64>, i: i64| m.get(&i).copied().unwrap_or(0);
+        // Leaders first: a process is its thread-group leader's instance.
+        let mut by_pid: HashMap<i64, Key> = HashMap::new();
+        for (&inst, &t) in &tgid {
+            if inst as u64 != t {
+                continue;
+            }
+            let key: Key = (inst as i32, get(&start, inst));
+            by_pid.insert(inst, key);
+            read.procs.insert(
+                key,
+                Sample {
+                    pid: inst as i32,
+                    name: cmd.get(&inst).map_or_else(String::new, |s| s.to_string()),
+                    cpu_ns: 0,
+                    utime: 0,
+                    stime: 0,
+                    children_ticks: get(&cutime, inst) + get(&cstime, inst),
+                },
+            );
+            read.facts.push((
+                key,
+                ProcFacts {
+                    pid: inst as i32,
+                    ppid: get(&ppid, inst) as i32,
+                    comm: cmd.get(&inst).map_or_else(String::new, |s| s.to_string()),
+                    cmdline: args.get(&inst).map(|s| s.to_string()),
+                    uid: uid.get(&inst).map(|&u| u as u32),
+                    user: user.get(&inst).map(|s| s.to_string()),
+                },
+            ));
+        }
+        for (&inst, &t) in &tgid {
+            let Some(s) = by_pid.get(&(t as i64)).and_then(|k| read.procs.get_mut(k)) else {
+                continue;
+            };
+            s.utime += get(&utime, inst);
+            s.stime += get(&stime, inst);
+            s.cpu_ns += if threads {
+                get(&cpu, inst)
+            } else {
+                // Without threads, schedstat is the main thread's alone: the process's
+                // ticks are the whole process.
+                (get(&utime, inst) + get(&stime, inst)) * 1_000_000
+            };
+        }
+        read
+    }
+}
+
+/// Which processes each group holds, from the facts the host's agent reported.
+fn members(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> Vec<Members> {
+    let trees = super::snapshot::trees(groups, facts);
+    let in_tree = |root: i32, pid: i32| trees.get(&root).is_some_and(|s| s.contains(&pid));
+    let no_pidfile = |_: &std::path::PathBuf| None;
+    groups
+        .iter()
+        .map(|g| {
+            Members::Procs(
+                facts
+                    .iter()
+                    .filter(|(_, f)| {
+                        g.selectors
+                            .iter()
+                            .any(|s| s.matches(f, &in_tree, &no_pidfile))
+                    })
+                    .map(|(k, _)| *k)
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_url_is_shown_without_its_password_and_a_bad_one_names_the_form() {
+        let h = PcpHost::parse("broker=pcp://ops:s3cret@mq1:4000").expect("valid");
+        assert_eq!(
+            (h.name.as_str(), h.shown.as_str()),
+            ("broker", "pcp://ops:***@mq1:4000")
+        );
+        assert!(h.auth.is_some());
+        let h = PcpHost::parse("db=pcp://db1").expect("valid");
+        assert_eq!(h.shown, "pcp://db1:44322");
+        for bad in [
+            "broker",
+            "=pcp://x",
+            "broker=http://x",
+            "broker=pcps://x",
+            "b=pcp://",
+        ] {
+            let e = PcpHost::parse(bad).expect_err(bad).to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("pcp://"), "{bad}: {e}");
+        }
+        let e = PcpHost::parse("b=ftp://u:s3cret@x")
+            .expect_err("scheme")
+            .to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn a_process_is_the_sum_of_its_threads_and_without_threads_its_ticks() {
+        let v = serde_json::json!({"timestamp": 1.5, "values": [
+            {"name": "proc.schedstat.cpu_time", "instances": [
+                {"instance": 10, "value": 1000}, {"instance": 11, "value": 5000},
+                {"instance": 20, "value": 7}]},
+            {"name": "proc.psinfo.tgid", "instances": [
+                {"instance": 10, "value": 10}, {"instance": 11, "value": 10},
+                {"instance": 20, "value": 20}]},
+            {"name": "proc.psinfo.cmd", "instances": [
+                {"instance": 10, "value": "beam.smp"}, {"instance": 11, "value": "beam.smp"},
+                {"instance": 20, "value": "postgres"}]},
+            {"name": "proc.psinfo.utime", "instances": [
+                {"instance": 10, "value": 0}, {"instance": 11, "value": 30},
+                {"instance": 20, "value": 10}]},
+            {"name": "hinv.ncpu", "instances": [{"instance": null, "value": 4}]}
+        ]});
+        let m = Metrics::from(&v);
+        let r = m.processes();
+        assert!(r.threads);
+        let beam = r.procs.values().find(|s| s.pid == 10).expect("beam");
+        assert_eq!((beam.cpu_ns, beam.utime), (6000, 30));
+        assert_eq!(r.procs.len(), 2);
+        assert_eq!(m.single("hinv.ncpu"), Some(4.0));
+        // One instance per process: the main thread's schedstat would undercount.
+        let v = serde_json::json!({"values": [
+            {"name": "proc.schedstat.cpu_time", "instances": [{"instance": 10, "value": 1000}]},
+            {"name": "proc.psinfo.tgid", "instances": [{"instance": 10, "value": 10}]},
+            {"name": "proc.psinfo.utime", "instances": [{"instance": 10, "value": 30}]},
+            {"name": "proc.psinfo.stime", "instances": [{"instance": 10, "value": 20}]}
+        ]});
+        let r = Metrics::from(&v).processes();
+        assert!(!r.threads);
+        let p = r.procs.values().next().expect("one");
+        assert_eq!(p.cpu_ns, 50 * 1_000_000);
+    }
+}

@@ -1,0 +1,175 @@
+//! Groups on another host, read through the real Performance Co-Pilot agents on this
+//! machine (pmcd, and pmproxy on 127.0.0.1:44322, or $OEMPUTX_TEST_PCP): the same code path as
+//! a remote host. ci/services.sh installs and starts them.
+
+mod common;
+use common::*;
+
+fn pcp_url() -> String {
+    std::env::var("OEMPUTX_TEST_PCP").unwrap_or_else(|_| "pcp://127.0.0.1:44322".into())
+}
+
+/// A run's process rows of `group`.
+fn rows<'a>(j: &'a serde_json::Value, group: &str) -> Vec<&'a serde_json::Value> {
+    j["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["group"] == group)
+        .collect()
+}
+
+#[test]
+fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
+    let q = fresh_queue("pcp");
+    let _flow = EchoFlow::start(&q, &[]);
+    let host = format!("broker={}", pcp_url());
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "3000",
+        "--host",
+        &host,
+        "--group",
+        "QMGR=@rabbitmq",
+        "--group",
+        "REMOTE@broker=@rabbitmq",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (local, remote) = (group(&j, "QMGR"), group(&j, "REMOTE"));
+    assert_eq!(
+        (local["host"].as_str(), remote["host"].as_str()),
+        (Some("local"), Some("broker"))
+    );
+    let (l, r) = (
+        local["total_us_per_tran"].as_f64().unwrap_or(0.0),
+        remote["total_us_per_tran"].as_f64().unwrap_or(-1.0),
+    );
+    assert!(l > 0.0, "{local}");
+    // The same kernel counters by two roads: the scheduler's ns per thread, summed.
+    assert!((r - l).abs() <= 0.01 * l, "PCP {r} against /proc {l}");
+    let remote_rows = rows(&j, "REMOTE");
+    assert!(!remote_rows.is_empty());
+    for p in remote_rows {
+        assert_eq!(p["host"], "broker");
+        assert!(
+            p["name"].as_str().is_some_and(|n| n.ends_with("@broker")),
+            "{p}"
+        );
+        assert_eq!(p["exact"], true, "pmdaproc runs with -L here: {p}");
+    }
+    let hosts = j["accounting"]["hosts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = hosts.iter().filter_map(|h| h["name"].as_str()).collect();
+    assert_eq!(names, ["local", "broker"]);
+    let broker = &hosts[1];
+    assert!(
+        broker["capture_ratio"]["value"].as_f64().is_some(),
+        "{broker}"
+    );
+    assert!(
+        broker["agents_cpu_s"].as_f64().is_some_and(|s| s > 0.0),
+        "{broker}"
+    );
+    assert!(
+        broker["skew_ms"].as_f64().is_some_and(|s| s >= 0.0),
+        "{broker}"
+    );
+    // The run's corrected total is each host's corrected total, summed.
+    let sum: f64 = hosts
+        .iter()
+        .filter_map(|h| h["corrected_us_per_tran"].as_f64())
+        .sum();
+    let corrected = j["corrected_us_per_tran"].as_f64().unwrap_or(0.0);
+    assert!(
+        (sum - corrected).abs() < 1e-6 * corrected.max(1.0),
+        "{sum} vs {corrected}"
+    );
+}
+
+#[test]
+fn a_host_that_cannot_be_read_or_a_group_that_cannot_go_there_is_one_line_and_exit_2() {
+    let cases: [(&[&str], &str); 5] = [
+        // Nothing listens on port 1: the error names the host, the port and how to start PCP.
+        (
+            &[
+                "--host",
+                "db=pcp://ops:s3cret@127.0.0.1:1",
+                "--group",
+                "DB@db=@postgresql",
+            ],
+            "/etc/init.d/pmproxy start",
+        ),
+        (&["--group", "DB@db=@postgresql"], "--host db=pcp://"),
+        (
+            &[
+                "--host",
+                "db=pcp://127.0.0.1:44322",
+                "--group",
+                "DB@db=pidfile:/run/x.pid",
+            ],
+            "cannot be read on another host",
+        ),
+        (
+            &[
+                "--host",
+                "db=pcp://127.0.0.1:44322",
+                "--group",
+                "DB@db=thread:^x$",
+            ],
+            "cannot be read on another host",
+        ),
+        (
+            &["--host", "db=https://x", "--group", "DB@db=@postgresql"],
+            "pcp://HOST",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let mut all = vec!["--qmgr", "embedded:", "--count", "10"];
+        all.extend_from_slice(args);
+        let out = oemputx().args(&all).output().expect("oemputx runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(wanted), "{args:?}: {err}");
+        assert!(!err.contains("s3cret"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn cpu_lists_a_remote_group_s_processes_with_their_host() {
+    let host = format!("db={}", pcp_url());
+    let out = oemputx()
+        .args([
+            "cpu",
+            "--host",
+            &host,
+            "--group",
+            "DB@db=@postgresql",
+            "--group",
+            "LOCALDB=@postgresql",
+            "--tsv",
+        ])
+        .output()
+        .expect("oemputx runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let remote: Vec<&str> = text.lines().filter(|l| l.contains("@db")).collect();
+    let local: Vec<&str> = text.lines().filter(|l| l.starts_with("LOCALDB")).collect();
+    assert!(!remote.is_empty(), "{text}");
+    assert_eq!(
+        remote.len(),
+        local.len(),
+        "the same postgres processes: {text}"
+    );
+}
