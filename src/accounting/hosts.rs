@@ -158,6 +158,11 @@ pub fn merge(
     for g in &mut t.groups {
         g.pct = pct(g.total_us_per_tran);
     }
+    let elsewhere: f64 = hosts.iter().skip(1).map(|h| h.captured_us_per_tran).sum();
+    t.info.verdict = format!(
+        "{} (this machine's groups only; the groups on other hosts spend {elsewhere:.1} us more per transaction, each host's share in the Hosts lines)",
+        t.info.verdict
+    );
     t.info.hosts = hosts;
 }
 

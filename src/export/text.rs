@@ -127,9 +127,22 @@ fn totals(o: &mut String, r: &CpuSection) {
             // The value keeps the column; its ± follows it.
             let shown = ratio.shown();
             let (value, sigma) = shown.split_once(' ').unwrap_or((&shown, ""));
-            let line = format!(" {:<46} {:>9} {sigma}", ratio.label(), value);
+            let hosts = r.accounting.is_some_and(|a| !a.hosts.is_empty());
+            let label = if hosts {
+                ratio
+                    .label()
+                    .replacen("Capture ratio", "Capture ratio here", 1)
+            } else {
+                ratio.label()
+            };
+            let line = format!(" {:<46} {:>9} {sigma}", label, value);
             let _ = writeln!(o, "{}", line.trim_end());
-            let _ = writeln!(o, " {:<46} {:>9.2}", "Corrected total", corr);
+            let label = if hosts {
+                "Corrected total (each host's, summed)"
+            } else {
+                "Corrected total"
+            };
+            let _ = writeln!(o, " {:<46} {:>9.2}", label, corr);
         }
         _ => {
             let _ = writeln!(o, " {:<46} {:>9}", "Capture ratio", "n/a");
