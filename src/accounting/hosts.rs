@@ -50,6 +50,11 @@ pub struct HostFigures {
     pub local_cpu_s: f64,
     /// The slower of the two requests, ms.
     pub round_trip_ms: f64,
+    /// The host's own clock at its two snapshots (seconds since the epoch, as PCP stamps a
+    /// fetch), and the window by that clock: a host whose clock runs apart shows here.
+    pub host_clock_start: Option<f64>,
+    pub host_clock_end: Option<f64>,
+    pub window_s_by_host_clock: Option<f64>,
 }
 
 /// A skew above this share of the window is worth a warning.
@@ -129,6 +134,9 @@ pub fn merge(
         agents_us_per_tran: 0.0,
         local_cpu_s: t.info.snapshot_cpu_s,
         round_trip_ms: 0.0,
+        host_clock_start: None,
+        host_clock_end: None,
+        window_s_by_host_clock: None,
     }];
     for hw in remote {
         let (h, figures) = one_host(hw, local, traffic, (source, ratio), &mut t.info.warnings);
@@ -237,6 +245,10 @@ fn one_host(
         agents_us_per_tran: per(agents_cpu_s),
         local_cpu_s: (sa.cost + sb.cost).as_secs_f64(),
         round_trip_ms: fa.round_trip.max(fb.round_trip).as_secs_f64() * 1000.0,
+        host_clock_start: (fa.timestamp > 0.0).then_some(fa.timestamp),
+        host_clock_end: (fb.timestamp > 0.0).then_some(fb.timestamp),
+        window_s_by_host_clock: (fa.timestamp > 0.0 && fb.timestamp > 0.0)
+            .then(|| fb.timestamp - fa.timestamp),
     };
     (h, figures)
 }

@@ -243,8 +243,13 @@ fn hosts(o: &mut String, hosts: &[crate::accounting::hosts::HostFigures]) {
         .filter(|h| h.source != "/proc")
         .map(|h| {
             format!(
-                "{}: {:.6} s CPU there (pmcd, pmdas, pmproxy), {:.6} s here, slowest request {:.1} ms",
-                h.name, h.agents_cpu_s, h.local_cpu_s, h.round_trip_ms
+                "{}: {:.6} s CPU there (pmcd, pmdas, pmproxy), {:.6} s here, slowest request {:.1} ms, window {} by its clock",
+                h.name,
+                h.agents_cpu_s,
+                h.local_cpu_s,
+                h.round_trip_ms,
+                h.window_s_by_host_clock
+                    .map_or_else(|| "unknown".to_string(), |s| format!("{s:.3} s"))
             )
         })
         .collect();
