@@ -216,6 +216,60 @@ impl Drop for Flow {
     }
 }
 
+/// The floor anchor: `benches/c/amqp_floor.c`, a minimal synchronous client on librabbitmq,
+/// compiled into the target directory. `None` (with the reason printed) where there is no C
+/// compiler or no librabbitmq-dev: `bash ci/floor-bench.sh` installs it and runs the bench.
+fn c_floor() -> Option<std::path::PathBuf> {
+    let out = std::path::PathBuf::from(env!("CARGO_BIN_EXE_oemputx")).with_file_name("amqp_floor");
+    let built = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .args(["benches/c/amqp_floor.c", "-lrabbitmq", "-lpthread"])
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(out),
+        _ => {
+            println!(
+                "c-floor skipped: benches/c/amqp_floor.c did not build (needs cc and librabbitmq-dev; bash ci/floor-bench.sh installs them)"
+            );
+            None
+        }
+    }
+}
+
+/// One round of the C floor loop, in its own process.
+fn c_floor_loop(
+    bin: &std::path::Path,
+    ep: &AmqpEndpoint,
+    queue: &str,
+    count: u64,
+    warmup: u64,
+    tasks: usize,
+) -> Sample {
+    let out = std::process::Command::new(bin)
+        .args([
+            &ep.host,
+            &ep.port.to_string(),
+            &ep.user,
+            &ep.password,
+            &ep.vhost,
+            queue,
+        ])
+        .args([count.to_string(), warmup.to_string(), tasks.to_string()])
+        .arg("msgfiles/request-630.xml")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("the C floor loop runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut v = text
+        .split_whitespace()
+        .filter_map(|x| x.parse::<f64>().ok());
+    Sample {
+        rate_tps: v.next().expect("rate from the C floor loop"),
+        cpu_us: v.next().expect("CPU from the C floor loop"),
+    }
+}
+
 /// `--child async|sync …`: one raw loop in this fresh process (see `overhead::raw_process`).
 fn child() -> Option<()> {
     let c = overhead::child_args()?;
@@ -251,6 +305,7 @@ fn main() {
     overhead::print_header();
     let env = ("OEMPUTX_TEST_AMQP", o.url.as_str());
     let mut verdicts = Vec::new();
+    let floor = c_floor();
     for &tasks in &o.tasks {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
         let warmup = o.count / 10;
@@ -259,21 +314,21 @@ fn main() {
         overhead::oemputx_loop(&o.url, &queue, o.count / 5, warmup, tasks);
         let count = o.count;
         let q = queue.as_str();
-        let s = overhead::interleave(
-            tasks,
-            o.rounds,
-            &mut [
-                ("raw", &mut || {
-                    overhead::raw_process(env, "async", q, count, warmup, tasks)
-                }),
-                ("raw-sync", &mut || {
-                    overhead::raw_process(env, "sync", q, count, warmup, tasks)
-                }),
-                ("oemputx", &mut || {
-                    overhead::oemputx_loop(&o.url, q, count, warmup, tasks)
-                }),
-            ],
-        );
+        let mut raw = || overhead::raw_process(env, "async", q, count, warmup, tasks);
+        let mut raw_sync = || overhead::raw_process(env, "sync", q, count, warmup, tasks);
+        let mut ours = || overhead::oemputx_loop(&o.url, q, count, warmup, tasks);
+        let c = |bin: &std::path::Path| c_floor_loop(bin, &ep, q, count, warmup, tasks);
+        let mut loops: Vec<(&str, &mut dyn FnMut() -> Sample)> = vec![
+            ("raw", &mut raw),
+            ("raw-sync", &mut raw_sync),
+            ("oemputx", &mut ours),
+        ];
+        let mut c_round;
+        if let Some(bin) = &floor {
+            c_round = move || c(bin);
+            loops.push(("c-floor", &mut c_round));
+        }
+        let s = overhead::interleave(tasks, o.rounds, &mut loops);
         let med = |v: &[Sample], f: fn(&Sample) -> f64| {
             overhead::best_median_worst(v.iter().map(f).collect(), true).1
         };
@@ -283,6 +338,15 @@ fn main() {
             100.0 * med(&s[1], |x| x.cpu_us) / med(&s[0], |x| x.cpu_us),
         ));
         verdicts.push(overhead::verdict(tasks, &s[0], &s[2]));
+        if let Some(c) = s.get(3) {
+            // Issue 18's targets: within 1.25x of the C client's CPU, at least 97 % of its rate.
+            verdicts.push(overhead::verdict_against(
+                tasks,
+                ("c-floor", c),
+                &s[2],
+                (0.97, 1.25),
+            ));
+        }
     }
     for v in &verdicts {
         println!("{v}");

@@ -248,7 +248,7 @@ fn one_host(
         host_clock_start: (fa.timestamp > 0.0).then_some(fa.timestamp),
         host_clock_end: (fb.timestamp > 0.0).then_some(fb.timestamp),
         window_s_by_host_clock: (fa.timestamp > 0.0 && fb.timestamp > 0.0)
-            .then(|| fb.timestamp - fa.timestamp),
+            .then_some(fb.timestamp - fa.timestamp),
     };
     (h, figures)
 }
