@@ -52,7 +52,12 @@ fn a_rabbitmq_run_reports_the_broker_the_flow_and_the_driver_per_transaction() {
     );
     let captured = j["captured_us_per_tran"].as_f64().unwrap_or(0.0);
     let ratio = j["capture_ratio"]["value"].as_f64().unwrap_or(0.0);
-    assert_eq!(j["capture_ratio"]["source"], "measured");
+    // Measured, or (a window too short for /proc/stat's ticks) measured and not applied.
+    let source = j["capture_ratio"]["source"].as_str().unwrap_or("");
+    assert!(matches!(source, "measured" | "not applied"), "{source}");
+    if source == "not applied" {
+        assert_eq!(ratio, 1.0);
+    }
     assert!(ratio > 0.0 && ratio <= 1.0, "{ratio}");
     assert!((j["corrected_us_per_tran"].as_f64().unwrap_or(0.0) - captured / ratio).abs() < 1e-6);
     let pct: f64 = j["groups"]

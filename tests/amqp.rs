@@ -386,3 +386,32 @@ fn a_lost_connection_is_reported_as_lost_not_as_a_closed_consumer() {
         "the report covers the run before the cut"
     );
 }
+
+#[test]
+fn ctrl_c_mid_run_on_rabbitmq_exits_130_with_every_request_accounted_for() {
+    let q = fresh_queue("int");
+    let _flow = EchoFlow::start(&q, &[]);
+    let url = amqp_url();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["--qmgr", &url, "--request-queue", &q, "--duration", "60s"])
+        .args(["--tasks", "2", "--export-json", "-", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let (sent, matched, timed_out, unmatched) = integrity(&j);
+    assert!(sent > 0, "{}", j["integrity"]);
+    // Every request sent is matched or counted as abandoned at the interrupt; none is lost.
+    let abandoned = j["integrity"]["abandoned"].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(matched + timed_out + abandoned, sent, "{}", j["integrity"]);
+    assert_eq!(unmatched, 0);
+}

@@ -15,6 +15,7 @@
 //! round-robin, even after its own task had finished. Routed replies are acknowledged on
 //! receipt, so under --syncpoint only the puts are transactional in that mode.
 
+pub mod lean;
 pub mod url;
 
 use super::ReplyQueue;
@@ -476,6 +477,17 @@ impl Transport for Amqp {
     }
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        if let Some(named) = self.lean_eligible() {
+            let s = lean::LeanSession::open(
+                &self.endpoint,
+                &self.target(),
+                &self.setup.request_queue,
+                named.as_deref(),
+                self.setup.persistent,
+                task,
+            )?;
+            return Ok(TaskSession::Blocking(Box::new(s)));
+        }
         Ok(TaskSession::Async(Box::new(self.open_task(task)?)))
     }
 
@@ -485,6 +497,23 @@ impl Transport for Amqp {
 }
 
 impl Amqp {
+    /// Whether a task's session can be the lean synchronous one ([`lean`]): plain TCP, its
+    /// own reply queue, no transactions; `Some(Some(name))` names a reply queue of its own.
+    fn lean_eligible(&self) -> Option<Option<String>> {
+        if self.endpoint.tls.is_some()
+            || self.setup.syncpoint
+            || std::env::var("OEMPUTX_AMQP_CLIENT").is_ok_and(|v| v == "amqprs")
+        {
+            return None;
+        }
+        match &self.setup.reply_queue {
+            ReplyQueue::Temporary => Some(None),
+            // A named queue shared by several tasks is read by the router.
+            ReplyQueue::Named(q) if self.setup.tasks <= 1 => Some(Some(q.clone())),
+            ReplyQueue::Named(_) => None,
+        }
+    }
+
     /// Open task `task`'s connection, reply queue and consumer.
     fn open_task(&self, task: usize) -> Result<AmqpSession, TransportError> {
         let rt = Arc::new(self.runtime()?);

@@ -1,0 +1,643 @@
+//! A lean synchronous AMQP 0-9-1 session for the hot loop: one blocking TCP socket per task,
+//! the frames oemputx needs written and read by hand, no runtime, no tasks, no channels.
+//!
+//! Why: the driver's CPU per round trip is one of the rows it reports, and through amqprs it
+//! was about 1.6 times a minimal C client's on librabbitmq (issue 18; `cargo bench --bench
+//! loop_overhead` has the C client beside it). amqprs spends it in its reader, writer and
+//! dispatcher tasks and the channels between them: every reply crosses three task hops and
+//! every request is copied into two buffers. Here a put is one `send` of a frame set built
+//! in a reused buffer, and a get reads the socket straight into a reused buffer and parses
+//! the reply in place.
+//!
+//! The session covers what the default loop uses: plain `amqp://`, its own reply queue
+//! (temporary or named) consumed without acks, persistent or not. `amqps://`, a named reply
+//! queue shared by several tasks and `--syncpoint` keep the amqprs session, as does
+//! `OEMPUTX_AMQP_CLIENT=amqprs` (for comparing the two). The connection is set up by the
+//! spec's handshake with heartbeats off (the client's tune-ok decides, and a synchronous
+//! loop cannot answer heartbeats while it waits); the broker's closes and a cancelled
+//! consumer end the session with their reason, as through amqprs.
+
+use super::super::{Reply, Session, TransportError};
+use super::url::AmqpEndpoint;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+const FRAME_METHOD: u8 = 1;
+const FRAME_HEADER: u8 = 2;
+const FRAME_BODY: u8 = 3;
+const FRAME_HEARTBEAT: u8 = 8;
+const FRAME_END: u8 = 0xCE;
+/// The largest frame this client asks for (RabbitMQ's default, 128 KiB).
+const FRAME_MAX: u32 = 131_072;
+const CHANNEL: u16 = 1;
+
+/// One task's connection, channel 1, and reply consumer.
+pub struct LeanSession {
+    sock: TcpStream,
+    target: String,
+    request_queue: String,
+    reply_queue: String,
+    persistent: bool,
+    frame_max: usize,
+    /// Bytes read and not yet parsed: `inbuf[start..]`.
+    inbuf: Vec<u8>,
+    start: usize,
+    /// Frames of the next send.
+    out: Vec<u8>,
+    /// The read timeout now set on the socket, to set it only when it changes.
+    timeout: Option<Duration>,
+    /// A delivery being assembled: its correlation id, body size, and bytes seen.
+    pending: Option<(Option<String>, u64, u64)>,
+    closed: bool,
+}
+
+/// A method frame's class and method ids and arguments.
+struct Method<'a> {
+    class: u16,
+    method: u16,
+    args: &'a [u8],
+}
+
+/// Reading AMQP's field types off a byte slice.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Cursor { b, at: 0 }
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_be_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .map(|s| u64::from_be_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]))
+    }
+    fn shortstr(&mut self) -> Option<&'a [u8]> {
+        let n = self.u8()? as usize;
+        self.take(n)
+    }
+    fn longstr(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+}
+
+fn put_shortstr(out: &mut Vec<u8>, s: &[u8]) {
+    // Short strings are at most 255 bytes; queue names and ids oemputx makes are far shorter,
+    // and longer ones were refused when the URL and queues were checked.
+    let n = s.len().min(255);
+    out.push(n as u8);
+    out.extend_from_slice(&s[..n]);
+}
+
+fn put_longstr(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+    out.extend_from_slice(s);
+}
+
+/// Append a frame whose payload `fill` writes, sizing it afterwards.
+fn frame(out: &mut Vec<u8>, kind: u8, channel: u16, fill: impl FnOnce(&mut Vec<u8>)) {
+    out.push(kind);
+    out.extend_from_slice(&channel.to_be_bytes());
+    let size_at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    fill(out);
+    let size = (out.len() - size_at - 4) as u32;
+    out[size_at..size_at + 4].copy_from_slice(&size.to_be_bytes());
+    out.push(FRAME_END);
+}
+
+fn method(out: &mut Vec<u8>, channel: u16, class: u16, id: u16, args: impl FnOnce(&mut Vec<u8>)) {
+    frame(out, FRAME_METHOD, channel, |o| {
+        o.extend_from_slice(&class.to_be_bytes());
+        o.extend_from_slice(&id.to_be_bytes());
+        args(o);
+    });
+}
+
+/// A close's reply code and text, as the broker gave them.
+fn close_reason(args: &[u8]) -> String {
+    let mut c = Cursor::new(args);
+    let code = c.u16().unwrap_or(0);
+    let text = c
+        .shortstr()
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
+    format!("{code} {text}")
+}
+
+impl LeanSession {
+    /// Connect, log in, open channel 1, declare the temporary reply queue (or use the named
+    /// one) and consume from it without acks.
+    pub fn open(
+        ep: &AmqpEndpoint,
+        target: &str,
+        request_queue: &str,
+        named_reply: Option<&str>,
+        persistent: bool,
+        task: usize,
+    ) -> Result<LeanSession, TransportError> {
+        let lost = |why: String| TransportError::ConnectionLost {
+            target: target.to_string(),
+            why,
+        };
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&(ep.host.as_str(), ep.port))
+            .map_err(|e| lost(format!("resolving {}: {e}", ep.host)))?
+            .next()
+            .ok_or_else(|| lost(format!("{} has no address", ep.host)))?;
+        let sock = TcpStream::connect_timeout(&addr, super::CONNECT_TIMEOUT)
+            .map_err(|e| lost(format!("connecting: {e}")))?;
+        // Requests are single small frames sets sent one at a time: no Nagle delay.
+        sock.set_nodelay(true)
+            .map_err(|e| lost(format!("setting TCP_NODELAY: {e}")))?;
+        let mut s = LeanSession {
+            sock,
+            target: target.to_string(),
+            request_queue: request_queue.to_string(),
+            reply_queue: String::new(),
+            persistent,
+            frame_max: FRAME_MAX as usize,
+            inbuf: Vec::with_capacity(64 * 1024),
+            start: 0,
+            out: Vec::with_capacity(4096),
+            timeout: None,
+            pending: None,
+            closed: false,
+        };
+        s.handshake(ep, task)?;
+        s.reply_queue = match named_reply {
+            Some(q) => q.to_string(),
+            None => s.declare_temporary()?,
+        };
+        s.consume(task)?;
+        Ok(s)
+    }
+
+    fn lost(&self, why: impl std::fmt::Display) -> TransportError {
+        TransportError::ConnectionLost {
+            target: self.target.clone(),
+            why: why.to_string(),
+        }
+    }
+
+    fn send(&mut self) -> Result<(), TransportError> {
+        let r = self.sock.write_all(&self.out);
+        self.out.clear();
+        r.map_err(|e| self.lost(format!("sending to the broker: {e}")))
+    }
+
+    /// Wait (without a deadline) for method `class.method` on `channel`, during set-up.
+    fn expect(&mut self, class: u16, id: u16, what: &str) -> Result<Vec<u8>, TransportError> {
+        self.set_timeout(Some(super::CONNECT_TIMEOUT))?;
+        loop {
+            match self.next_frame(Instant::now() + super::CONNECT_TIMEOUT)? {
+                None => return Err(self.lost(format!("no answer to {what} within 5 s"))),
+                Some((FRAME_METHOD, _, payload)) => {
+                    let m = parse_method(&payload).ok_or_else(|| self.lost("a malformed frame"))?;
+                    if (m.class, m.method) == (class, id) {
+                        return Ok(m.args.to_vec());
+                    }
+                    self.unexpected(&m, what)?;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// A method the loop does not wait for: the broker's closes and cancels end the session.
+    fn unexpected(&mut self, m: &Method, what: &str) -> Result<(), TransportError> {
+        match (m.class, m.method) {
+            (10, 50) => {
+                let why = close_reason(m.args);
+                method(&mut self.out, 0, 10, 51, |_| {});
+                let _ = self.send();
+                self.closed = true;
+                Err(self.lost(format!("the broker closed the connection: {why}")))
+            }
+            (20, 40) => {
+                let why = close_reason(m.args);
+                method(&mut self.out, CHANNEL, 20, 41, |_| {});
+                let _ = self.send();
+                Err(self.lost(format!("the broker closed the channel: {why}")))
+            }
+            (60, 30) => {
+                Err(self
+                    .lost("the broker cancelled the reply consumer (was the reply queue deleted?)"))
+            }
+            _ => Err(self.lost(format!(
+                "unexpected method {}.{} while {what}",
+                m.class, m.method
+            ))),
+        }
+    }
+
+    fn handshake(&mut self, ep: &AmqpEndpoint, task: usize) -> Result<(), TransportError> {
+        self.out.extend_from_slice(b"AMQP\x00\x00\x09\x01");
+        self.send()?;
+        self.expect(10, 10, "logging in (connection.start)")?;
+        let name = format!("oemputx-task-{task}");
+        method(&mut self.out, 0, 10, 11, |o| {
+            // Client properties: the connection's name, as the management UI shows it.
+            let mut table = Vec::new();
+            put_shortstr(&mut table, b"connection_name");
+            table.push(b'S');
+            put_longstr(&mut table, name.as_bytes());
+            put_longstr(o, &table);
+            put_shortstr(o, b"PLAIN");
+            let mut creds = vec![0u8];
+            creds.extend_from_slice(ep.user.as_bytes());
+            creds.push(0);
+            creds.extend_from_slice(ep.password.as_bytes());
+            put_longstr(o, &creds);
+            put_shortstr(o, b"en_US");
+        });
+        self.send()?;
+        let tune = self.expect(
+            10,
+            30,
+            "logging in (connection.tune; was the login refused?)",
+        )?;
+        let mut c = Cursor::new(&tune);
+        let channel_max = c.u16().unwrap_or(0);
+        let server_frame_max = c.u32().unwrap_or(0);
+        let frame_max = match server_frame_max {
+            0 => FRAME_MAX,
+            n => n.min(FRAME_MAX),
+        };
+        self.frame_max = frame_max as usize;
+        method(&mut self.out, 0, 10, 31, |o| {
+            o.extend_from_slice(&channel_max.to_be_bytes());
+            o.extend_from_slice(&frame_max.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+        });
+        method(&mut self.out, 0, 10, 40, |o| {
+            put_shortstr(o, ep.vhost.as_bytes());
+            put_shortstr(o, b"");
+            o.push(0);
+        });
+        self.send()?;
+        self.expect(10, 41, "opening the virtual host")?;
+        method(&mut self.out, CHANNEL, 20, 10, |o| put_shortstr(o, b""));
+        self.send()?;
+        self.expect(20, 11, "opening a channel")?;
+        Ok(())
+    }
+
+    fn declare_temporary(&mut self) -> Result<String, TransportError> {
+        method(&mut self.out, CHANNEL, 50, 10, |o| {
+            o.extend_from_slice(&0u16.to_be_bytes());
+            put_shortstr(o, b"");
+            // exclusive (bit 2) and auto-delete (bit 3): gone with the connection.
+            o.push(0b0000_1100);
+            put_longstr(o, b"");
+        });
+        self.send()?;
+        let ok = self.expect(50, 11, "declaring a temporary reply queue")?;
+        let name = Cursor::new(&ok)
+            .shortstr()
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| self.lost("the broker did not name the temporary reply queue"))?;
+        Ok(name)
+    }
+
+    fn consume(&mut self, task: usize) -> Result<(), TransportError> {
+        let (queue, tag) = (self.reply_queue.clone(), format!("oemputx-{task}"));
+        method(&mut self.out, CHANNEL, 60, 20, |o| {
+            o.extend_from_slice(&0u16.to_be_bytes());
+            put_shortstr(o, queue.as_bytes());
+            put_shortstr(o, tag.as_bytes());
+            // no-ack (bit 1): replies are settled on delivery, as the amqprs session does.
+            o.push(0b0000_0010);
+            put_longstr(o, b"");
+        });
+        self.send()?;
+        self.expect(60, 21, &format!("consuming from reply queue '{queue}'"))?;
+        Ok(())
+    }
+
+    fn set_timeout(&mut self, t: Option<Duration>) -> Result<(), TransportError> {
+        // A zero timeout means "block forever" to the socket: wait a microsecond instead.
+        let t = t.map(|d| d.max(Duration::from_micros(1)));
+        if self.timeout != t {
+            self.sock
+                .set_read_timeout(t)
+                .map_err(|e| self.lost(format!("setting the read timeout: {e}")))?;
+            self.timeout = t;
+        }
+        Ok(())
+    }
+
+    /// The next whole frame (type, channel, payload), reading until `deadline`; `None` at
+    /// the deadline. A frame read in part stays buffered for the next call.
+    fn next_frame(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<Option<(u8, u16, Vec<u8>)>, TransportError> {
+        loop {
+            if let Some((kind, channel, range)) = self.buffered_frame()? {
+                let payload = self.inbuf[range].to_vec();
+                return Ok(Some((kind, channel, payload)));
+            }
+            if !self.fill(deadline)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// A whole frame in the buffer: its type, channel and payload's range; consumed.
+    fn buffered_frame(
+        &mut self,
+    ) -> Result<Option<(u8, u16, std::ops::Range<usize>)>, TransportError> {
+        let b = &self.inbuf[self.start..];
+        if b.len() < 7 {
+            return Ok(None);
+        }
+        let size = u32::from_be_bytes([b[3], b[4], b[5], b[6]]) as usize;
+        if size > self.frame_max + 8 {
+            return Err(self.lost(format!("a frame of {size} bytes, over the agreed maximum")));
+        }
+        if b.len() < 8 + size {
+            return Ok(None);
+        }
+        if b[7 + size] != FRAME_END {
+            return Err(self.lost("a frame without its end marker: the stream is out of step"));
+        }
+        let (kind, channel) = (b[0], u16::from_be_bytes([b[1], b[2]]));
+        let payload = self.start + 7..self.start + 7 + size;
+        self.start += 8 + size;
+        Ok(Some((kind, channel, payload)))
+    }
+
+    /// Read more bytes until `deadline`; false when none came in time.
+    fn fill(&mut self, deadline: Instant) -> Result<bool, TransportError> {
+        // Keep the buffer from growing: move what is left to the front once all is parsed
+        // or the tail is short of room.
+        if self.start == self.inbuf.len() {
+            self.inbuf.clear();
+            self.start = 0;
+        } else if self.start > 0 && self.inbuf.capacity() - self.inbuf.len() < 16 * 1024 {
+            self.inbuf.drain(..self.start);
+            self.start = 0;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(false);
+        }
+        self.set_timeout(Some(deadline - now))?;
+        let len = self.inbuf.len();
+        let room = (self.inbuf.capacity() - len).max(16 * 1024);
+        self.inbuf.resize(len + room, 0);
+        let got = self.sock.read(&mut self.inbuf[len..]);
+        match got {
+            Ok(0) => {
+                self.inbuf.truncate(len);
+                Err(self.lost(
+                    "the connection to the broker was lost (the broker closed it, or the network failed)",
+                ))
+            }
+            Ok(n) => {
+                self.inbuf.truncate(len + n);
+                Ok(true)
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                self.inbuf.truncate(len);
+                Ok(false)
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {
+                self.inbuf.truncate(len);
+                Ok(true)
+            }
+            Err(e) => {
+                self.inbuf.truncate(len);
+                Err(self.lost(format!("reading from the broker: {e}")))
+            }
+        }
+    }
+
+    /// Take the frames in the buffer, assembling deliveries; a whole reply ends it.
+    fn take_reply(&mut self) -> Result<Option<Reply>, TransportError> {
+        while let Some((kind, _channel, range)) = self.buffered_frame()? {
+            match kind {
+                FRAME_METHOD => {
+                    let payload = self.inbuf[range].to_vec();
+                    let m = parse_method(&payload).ok_or_else(|| self.lost("a malformed frame"))?;
+                    if (m.class, m.method) == (60, 60) {
+                        self.pending = Some((None, 0, 0));
+                    } else {
+                        self.unexpected(&m, "waiting for a reply")?;
+                    }
+                }
+                FRAME_HEADER => {
+                    let (correl, size) = parse_header(&self.inbuf[range])
+                        .ok_or_else(|| self.lost("a malformed content header"))?;
+                    self.pending = Some((correl, size, 0));
+                    if size == 0 {
+                        return Ok(self.finish_delivery());
+                    }
+                }
+                FRAME_BODY => {
+                    if let Some(p) = self.pending.as_mut() {
+                        p.2 += range.len() as u64;
+                        if p.2 >= p.1 {
+                            return Ok(self.finish_delivery());
+                        }
+                    }
+                }
+                FRAME_HEARTBEAT => {}
+                _ => return Err(self.lost(format!("an unknown frame type {kind}"))),
+            }
+        }
+        Ok(None)
+    }
+
+    fn finish_delivery(&mut self) -> Option<Reply> {
+        self.pending.take().map(|(correl_id, size, _)| Reply {
+            correl_id,
+            len: size as usize,
+        })
+    }
+}
+
+fn parse_method(payload: &[u8]) -> Option<Method<'_>> {
+    let mut c = Cursor::new(payload);
+    Some(Method {
+        class: c.u16()?,
+        method: c.u16()?,
+        args: payload.get(4..)?,
+    })
+}
+
+/// A content header's body size and correlation id, skipping the properties before it.
+fn parse_header(payload: &[u8]) -> Option<(Option<String>, u64)> {
+    let mut c = Cursor::new(payload);
+    let _class = c.u16()?;
+    let _weight = c.u16()?;
+    let size = c.u64()?;
+    let flags = c.u16()?;
+    let has = |bit: u16| flags & (1 << bit) != 0;
+    if has(15) {
+        c.shortstr()?; // content-type
+    }
+    if has(14) {
+        c.shortstr()?; // content-encoding
+    }
+    if has(13) {
+        c.longstr()?; // headers (a table, length-prefixed)
+    }
+    if has(12) {
+        c.u8()?; // delivery-mode
+    }
+    if has(11) {
+        c.u8()?; // priority
+    }
+    let correl = if has(10) {
+        Some(String::from_utf8_lossy(c.shortstr()?).into_owned())
+    } else {
+        None
+    };
+    Some((correl, size))
+}
+
+impl Session for LeanSession {
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        let (queue, reply_to) = (&self.request_queue, &self.reply_queue);
+        method(&mut self.out, CHANNEL, 60, 40, |o| {
+            o.extend_from_slice(&0u16.to_be_bytes());
+            put_shortstr(o, b"");
+            put_shortstr(o, queue.as_bytes());
+            o.push(0);
+        });
+        let mode = if self.persistent { 2 } else { 1 };
+        frame(&mut self.out, FRAME_HEADER, CHANNEL, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&(body.len() as u64).to_be_bytes());
+            // delivery-mode (12), correlation-id (10), reply-to (9), message-id (7).
+            let flags: u16 = (1 << 12) | (1 << 10) | (1 << 9) | (1 << 7);
+            o.extend_from_slice(&flags.to_be_bytes());
+            o.push(mode);
+            put_shortstr(o, correl_id.as_bytes());
+            put_shortstr(o, reply_to.as_bytes());
+            put_shortstr(o, correl_id.as_bytes());
+        });
+        for chunk in body.chunks(self.frame_max.saturating_sub(8).max(1)) {
+            frame(&mut self.out, FRAME_BODY, CHANNEL, |o| {
+                o.extend_from_slice(chunk)
+            });
+        }
+        self.send()
+    }
+
+    fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            if let Some(r) = self.take_reply()? {
+                return Ok(Some(r));
+            }
+            if !self.fill(deadline)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn commit(&mut self) -> Result<(), TransportError> {
+        // Sessions under --syncpoint use the amqprs client; nothing to commit here.
+        Ok(())
+    }
+
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        if self.closed {
+            return Ok(());
+        }
+        method(&mut self.out, CHANNEL, 20, 40, |o| {
+            o.extend_from_slice(&200u16.to_be_bytes());
+            put_shortstr(o, b"bye");
+            o.extend_from_slice(&[0, 0, 0, 0]);
+        });
+        method(&mut self.out, 0, 10, 50, |o| {
+            o.extend_from_slice(&200u16.to_be_bytes());
+            put_shortstr(o, b"bye");
+            o.extend_from_slice(&[0, 0, 0, 0]);
+        });
+        self.send()?;
+        // Wait briefly for close-ok so the broker does not log an abrupt close; replies
+        // still arriving (late ones) are dropped with the connection.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while let Some((kind, _, payload)) = self.next_frame(deadline)? {
+            if kind == FRAME_METHOD && payload.get(..4) == Some(&[0, 10, 0, 51]) {
+                break;
+            }
+        }
+        self.closed = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_publish_is_three_frames_with_the_properties_oemputx_sends() {
+        let mut out = Vec::new();
+        frame(&mut out, FRAME_HEADER, 1, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&5u64.to_be_bytes());
+            let flags: u16 = (1 << 12) | (1 << 10) | (1 << 9) | (1 << 7);
+            o.extend_from_slice(&flags.to_be_bytes());
+            o.push(1);
+            put_shortstr(o, b"id-1");
+            put_shortstr(o, b"amq.gen-x");
+            put_shortstr(o, b"id-1");
+        });
+        assert_eq!(out[0], FRAME_HEADER);
+        assert_eq!(*out.last().expect("end"), FRAME_END);
+        let size = u32::from_be_bytes([out[3], out[4], out[5], out[6]]) as usize;
+        assert_eq!(size + 8, out.len());
+        let (correl, body) = parse_header(&out[7..7 + size]).expect("header");
+        assert_eq!((correl.as_deref(), body), (Some("id-1"), 5));
+    }
+
+    #[test]
+    fn a_header_with_every_property_before_the_correlation_id_is_read_past() {
+        let mut p = Vec::new();
+        p.extend_from_slice(&60u16.to_be_bytes());
+        p.extend_from_slice(&0u16.to_be_bytes());
+        p.extend_from_slice(&630u64.to_be_bytes());
+        let flags: u16 = (1 << 15) | (1 << 14) | (1 << 13) | (1 << 12) | (1 << 11) | (1 << 10);
+        p.extend_from_slice(&flags.to_be_bytes());
+        put_shortstr(&mut p, b"text/xml");
+        put_shortstr(&mut p, b"utf-8");
+        put_longstr(&mut p, b"\x03abcS\x00\x00\x00\x01x");
+        p.push(2);
+        p.push(5);
+        put_shortstr(&mut p, b"c-9");
+        assert_eq!(parse_header(&p), Some((Some("c-9".into()), 630)));
+        // Cut short: refused, not read past the end.
+        assert_eq!(parse_header(&p[..p.len() - 2]), None);
+        let no_correl = {
+            let mut q = p[..12].to_vec();
+            q.extend_from_slice(&0u16.to_be_bytes());
+            q
+        };
+        assert_eq!(parse_header(&no_correl), Some((None, 630)));
+    }
+}
