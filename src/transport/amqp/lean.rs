@@ -388,7 +388,9 @@ impl LeanSession {
         Ok(Some((kind, channel, payload)))
     }
 
-    /// Read more bytes until `deadline`; false when none came in time.
+    /// Read more bytes, waiting at most until `deadline`; false once the deadline has passed
+    /// with nothing read (a read that timed out before the deadline is simply tried again
+    /// by the caller: true).
     fn fill(&mut self, deadline: Instant) -> Result<bool, TransportError> {
         // Keep the buffer from growing: move what is left to the front once all is parsed
         // or the tail is short of room.
@@ -423,7 +425,7 @@ impl LeanSession {
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 self.inbuf.truncate(len);
-                Ok(false)
+                Ok(Instant::now() < deadline)
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {
                 self.inbuf.truncate(len);
@@ -620,6 +622,93 @@ mod tests {
         assert_eq!(size + 8, out.len());
         let (correl, body) = parse_header(&out[7..7 + size]).expect("header");
         assert_eq!((correl.as_deref(), body), (Some("id-1"), 5));
+    }
+
+    /// A session on a socket whose other end the test holds.
+    fn session_on_pair() -> (LeanSession, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let sock = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (peer, _) = listener.accept().expect("accept");
+        let s = LeanSession {
+            sock,
+            target: "test".into(),
+            request_queue: "q".into(),
+            reply_queue: "r".into(),
+            persistent: false,
+            frame_max: FRAME_MAX as usize,
+            inbuf: Vec::new(),
+            start: 0,
+            out: Vec::new(),
+            timeout: None,
+            pending: None,
+            closed: false,
+        };
+        (s, peer)
+    }
+
+    #[test]
+    fn a_get_waits_its_whole_wait_and_a_reply_split_across_reads_is_assembled() {
+        let (mut s, mut peer) = session_on_pair();
+        // Longer than the socket's read slice: nothing comes, so the get waits it all out.
+        let t = Instant::now();
+        assert!(
+            s.get(Duration::from_millis(120))
+                .expect("no error")
+                .is_none()
+        );
+        assert!(
+            t.elapsed() >= Duration::from_millis(120),
+            "{:?}",
+            t.elapsed()
+        );
+        let mut wire = Vec::new();
+        method(&mut wire, CHANNEL, 60, 60, |o| {
+            put_shortstr(o, b"tag");
+            o.extend_from_slice(&1u64.to_be_bytes());
+            o.push(0);
+            put_shortstr(o, b"");
+            put_shortstr(o, b"r");
+        });
+        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&6u64.to_be_bytes());
+            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
+            put_shortstr(o, b"c-1");
+        });
+        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
+            o.extend_from_slice(b"abc")
+        });
+        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
+            o.extend_from_slice(b"def")
+        });
+        // In two writes cut inside a frame: the first half stays buffered.
+        let cut = wire.len() / 2;
+        peer.write_all(&wire[..cut]).expect("write");
+        assert!(
+            s.get(Duration::from_millis(30))
+                .expect("no error")
+                .is_none()
+        );
+        peer.write_all(&wire[cut..]).expect("write");
+        let r = s
+            .get(Duration::from_secs(2))
+            .expect("no error")
+            .expect("a reply");
+        assert_eq!((r.correl_id.as_deref(), r.len), (Some("c-1"), 6));
+        // The broker closing the channel ends the session with its reason.
+        let mut close = Vec::new();
+        method(&mut close, CHANNEL, 20, 40, |o| {
+            o.extend_from_slice(&404u16.to_be_bytes());
+            put_shortstr(o, b"NOT_FOUND - no queue 'q'");
+            o.extend_from_slice(&[0, 60, 0, 40]);
+        });
+        peer.write_all(&close).expect("write");
+        let e = s
+            .get(Duration::from_secs(2))
+            .expect_err("closed")
+            .to_string();
+        assert!(e.contains("404 NOT_FOUND"), "{e}");
     }
 
     #[test]
