@@ -24,11 +24,13 @@ pub const MAX_MESSAGE: usize = 100 * 1024 * 1024;
 /// How often the responder looks at the stop flag while its queue is empty.
 const RESPONDER_POLL: Duration = Duration::from_millis(50);
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Msg {
     body: Arc<[u8]>,
     correl_id: String,
-    reply_to: Option<String>,
+    /// The reply queue itself rather than its name: the responder puts the reply without a
+    /// lookup by name (which hashed and allocated the name once per message).
+    reply_to: Option<Arc<Queue>>,
 }
 
 /// One queue: a FIFO with a condition variable for waiting getters.
@@ -51,8 +53,12 @@ impl Queue {
 
     /// Wait up to `wait` for the first message that `select` accepts.
     fn get(&self, wait: Duration, select: impl Fn(&Msg) -> bool) -> Option<Msg> {
-        let deadline = Instant::now() + wait;
         let mut items = lock(&self.items);
+        // A message already there needs no clock: read it only when about to wait.
+        if let Some(i) = items.iter().position(&select) {
+            return items.remove(i);
+        }
+        let deadline = Instant::now() + wait;
         loop {
             if let Some(i) = items.iter().position(&select) {
                 return items.remove(i);
@@ -114,12 +120,12 @@ impl Embedded {
         let responder_tid = Arc::new(Mutex::new(None));
         let input = qmgr.queue(&setup.request_queue);
         let handle = {
-            let (qmgr, stop, tid) = (qmgr.clone(), stop.clone(), responder_tid.clone());
+            let (stop, tid) = (stop.clone(), responder_tid.clone());
             std::thread::Builder::new()
                 .name("oemputx-flow".into())
                 .spawn(move || {
                     *lock(&tid) = Some(crate::accounting::clock::current_tid());
-                    respond(&qmgr, &input, &stop);
+                    respond(&input, &stop);
                 })
                 .ok()
         };
@@ -142,13 +148,13 @@ impl Embedded {
 
 /// The built-in flow: copy each request to a reply with the same correlation id. Only the
 /// driver puts here, and it always names a reply queue.
-fn respond(qmgr: &QueueManager, input: &Queue, stop: &AtomicBool) {
+fn respond(input: &Queue, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let Some(req) = input.get(RESPONDER_POLL, |_| true) else {
             continue;
         };
-        if let Some(ref q) = req.reply_to {
-            qmgr.queue(q).put(Msg {
+        if let Some(q) = &req.reply_to {
+            q.put(Msg {
                 body: req.body,
                 correl_id: req.correl_id,
                 reply_to: None,
@@ -239,7 +245,7 @@ impl Session for EmbeddedSession {
         let msg = Msg {
             body: Arc::from(body),
             correl_id: correl_id.to_string(),
-            reply_to: Some(self.reply_name.clone()),
+            reply_to: Some(self.reply.clone()),
         };
         if self.syncpoint {
             self.uncommitted.push(msg);
