@@ -532,19 +532,7 @@ fn members(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> Vec<Members> {
     let no_pidfile = |_: &std::path::PathBuf| None;
     groups
         .iter()
-        .map(|g| {
-            Members::Procs(
-                facts
-                    .iter()
-                    .filter(|(_, f)| {
-                        g.selectors
-                            .iter()
-                            .any(|s| s.matches(f, &in_tree, &no_pidfile))
-                    })
-                    .map(|(k, _)| *k)
-                    .collect(),
-            )
-        })
+        .map(|g| Members::Procs(super::snapshot::matching(g, facts, &in_tree, &no_pidfile)))
         .collect()
 }
 

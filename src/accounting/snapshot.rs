@@ -302,18 +302,27 @@ fn group_members(
             if !thread_res.is_empty() {
                 return Members::Threads(own_threads(&thread_res, source, ticks_to_ns));
             }
-            Members::Procs(
-                facts
-                    .iter()
-                    .filter(|(_, f)| {
-                        g.selectors
-                            .iter()
-                            .any(|s| s.matches(f, &in_tree, &pidfile_pid))
-                    })
-                    .map(|(k, _)| *k)
-                    .collect(),
-            )
+            Members::Procs(matching(g, facts, &in_tree, &pidfile_pid))
         })
+        .collect()
+}
+
+/// The processes any of a group's selectors matches, given the `tree:` roots' descendants
+/// and the pid files' pids (this machine's, or none for another host).
+pub(super) fn matching(
+    g: &GroupSpec,
+    facts: &[(Key, ProcFacts)],
+    in_tree: &dyn Fn(i32, i32) -> bool,
+    pidfile_pid: &dyn Fn(&PathBuf) -> Option<i32>,
+) -> Vec<Key> {
+    facts
+        .iter()
+        .filter(|(_, f)| {
+            g.selectors
+                .iter()
+                .any(|s| s.matches(f, in_tree, pidfile_pid))
+        })
+        .map(|(k, _)| *k)
         .collect()
 }
 
