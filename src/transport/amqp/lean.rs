@@ -43,9 +43,11 @@ pub struct LeanSession {
     reply_queue: String,
     persistent: bool,
     frame_max: usize,
-    /// Bytes read and not yet parsed: `inbuf[start..]`.
+    /// The read buffer, allocated (and zeroed) once: bytes read and not yet parsed are
+    /// `inbuf[start..end]`, so a read needs no resizing or zeroing.
     inbuf: Vec<u8>,
     start: usize,
+    end: usize,
     /// Frames of the next send.
     out: Vec<u8>,
     /// The read timeout now set on the socket, to set it only when it changes.
@@ -176,8 +178,9 @@ impl LeanSession {
             reply_queue: String::new(),
             persistent,
             frame_max: FRAME_MAX as usize,
-            inbuf: Vec::with_capacity(64 * 1024),
+            inbuf: vec![0; 64 * 1024],
             start: 0,
+            end: 0,
             out: Vec::with_capacity(4096),
             timeout: None,
             pending: None,
@@ -368,7 +371,7 @@ impl LeanSession {
     fn buffered_frame(
         &mut self,
     ) -> Result<Option<(u8, u16, std::ops::Range<usize>)>, TransportError> {
-        let b = &self.inbuf[self.start..];
+        let b = &self.inbuf[self.start..self.end];
         if b.len() < 7 {
             return Ok(None);
         }
@@ -392,14 +395,18 @@ impl LeanSession {
     /// with nothing read (a read that timed out before the deadline is simply tried again
     /// by the caller: true).
     fn fill(&mut self, deadline: Instant) -> Result<bool, TransportError> {
-        // Keep the buffer from growing: move what is left to the front once all is parsed
-        // or the tail is short of room.
-        if self.start == self.inbuf.len() {
-            self.inbuf.clear();
-            self.start = 0;
-        } else if self.start > 0 && self.inbuf.capacity() - self.inbuf.len() < 16 * 1024 {
-            self.inbuf.drain(..self.start);
-            self.start = 0;
+        // Room to read into: start over once all is parsed, move a tail to the front when
+        // the end is near, and grow only for a frame larger than the buffer (rare).
+        const ROOM: usize = 16 * 1024;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        } else if self.inbuf.len() - self.end < ROOM {
+            self.inbuf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        if self.inbuf.len() - self.end < ROOM {
+            let grown = (self.inbuf.len() * 2).max(self.end + ROOM);
+            self.inbuf.resize(grown, 0);
         }
         let now = Instant::now();
         if now >= deadline {
@@ -408,33 +415,19 @@ impl LeanSession {
         // One fixed read timeout while the deadline is further off than it, so that the hot
         // loop makes no setsockopt per get; the exact rest only for the last stretch.
         self.set_timeout(Some((deadline - now).min(READ_SLICE)))?;
-        let len = self.inbuf.len();
-        let room = (self.inbuf.capacity() - len).max(16 * 1024);
-        self.inbuf.resize(len + room, 0);
-        let got = self.sock.read(&mut self.inbuf[len..]);
-        match got {
-            Ok(0) => {
-                self.inbuf.truncate(len);
-                Err(self.lost(
-                    "the connection to the broker was lost (the broker closed it, or the network failed)",
-                ))
-            }
+        match self.sock.read(&mut self.inbuf[self.end..]) {
+            Ok(0) => Err(self.lost(
+                "the connection to the broker was lost (the broker closed it, or the network failed)",
+            )),
             Ok(n) => {
-                self.inbuf.truncate(len + n);
+                self.end += n;
                 Ok(true)
             }
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                self.inbuf.truncate(len);
                 Ok(Instant::now() < deadline)
             }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {
-                self.inbuf.truncate(len);
-                Ok(true)
-            }
-            Err(e) => {
-                self.inbuf.truncate(len);
-                Err(self.lost(format!("reading from the broker: {e}")))
-            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(true),
+            Err(e) => Err(self.lost(format!("reading from the broker: {e}"))),
         }
     }
 
@@ -636,8 +629,9 @@ mod tests {
             reply_queue: "r".into(),
             persistent: false,
             frame_max: FRAME_MAX as usize,
-            inbuf: Vec::new(),
+            inbuf: vec![0; 64 * 1024],
             start: 0,
+            end: 0,
             out: Vec::new(),
             timeout: None,
             pending: None,
@@ -709,6 +703,37 @@ mod tests {
             .expect_err("closed")
             .to_string();
         assert!(e.contains("404 NOT_FOUND"), "{e}");
+    }
+
+    #[test]
+    fn a_frame_larger_than_the_read_buffer_grows_it_and_is_read_whole() {
+        let (mut s, mut peer) = session_on_pair();
+        let body = vec![7u8; 100_000];
+        let mut wire = Vec::new();
+        method(&mut wire, CHANNEL, 60, 60, |o| {
+            put_shortstr(o, b"tag");
+            o.extend_from_slice(&1u64.to_be_bytes());
+            o.push(0);
+            put_shortstr(o, b"");
+            put_shortstr(o, b"r");
+        });
+        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&(body.len() as u64).to_be_bytes());
+            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
+            put_shortstr(o, b"big");
+        });
+        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
+            o.extend_from_slice(&body)
+        });
+        let writer = std::thread::spawn(move || peer.write_all(&wire).map(|_| peer));
+        let r = s
+            .get(Duration::from_secs(5))
+            .expect("no error")
+            .expect("a reply");
+        assert_eq!((r.correl_id.as_deref(), r.len), (Some("big"), 100_000));
+        assert!(writer.join().expect("writer").is_ok());
     }
 
     #[test]
