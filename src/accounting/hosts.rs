@@ -153,13 +153,7 @@ pub fn merge(
             .sum(),
     );
     // Shares are of the run's captured total, across hosts.
-    let pct = |v: f64| {
-        if captured > 0.0 {
-            100.0 * v / captured
-        } else {
-            0.0
-        }
-    };
+    let pct = |v: f64| table::share_of(v, captured);
     for row in &mut t.processes {
         row.pct = pct(row.total_us_per_tran);
     }

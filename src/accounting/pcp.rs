@@ -82,6 +82,8 @@ pub struct PcpHost {
     port: u16,
     /// `Authorization` header value, when a user is given.
     auth: Option<String>,
+    /// One HTTP agent for the host, so that snapshots reuse its kept-alive connection.
+    agent: ureq::Agent,
     /// pmproxy's context for this host (0: none yet); kept so that each snapshot is one
     /// request on one pmcd connection.
     context: AtomicU64,
@@ -111,6 +113,7 @@ impl Clone for PcpHost {
             base: self.base.clone(),
             port: self.port,
             auth: self.auth.clone(),
+            agent: self.agent.clone(),
             context: AtomicU64::new(self.context.load(Ordering::Relaxed)),
         }
     }
@@ -208,6 +211,11 @@ impl PcpHost {
             base: format!("http://{host}:{port}"),
             port,
             auth,
+            agent: ureq::Agent::config_builder()
+                .timeout_global(Some(Duration::from_secs(10)))
+                .http_status_as_error(false)
+                .build()
+                .into(),
             context: AtomicU64::new(0),
         })
     }
@@ -223,12 +231,7 @@ impl PcpHost {
 
     /// One GET of pmproxy's API, as JSON.
     fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(10)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut req = agent.get(format!("{}{path_and_query}", self.base));
+        let mut req = self.agent.get(format!("{}{path_and_query}", self.base));
         if let Some(a) = &self.auth {
             req = req.header("Authorization", a);
         }

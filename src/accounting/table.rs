@@ -134,6 +134,15 @@ pub fn build(
     }
 }
 
+/// A row's share of the captured total, percent (0 when nothing was captured).
+pub(super) fn share_of(v: f64, captured: f64) -> f64 {
+    if captured > 0.0 {
+        100.0 * v / captured
+    } else {
+        0.0
+    }
+}
+
 /// Folded from +0.0: an empty f64 sum is -0.0, which prints as "-0.00".
 fn sum(it: impl Iterator<Item = f64>) -> f64 {
     it.fold(0.0, |acc, v| acc + v)
@@ -357,13 +366,7 @@ impl Builder<'_> {
     /// Step 3: each row's share of the captured total, and one total row per group.
     fn group_totals(&mut self, names: &[&str]) -> (f64, Vec<GroupRow>) {
         let captured = sum(self.rows.iter().map(|r| r.total_us_per_tran));
-        let share = |v: f64| {
-            if captured > 0.0 {
-                100.0 * v / captured
-            } else {
-                0.0
-            }
-        };
+        let share = |v: f64| share_of(v, captured);
         for r in &mut self.rows {
             r.pct = share(r.total_us_per_tran);
         }

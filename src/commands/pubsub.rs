@@ -305,9 +305,7 @@ fn rounds(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Re
     });
     let text = serde_json::to_string_pretty(&json)? + "\n";
     if !args.no_save {
-        let stamp = chrono::Utc::now()
-            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-            .to_string();
+        let stamp = now_stamp();
         crate::export::save_in_folder(
             &args.reports_dir,
             &stamp,
@@ -416,9 +414,7 @@ fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
         }
     }
     if !args.no_save {
-        let stamp = chrono::Utc::now()
-            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-            .to_string();
+        let stamp = now_stamp();
         crate::export::save_in_folder(
             &args.reports_dir,
             &stamp,
@@ -437,4 +433,11 @@ fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
     } else {
         crate::export::print_stdout(&text)
     }
+}
+
+/// The current UTC time as the reports folder's file names start with it.
+fn now_stamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
 }

@@ -640,6 +640,31 @@ mod tests {
         (s, peer)
     }
 
+    /// A basic.deliver with a correlation id, as RabbitMQ sends it: the method, the content
+    /// header, and the body in the frames given.
+    fn delivery(correl: &str, bodies: &[&[u8]]) -> Vec<u8> {
+        let size: usize = bodies.iter().map(|b| b.len()).sum();
+        let mut wire = Vec::new();
+        method(&mut wire, CHANNEL, 60, 60, |o| {
+            put_shortstr(o, b"tag");
+            o.extend_from_slice(&1u64.to_be_bytes());
+            o.push(0);
+            put_shortstr(o, b"");
+            put_shortstr(o, b"r");
+        });
+        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&(size as u64).to_be_bytes());
+            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
+            put_shortstr(o, correl.as_bytes());
+        });
+        for b in bodies {
+            frame(&mut wire, FRAME_BODY, CHANNEL, |o| o.extend_from_slice(b));
+        }
+        wire
+    }
+
     #[test]
     fn a_get_waits_its_whole_wait_and_a_reply_split_across_reads_is_assembled() {
         let (mut s, mut peer) = session_on_pair();
@@ -655,27 +680,7 @@ mod tests {
             "{:?}",
             t.elapsed()
         );
-        let mut wire = Vec::new();
-        method(&mut wire, CHANNEL, 60, 60, |o| {
-            put_shortstr(o, b"tag");
-            o.extend_from_slice(&1u64.to_be_bytes());
-            o.push(0);
-            put_shortstr(o, b"");
-            put_shortstr(o, b"r");
-        });
-        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
-            o.extend_from_slice(&60u16.to_be_bytes());
-            o.extend_from_slice(&0u16.to_be_bytes());
-            o.extend_from_slice(&6u64.to_be_bytes());
-            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
-            put_shortstr(o, b"c-1");
-        });
-        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
-            o.extend_from_slice(b"abc")
-        });
-        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
-            o.extend_from_slice(b"def")
-        });
+        let wire = delivery("c-1", &[b"abc", b"def"]);
         // In two writes cut inside a frame: the first half stays buffered.
         let cut = wire.len() / 2;
         peer.write_all(&wire[..cut]).expect("write");
@@ -709,24 +714,7 @@ mod tests {
     fn a_frame_larger_than_the_read_buffer_grows_it_and_is_read_whole() {
         let (mut s, mut peer) = session_on_pair();
         let body = vec![7u8; 100_000];
-        let mut wire = Vec::new();
-        method(&mut wire, CHANNEL, 60, 60, |o| {
-            put_shortstr(o, b"tag");
-            o.extend_from_slice(&1u64.to_be_bytes());
-            o.push(0);
-            put_shortstr(o, b"");
-            put_shortstr(o, b"r");
-        });
-        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
-            o.extend_from_slice(&60u16.to_be_bytes());
-            o.extend_from_slice(&0u16.to_be_bytes());
-            o.extend_from_slice(&(body.len() as u64).to_be_bytes());
-            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
-            put_shortstr(o, b"big");
-        });
-        frame(&mut wire, FRAME_BODY, CHANNEL, |o| {
-            o.extend_from_slice(&body)
-        });
+        let wire = delivery("big", &[&body]);
         let writer = std::thread::spawn(move || peer.write_all(&wire).map(|_| peer));
         let r = s
             .get(Duration::from_secs(5))
