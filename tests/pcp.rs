@@ -80,12 +80,15 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
         broker["skew_ms"].as_f64().is_some_and(|s| s >= 0.0),
         "{broker}"
     );
-    // The host's own clock stamps its snapshots: the window by that clock is the run's.
+    // The host's own clock stamps its snapshots, each somewhere inside its request: the
+    // window by that clock is the run's, give or take the two requests (long on a loaded
+    // machine).
     let by_host = broker["window_s_by_host_clock"].as_f64().unwrap_or(0.0);
     let elapsed = j["elapsed_s"].as_f64().unwrap_or(0.0);
+    let slack = 2.0 * broker["round_trip_ms"].as_f64().unwrap_or(0.0) / 1000.0 + 0.05;
     assert!(
-        by_host > 0.5 * elapsed && by_host < 2.0 * elapsed + 1.0,
-        "{by_host} vs {elapsed}"
+        by_host > 0.0 && (by_host - elapsed).abs() <= slack + 0.5 * elapsed,
+        "{by_host} vs {elapsed} (requests up to {slack} s)"
     );
     // The run's corrected total is each host's corrected total, summed.
     let sum: f64 = hosts
