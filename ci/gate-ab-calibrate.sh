@@ -6,6 +6,8 @@
 # mood over the hours falls on all of them alike.
 #
 #   bash ci/gate-ab-calibrate.sh [RUNS] [CASES]        (defaults: 10, "aa plus5 plus2 plus10")
+#   GATE_TOLERANCE (2.5%), GATE_COUNT (4000 a round), GATE_TASKS (2), GATE_MAX_TIME (5m),
+#   GATE_CONTROL (DRIVER; none to judge the pairs as measured)
 #
 # Writes one JSON per gate run (the verdicts and every round's figures) and a TSV line per
 # run to ci/calibration/ab-<date>/, and prints the summary at the end. Uses the release
@@ -17,9 +19,9 @@ cases=${2:-aa plus5 plus2 plus10}
 bin=${OEMPUTX_BIN:-target/release}
 url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
 db=${OEMPUTX_TEST_PG:-postgres://postgres:postgres@127.0.0.1:5432/postgres}
-tolerance=${GATE_TOLERANCE:-2%}
+tolerance=${GATE_TOLERANCE:-2.5%}
 max_time=${GATE_MAX_TIME:-5m}
-count=${GATE_COUNT:-8000}
+count=${GATE_COUNT:-4000}
 tasks=${GATE_TASKS:-2}
 out=ci/calibration/ab-$(date -u +%Y%m%d-%H%M)
 mkdir -p "$out"
@@ -47,7 +49,7 @@ flow_us=$("$bin/oemputx" "${sizing[@]}" --request-queue "$queue" --rounds 3 \
   python3 -c "import json,sys; j=json.load(sys.stdin); print([g for g in j['groups'] if g['name']=='FLOW'][0]['total_us_per_tran'])")
 kill "$sizer"; wait "$sizer" 2>/dev/null || true
 command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
-echo "flow A's FLOW cost: $flow_us us/tran; tolerance $tolerance, at most $max_time per gate" | tee "$out/settings.txt"
+echo "flow A's FLOW cost: $flow_us us/tran; tolerance $tolerance, at most $max_time per gate; rounds of $count, $tasks tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 
 printf 'case\trun\textra_cpu_us\texit\tverdict\tseconds\tpairs\tmetric_verdicts\n' >"$tsv"
 for i in $(seq "$runs"); do
@@ -57,7 +59,7 @@ for i in $(seq "$runs"); do
     json="$out/$c-$i.json"
     start=$(date +%s)
     code=0
-    "$bin/oemputx" gate --tolerance "$tolerance" --max-time "$max_time" \
+    "$bin/oemputx" gate --tolerance "$tolerance" --max-time "$max_time" --control "${GATE_CONTROL:-DRIVER}" \
       --flow-a "$flow --db-table calib_a" \
       --flow-b "$flow --db-table calib_b --extra-cpu-us $extra" \
       --export-json "$json" -- "${run_opts[@]}" >"$out/$c-$i.txt" 2>&1 || code=$?
@@ -65,7 +67,8 @@ for i in $(seq "$runs"); do
     summary=$(python3 -c "
 import json; j=json.load(open('$json'))
 pairs=len(j['ab_rounds']['a_first'])
-print(j['verdict'] + '\t$secs\t' + str(pairs) + '\t' + ' '.join(d['metric']+'='+d['verdict']+'('+format(100*(d['ratio']-1),'+.1f')+'%)' for d in j['decisions']))" 2>/dev/null || echo "error	$secs	0	-")
+adj=lambda d: (',b'+format(d['adjusted_for']['slope'],'.2f')) if d.get('adjusted_for') else ''
+print(j['verdict'] + '\t$secs\t' + str(pairs) + '\t' + ' '.join(d['metric']+'='+d['verdict']+'('+format(100*(d['ratio']-1),'+.1f')+'%'+adj(d)+')' for d in j['decisions']))" 2>/dev/null || echo "error	$secs	0	-")
     printf '%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$code" "$summary" | tee -a "$tsv"
   done
 done

@@ -220,6 +220,16 @@ pub struct GateArgs {
         requires = "flow_a"
     )]
     pub max_time: humantime::Duration,
+    /// A/B: adjust every pair by this group's change in the same pair (a control variate:
+    /// the machine's round-to-round weather moves every process's cost together). The
+    /// group must run the same code on both sides; `none` judges the pairs as measured.
+    #[arg(
+        long,
+        value_name = "GROUP",
+        default_value = "DRIVER",
+        requires = "flow_a"
+    )]
+    pub control: String,
     /// With --flow-a/--flow-b: gate on instruction counts under valgrind's callgrind (over 1,
     /// N and 2N messages, N = --count) instead of CPU time; deterministic, flow only.
     #[arg(long, requires = "flow_a")]
@@ -228,7 +238,7 @@ pub struct GateArgs {
     /// is used, and must be confirmed by a second run.
     #[arg(long, value_name = "N", default_value_t = 5, requires = "instructions")]
     pub runs: usize,
-    /// Largest slowdown that still passes, e.g. 2% (default 5% against a baseline, 2% A/B,
+    /// Largest slowdown that still passes, e.g. 2% (default 5% against a baseline, 2.5% A/B,
     /// or the gate file's).
     #[arg(long, value_name = "PERCENT")]
     pub tolerance: Option<String>,

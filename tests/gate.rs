@@ -356,7 +356,50 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
         (Some(true), Some(false))
     );
     assert!(stderr.contains("gate A/B: look 1 after 8 of"), "{stderr}");
+    // The pairs are adjusted by the driver's own change in each (the default control),
+    // unless the driver itself moved between the sides, which the look then says.
+    assert!(
+        stderr.contains("each pair adjusted by DRIVER's change"),
+        "{stderr}"
+    );
+    if flow.get("adjusted_for").is_some() {
+        assert_eq!(flow["adjusted_for"]["group"], "DRIVER", "{flow}");
+        assert!(flow["adjusted_for"]["slope"].is_number(), "{flow}");
+    } else {
+        assert!(stderr.contains("the control itself moved"), "{stderr}");
+    }
     // Both queues the gate made are gone (the flows with them).
+    assert_made_queues_gone(&stderr, &queue);
+}
+
+#[test]
+fn ab_mode_refuses_a_control_group_the_rounds_do_not_have() {
+    let queue = fresh_queue("abctl");
+    let out = oemputx()
+        .args([
+            "gate",
+            "--flow-a",
+            "sample-flow --echo",
+            "--flow-b",
+            "sample-flow --echo",
+            "--control",
+            "NOSUCH",
+            "--",
+            "--qmgr",
+            &amqp_url(),
+            "--request-queue",
+            &queue,
+            "--count",
+            "20",
+        ])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--control") && stderr.contains("NOSUCH"),
+        "{stderr}"
+    );
     assert_made_queues_gone(&stderr, &queue);
 }
 

@@ -15,12 +15,13 @@ use crate::cli::GateArgs;
 use crate::config::{Config, ConfigError};
 use crate::exit::Exit;
 use crate::flows::{FlowCommand, Flows};
+use crate::gate::control::{self, Pair};
 use crate::gate::sequential::{
     Boundary, FIRST_LOOK, PairedInterval, Spending, detectable_change, judge, paired_interval,
     pairs_to_decide,
 };
 use crate::gate::statistics::median;
-use crate::gate::{AbRounds, Decision, Outcome, Verdict, overall};
+use crate::gate::{AbRounds, Adjustment, Decision, Outcome, Verdict, overall};
 use crate::measure::measure;
 use crate::report::saved::{Metric, SavedFigures};
 use crate::transport::Endpoint;
@@ -36,8 +37,9 @@ const ALPHA: f64 = 0.10;
 /// Four pairs keep the restarts' cost (about a second each) small against the rounds.
 const PAIRS_PER_BLOCK: usize = 4;
 /// The A/B gate's tolerance when neither --tolerance nor a gate file gives one: it must sit
-/// well below the change to be caught (docs/gate.md has the calibration).
-const AB_TOLERANCE: f64 = 0.02;
+/// well below the change to be caught, and above what no change can be told from in the
+/// minutes a gate has (docs/gate.md has the calibration).
+const AB_TOLERANCE: f64 = 0.025;
 
 /// One side of the comparison: its flow, its run settings, its rounds' figures.
 struct Side {
@@ -98,21 +100,40 @@ impl Drop for MadeQueues {
     }
 }
 
-/// One gated metric: its tolerance, the pairs' log ratios, and its verdict once decided.
+/// One gated metric: its tolerance, its pairs by block, and its verdict once decided.
 struct Gated {
     name: String,
     metric: Metric,
     tolerance: f64,
-    /// One observation per finished block: the mean ln(B ÷ A) of its pairs.
-    log_ratios: Vec<f64>,
+    /// The finished blocks' pairs: ln(B ÷ A) of the metric and of the control group.
+    blocks: Vec<Vec<Pair>>,
     /// The current block's pairs.
-    pending: Vec<f64>,
+    pending: Vec<Pair>,
     /// Pairs where a side had no figure for it (e.g. no capture ratio that round).
     skipped: usize,
+    /// Whether the control adjusts this metric (not the control itself).
+    adjustable: bool,
+    /// The slope used at the last look, when the look was adjusted.
+    slope: Option<f64>,
+    /// The observations of the last look: one per block (adjusted when `slope` is set).
+    observations: Vec<f64>,
     decided: Option<(Verdict, PairedInterval, usize)>,
     /// The two-sided error level of the last interval computed (that of `last`/`decided`).
     level: Option<f64>,
     last: Option<PairedInterval>,
+}
+
+impl Gated {
+    /// The blocks' plain means: what a look without the control sees.
+    fn plain(&self) -> Vec<f64> {
+        control::block_means(&self.blocks, 0.0)
+    }
+}
+
+/// The control group of the pairs (`--control`), when there is one.
+struct Control {
+    name: String,
+    metric: Metric,
 }
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
@@ -126,6 +147,10 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     let max_pairs = max_blocks * PAIRS_PER_BLOCK;
     let max_time: Duration = args.max_time.into();
     let mut spending = Spending::new(ALPHA, max_blocks);
+    let control = (!args.control.eq_ignore_ascii_case("none")).then(|| Control {
+        name: args.control.clone(),
+        metric: Metric::named(&args.control),
+    });
 
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
@@ -142,11 +167,18 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         sides.push(start_side(name, cmd, &base, queue)?);
     }
     eprintln!(
-        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th",
+        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
         queues[0],
         queues[1],
         2 * max_pairs,
         args.max_time,
+        control.as_ref().map_or_else(
+            || "pairs judged as measured (--control none)".to_string(),
+            |c| format!(
+                "each pair adjusted by {}'s change in it (control variate, slope β per metric; --control none to judge pairs as measured)",
+                c.name
+            )
+        ),
     );
 
     let started = Instant::now();
@@ -156,6 +188,7 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         &mut sides,
         &mut spending,
         (max_pairs, max_time),
+        control.as_ref(),
         &interrupt,
     )?;
     let (gated, pairs, interrupted) = (run.gated, run.pairs, run.interrupted);
@@ -165,7 +198,13 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         sides_summary(&sides),
         started.elapsed().as_secs_f64()
     );
-    let outcome = outcome(&gated, &sides, pairs, level, commands_text(cmd_a, cmd_b));
+    let outcome = outcome(
+        &gated,
+        &sides,
+        (pairs, level),
+        control.as_ref(),
+        commands_text(cmd_a, cmd_b),
+    );
     write_verdict(args, &outcome)?;
     drop(sides);
     if interrupted {
@@ -193,6 +232,7 @@ fn run_pairs(
     sides: &mut [Side],
     spending: &mut Spending,
     (max_pairs, max_time): (usize, Duration),
+    control: Option<&Control>,
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<PairsRun> {
     let started = Instant::now();
@@ -211,9 +251,9 @@ fn run_pairs(
             }
             run.pairs += 1;
             if run.gated.is_empty() {
-                run.gated = metrics(args, tolerances, sides)?;
+                run.gated = metrics(args, tolerances, sides, control)?;
             }
-            add_pair(&mut run.gated, sides);
+            add_pair(&mut run.gated, sides, control);
         }
         blocks += 1;
         close_block(&mut run.gated);
@@ -233,8 +273,7 @@ fn run_pairs(
             look(
                 &mut run.gated,
                 blocks,
-                boundary,
-                spending.planned(),
+                (boundary, spending.planned()),
                 started,
             );
             // Done when every metric is decided, or one is a regression: no later verdict
@@ -370,12 +409,30 @@ fn start_side(
 /// same stretch of time, so the capture ratio corrects nothing between them, and it adds
 /// the machine's unattributed CPU as noise (measured here: the ratio fell to 0.54–0.68 in
 /// 12 of 128 rounds of an A/A run, when processes came and went; docs/gate.md).
-fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::Result<Vec<Gated>> {
+fn metrics(
+    args: &GateArgs,
+    tolerances: &Tolerances,
+    sides: &[Side],
+    control: Option<&Control>,
+) -> anyhow::Result<Vec<Gated>> {
     let has = |m: &Metric| {
         sides
             .iter()
             .all(|s| s.rounds.iter().all(|r| m.of(r).is_some()))
     };
+    if let Some(c) = control
+        && !has(&c.metric)
+    {
+        return Err(ConfigError::BadValue {
+            flag: "--control",
+            why: format!(
+                "the first rounds have no figure for '{}' ({}): name a group both sides run the same code in (DRIVER, the default), or none",
+                c.name,
+                c.metric.field()
+            ),
+        }
+        .into());
+    }
     let mut names = vec!["FLOW".to_string(), "captured".to_string()];
     for m in args.metric.iter().chain(tolerances.named_metrics()) {
         if !names.contains(m) {
@@ -398,11 +455,14 @@ fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::
             }
             Ok(Gated {
                 tolerance: tolerances.for_metric(&name)?,
+                adjustable: control.is_some_and(|c| c.name != name),
                 name,
                 metric,
-                log_ratios: Vec::new(),
+                blocks: Vec::new(),
                 pending: Vec::new(),
                 skipped: 0,
+                slope: None,
+                observations: Vec::new(),
                 decided: None,
                 level: None,
                 last: None,
@@ -411,51 +471,102 @@ fn metrics(args: &GateArgs, tolerances: &Tolerances, sides: &[Side]) -> anyhow::
         .collect()
 }
 
-/// The newest pair's ln(B ÷ A) for every undecided metric, oriented so that above 0 is
-/// worse (for the rate, lower is worse).
-fn add_pair(gated: &mut [Gated], sides: &[Side]) {
+/// ln(B ÷ A) of a figure in the newest pair, oriented so that above 0 is worse (for the
+/// rate, lower is worse); None when a side has no positive figure for it.
+fn pair_log_ratio(metric: &Metric, a: &SavedFigures, b: &SavedFigures) -> Option<f64> {
+    match (metric.of(a), metric.of(b)) {
+        (Some(x), Some(y)) if x > 0.0 && y > 0.0 => {
+            let d = (y / x).ln();
+            Some(if metric.higher_is_worse() { d } else { -d })
+        }
+        _ => None,
+    }
+}
+
+/// The newest pair's ln(B ÷ A) for every undecided metric, with the control's.
+fn add_pair(gated: &mut [Gated], sides: &[Side], control: Option<&Control>) {
     let (Some(a), Some(b)) = (sides[0].rounds.last(), sides[1].rounds.last()) else {
         return;
     };
+    let c = control
+        .and_then(|c| pair_log_ratio(&c.metric, a, b))
+        .unwrap_or(f64::NAN);
     for g in gated.iter_mut().filter(|g| g.decided.is_none()) {
-        match (g.metric.of(a), g.metric.of(b)) {
-            (Some(x), Some(y)) if x > 0.0 && y > 0.0 => {
-                let d = (y / x).ln();
-                g.pending
-                    .push(if g.metric.higher_is_worse() { d } else { -d });
-            }
-            _ => g.skipped += 1,
+        match pair_log_ratio(&g.metric, a, b) {
+            Some(d) => g.pending.push(Pair { d, control: c }),
+            None => g.skipped += 1,
         }
     }
 }
 
-/// End a block: its pairs' mean is one observation (pairs of one block share their flow
+/// End a block: its pairs make one observation (pairs of one block share their flow
 /// processes, so they are not independent of each other; blocks are).
 fn close_block(gated: &mut [Gated]) {
     for g in gated.iter_mut().filter(|g| g.decided.is_none()) {
         if !g.pending.is_empty() {
-            g.log_ratios
-                .push(g.pending.iter().sum::<f64>() / g.pending.len() as f64);
+            g.blocks.push(std::mem::take(&mut g.pending));
         }
-        g.pending.clear();
     }
 }
 
-/// A look: each undecided metric's interval at the look's level, and its verdict when it
-/// allows one.
-fn look(gated: &mut [Gated], blocks: usize, boundary: Boundary, planned: usize, started: Instant) {
+/// Whether the control itself differs between the sides at this look's level: then its
+/// change is not only the machine's, and the look is judged unadjusted. The control's
+/// blocks are read from any metric's pairs (each pair carries the control's figure).
+fn control_differs(gated: &[Gated], level: f64) -> Option<PairedInterval> {
+    let g = gated.iter().max_by_key(|g| g.blocks.len())?;
+    let c: Vec<Vec<Pair>> = g
+        .blocks
+        .iter()
+        .map(|b| {
+            b.iter()
+                .map(|p| Pair {
+                    d: p.control,
+                    control: f64::NAN,
+                })
+                .collect()
+        })
+        .collect();
+    let i = paired_interval(&control::block_means(&c, 0.0), level)?;
+    (i.low > 1.0 || i.high < 1.0).then_some(i)
+}
+
+/// A look: each undecided metric's interval at the look's level (adjusted by the control
+/// unless the control itself differs), and its verdict when it allows one.
+fn look(
+    gated: &mut [Gated],
+    blocks: usize,
+    (boundary, planned): (Boundary, usize),
+    started: Instant,
+) {
     let mut line = format!(
         "gate A/B: look {} after {blocks} of {planned} planned blocks ({:.0} s, {:.1}% interval):",
         boundary.look,
         started.elapsed().as_secs_f64(),
         100.0 * (1.0 - boundary.level)
     );
+    let differs = gated
+        .iter()
+        .any(|g| g.adjustable)
+        .then(|| control_differs(gated, boundary.level))
+        .flatten();
+    if let Some(c) = differs {
+        line.push_str(&format!(
+            " (the control itself moved {:+.1}% [{:+.1}%, {:+.1}%]: judged unadjusted)",
+            100.0 * (c.ratio - 1.0),
+            100.0 * (c.low - 1.0),
+            100.0 * (c.high - 1.0)
+        ));
+    }
     for g in gated.iter_mut() {
         if let Some((v, _, n)) = &g.decided {
             line.push_str(&format!(" {} {} at {n};", g.name, v.as_str()));
             continue;
         }
-        let Some(i) = paired_interval(&g.log_ratios, boundary.level) else {
+        g.slope = (g.adjustable && differs.is_none())
+            .then(|| control::slope(&g.blocks))
+            .flatten();
+        g.observations = control::block_means(&g.blocks, g.slope.unwrap_or(0.0));
+        let Some(i) = paired_interval(&g.observations, boundary.level) else {
             continue;
         };
         g.last = Some(i);
@@ -467,8 +578,9 @@ fn look(gated: &mut [Gated], blocks: usize, boundary: Boundary, planned: usize, 
             }
             None => "undecided",
         };
+        let slope = g.slope.map(|b| format!(" (β {b:.2})")).unwrap_or_default();
         line.push_str(&format!(
-            " {} {:+.1}% [{:+.1}%, {:+.1}%] {state};",
+            " {} {:+.1}% [{:+.1}%, {:+.1}%] {state}{slope};",
             g.name,
             100.0 * (i.ratio - 1.0),
             100.0 * (i.low - 1.0),
@@ -496,13 +608,13 @@ fn sides_summary(sides: &[Side]) -> String {
 fn outcome(
     gated: &[Gated],
     sides: &[Side],
-    pairs: usize,
-    level: f64,
+    (pairs, level): (usize, f64),
+    control: Option<&Control>,
     (a, b): (String, String),
 ) -> Outcome {
     let decisions: Vec<Decision> = gated
         .iter()
-        .map(|g| decision(g, sides, pairs, level))
+        .map(|g| decision(g, sides, (pairs, level), control))
         .collect();
     Outcome {
         baseline: a,
@@ -522,7 +634,19 @@ fn outcome(
     }
 }
 
-fn decision(g: &Gated, sides: &[Side], pairs: usize, level: f64) -> Decision {
+fn decision(
+    g: &Gated,
+    sides: &[Side],
+    (pairs, level): (usize, f64),
+    control: Option<&Control>,
+) -> Decision {
+    let adjusted_for = g.slope.zip(control).map(|(slope, c)| Adjustment {
+        group: c.name.clone(),
+        slope,
+    });
+    let adjusted = adjusted_for.as_ref().map_or_else(String::new, |a| {
+        format!("; each pair adjusted by {}'s (β {:.2})", a.group, a.slope)
+    });
     let values =
         |s: &Side| -> Vec<f64> { s.rounds.iter().filter_map(|r| g.metric.of(r)).collect() };
     let (a, b) = (values(&sides[0]), values(&sides[1]));
@@ -531,28 +655,34 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, level: f64) -> Decision {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
             (l.min(x), h.max(x))
         });
+    // Before any look (a run cut short), the blocks as measured.
+    let observations = if g.observations.is_empty() {
+        g.plain()
+    } else {
+        g.observations.clone()
+    };
     let interval = g
         .decided
         .map(|(_, i, _)| i)
         .or(g.last)
-        .or_else(|| paired_interval(&g.log_ratios, level));
+        .or_else(|| paired_interval(&observations, level));
     let ci_level = 1.0 - g.level.unwrap_or(level);
     let (verdict, note) = match (&g.decided, interval) {
         (Some((v, _, n)), _) => (
             *v,
             Some(format!(
-                "decided after {n} blocks of {PAIRS_PER_BLOCK} pairs (A/B, ABBA order)"
+                "decided after {n} blocks of {PAIRS_PER_BLOCK} pairs (A/B, ABBA order){adjusted}"
             )),
         ),
         (None, Some(i)) => (
             Verdict::Inconclusive,
-            Some(undecided_note(g, &i, pairs / PAIRS_PER_BLOCK)),
+            Some(undecided_note(g, &i, pairs / PAIRS_PER_BLOCK) + &adjusted),
         ),
         (None, None) => (
             Verdict::Inconclusive,
             Some(format!(
                 "only {} finished blocks: raise --max-rounds or --max-time",
-                g.log_ratios.len()
+                g.blocks.len()
             )),
         ),
     };
@@ -579,7 +709,7 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, level: f64) -> Decision {
         ci_low: i.low,
         ci_high: i.high,
         ci_level,
-        p_value: paired_p(&g.log_ratios),
+        p_value: paired_p(&observations),
         tolerance: g.tolerance,
         base_rounds: a.len(),
         current_rounds: b.len(),
@@ -587,6 +717,7 @@ fn decision(g: &Gated, sides: &[Side], pairs: usize, level: f64) -> Decision {
         current_max: bmax,
         verdict,
         note,
+        adjusted_for,
     }
 }
 

@@ -396,6 +396,7 @@ fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
         current_max: bmax,
         verdict,
         note: Some(note),
+        adjusted_for: None,
     }
 }
 

@@ -16,6 +16,7 @@
 //! than to iterations of a function; gungraun's instruction counts would need no statistics
 //! but cannot see the broker's or the database's CPU.
 
+pub mod control;
 pub mod render;
 pub mod sequential;
 pub mod statistics;
@@ -84,6 +85,18 @@ pub struct Decision {
     pub verdict: Verdict,
     /// Why it is inconclusive and what would settle it.
     pub note: Option<String>,
+    /// A/B only: the control group the pairs were adjusted by, and the slope used
+    /// ([`control`]); absent when the look was judged unadjusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adjusted_for: Option<Adjustment>,
+}
+
+/// The control variate of an A/B decision: each pair's ln(B ÷ A) less `slope` times the
+/// same pair's ln(B ÷ A) of `group`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Adjustment {
+    pub group: String,
+    pub slope: f64,
 }
 
 /// Decide one metric from its two samples (oriented: `worse` says which way is bad).
@@ -167,6 +180,7 @@ pub fn decide(
         current_max: cmax,
         verdict,
         note,
+        adjusted_for: None,
     }
 }
 
