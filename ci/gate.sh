@@ -100,7 +100,7 @@ ab() {
   "$bin/oemputx" gate \
     --flow-a "$base_bin $flow_opts --db-table ${table}_a" \
     --flow-b "$bin/sample-flow $flow_opts --db-table ${table}_b --extra-cpu-us $extra" \
-    --tolerance "${GATE_TOLERANCE:-2%}" --max-time "${GATE_MAX_TIME:-4m}" \
+    --tolerance "${GATE_TOLERANCE:-2.5%}" --max-time "${GATE_MAX_TIME:-4m}" \
     --max-rounds "${GATE_MAX_ROUNDS:-400}" "$@" \
     -- --qmgr "$url" --count "${count:-1500}" --warmup 100 --tasks 2 "${group_opts[@]}"
 }
