@@ -77,9 +77,10 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Burn this much extra CPU per message (on the thread's own CPU clock): a controlled
-    /// cost, for calibrating oemputx or simulating a regression.
-    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0)]
-    extra_cpu_us: u64,
+    /// cost, for calibrating oemputx or simulating a regression. Fractions are allowed
+    /// (4.4): a change sized as a share of a cost of tens of µs needs them.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0.0, value_parser = microseconds)]
+    extra_cpu_us: f64,
     /// Do this many rounds of fixed arithmetic per message: a controlled cost counted in
     /// instructions, the same under valgrind as without it (--extra-cpu-us burns time, so its
     /// instructions depend on the speed it runs at). About 6 instructions a round.
@@ -94,6 +95,16 @@ struct Args {
     /// Write statistics to this file (appended) instead of stdout.
     #[arg(long, value_name = "PATH")]
     stats_file: Option<PathBuf>,
+}
+
+/// A non-negative, finite number of microseconds.
+fn microseconds(v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(us) if us.is_finite() && us >= 0.0 && us < 1e9 => Ok(us),
+        _ => Err(format!(
+            "'{v}' is not a number of microseconds: give e.g. 4 or 4.4 (0 or more)"
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -165,7 +176,7 @@ fn run() -> anyhow::Result<()> {
         echo: args.echo,
         prefetch: args.prefetch,
         jetstream: args.jetstream,
-        extra_cpu: Duration::from_micros(args.extra_cpu_us),
+        extra_cpu: Duration::from_secs_f64(args.extra_cpu_us / 1e6),
         extra_work: args.extra_work,
         stats: args.stats,
         stats_interval: args.stats_interval.into(),
