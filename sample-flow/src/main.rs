@@ -100,7 +100,7 @@ struct Args {
 /// A non-negative, finite number of microseconds.
 fn microseconds(v: &str) -> Result<f64, String> {
     match v.parse::<f64>() {
-        Ok(us) if us.is_finite() && us >= 0.0 && us < 1e9 => Ok(us),
+        Ok(us) if (0.0..1e9).contains(&us) => Ok(us),
         _ => Err(format!(
             "'{v}' is not a number of microseconds: give e.g. 4 or 4.4 (0 or more)"
         )),
