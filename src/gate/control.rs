@@ -40,16 +40,7 @@ pub fn theil_sen(x: &[f64], y: &[f64]) -> Option<f64> {
             }
         }
     }
-    if slopes.is_empty() {
-        return None;
-    }
-    slopes.sort_by(f64::total_cmp);
-    let n = slopes.len();
-    Some(if n % 2 == 1 {
-        slopes[n / 2]
-    } else {
-        (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0
-    })
+    crate::report::rounds::median(&slopes)
 }
 
 /// One A/B pair of a metric: its ln(B ÷ A) and the control's in the same pair (NaN when a
