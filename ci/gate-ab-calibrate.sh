@@ -2,8 +2,8 @@
 # Calibrate the A/B gate on this machine: how often it catches a known change, and how often
 # it cries wolf. Both flows are the reference flow (sample-flow with PostgreSQL); in the
 # "plusN" cases flow B burns N % more CPU per message than flow A's measured FLOW cost
-# (--extra-cpu-us, to 0.01 µs; the cost is measured at the start and then taken from each
-# A/A run for the changes after it), in "aa" both are the same. Cases are interleaved so that the machine's
+# (--extra-cpu-us, to 0.01 µs; the cost is measured at the start and then taken from flow
+# A's cost in each run for the change after it), in "aa" both are the same. Cases are interleaved so that the machine's
 # mood over the hours falls on all of them alike.
 #
 #   bash ci/gate-ab-calibrate.sh [RUNS] [CASES]        (defaults: 10, "aa plus5 plus2 plus10")
@@ -72,12 +72,11 @@ adj=lambda d: (',b'+format(d['adjusted_for']['slope'],'.2f')) if d.get('adjusted
 print(j['verdict'] + '\t$secs\t' + str(pairs) + '\t' + ' '.join(d['metric']+'='+d['verdict']+'('+format(100*(d['ratio']-1),'+.1f')+'%'+adj(d)+')' for d in j['decisions']))" 2>/dev/null || echo "error	$secs	0	-")
     printf '%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$code" "$summary" | tee -a "$tsv"
     # The flow's cost drifts with the machine over the hours (88 to 107 µs/tran within one
-    # batch here): the next changes are sized from what flow A cost in this A/A run.
-    if [ "$c" = aa ]; then
-      flow_us=$(python3 -c "
+    # batch here): the next change is sized from what flow A (unchanged in every case)
+    # cost in this run.
+    flow_us=$(python3 -c "
 import json; j=json.load(open('$json'))
 print([d for d in j['decisions'] if d['metric']=='FLOW'][0]['base_median'])" 2>/dev/null || echo "$flow_us")
-    fi
   done
 done
 

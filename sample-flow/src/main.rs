@@ -76,9 +76,10 @@ struct Args {
     /// instances; several processes are its execution groups).
     #[arg(long, default_value_t = 1)]
     threads: usize,
-    /// Burn this much extra CPU per message (on the thread's own CPU clock): a controlled
-    /// cost, for calibrating oemputx or simulating a regression. Fractions are allowed
-    /// (4.4): a change sized as a share of a cost of tens of µs needs them.
+    /// Burn this much extra CPU per message: a controlled cost, for calibrating oemputx or
+    /// simulating a regression. Spins a fixed integer loop for as many rounds as the time
+    /// holds at the speed measured over 50 ms of CPU at start (no clock read per message).
+    /// Fractions are allowed (4.4): a change sized as a share of tens of µs needs them.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 0.0, value_parser = microseconds)]
     extra_cpu_us: f64,
     /// Do this many rounds of fixed arithmetic per message: a controlled cost counted in
@@ -183,6 +184,10 @@ fn run() -> anyhow::Result<()> {
         sink,
         stop,
     };
+    if !options.extra_cpu.is_zero() {
+        // Measured before any message, so that no reply waits for it.
+        engine::calibrate_burn().context("measuring the speed of --extra-cpu-us's loop")?;
+    }
     let handles: Vec<_> = (0..args.threads)
         .map(|i| {
             let o = options.clone();
