@@ -104,7 +104,11 @@ ensure_valgrind() {
 ensure_pcp() {
   # Performance Co-Pilot for groups on other hosts (--host NAME=pcp://HOST): the tests read
   # this machine through pmproxy on 127.0.0.1:44322, the same path as a remote host.
-  if listening 44322; then log "pmproxy already answers on 127.0.0.1:44322; leaving PCP alone"; return 0; fi
+  if listening 44322; then
+    log "pmproxy already answers on 127.0.0.1:44322; leaving PCP alone (but for the tests' user)"
+    ensure_pcp_user
+    return 0
+  fi
   if ! command -v pmcd >/dev/null && [ ! -x /usr/libexec/pcp/bin/pmcd ]; then
     # pcp's post-install step calls systemctl, which fails where systemd is not PID 1; a
     # no-op systemctl first on PATH lets it finish (the daemons are started below instead).
@@ -127,10 +131,28 @@ ensure_pcp() {
     log "pmdaproc in $conf: adding -A -L (all processes, with threads, for the tests)"
     as_root sed -i -E 's|^(proc[[:space:]].*pmdaproc -d 3)$|\1 -A -L|' "$conf"
   fi
+  ensure_pcp_user
   log "starting pmcd and pmproxy"
   as_root /etc/init.d/pmcd start >/dev/null 2>&1 || true
   as_root /etc/init.d/pmproxy start >/dev/null 2>&1 || true
   wait_for 44322 pmproxy 60
+}
+
+ensure_pcp_user() {
+  # The tests' PCP user (tests/pcp.rs, pcp://oemputx@127.0.0.1): pmdaproc lists processes
+  # without their threads (the process's own user/system split, docs/hosts.md) only for a
+  # client pmcd has authenticated. pmcd checks the password in its SASL database and maps
+  # the name to an account, so the user is both; a test account, on loopback only.
+  local user=${OEMPUTX_TEST_PCP_USER:-oemputx} pass=${OEMPUTX_TEST_PCP_PASSWORD:-oemputx-test}
+  local db=/etc/pcp/passwd.db
+  command -v saslpasswd2 >/dev/null || apt_install sasl2-bin libsasl2-modules
+  id "$user" >/dev/null 2>&1 || as_root useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+  if ! as_root sasldblistusers2 -f "$db" 2>/dev/null | grep -q "^$user@"; then
+    log "adding the tests' PCP user $user to $db"
+    printf '%s' "$pass" | as_root saslpasswd2 -p -a pmcd -f "$db" "$user"
+    # pmcd runs as the pcp user and must read it.
+    as_root chown root:pcp "$db" && as_root chmod 640 "$db"
+  fi
 }
 
 ensure_rabbitmq

@@ -39,6 +39,10 @@ pub struct HostFigures {
     pub other_cpu: OtherCpu,
     /// Whether its per-process totals are exact (pmdaproc lists threads) or tick-based.
     pub exact: bool,
+    /// Where each process's user/system split comes from: `process` (its own, as
+    /// `/proc/PID/stat` gives it) or `threads` (the sum of its threads' own splits, which
+    /// can lean a few points from the process's; PCP without a user).
+    pub split: &'static str,
     /// The largest gap between this host's snapshot and the local one at either edge of
     /// the window (ms), and that as a share of the window.
     pub skew_ms: f64,
@@ -128,6 +132,7 @@ pub fn merge(
         corrected_us_per_tran: t.corrected_us_per_tran,
         other_cpu: t.other_cpu.clone(),
         exact: source == CpuSource::Exact,
+        split: "process",
         skew_ms: 0.0,
         skew_pct: 0.0,
         agents_cpu_s: 0.0,
@@ -203,6 +208,13 @@ fn one_host(
     if !(fa.threads && fb.threads) {
         warnings.push(format!("host {name}: pmdaproc there lists no threads, so each process's CPU is its ticks (10 ms steps); add -L to the proc line of /etc/pcp/pmcd/pmcd.conf on {name} and restart pmcd for exact figures"));
     }
+    // Without threads the split is the process's own already (one instance a process).
+    let process_split = !(fa.threads && fb.threads) || (fa.process_split && fb.process_split);
+    if fa.threads && fb.threads && fa.process_split != fb.process_split {
+        warnings.push(format!("host {name}: the processes-only context answered at one edge of the window and not at the other, so this window's user/system split there mixes a process's own split with its threads' sum; the totals are unaffected"));
+    } else if !process_split {
+        warnings.push(format!("host {name}: the user/system split is the sum of each thread's (pmdaproc lists processes alone only for a client pmcd has authenticated), which leant 4 points towards system for RabbitMQ here; give oemputx a PCP user, pcp://USER@HOST with the password in {}, for each process's own split", super::pcp::PASSWORD_ENV));
+    }
     for row in &mut h.processes {
         row.name = format!("{}@{name}", row.name);
         row.host = name.clone();
@@ -233,6 +245,7 @@ fn one_host(
         corrected_us_per_tran: h.corrected_us_per_tran,
         other_cpu: h.other_cpu.clone(),
         exact,
+        split: if process_split { "process" } else { "threads" },
         skew_ms,
         skew_pct,
         agents_cpu_s,

@@ -9,6 +9,17 @@
 //! thread alone, and oemputx falls back to `proc.psinfo.utime + stime` (ticks) and says so.
 //! pmdaproc shows other users' processes only to authenticated clients (or with `-A`).
 //! Time counters come in milliseconds; the host's snapshot counts its "ticks" in ms.
+//!
+//! The user/system split: with `-L` every instance is a thread, and each thread's
+//! `utime`/`stime` is the kernel's scaling of *that thread's* ticks to its runtime; summed,
+//! they lean a few points from the process's own split in `/proc/PID/stat` (the kernel
+//! scales the whole group's ticks at once), which is what a local snapshot reads. For
+//! many-threaded processes (RabbitMQ's ~40 schedulers) that lean was 4 points, more than
+//! the split's tick σ. So oemputx opens a second context in which pmdaproc lists processes
+//! only (a per-client store of `proc.control.perclient.threads = 0`) and takes the split
+//! from there: the same kernel figures a local read gets. pmdaproc takes that store only
+//! from a client pmcd has authenticated (a context without attributes is "illegal" to it),
+//! so without a PCP user the split stays the threads' sum and the report says so.
 
 use super::selector::{GroupSpec, ProcFacts};
 use super::snapshot::{Key, Members, Sample, Snapshot};
@@ -19,6 +30,8 @@ use std::time::{Duration, Instant};
 
 /// pmproxy's port.
 pub const DEFAULT_PORT: u16 = 44322;
+/// A request to pmproxy that takes longer has failed (a snapshot is 10-70 ms here).
+const REQUEST_TIMEOUT_S: u64 = 10;
 /// The environment variable a PCP password comes from when the URL has none.
 pub const PASSWORD_ENV: &str = "OEMPUTX_PCP_PASSWORD";
 /// Counters in a host's snapshot are in ms: its "ticks" per second.
@@ -82,12 +95,19 @@ pub struct PcpHost {
     port: u16,
     /// `Authorization` header value, when a user is given.
     auth: Option<String>,
-    /// One HTTP agent for the host, so that snapshots reuse its kept-alive connection.
-    agent: ureq::Agent,
     /// pmproxy's context for this host (0: none yet); kept so that each snapshot is one
     /// request on one pmcd connection.
     context: AtomicU64,
+    /// The context that lists processes, not threads, for the user/system split (0: not
+    /// opened yet; [`NO_SPLIT`]: pmdaproc refused the per-client store).
+    split_context: AtomicU64,
 }
+
+/// Each process's own user and system ms, by PID.
+type ProcessSplit = HashMap<i64, (u64, u64)>;
+
+/// `split_context` when pmdaproc will not list processes alone for this client.
+const NO_SPLIT: u64 = u64::MAX;
 
 /// What a host's snapshot says besides the processes.
 #[derive(Debug, Clone, Default)]
@@ -103,6 +123,9 @@ pub struct HostFacts {
     pub round_trip: Duration,
     /// CPU of the host's PCP agents (pmcd, pmda*, pmproxy) so far, ns.
     pub agents_ns: u64,
+    /// Whether the user/system split is each process's own (`/proc/PID/stat` there, read
+    /// in a context without threads), not the sum of its threads'.
+    pub process_split: bool,
 }
 
 impl Clone for PcpHost {
@@ -113,8 +136,8 @@ impl Clone for PcpHost {
             base: self.base.clone(),
             port: self.port,
             auth: self.auth.clone(),
-            agent: self.agent.clone(),
             context: AtomicU64::new(self.context.load(Ordering::Relaxed)),
+            split_context: AtomicU64::new(self.split_context.load(Ordering::Relaxed)),
         }
     }
 }
@@ -211,12 +234,8 @@ impl PcpHost {
             base: format!("http://{host}:{port}"),
             port,
             auth,
-            agent: ureq::Agent::config_builder()
-                .timeout_global(Some(Duration::from_secs(10)))
-                .http_status_as_error(false)
-                .build()
-                .into(),
             context: AtomicU64::new(0),
+            split_context: AtomicU64::new(0),
         })
     }
 
@@ -230,18 +249,24 @@ impl PcpHost {
     }
 
     /// One GET of pmproxy's API, as JSON.
+    ///
+    /// The HTTP client writes header names as given: pmproxy (6.0 here) matches
+    /// `Authorization` case-sensitively and ignores `authorization`, which is how clients
+    /// built on the `http` crate (ureq 3, hyper) send it, so credentials never reached pmcd
+    /// through them.
     fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
-        let mut req = self.agent.get(format!("{}{path_and_query}", self.base));
+        let mut req =
+            minreq::get(format!("{}{path_and_query}", self.base)).with_timeout(REQUEST_TIMEOUT_S);
         if let Some(a) = &self.auth {
-            req = req.header("Authorization", a);
+            req = req.with_header("Authorization", a.as_str());
         }
-        let mut resp = req.call().map_err(|e| PcpError::Unreachable {
+        let resp = req.send().map_err(|e| PcpError::Unreachable {
             name: self.name.clone(),
             url: self.shown.clone(),
             port: self.port,
             why: e.to_string(),
         })?;
-        let status = resp.status().as_u16();
+        let status = resp.status_code;
         if status == 401 || status == 403 {
             return Err(PcpError::Auth {
                 name: self.name.clone(),
@@ -250,13 +275,20 @@ impl PcpHost {
             });
         }
         let body = resp
-            .body_mut()
-            .read_to_string()
+            .as_str()
             .map_err(|e| self.protocol("reading pmproxy's answer", e))?;
-        let v: Value = serde_json::from_str(&body)
+        let v: Value = serde_json::from_str(body)
             .map_err(|e| self.protocol("pmproxy's answer is not JSON", e))?;
         if status >= 400 || v.get("success") == Some(&Value::Bool(false)) {
-            let msg = v.get("message").and_then(Value::as_str).unwrap_or(&body);
+            let msg = v.get("message").and_then(Value::as_str).unwrap_or(body);
+            // pmproxy answers a refused login with 400 and pmcd's words.
+            if msg.contains("authentication failure") {
+                return Err(PcpError::Auth {
+                    name: self.name.clone(),
+                    url: self.shown.clone(),
+                    status,
+                });
+            }
             return Err(self.protocol("pmproxy refused the request", msg));
         }
         Ok(v)
@@ -268,14 +300,76 @@ impl PcpHost {
         if known != 0 && !fresh {
             return Ok(known);
         }
-        // The context lives while it is used at least once per polltimeout seconds.
-        let v = self.get("/pmapi/context?hostspec=localhost&polltimeout=3600")?;
-        let c = v
-            .get("context")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| self.protocol("opening a context", "no context number in the answer"))?;
+        let c = self.open_context()?;
         self.context.store(c, Ordering::Relaxed);
         Ok(c)
+    }
+
+    fn open_context(&self) -> Result<u64, PcpError> {
+        // The context lives while it is used at least once per polltimeout seconds.
+        let v = self.get("/pmapi/context?hostspec=localhost&polltimeout=3600")?;
+        v.get("context")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| self.protocol("opening a context", "no context number in the answer"))
+    }
+
+    /// The context in which pmdaproc lists processes only, or None where it refuses that
+    /// store (an unauthenticated client: pmdaproc answers "illegal context").
+    fn split_context(&self, fresh: bool) -> Result<Option<u64>, PcpError> {
+        match self.split_context.load(Ordering::Relaxed) {
+            NO_SPLIT => return Ok(None),
+            0 => {}
+            known if !fresh => return Ok(Some(known)),
+            _ => {}
+        }
+        let c = self.open_context()?;
+        let stored = self.get(&format!(
+            "/pmapi/store?context={c}&name=proc.control.perclient.threads&value=0"
+        ));
+        match stored {
+            Ok(_) => {
+                self.split_context.store(c, Ordering::Relaxed);
+                Ok(Some(c))
+            }
+            Err(PcpError::Protocol { .. }) => {
+                self.split_context.store(NO_SPLIT, Ordering::Relaxed);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Each process's own user and system ms (`/proc/PID/stat` there), by PID; None where
+    /// pmdaproc lists threads for this client whatever it is told.
+    fn process_split(&self) -> Result<Option<ProcessSplit>, PcpError> {
+        let Some(c) = self.split_context(false)? else {
+            return Ok(None);
+        };
+        let query = |c: u64| {
+            format!(
+                "/pmapi/fetch?context={c}&names=proc.psinfo.tgid,proc.psinfo.utime,proc.psinfo.stime"
+            )
+        };
+        let v = match self.get(&query(c)) {
+            // A context pmproxy has dropped: open another, once.
+            Err(PcpError::Protocol { .. }) => match self.split_context(true)? {
+                Some(c) => self.get(&query(c))?,
+                None => return Ok(None),
+            },
+            other => other?,
+        };
+        let m = Metrics::from(&v);
+        let tgid = m.nums("proc.psinfo.tgid");
+        if tgid.is_empty() || tgid.iter().any(|(i, t)| *i as u64 != *t) {
+            return Ok(None);
+        }
+        let (utime, stime) = (m.nums("proc.psinfo.utime"), m.nums("proc.psinfo.stime"));
+        Ok(Some(
+            utime
+                .iter()
+                .filter_map(|(pid, u)| Some((*pid, (*u, *stime.get(pid)?))))
+                .collect(),
+        ))
     }
 
     /// Check the host answers and shows processes: before a run, so that a wrong host is
@@ -311,13 +405,27 @@ impl PcpHost {
         // The middle of the request is the best guess of when pmcd sampled.
         let at = sent + round_trip / 2;
         let metrics = Metrics::from(&v);
-        let read = metrics.processes();
+        let mut read = metrics.processes();
         if read.procs.is_empty() {
             return Err(PcpError::NoProcesses {
                 name: self.name.clone(),
                 url: self.shown.clone(),
             });
         }
+        // The split from the context without threads, right after; both snapshots of a
+        // window take it the same way (the table is told when they do not).
+        let process_split = read.threads
+            && match self.process_split()? {
+                Some(split) => {
+                    for s in read.procs.values_mut() {
+                        if let Some(&(u, st)) = split.get(&i64::from(s.pid)) {
+                            (s.utime, s.stime) = (u, st);
+                        }
+                    }
+                    true
+                }
+                None => false,
+            };
         let members = members(groups, &read.facts);
         let one = |m: &str| metrics.single(m);
         let agents_ns = read
@@ -333,6 +441,7 @@ impl PcpHost {
             hz: one("kernel.all.hz").map_or(100, |n| n.max(1.0) as u64),
             round_trip,
             agents_ns,
+            process_split,
         };
         let cost = match (cost_start, super::clock::self_thread().ok()) {
             (Some(a), Some(b)) => b.saturating_sub(a),

@@ -235,7 +235,11 @@ fn hosts(o: &mut String, hosts: &[crate::accounting::hosts::HostFigures]) {
                 format!("{:.2}", h.agents_us_per_tran)
             },
             h.source,
-            if h.exact { "" } else { " (ticks)" }
+            match (h.exact, h.split) {
+                (false, _) => " (ticks)",
+                (true, "threads") => " (split: threads' sum)",
+                _ => "",
+            }
         );
     }
     let cost: Vec<String> = hosts
