@@ -204,6 +204,66 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
 }
 
 #[test]
+fn a_remote_cgroup_group_holds_the_processes_that_cgroup_holds() {
+    // RabbitMQ's VM's deepest cgroup, as this machine's /proc tells it: its service's on a
+    // systemd host, a sandbox's here, "/" where nothing is placed.
+    let out = std::process::Command::new("pgrep")
+        .args(["-o", "beam.smp"])
+        .output()
+        .expect("pgrep runs");
+    let beam: i32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("RabbitMQ runs here");
+    let cgroup_of = |pid: i32| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok();
+    let paths = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.splitn(3, ':').nth(2).map(str::to_string))
+            .collect()
+    };
+    let deepest = paths(&cgroup_of(beam).expect("its cgroups"))
+        .into_iter()
+        .max_by_key(|p| p.matches('/').count() + p.len())
+        .unwrap_or_else(|| "/".into());
+    let out = oemputx()
+        .args([
+            "cpu",
+            "--host",
+            &format!("broker={}", pcp_url()),
+            "--group",
+            &format!("CG@broker=cgroup:{deepest}"),
+            "--tsv",
+        ])
+        .output()
+        .expect("oemputx runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pids: Vec<i32> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('\t').nth(2)?.parse().ok())
+        .collect();
+    assert!(pids.contains(&beam), "beam.smp {beam} in {deepest}: {text}");
+    // Every process listed is in that cgroup by this machine's own /proc (one that has
+    // exited since is passed over).
+    for pid in pids {
+        if let Some(c) = cgroup_of(pid) {
+            assert!(
+                paths(&c).iter().any(|p| deepest == "/"
+                    || *p == deepest
+                    || p.starts_with(&format!("{deepest}/"))),
+                "{pid} is not in {deepest}: {c}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_wrong_pcp_password_is_one_line_and_exit_2_without_the_password() {
     let (url, _) = pcp_user_url();
     let out = oemputx()

@@ -142,7 +142,7 @@ impl Clone for PcpHost {
     }
 }
 
-const PROC_METRICS: [&str; 12] = [
+const PROC_METRICS: [&str; 13] = [
     "proc.schedstat.cpu_time",
     "proc.psinfo.psargs",
     "proc.psinfo.tgid",
@@ -155,6 +155,7 @@ const PROC_METRICS: [&str; 12] = [
     "proc.psinfo.cstime",
     "proc.id.uid",
     "proc.id.uid_nm",
+    "proc.psinfo.cgroups",
 ];
 const HOST_METRICS: [&str; 6] = [
     "kernel.all.cpu.idle",
@@ -581,6 +582,7 @@ impl<'a> Metrics<'a> {
         let cmd = self.strings("proc.psinfo.cmd");
         let args = self.strings("proc.psinfo.psargs");
         let user = self.strings("proc.id.uid_nm");
+        let cgroups = self.strings("proc.psinfo.cgroups");
         let threads = tgid.iter().any(|(i, t)| *i as u64 != *t);
         let mut read = Read {
             procs: HashMap::new(),
@@ -616,6 +618,7 @@ impl<'a> Metrics<'a> {
                     cmdline: args.get(&inst).map(|s| s.to_string()),
                     uid: uid.get(&inst).map(|&u| u as u32),
                     user: user.get(&inst).map(|s| s.to_string()),
+                    cgroups: cgroups.get(&inst).map(|s| s.to_string()),
                 },
             ));
         }

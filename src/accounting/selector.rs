@@ -76,6 +76,10 @@ pub enum Selector {
     Tree(i32),
     /// A cgroup directory: its usage counter, which keeps processes that came and went.
     Cgroup(PathBuf),
+    /// On another host: the processes in a cgroup (or below it), by the membership its agent
+    /// reports (`proc.psinfo.cgroups`), with each process's exact CPU. PCP's own cgroup
+    /// counters gave no values on the hybrid v1/v2 layout here, so they are not used.
+    CgroupMember(String),
     /// Threads of the oemputx process itself, by thread name.
     Thread(Regex),
 }
@@ -286,9 +290,9 @@ fn remote_selector(group: &str, host: &str, sel: &str) -> Result<Vec<Selector>, 
     match sel.split_once(':') {
         Some(("pidfile", _)) => Err(not("a pid file is read on this machine")),
         Some(("thread", _)) => Err(not("thread: names threads of oemputx itself")),
-        Some(("cgroup", _)) => Err(not(
-            "not yet: a remote cgroup's counters are not read through PCP yet",
-        )),
+        Some(("cgroup", v)) if !v.trim().is_empty() => {
+            Ok(vec![Selector::CgroupMember(remote_cgroup_path(v))])
+        }
         Some(("user", v)) if v.parse::<u32>().is_err() && !v.is_empty() => {
             Ok(vec![Selector::UserName(v.to_string())])
         }
@@ -322,6 +326,9 @@ pub struct ProcFacts {
     pub uid: Option<u32>,
     /// The owner's name, where the source gives it (PCP); matched by `user:` on another host.
     pub user: Option<String>,
+    /// Its cgroups as `/proc/PID/cgroup` lists them, `;`-joined (`memory:/a;0::/b`), where the
+    /// source gives them (PCP); matched by `cgroup:` on another host.
+    pub cgroups: Option<String>,
 }
 
 impl Selector {
@@ -340,9 +347,54 @@ impl Selector {
             Selector::Uid(uid) => p.uid == Some(*uid),
             Selector::UserName(n) => p.user.as_deref() == Some(n.as_str()),
             Selector::Tree(root) => in_tree(*root, p.pid),
+            Selector::CgroupMember(path) => {
+                p.cgroups.as_deref().is_some_and(|c| in_cgroup(c, path))
+            }
             Selector::Cgroup(_) | Selector::Thread(_) => false,
         }
     }
+}
+
+/// Whether a process whose cgroups read `cgroups` (`hierarchy:path` entries, `;`-joined,
+/// as PCP gives `/proc/PID/cgroup`) is in `path` or below it, in any hierarchy.
+fn in_cgroup(cgroups: &str, path: &str) -> bool {
+    cgroups.split(';').any(|entry| {
+        let Some((_, p)) = entry.split_once(':') else {
+            return false;
+        };
+        // "hierarchy-id:controllers:path" in /proc/PID/cgroup; PCP drops the id.
+        let p = p.rsplit_once(':').map_or(p, |(_, p)| p);
+        path == "/"
+            || p == path
+            || p.strip_prefix(path)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// A remote `cgroup:` value as a path inside the hierarchies: `/system.slice/x.service`,
+/// `system.slice/x.service`, or a full `/sys/fs/cgroup/…` path on that host.
+fn remote_cgroup_path(value: &str) -> String {
+    let v = value.trim();
+    let inside = match v.strip_prefix("/sys/fs/cgroup") {
+        // v2 at the root, or v1 under a controller's directory (cpuacct, "cpu,cpuacct",
+        // unified, systemd): drop that directory too when the next part names one.
+        Some(rest) => {
+            let rest = rest.trim_start_matches('/');
+            let (first, tail) = rest.split_once('/').unwrap_or((rest, ""));
+            let controller = first.contains(',')
+                || matches!(
+                    first,
+                    "cpu" | "cpuacct" | "unified" | "systemd" | "memory" | "pids" | "cpuset"
+                );
+            if controller {
+                tail.to_string()
+            } else {
+                rest.to_string()
+            }
+        }
+        None => v.trim_start_matches('/').to_string(),
+    };
+    format!("/{}", inside.trim_end_matches('/'))
 }
 
 #[cfg(test)]
@@ -357,6 +409,7 @@ mod tests {
             cmdline: Some(format!("/usr/bin/{comm} --flag")),
             uid: Some(0),
             user: Some("root".into()),
+            cgroups: None,
         }
     }
     fn no_tree(_: i32, _: i32) -> bool {
@@ -429,5 +482,41 @@ mod tests {
             parse_groups(["A=pid:1", "A=pid:2"]),
             Err(SelectorError::Duplicate(_))
         ));
+    }
+
+    #[test]
+    fn a_remote_cgroup_holds_the_processes_in_it_or_below_in_any_hierarchy() {
+        let v1 = "name=systemd:/system.slice/rabbitmq-server.service;memory:/;cpu,cpuacct:/;:/";
+        let v2 = "0::/system.slice/rabbitmq-server.service/beam";
+        for path in [
+            "/system.slice/rabbitmq-server.service",
+            "/system.slice",
+            "/",
+        ] {
+            assert!(in_cgroup(v1, path), "{path}");
+            assert!(in_cgroup(v2, path), "{path}");
+        }
+        // A sibling whose name starts the same is not inside.
+        assert!(!in_cgroup(v1, "/system.slice/rabbitmq"));
+        assert!(!in_cgroup(v2, "/user.slice"));
+        for (given, path) in [
+            ("/system.slice/x.service", "/system.slice/x.service"),
+            ("system.slice/x.service/", "/system.slice/x.service"),
+            (
+                "/sys/fs/cgroup/system.slice/x.service",
+                "/system.slice/x.service",
+            ),
+            ("/sys/fs/cgroup/cpu,cpuacct/docker/abc", "/docker/abc"),
+            ("/sys/fs/cgroup/unified/a", "/a"),
+        ] {
+            assert_eq!(remote_cgroup_path(given), path, "{given}");
+        }
+        let g = parse_group("Q@db=cgroup:/system.slice/postgresql.service").expect("remote cgroup");
+        let p = ProcFacts {
+            cgroups: Some("0::/system.slice/postgresql.service".into()),
+            ..facts(7, "postgres")
+        };
+        assert!(g.selectors[0].matches(&p, &|_, _| false, &|_| None));
+        assert!(!g.selectors[0].matches(&facts(8, "postgres"), &|_, _| false, &|_| None));
     }
 }

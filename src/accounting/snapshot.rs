@@ -218,6 +218,7 @@ fn read_processes(groups: &[GroupSpec], source: CpuSource) -> Result<ProcessRead
                 },
                 uid: if want_uid { proc.uid().ok() } else { None },
                 user: None,
+                cgroups: None,
             },
         ));
         read.procs.insert(
