@@ -19,6 +19,23 @@ fn pcp_user_url() -> (String, String) {
     (url, password)
 }
 
+/// `oemputx cpu ARGS --tsv`, which must succeed: its table.
+fn cpu_tsv(args: &[&str]) -> String {
+    let out = oemputx()
+        .arg("cpu")
+        .args(args)
+        .arg("--tsv")
+        .output()
+        .expect("oemputx runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// One run of `args` with the PCP password in the environment, as JSON.
 fn run_json_with_password(args: &[&str], password: &str) -> (i32, serde_json::Value, String) {
     let out = oemputx()
@@ -225,24 +242,12 @@ fn a_remote_cgroup_group_holds_the_processes_that_cgroup_holds() {
         .into_iter()
         .max_by_key(|p| p.matches('/').count() + p.len())
         .unwrap_or_else(|| "/".into());
-    let out = oemputx()
-        .args([
-            "cpu",
-            "--host",
-            &format!("broker={}", pcp_url()),
-            "--group",
-            &format!("CG@broker=cgroup:{deepest}"),
-            "--tsv",
-        ])
-        .output()
-        .expect("oemputx runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = cpu_tsv(&[
+        "--host",
+        &format!("broker={}", pcp_url()),
+        "--group",
+        &format!("CG@broker=cgroup:{deepest}"),
+    ]);
     let pids: Vec<i32> = text
         .lines()
         .skip(1)
@@ -336,26 +341,14 @@ fn a_host_that_cannot_be_read_or_a_group_that_cannot_go_there_is_one_line_and_ex
 #[test]
 fn cpu_lists_a_remote_group_s_processes_with_their_host() {
     let host = format!("db={}", pcp_url());
-    let out = oemputx()
-        .args([
-            "cpu",
-            "--host",
-            &host,
-            "--group",
-            "DB@db=@postgresql",
-            "--group",
-            "LOCALDB=@postgresql",
-            "--tsv",
-        ])
-        .output()
-        .expect("oemputx runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = cpu_tsv(&[
+        "--host",
+        &host,
+        "--group",
+        "DB@db=@postgresql",
+        "--group",
+        "LOCALDB=@postgresql",
+    ]);
     let remote: Vec<&str> = text.lines().filter(|l| l.contains("@db")).collect();
     let local: Vec<&str> = text.lines().filter(|l| l.starts_with("LOCALDB")).collect();
     assert!(!remote.is_empty(), "{text}");
