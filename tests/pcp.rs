@@ -36,23 +36,6 @@ fn cpu_tsv(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// One run of `args` with the PCP password in the environment, as JSON.
-fn run_json_with_password(args: &[&str], password: &str) -> (i32, serde_json::Value, String) {
-    let out = oemputx()
-        .env("OEMPUTX_PCP_PASSWORD", password)
-        .args(args)
-        .args(["--quiet", "--no-save", "--export-json", "-"])
-        .output()
-        .expect("oemputx runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let j = serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null);
-    (
-        out.status.code().unwrap_or(-1),
-        j,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// A run's process rows of `group`.
 fn rows<'a>(j: &'a serde_json::Value, group: &str) -> Vec<&'a serde_json::Value> {
     j["processes"]
@@ -169,7 +152,7 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
     let _flow = EchoFlow::start(&q, &[]);
     let (url, password) = pcp_user_url();
     let host = format!("broker={url}");
-    let (code, j, err) = run_json_with_password(
+    let (code, j, err) = run_json_env(
         &[
             "--qmgr",
             &amqp_url(),
@@ -184,7 +167,7 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
             "--group",
             "REMOTE@broker=@rabbitmq",
         ],
-        &password,
+        &[("OEMPUTX_PCP_PASSWORD", password.as_str())],
     );
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains(&password), "{err}");

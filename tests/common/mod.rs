@@ -150,7 +150,13 @@ impl Drop for EchoFlow {
 
 /// Run oemputx with `args` and JSON on stdout; returns (exit code, parsed JSON or Null, stderr).
 pub fn run_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    run_json_env(args, &[])
+}
+
+/// [`run_json`] with these environment variables set (a password, say).
+pub fn run_json_env(args: &[&str], env: &[(&str, &str)]) -> (i32, serde_json::Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .envs(env.iter().copied())
         .args(args)
         .args(["--export-json", "-", "--quiet", "--no-save"])
         .output()
