@@ -218,7 +218,7 @@ impl Drop for Flow {
 
 /// The floor anchor: `benches/c/amqp_floor.c`, a minimal synchronous client on librabbitmq,
 /// compiled into the target directory. `None` (with the reason printed) where there is no C
-/// compiler or no librabbitmq-dev: `bash ci/floor-bench.sh` installs it and runs the bench.
+/// compiler or no librabbitmq-dev: `bash lab/floor-bench.sh` installs it and runs the bench.
 fn c_floor() -> Option<std::path::PathBuf> {
     let out = std::path::PathBuf::from(env!("CARGO_BIN_EXE_oemputx")).with_file_name("amqp_floor");
     let built = std::process::Command::new("cc")
@@ -230,7 +230,7 @@ fn c_floor() -> Option<std::path::PathBuf> {
         Ok(s) if s.success() => Some(out),
         _ => {
             println!(
-                "c-floor skipped: benches/c/amqp_floor.c did not build (needs cc and librabbitmq-dev; bash ci/floor-bench.sh installs them)"
+                "c-floor skipped: benches/c/amqp_floor.c did not build (needs cc and librabbitmq-dev; bash lab/floor-bench.sh installs them)"
             );
             None
         }

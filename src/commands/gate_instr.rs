@@ -16,7 +16,7 @@
 //! sample-flow, that difference strayed by up to 0.85 % between identical builds, because
 //! the flow's libraries run timers and poll by the clock, so the longer a run (the 2N one
 //! runs 10 s under valgrind) the more its count wanders. (I(N) − I(1)) ÷ (N − 1) strayed by
-//! at most 0.21 % over the same runs (`ci/calibration/instr-*`), so that is the steady cost
+//! at most 0.21 % over the same runs (`lab/calibration/instr-*`), so that is the steady cost
 //! gated; the 2N runs remain a check that the cost per message is flat (a flow that warms
 //! up over its first thousand messages shows as a difference between the two), printed in
 //! the note. The cold start is I(1).

@@ -2,7 +2,7 @@
 //!
 //! **Why.** In the A/B calibrations here, a pair's ln(B ÷ A) for the flow moved with the
 //! same pair's ln(B ÷ A) for every other process: r = 0.5–0.8 with the driver, 0.9 with the
-//! database, and 0.9 with the pair's inverse rate (ci/calibration, docs/gate.md). A round
+//! database, and 0.9 with the pair's inverse rate (lab/calibration, docs/history.md). A round
 //! in which the machine is slower (other tenants, cache and scheduler weather) costs every
 //! process more per message, and that common factor was most of the pairs' spread. The
 //! driver runs the same code for A and B, so what its CPU per message does between the
