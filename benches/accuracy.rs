@@ -194,7 +194,7 @@ fn main() {
 fn delete_queue(url: &str, queue: &str) {
     use amqprs::channel::QueueDeleteArguments;
     use amqprs::connection::{Connection, OpenConnectionArguments};
-    let Ok(oemputx::transport::Endpoint::Amqp(ep)) = oemputx::transport::parse_url(url) else {
+    let Ok(ep) = oemputx::transport::amqp::url::AmqpEndpoint::parse(url) else {
         return;
     };
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -204,7 +204,8 @@ fn delete_queue(url: &str, queue: &str) {
         return;
     };
     rt.block_on(async {
-        let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+        let mut args =
+            OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
         args.virtual_host(&ep.vhost);
         if let Ok(conn) = Connection::open(&args).await {
             if let Ok(ch) = conn.open_channel(None).await {

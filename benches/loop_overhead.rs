@@ -35,18 +35,14 @@ use amqprs::channel::{
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use oemputx::transport::amqp::url::AmqpEndpoint;
-use oemputx::transport::{Endpoint, parse_url};
 use std::time::Duration;
 
 fn endpoint(url: &str) -> AmqpEndpoint {
-    match parse_url(url) {
-        Ok(Endpoint::Amqp(ep)) => ep,
-        _ => panic!("--url must be an amqp:// URL"),
-    }
+    AmqpEndpoint::parse(url).unwrap_or_else(|e| panic!("--url must be an amqp:// URL: {e}"))
 }
 
 async fn connect(ep: &AmqpEndpoint) -> Connection {
-    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
     args.virtual_host(&ep.vhost);
     Connection::open(&args)
         .await
@@ -251,7 +247,7 @@ fn c_floor_loop(
             &ep.host,
             &ep.port.to_string(),
             &ep.user,
-            &ep.password,
+            ep.password.expose(),
             &ep.vhost,
             queue,
         ])

@@ -89,10 +89,8 @@ pub struct SecretFree {
 
 /// A URL's password, unless it is RabbitMQ's public default (`guest:guest`).
 fn secret_of(url: &url::Url) -> Option<String> {
-    let password = url.password()?;
-    let password = percent_encoding::percent_decode_str(password)
-        .decode_utf8_lossy()
-        .into_owned();
+    let password = crate::url_parts::decode(url.password()?);
+    crate::secret::remember(&password);
     (!(url.username() == "guest" && password == "guest")).then_some(password)
 }
 
@@ -121,7 +119,7 @@ pub fn without_secrets(args: &[String]) -> Result<SecretFree, String> {
         if !matches!(url.scheme(), "postgres" | "postgresql") {
             return Err(format!(
                 "the flow command carries a password in {}: on a command line every local user can read it. Leave the broker URL out (oemputx passes it, in OEMPUTX_URL), or give the flow its password through its own environment or configuration",
-                crate::transport::redact_raw(value)
+                crate::secret::redact_url(value)
             ));
         }
         if let Some((_, earlier)) = out.env.iter().find(|(k, _)| k == "PGPASSWORD")
@@ -225,7 +223,7 @@ impl Flows {
         for (c, log) in self.children.iter_mut().zip(&self.logs) {
             if let Ok(Some(status)) = c.try_wait() {
                 let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
-                let tail = crate::transport::endpoint::redact_text(&tail);
+                let tail = crate::secret::scrub(&tail);
                 return Some(format!("the flow exited ({status}): {tail}"));
             }
         }

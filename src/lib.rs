@@ -25,5 +25,7 @@ pub mod msgfile;
 pub mod progress;
 pub mod pubsub;
 pub mod report;
+pub mod secret;
 pub mod transport;
+pub mod url_parts;
 pub mod window;

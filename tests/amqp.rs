@@ -230,12 +230,8 @@ fn a_foreign_responder_that_copies_message_id_works() {
 }
 
 fn open_args() -> OpenConnectionArguments {
-    let oemputx::transport::Endpoint::Amqp(ep) =
-        oemputx::transport::parse_url(&amqp_url()).expect("url")
-    else {
-        panic!("amqp url")
-    };
-    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    let ep = oemputx::transport::amqp::url::AmqpEndpoint::parse(&amqp_url()).expect("amqp url");
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
     args.virtual_host(&ep.vhost);
     args
 }

@@ -78,11 +78,7 @@ fn tls_proxy(server: rustls::ServerConfig, broker: std::net::SocketAddr) -> u16 
 }
 
 fn broker_addr() -> std::net::SocketAddr {
-    let oemputx::transport::Endpoint::Amqp(ep) =
-        oemputx::transport::parse_url(&amqp_url()).expect("url")
-    else {
-        panic!("amqp")
-    };
+    let ep = oemputx::transport::amqp::url::AmqpEndpoint::parse(&amqp_url()).expect("amqp url");
     std::net::ToSocketAddrs::to_socket_addrs(&(ep.host.as_str(), ep.port))
         .expect("resolve")
         .next()

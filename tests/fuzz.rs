@@ -8,7 +8,8 @@ use oemputx::cli::Cli;
 use oemputx::config::Config;
 use oemputx::msgfile::Messages;
 use oemputx::report::saved::{Metric, Saved};
-use oemputx::transport::endpoint::{parse_url, redact_text};
+use oemputx::secret::scrub as redact_text;
+use oemputx::transport::parse_url;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -15,8 +15,7 @@ struct ExchangeGuard(String);
 impl Drop for ExchangeGuard {
     fn drop(&mut self) {
         let name = self.0.clone();
-        let Ok(oemputx::transport::Endpoint::Amqp(ep)) = oemputx::transport::parse_url(&amqp_url())
-        else {
+        let Ok(ep) = oemputx::transport::amqp::url::AmqpEndpoint::parse(&amqp_url()) else {
             return;
         };
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -28,7 +27,7 @@ impl Drop for ExchangeGuard {
                 &ep.host,
                 ep.port,
                 &ep.user,
-                &ep.password,
+                ep.password.expose(),
             );
             args.virtual_host(&ep.vhost);
             if let Ok(conn) = amqprs::connection::Connection::open(&args).await {

@@ -167,7 +167,7 @@ fn cause(e: &tokio_postgres::Error) -> String {
             text
         }
     };
-    oemputx::transport::endpoint::redact_text(&text)
+    oemputx::secret::scrub(&text)
 }
 
 #[cfg(test)]

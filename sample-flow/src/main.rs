@@ -22,7 +22,10 @@ mod nodes;
 
 use engine::{Broker, FlowOptions};
 use flow_statistics::{Level, Sink};
-use oemputx::transport::{Endpoint, parse_url};
+use oemputx::transport::amqp::url::AmqpEndpoint;
+use oemputx::transport::amqp10::url::Amqp10Endpoint;
+use oemputx::transport::nats::url::NatsEndpoint;
+use oemputx::transport::parse_url;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -123,16 +126,18 @@ fn main() -> ExitCode {
 
 fn run() -> anyhow::Result<()> {
     let args = Args::parse();
-    let ep = match parse_url(&args.url)? {
-        Endpoint::Amqp(ep) => Broker::Amqp(ep),
-        Endpoint::Nats(ep) => Broker::Nats(ep),
-        Endpoint::Amqp10(ep) => Broker::Amqp10(ep),
-        Endpoint::Embedded => anyhow::bail!(
-            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL (the embedded queue manager has its own responder)"
-        ),
-        Endpoint::IbmMq(_) => anyhow::bail!(
-            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL: sample-flow does not serve IBM MQ queues (App Connect Enterprise flows do)"
-        ),
+    let endpoint = parse_url(&args.url)?;
+    let ep = if let Some(ep) = endpoint.downcast::<AmqpEndpoint>() {
+        Broker::Amqp(ep.clone())
+    } else if let Some(ep) = endpoint.downcast::<NatsEndpoint>() {
+        Broker::Nats(ep.clone())
+    } else if let Some(ep) = endpoint.downcast::<Amqp10Endpoint>() {
+        Broker::Amqp10(ep.clone())
+    } else {
+        anyhow::bail!(
+            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL, not {} (the embedded queue manager has its own responder; IBM MQ queues are served by App Connect Enterprise flows)",
+            endpoint.redacted()
+        )
     };
     if args.jetstream && !matches!(ep, Broker::Nats(_)) {
         anyhow::bail!("--jetstream needs a nats:// --url: JetStream is NATS's store");

@@ -52,7 +52,7 @@ impl NatsIo {
             .map_err(|e| {
                 anyhow::anyhow!(
                     "cannot connect to {target}: {}; check that nats-server runs and the user and password in --url",
-                    nats::scrub(&e.to_string(), ep)
+                    oemputx::secret::scrub(&e.to_string())
                 )
             })?;
         let subject = o.input_queue.clone();

@@ -23,6 +23,8 @@
 
 use super::selector::{GroupSpec, ProcFacts};
 use super::snapshot::{Key, Members, Sample, Snapshot};
+use crate::secret::Secret;
+use crate::url_parts::{UrlParts, host_for_url};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,7 +96,7 @@ pub struct PcpHost {
     base: String,
     port: u16,
     /// `Authorization` header value, when a user is given.
-    auth: Option<String>,
+    auth: Option<Secret>,
     /// pmproxy's context for this host (0: none yet); kept so that each snapshot is one
     /// request on one pmcd connection.
     context: AtomicU64,
@@ -181,13 +183,8 @@ impl PcpHost {
             name: name.into(),
             why,
         };
-        let u = url::Url::parse(url).map_err(|e| {
-            bad(format!(
-                "'{}' is not a URL ({e}); write pcp://HOST[:PORT]",
-                redact(url)
-            ))
-        })?;
-        match u.scheme() {
+        let u = UrlParts::parse(url).map_err(|e| bad(format!("{e}; write pcp://HOST[:PORT]")))?;
+        match u.scheme.as_str() {
             "pcp" => {}
             "pcps" => {
                 return Err(bad(
@@ -200,29 +197,30 @@ impl PcpHost {
                 )));
             }
         }
-        let host = u
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| bad("the URL names no host; write pcp://HOST[:PORT]".into()))?;
-        let port = u.port().unwrap_or(DEFAULT_PORT);
-        let user = percent_encoding::percent_decode_str(u.username())
-            .decode_utf8_lossy()
-            .to_string();
-        let password = match u.password() {
-            Some(p) => Some(
-                percent_encoding::percent_decode_str(p)
-                    .decode_utf8_lossy()
-                    .to_string(),
-            ),
-            None => std::env::var(PASSWORD_ENV).ok(),
-        };
+        if !u.path.is_empty() {
+            return Err(bad(format!(
+                "{}: a host URL has no path; write pcp://HOST[:PORT]",
+                u.shown
+            )));
+        }
+        u.query(&[]).map_err(&bad)?;
+        let host = host_for_url(
+            &u.host_or("the URL names no host; write pcp://HOST[:PORT]")
+                .map_err(&bad)?,
+        );
+        let port = u.port.unwrap_or(DEFAULT_PORT);
+        let user = u.user.clone().unwrap_or_default();
+        let password = u
+            .password
+            .clone()
+            .or_else(|| std::env::var(PASSWORD_ENV).ok().map(Secret::new));
         let auth = (!user.is_empty()).then(|| {
             use base64::Engine as _;
-            let pair = format!("{user}:{}", password.unwrap_or_default());
-            format!(
+            let pair = format!("{user}:{}", password.as_ref().map_or("", Secret::expose));
+            Secret::new(format!(
                 "Basic {}",
                 base64::engine::general_purpose::STANDARD.encode(pair)
-            )
+            ))
         });
         let shown = if user.is_empty() {
             format!("pcp://{host}:{port}")
@@ -259,7 +257,7 @@ impl PcpHost {
         let mut req =
             minreq::get(format!("{}{path_and_query}", self.base)).with_timeout(REQUEST_TIMEOUT_S);
         if let Some(a) = &self.auth {
-            req = req.with_header("Authorization", a.as_str());
+            req = req.with_header("Authorization", a.expose());
         }
         let resp = req.send().map_err(|e| PcpError::Unreachable {
             name: self.name.clone(),
@@ -488,20 +486,6 @@ pub fn parse_hosts(
         )));
     }
     Ok(hosts)
-}
-
-/// `pcp://user:secret@host` → `pcp://user:***@host`, for messages about a bad URL.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let userinfo = &url[s + 3..at];
-            match userinfo.split_once(':') {
-                Some((u, _)) => format!("{}{u}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
 }
 
 /// The fetched values by metric: instance → value.

@@ -346,7 +346,7 @@ pub(super) fn two_flows(
             FlowCommand::parse("--flow-a", a)?,
             FlowCommand::parse("--flow-b", b)?,
         ],
-        [a, b].map(|c| crate::transport::endpoint::redact_text(c)),
+        [a, b].map(|c| crate::secret::scrub(c)),
     ))
 }
 

@@ -238,7 +238,7 @@ fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
     if let Some(path) = &m.export_json {
         let json = serde_json::to_string_pretty(&serde_json::json!({
             "schema": "oemputx.matrix/1",
-            "broker": crate::transport::endpoint::redact_text(&m.qmgr),
+            "broker": crate::secret::scrub(&m.qmgr),
             "count": m.count,
             "pattern": m.pattern,
             "cells": cells,

@@ -14,7 +14,9 @@ use crate::pubsub::plan::Plan;
 use crate::pubsub::rabbit::RabbitPubSub;
 use crate::pubsub::report::{PubSubReport, PubSubSettings};
 use crate::pubsub::{Broker, SelectBy};
-use crate::transport::{Endpoint, parse_url};
+use crate::transport::amqp::url::AmqpEndpoint;
+use crate::transport::nats::url::NatsEndpoint;
+use crate::transport::parse_url;
 use crate::window::Window as _;
 use anyhow::Context;
 use std::sync::Arc;
@@ -94,39 +96,38 @@ pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn B
             persistent: args.persistent,
         }));
     }
-    Ok(match parse_url(&args.qmgr)? {
-        Endpoint::Amqp(endpoint) => Arc::new(RabbitPubSub {
-            endpoint,
+    let endpoint = parse_url(&args.qmgr)?;
+    if let Some(endpoint) = endpoint.downcast::<AmqpEndpoint>() {
+        return Ok(Arc::new(RabbitPubSub {
+            endpoint: endpoint.clone(),
             plan: plan.clone(),
             ack: args.ack,
             select_by: args.select_by,
             persistent: args.persistent,
             declare: args.declare,
-        }),
-        Endpoint::Nats(endpoint) => {
-            if args.select_by == SelectBy::Header {
-                eprintln!(
-                    "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
-                );
-            }
-            Arc::new(NatsPubSub {
-                endpoint,
-                plan: plan.clone(),
-                ack: args.ack,
-                persistent: args.persistent,
-                declare: args.declare,
-            })
+        }));
+    }
+    if let Some(endpoint) = endpoint.downcast::<NatsEndpoint>() {
+        if args.select_by == SelectBy::Header {
+            eprintln!(
+                "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
+            );
         }
-        other => {
-            return Err(bad(
-                "--qmgr",
-                format!(
-                    "pub/sub runs on RabbitMQ (amqp://), NATS (nats://) and MQTT (mqtt://) so far, not on {}",
-                    other.redacted()
-                ),
-            ));
-        }
-    })
+        return Ok(Arc::new(NatsPubSub {
+            endpoint: endpoint.clone(),
+            plan: plan.clone(),
+            ack: args.ack,
+            persistent: args.persistent,
+            declare: args.declare,
+        }));
+    }
+    Err(bad(
+        "--qmgr",
+        format!(
+            "pub/sub runs on RabbitMQ (amqp://), NATS (nats://) and MQTT (mqtt://) so far, not on {}",
+            endpoint.redacted()
+        ),
+    ))
 }
 
 /// `oemputx pubsub`.

@@ -171,7 +171,7 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         label: format!("{}-sweep", cfg.label),
         start_utc,
         // The command as recorded: a password in it (a database URL) never reaches a report.
-        flow_cmd: crate::transport::endpoint::redact_text(&args.flow_cmd),
+        flow_cmd: crate::secret::scrub(&args.flow_cmd),
         settings: first.settings.clone(),
         points,
         host: first.host.clone(),

@@ -10,17 +10,16 @@ use super::{
 use crate::accounting::selector::{self, GroupSpec};
 use crate::cli::RunArgs;
 use crate::msgfile::Messages;
-use crate::transport::ibmmq::url::{IbmMqEndpoint, is_mq_name, is_qmgr_name};
-use crate::transport::{Endpoint, ReplyQueue, parse_url};
+use crate::transport::{Endpoint, QueueSetup, ReplyQueue, parse_url, registry};
 use std::time::Duration;
 
 impl Config {
     /// Validate the options of a run, reading the profile and the message files.
     pub fn from_args(args: &RunArgs) -> Result<Config, ConfigError> {
         let (endpoint, profile_name, profile) = endpoint(args)?;
-        check_transport_options(args, &endpoint)?;
         let profile = profile.as_ref();
         let (request_queue, reply_queue) = queues(args, profile)?;
+        check_transport_options(args, &endpoint, &request_queue, &reply_queue)?;
         let shape = RunShape::of(args)?;
         let messages = match (args.msg_size, args.msgfile.is_empty()) {
             (Some(n), _) => Messages::generated(n)?,
@@ -80,7 +79,7 @@ impl Config {
 /// when one was used.
 fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>), ConfigError> {
     let name = match args.qmgr.as_deref() {
-        None | Some("") => return Ok((Endpoint::Embedded, None, None)),
+        None | Some("") => return Ok((registry::embedded(), None, None)),
         Some(q) if q.contains("://") || q.starts_with("embedded") => {
             return Ok((parse_url(q)?, None, None));
         }
@@ -96,19 +95,21 @@ fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>
     match find_profile(name, &paths, args.config.is_some()) {
         Ok(p) => Ok((parse_url(&p.url)?, Some(name.to_string()), Some(p))),
         Err(ConfigError::UnknownProfile {
-            searched, known, ..
-        }) if is_qmgr_name(name) => Ok((
-            Endpoint::IbmMq(IbmMqEndpoint {
-                qmgr: name.to_string(),
-                user: std::env::var("OEMPUTX_MQ_USER").ok(),
-                note: Some(format!(
-                    "--qmgr {name} is no profile in {searched} (known profiles: {known}), so it was taken as an IBM MQ queue manager"
-                )),
-                ..Default::default()
-            }),
-            None,
-            None,
-        )),
+            name: n,
+            searched,
+            known,
+        }) => {
+            let note = format!(
+                "--qmgr {name} is no profile in {searched} (known profiles: {known}), so it was taken as an IBM MQ queue manager"
+            );
+            registry::bare_name(name, note)
+                .map(|e| (e, None, None))
+                .ok_or(ConfigError::UnknownProfile {
+                    name: n,
+                    searched,
+                    known,
+                })
+        }
         Err(e) => Err(e),
     }
 }
@@ -118,90 +119,49 @@ fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>
 /// about the MQ client library. The URL it was probably meant to be.
 fn url_typo(name: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    ["amqps", "amqp", "ibmmq", "embedded"]
-        .iter()
-        .find_map(|scheme| {
-            let rest = lower.strip_prefix(scheme)?;
-            let host = rest
-                .strip_prefix("//")
-                .or_else(|| rest.strip_prefix(":/"))
-                .or_else(|| rest.strip_prefix(':'))?;
-            let host = host.trim_start_matches('/');
-            let original = &name[name.len() - host.len()..];
-            Some(format!("{scheme}://{original}"))
-        })
+    // Longest first: amqps before amqp.
+    let mut schemes: Vec<&str> = registry::schemes().collect();
+    schemes.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    schemes.into_iter().find_map(|scheme| {
+        let rest = lower.strip_prefix(scheme)?;
+        let host = rest
+            .strip_prefix("//")
+            .or_else(|| rest.strip_prefix(":/"))
+            .or_else(|| rest.strip_prefix(':'))?;
+        let host = host.trim_start_matches('/');
+        let original = &name[name.len() - host.len()..];
+        Some(format!("{scheme}://{original}"))
+    })
 }
 
-/// Options that only one transport understands.
-fn check_transport_options(args: &RunArgs, endpoint: &Endpoint) -> Result<(), ConfigError> {
-    let is_mq = matches!(endpoint, Endpoint::IbmMq(_));
-    if args.put1 && !is_mq {
-        return Err(bad(
-            "--put1",
-            "MQPUT1 is an IBM MQ call: use it with an IBM MQ queue manager",
-        ));
-    }
-    if let Some(model) = &args.model_queue {
-        if !is_mq {
-            return Err(bad(
-                "--model-queue",
-                "model queues are IBM MQ's: use it with an IBM MQ queue manager",
-            ));
-        }
-        if args.reply_queue.is_some() {
-            return Err(bad(
-                "--model-queue",
-                "it makes the temporary reply queues; with --reply-queue there are none (name the model queue as --reply-queue for a dynamic queue per task)",
-            ));
-        }
-        if !is_mq_name(model) {
-            return Err(bad(
-                "--model-queue",
-                format!("'{model}' is no MQ queue name: 1 to 48 characters of A-Z a-z 0-9 . _ / %"),
-            ));
-        }
-    }
-    if matches!(endpoint, Endpoint::Nats(_)) {
-        check_nats_options(args)?;
-    }
-    if matches!(endpoint, Endpoint::Amqp10(_))
-        && args.reply_queue.is_some()
-        && args.tasks.iter().any(|&t| t > 1)
-    {
-        return Err(bad(
-            "--reply-queue",
-            "a reply queue shared by several tasks is not yet supported on amqp10:// (each task's receiver would take the others' replies): use one task, or leave --reply-queue out for a temporary reply queue per task",
-        ));
-    }
-    if args.declare && is_mq {
-        return Err(bad(
-            "--declare",
-            "oemputx does not define IBM MQ queues: define them with runmqsc (DEFINE QLOCAL(MQSI.IN)) and leave --declare out",
-        ));
-    }
-    Ok(())
-}
-
-/// What NATS cannot do, or not yet: each a usage error with the way out.
-fn check_nats_options(args: &RunArgs) -> Result<(), ConfigError> {
-    if args.syncpoint {
-        return Err(bad(
-            "--syncpoint",
-            "NATS has no units of work spanning puts and gets: leave --syncpoint out for nats:// (--persistent waits for JetStream to store each request)",
-        ));
-    }
-    if args.reply_queue.is_some() {
-        return Err(bad(
-            "--reply-queue",
-            "on NATS each task gets its replies on its own inbox subject: leave --reply-queue out",
-        ));
-    }
-    if let Some(why) = args
-        .request_queue
-        .as_deref()
-        .and_then(crate::transport::nats::url::subject_problem)
-    {
-        return Err(bad("--request-queue", why));
+/// What the transport refuses of these options (each transport states its own rules), for
+/// every task count asked (a sweep's list too).
+fn check_transport_options(
+    args: &RunArgs,
+    endpoint: &Endpoint,
+    request_queue: &str,
+    reply_queue: &ReplyQueue,
+) -> Result<(), ConfigError> {
+    for &tasks in &args.tasks {
+        let setup = QueueSetup {
+            request_queue: request_queue.to_string(),
+            reply_queue: reply_queue.clone(),
+            clear_reply_queue: !args.no_clear,
+            declare: args.declare,
+            persistent: args.persistent,
+            syncpoint: args.syncpoint,
+            tasks,
+            match_mode: args.match_mode,
+            put1: args.put1,
+            model_queue: args.model_queue.clone(),
+        };
+        endpoint
+            .kind()
+            .refuse(&setup)
+            .map_err(|r| ConfigError::BadValue {
+                flag: r.flag,
+                why: r.why,
+            })?;
     }
     Ok(())
 }
@@ -361,20 +321,7 @@ fn groups(
             .collect();
         return Ok(selector::parse_groups(specs.iter().map(String::as_str))?);
     }
-    Ok(match endpoint {
-        // The embedded queue manager's flow runs as a thread of oemputx itself.
-        Endpoint::Embedded => selector::parse_groups(["EMBEDDED=thread:^oemputx-flow$"])?,
-        // OEMPUTX's address spaces: the queue manager, the broker (ACE), the database.
-        Endpoint::IbmMq(_) => selector::parse_groups(["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"])?,
-        // The server is what a NATS run is about; its flows are the user's own processes.
-        Endpoint::Nats(_) => selector::parse_groups(["QMGR=@nats"])?,
-        // RabbitMQ's AMQP 1.0 plugin runs inside the broker; other brokers' processes
-        // (Java for Artemis and ActiveMQ) are the user's to name with --group.
-        Endpoint::Amqp10(a) if a.style == crate::transport::amqp10::url::AddressStyle::Rabbitmq => {
-            selector::parse_groups(["QMGR=@rabbitmq"])?
-        }
-        _ => Vec::new(),
-    })
+    Ok(selector::parse_groups(endpoint.kind().default_groups())?)
 }
 
 /// Report destinations and formats.

@@ -193,7 +193,10 @@ mod tests {
         ])
         .expect("parse");
         let cfg = Config::from_args(&cli.run).expect("valid");
-        let Endpoint::IbmMq(m) = &cfg.endpoint else {
+        let Some(m) = cfg
+            .endpoint
+            .downcast::<crate::transport::ibmmq::url::IbmMqEndpoint>()
+        else {
             panic!("not ibmmq: {:?}", cfg.endpoint)
         };
         assert_eq!(m.qmgr, "QM1");

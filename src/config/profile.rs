@@ -70,7 +70,7 @@ pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigErr
 /// A TOML error as "line L, column C: what", without the offending line: a profile file
 /// holds URLs with passwords, and the parser's own message quotes the line it stopped on.
 pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
-    let message = crate::transport::endpoint::redact_text(e.message().trim());
+    let message = crate::secret::scrub(e.message().trim());
     match e.span() {
         Some(span) => {
             let before = &text[..span.start.min(text.len())];

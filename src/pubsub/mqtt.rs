@@ -6,7 +6,9 @@
 //! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
+use crate::secret::Secret;
 use crate::transport::{TransportError, client_runtime};
+use crate::url_parts::{UrlParts, host_for_url};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PublishProperties};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
@@ -20,50 +22,38 @@ pub const DEFAULT_PORT: u16 = 1883;
 const CLIENT_QUEUE: usize = 1000;
 
 /// An MQTT broker: `mqtt://[user:password@]host[:1883]`.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct MqttEndpoint {
     pub host: String,
     pub port: u16,
     pub user: Option<String>,
-    pub password: Option<String>,
+    pub password: Option<Secret>,
 }
 
 impl MqttEndpoint {
     /// Parse an `mqtt://` URL.
     pub fn parse(raw: &str) -> Result<MqttEndpoint, String> {
-        let url = url::Url::parse(raw).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
-        if url.scheme() != "mqtt" {
-            return Err(format!(
-                "{}:// is not MQTT (mqtts:// is not yet)",
-                url.scheme()
-            ));
+        let u = UrlParts::parse(raw).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
+        if u.scheme != "mqtt" {
+            return Err(format!("{}:// is not MQTT (mqtts:// is not yet)", u.scheme));
         }
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or("no host; write mqtt://host:1883")?
-            .to_string();
-        let decode = |s: &str| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        };
+        u.query(&[])?;
         Ok(MqttEndpoint {
-            host,
-            port: url.port().unwrap_or(DEFAULT_PORT),
-            user: Some(url.username()).filter(|u| !u.is_empty()).map(decode),
-            password: url.password().map(decode),
+            host: u.host_or("no host; write mqtt://host:1883")?,
+            port: u.port.unwrap_or(DEFAULT_PORT),
+            user: u.user.clone(),
+            password: u.password.clone(),
         })
     }
 
     /// The URL with the password replaced by `***`.
     pub fn redacted(&self) -> String {
         let auth = match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{u}:***@"),
+            (Some(u), Some(p)) => format!("{u}:{p}@"),
             (Some(u), None) => format!("{u}@"),
             _ => String::new(),
         };
-        format!("mqtt://{auth}{}:{}", self.host, self.port)
+        format!("mqtt://{auth}{}:{}", host_for_url(&self.host), self.port)
     }
 }
 
@@ -94,7 +84,10 @@ impl MqttPubSub {
         );
         options.set_keep_alive(Duration::from_secs(30));
         if let Some(user) = &ep.user {
-            options.set_credentials(user.clone(), ep.password.clone().unwrap_or_default());
+            options.set_credentials(
+                user.clone(),
+                ep.password.as_ref().map_or("", Secret::expose).to_string(),
+            );
         }
         let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
         rt.block_on(async {

@@ -59,7 +59,7 @@ impl NatsPubSub {
                 .await
                 .map_err(|e| TransportError::Unreachable {
                     target: ep.redacted(),
-                    why: transport::scrub(&e.to_string(), ep),
+                    why: crate::secret::scrub(&e.to_string()),
                 })
         })
     }

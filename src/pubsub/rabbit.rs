@@ -61,7 +61,7 @@ impl RabbitPubSub {
                 })?
                 .map_err(|e| TransportError::Unreachable {
                     target: target.clone(),
-                    why: e.to_string().replace(&self.endpoint.password, "***"),
+                    why: crate::secret::scrub(&e.to_string()),
                 })?;
             let ch = conn
                 .open_channel(None)

@@ -9,7 +9,7 @@
 //! with a CorrelId selects; temporary ones are read first in, first out.
 
 use super::correl;
-use super::endpoint::EndpointKind;
+use super::endpoint::{Endpoint, EndpointKind, Registered};
 use super::{
     Prepared, QueueSetup, Reply, ReplyQueue, Session, TaskSession, Transport, TransportError,
 };
@@ -173,7 +173,21 @@ impl Drop for Embedded {
 }
 
 /// `embedded:`: the in-process queue manager with its built-in responder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbeddedEndpoint;
+
+/// How the registry knows this transport.
+pub const REGISTERED: Registered = Registered {
+    schemes: &["embedded"],
+    example: "embedded:",
+    parse: |_| Ok(endpoint()),
+    bare_name: None,
+};
+
+/// The embedded queue manager's endpoint (it takes no settings).
+pub fn endpoint() -> Endpoint {
+    Endpoint::new(EmbeddedEndpoint)
+}
 
 impl EndpointKind for EmbeddedEndpoint {
     fn transport(&self) -> &'static str {
@@ -184,6 +198,10 @@ impl EndpointKind for EmbeddedEndpoint {
     }
     fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
         Ok(Arc::new(Embedded::start(setup)))
+    }
+    /// The embedded queue manager's flow runs as a thread of oemputx itself.
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["EMBEDDED=thread:^oemputx-flow$"]
     }
 }
 

@@ -1,14 +1,9 @@
-//! Where a run connects: the URL schemes, parsed once into an [`Endpoint`].
-//!
-//! Each transport parses its own URLs and describes itself through [`EndpointKind`]; this
-//! file only routes a scheme to its transport. A new transport adds its variant, one arm in
-//! [`Endpoint::kind`] and one in [`parse_url`].
+//! The core every transport's endpoint shares: what a parsed URL is ([`Endpoint`]), what it
+//! tells and does ([`EndpointKind`]), how a transport registers its schemes
+//! ([`Registered`]) and refuses run options it cannot serve ([`OptionRefused`]). This file
+//! imports no transport; [`super::registry`] maps schemes to them.
 
-use super::amqp::url::AmqpEndpoint;
-use super::amqp10::url::Amqp10Endpoint;
-use super::ibmmq::url::IbmMqEndpoint;
-use super::nats::url::NatsEndpoint;
-use super::{QueueSetup, Transport, TransportError, amqp, amqp10, embedded, ibmmq, nats};
+use super::{QueueSetup, ReplyQueue, Transport, TransportError};
 use std::sync::Arc;
 
 /// A URL or queue manager name that cannot be used: the user's input, exit 2.
@@ -17,13 +12,43 @@ pub enum EndpointError {
     #[error("--qmgr {url}: {why}")]
     BadUrl { url: String, why: String },
     #[error(
-        "--qmgr {url}: the {scheme}:// transport is not yet supported; use embedded:, amqp://, amqps://, ibmmq://, nats:// or amqp10://"
+        "--qmgr {url}: the {scheme}:// transport is not yet supported for put/get; use {known}"
     )]
-    NotYet { url: String, scheme: String },
+    NotYet {
+        url: String,
+        scheme: String,
+        known: String,
+    },
+}
+
+impl EndpointError {
+    /// A bad URL, shown with its password masked.
+    pub fn bad(raw: &str, why: impl Into<String>) -> EndpointError {
+        EndpointError::BadUrl {
+            url: crate::secret::redact_url(raw),
+            why: why.into(),
+        }
+    }
+}
+
+/// A run option a transport cannot serve: the flag and why, with the way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionRefused {
+    pub flag: &'static str,
+    pub why: String,
+}
+
+impl OptionRefused {
+    pub fn new(flag: &'static str, why: impl Into<String>) -> OptionRefused {
+        OptionRefused {
+            flag,
+            why: why.into(),
+        }
+    }
 }
 
 /// What a transport's endpoint tells and does, whatever the transport.
-pub trait EndpointKind {
+pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     /// The transport's name in reports.
     fn transport(&self) -> &'static str;
     /// A description safe to print: passwords are replaced by `***`.
@@ -45,33 +70,68 @@ pub trait EndpointKind {
     fn delete_queue(&self, _queue: &str) -> Result<(), TransportError> {
         Ok(())
     }
+    /// The groups a run accounts when neither the options nor a profile name any
+    /// (`NAME=SEL,...`, as `--group` takes them).
+    fn default_groups(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    /// The run options this transport cannot serve, checked before anything starts. The
+    /// default refuses IBM MQ's own calls; a transport adds its own rules.
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        refuse_mq_calls(setup)
+    }
 }
 
-/// Where a run connects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    /// The in-process queue manager with its built-in responder.
-    Embedded,
-    /// An AMQP 0-9-1 broker (RabbitMQ).
-    Amqp(AmqpEndpoint),
-    /// An IBM MQ queue manager, through the MQI.
-    IbmMq(IbmMqEndpoint),
-    /// A NATS server (core request/reply, JetStream).
-    Nats(NatsEndpoint),
-    /// An AMQP 1.0 container (ActiveMQ, Artemis, Qpid, Service Bus, RabbitMQ's plugin).
-    Amqp10(Amqp10Endpoint),
+/// `--put1` and `--model-queue` name IBM MQ calls and objects: refused everywhere else.
+pub fn refuse_mq_calls(setup: &QueueSetup) -> Result<(), OptionRefused> {
+    if setup.put1 {
+        return Err(OptionRefused::new(
+            "--put1",
+            "MQPUT1 is an IBM MQ call: use it with an IBM MQ queue manager",
+        ));
+    }
+    if setup.model_queue.is_some() {
+        return Err(OptionRefused::new(
+            "--model-queue",
+            "model queues are IBM MQ's: use it with an IBM MQ queue manager",
+        ));
+    }
+    Ok(())
 }
+
+/// A named reply queue shared by several tasks, where a transport cannot route replies to
+/// the task that waits for them.
+pub fn refuse_shared_reply_queue(setup: &QueueSetup, scheme: &str) -> Result<(), OptionRefused> {
+    if matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1 {
+        return Err(OptionRefused::new(
+            "--reply-queue",
+            format!(
+                "a reply queue shared by several tasks is not yet supported on {scheme} (each task's receiver would take the others' replies): use one task, or leave --reply-queue out for a temporary reply queue per task"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where a run connects: one transport's endpoint, behind the kind every transport shares.
+#[derive(Clone)]
+pub struct Endpoint(Arc<dyn EndpointKind>);
 
 impl Endpoint {
-    /// What this endpoint's transport does: the one place that names every variant.
+    pub fn new(kind: impl EndpointKind + 'static) -> Endpoint {
+        Endpoint(Arc::new(kind))
+    }
+
+    /// What this endpoint's transport does.
     pub fn kind(&self) -> &dyn EndpointKind {
-        match self {
-            Endpoint::Embedded => &embedded::EmbeddedEndpoint,
-            Endpoint::Amqp(a) => a,
-            Endpoint::IbmMq(m) => m,
-            Endpoint::Nats(n) => n,
-            Endpoint::Amqp10(a) => a,
-        }
+        self.0.as_ref()
+    }
+
+    /// The transport's own endpoint type, when it is `T` (for code that speaks one
+    /// transport's protocol besides put/get: pub/sub, tests).
+    pub fn downcast<T: EndpointKind + 'static>(&self) -> Option<&T> {
+        let any: &dyn std::any::Any = self.0.as_ref();
+        any.downcast_ref::<T>()
     }
 
     /// The transport's name in reports.
@@ -85,221 +145,20 @@ impl Endpoint {
     }
 }
 
-/// Parse `embedded:` or `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default
-/// guest/guest, port 5672, vhost "/" when the path is absent, percent-decoded otherwise).
-pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
-    if raw == "embedded:" || raw == "embedded" || raw.starts_with("embedded:") {
-        return Ok(Endpoint::Embedded);
-    }
-    if raw.starts_with("ibmmq://") {
-        return ibmmq::url::parse(raw);
-    }
-    let url = url::Url::parse(raw).map_err(|e| EndpointError::BadUrl {
-        url: redact_raw(raw),
-        why: format!("{e}; expected amqp://user:password@host:5672/vhost or embedded:"),
-    })?;
-    match url.scheme() {
-        "amqp" | "amqps" => amqp::url::parse(raw, &url),
-        "nats" | "tls" => nats::url::parse(raw, &url),
-        "amqp10" | "amqps10" => amqp10::url::parse(raw, &url),
-        "amqp1" | "amqps1" => Err(EndpointError::BadUrl {
-            url: redact_raw(raw),
-            why: "AMQP 1.0 URLs are written amqp10:// (amqps10:// with TLS)".into(),
-        }),
-        "mqtt" | "mqtts" => Err(EndpointError::NotYet {
-            url: redact_raw(raw),
-            scheme: url.scheme().into(),
-        }),
-        other => Err(EndpointError::BadUrl {
-            url: redact_raw(raw),
-            why: format!(
-                "unknown scheme {other}:; use embedded:, amqp://, ibmmq://, nats:// or amqp10://"
-            ),
-        }),
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.redacted())
     }
 }
-/// Best-effort redaction of a URL that may not parse: `scheme://user:***@rest`.
-pub fn redact_raw(raw: &str) -> String {
-    if let Some((scheme, rest)) = raw.split_once("://")
-        && let Some((userinfo, host)) = rest.rsplit_once('@')
-    {
-        let user = userinfo.split(':').next().unwrap_or("");
-        return format!("{scheme}://{user}:***@{host}");
-    }
-    raw.to_string()
-}
 
-/// Free text with the password of every URL in it (`scheme://user:password@host`) replaced
-/// by `***`: for text oemputx did not write itself (library errors, parser messages,
-/// command lines) before it is printed or recorded.
-pub fn redact_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        // The authority ends at the first of these; a password is what lies between the
-        // first ':' and the last '@' before it.
-        let end = tail
-            .find(|c: char| c.is_whitespace() || "/?#\"'`<>".contains(c))
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rsplit_once('@') {
-            Some((userinfo, host)) if userinfo.contains(':') => {
-                let user = userinfo.split(':').next().unwrap_or("");
-                out.push_str(&format!("{user}:***@{host}"));
-            }
-            _ => out.push_str(authority),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_in_free_text_are_hidden() {
-        assert_eq!(
-            redact_text(
-                "sample-flow --db postgres://postgres:SeCrEt99@127.0.0.1:5432/test --url amqp://u:p%40w@h/%2f"
-            ),
-            "sample-flow --db postgres://postgres:***@127.0.0.1:5432/test --url amqp://u:***@h/%2f"
-        );
-        assert_eq!(
-            redact_text("url = \"amqp://guest:SeCrEt99@host"),
-            "url = \"amqp://guest:***@host"
-        );
-        // No password, no change; a user alone is kept.
-        for t in [
-            "amqp://host:5672/%2f",
-            "amqp://user@host",
-            "no url at all",
-            "x://",
-        ] {
-            assert_eq!(redact_text(t), t);
-        }
-    }
-
-    #[test]
-    fn amqp_url_defaults_follow_rabbitmq_uri_spec() {
-        let Endpoint::Amqp(a) = parse_url("amqp://localhost").unwrap() else {
-            panic!("not amqp")
-        };
-        assert_eq!(
-            (
-                a.user.as_str(),
-                a.password.as_str(),
-                a.port,
-                a.vhost.as_str()
-            ),
-            ("guest", "guest", 5672, "/")
-        );
-        let Endpoint::Amqp(a) = parse_url("amqp://u:p%40ss@h:5673/%2f").unwrap() else {
-            panic!("not amqp")
-        };
-        assert_eq!(
-            (a.password.as_str(), a.port, a.vhost.as_str()),
-            ("p@ss", 5673, "/")
-        );
-        let Endpoint::Amqp(a) = parse_url("amqp://u:p@h/prod").unwrap() else {
-            panic!("not amqp")
-        };
-        assert_eq!(a.vhost, "prod");
-    }
-
-    #[test]
-    fn redaction_hides_the_password() {
-        let e = parse_url("amqp://guest:secret@127.0.0.1:5672/%2f").unwrap();
-        assert_eq!(e.redacted(), "amqp://guest:***@127.0.0.1:5672/%2F");
-        assert!(!format!("{e:?}").contains("secret"));
-        assert_eq!(redact_raw("amqp://bob:pw@h:x"), "amqp://bob:***@h:x");
-    }
-
-    #[test]
-    fn ibmmq_urls_give_channel_user_and_tls_and_hide_the_password() {
-        let Ok(Endpoint::IbmMq(m)) = parse_url(
-            "ibmmq://app@QM1?conn=mq.example(1414)&channel=DEV.APP.SVRCONN&cipher=TLS_AES_128_GCM_SHA256&keyrepo=/var/mqm/key",
-        ) else {
-            panic!("not ibmmq")
-        };
-        assert_eq!(m.qmgr, "QM1");
-        assert_eq!(
-            m.channel,
-            Some(("DEV.APP.SVRCONN".into(), "mq.example(1414)".into()))
-        );
-        assert_eq!(m.user.as_deref(), Some("app"));
-        assert_eq!(
-            m.tls,
-            Some(("TLS_AES_128_GCM_SHA256".into(), "/var/mqm/key".into()))
-        );
-        assert_eq!(
-            m.redacted(),
-            "ibmmq://app@QM1?conn=mq.example(1414)&channel=DEV.APP.SVRCONN&cipher=TLS_AES_128_GCM_SHA256&keyrepo=/var/mqm/key"
-        );
-        let Ok(Endpoint::IbmMq(m)) = parse_url("ibmmq://app:pa55@QM1") else {
-            panic!("not ibmmq")
-        };
-        assert_eq!(m.password.as_deref(), Some("pa55"));
-        assert!(m.redacted().starts_with("ibmmq://app:***@QM1"));
-        assert!(!format!("{m:?}").contains("pa55"));
-        // The default queue manager: no name.
-        let Ok(Endpoint::IbmMq(m)) = parse_url("ibmmq://") else {
-            panic!("not ibmmq")
-        };
-        assert_eq!(m.qmgr, "");
-    }
-
-    #[test]
-    fn unsupported_schemes_say_not_yet() {
-        assert!(matches!(
-            parse_url("mqtt://127.0.0.1:1883"),
-            Err(EndpointError::NotYet { .. })
-        ));
-        assert!(
-            parse_url("amqp1://127.0.0.1:5672").is_err_and(|e| e.to_string().contains("amqp10://"))
-        );
-        let Endpoint::Amqp(a) =
-            parse_url("amqps://u:p@broker/%2f?server_name_indication=mq.example").unwrap()
-        else {
-            panic!("not amqp")
-        };
-        assert_eq!(
-            (a.port, a.tls.map(|t| t.server_name)),
-            (5671, Some("mq.example".to_string()))
-        );
-        assert!(matches!(
-            parse_url("amqps://h/?cacertfile=/no/such.pem"),
-            Err(EndpointError::BadUrl { .. })
-        ));
-        assert!(matches!(
-            parse_url("http://x"),
-            Err(EndpointError::BadUrl { .. })
-        ));
-        let err = parse_url("amqp://u:hunter2@:5672").unwrap_err().to_string();
-        assert!(!err.contains("hunter2"), "{err}");
-    }
-
-    #[test]
-    fn the_full_url_parses_back_to_the_same_endpoint() {
-        let ca = tempfile::NamedTempFile::new().expect("temp file");
-        let tls = format!(
-            "amqps://a:b@h:5671/v?cacertfile={}&server_name_indication=broker",
-            ca.path().display()
-        );
-        for raw in [
-            "amqp://guest:guest@127.0.0.1:5672/%2f",
-            "amqp://u%40x:p%3As%2Fw@host:5673/my%2Fvhost",
-            tls.as_str(),
-        ] {
-            let Ok(Endpoint::Amqp(ep)) = parse_url(raw) else {
-                panic!("{raw} parses")
-            };
-            let again = parse_url(&ep.url_with_password()).expect("parses again");
-            assert_eq!(again, Endpoint::Amqp(ep), "{raw}");
-        }
-    }
+/// How a transport registers itself: its URL schemes, an example for errors and help, its
+/// parser, and optionally the bare names it takes (an IBM MQ queue manager's).
+#[derive(Clone, Copy)]
+pub struct Registered {
+    pub schemes: &'static [&'static str],
+    pub example: &'static str,
+    pub parse: fn(&str) -> Result<Endpoint, EndpointError>,
+    /// A name that is no profile, taken by this transport when it can be one of its own;
+    /// the note says why it was taken so (for errors).
+    pub bare_name: Option<fn(&str, String) -> Option<Endpoint>>,
 }

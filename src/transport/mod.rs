@@ -15,9 +15,12 @@ pub mod embedded;
 pub mod endpoint;
 pub mod ibmmq;
 pub mod nats;
+pub mod registry;
 pub mod session;
+pub mod tls;
 
-pub use endpoint::{Endpoint, EndpointError, parse_url, redact_raw};
+pub use endpoint::{Endpoint, EndpointError, EndpointKind, OptionRefused};
+pub use registry::parse_url;
 pub use session::{
     AsyncSession, Immediate, LoopSession, PhaseRunner, Session, SessionFuture, TaskSession,
 };
@@ -109,10 +112,6 @@ pub enum TransportError {
         why: String,
     },
     #[error(
-        "--syncpoint on {target}: AMQP 1.0 transactions are not run by oemputx yet, and RabbitMQ's AMQP 1.0 plugin, the only broker here, has no transaction coordinator; leave --syncpoint out"
-    )]
-    NoTransactions { target: String },
-    #[error(
         "subject '{subject}' on {target} is captured by JetStream stream {stream}, whose acknowledgements would pass for replies: pass --persistent to drive it through JetStream, or use a subject no stream captures"
     )]
     CapturedByStream {
@@ -160,7 +159,6 @@ impl TransportError {
                 | TransportError::CapturedByStream { .. }
                 | TransportError::NotAmqp10 { .. }
                 | TransportError::AddressRefused { .. }
-                | TransportError::NoTransactions { .. }
         )
     }
 }
@@ -273,7 +271,7 @@ pub fn client_runtime(
         })
 }
 
-/// Open the transport an endpoint names.
+/// Open the transport an endpoint names, once its rules allow the setup.
 pub fn open(endpoint: &Endpoint, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
     endpoint.kind().open(setup)
 }

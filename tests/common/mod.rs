@@ -46,12 +46,9 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn connect() -> Connection {
-    let oemputx::transport::Endpoint::Amqp(ep) =
-        oemputx::transport::parse_url(&amqp_url()).expect("test URL")
-    else {
-        panic!("OEMPUTX_TEST_AMQP must be an amqp:// URL")
-    };
-    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    let ep = oemputx::transport::amqp::url::AmqpEndpoint::parse(&amqp_url())
+        .expect("OEMPUTX_TEST_AMQP must be an amqp:// URL");
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
     args.virtual_host(&ep.vhost);
     Connection::open(&args)
         .await

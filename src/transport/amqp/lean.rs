@@ -269,7 +269,7 @@ impl LeanSession {
             let mut creds = vec![0u8];
             creds.extend_from_slice(ep.user.as_bytes());
             creds.push(0);
-            creds.extend_from_slice(ep.password.as_bytes());
+            creds.extend_from_slice(ep.password.expose().as_bytes());
             put_longstr(o, &creds);
             put_shortstr(o, b"en_US");
         });

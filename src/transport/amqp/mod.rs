@@ -15,11 +15,13 @@
 //! round-robin, even after its own task had finished. Routed replies are acknowledged on
 //! receipt, so under --syncpoint only the puts are transactional in that mode.
 
+pub mod admin;
 pub mod lean;
 pub mod url;
 
 use super::ReplyQueue;
 use super::correl;
+use super::endpoint::EndpointKind;
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
     TransportError,
@@ -27,7 +29,7 @@ use super::{
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, Channel, ConsumerMessage,
-    QueueDeclareArguments, QueueDeleteArguments, QueuePurgeArguments,
+    QueueDeclareArguments, QueuePurgeArguments,
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,7 +169,7 @@ impl Amqp {
     fn unreachable(&self, why: String) -> TransportError {
         TransportError::Unreachable {
             target: self.target(),
-            why: scrub(&why, &self.endpoint.password),
+            why: crate::secret::scrub(&why),
         }
     }
 
@@ -217,7 +219,7 @@ impl Amqp {
         TransportError::Broker {
             what: what.into(),
             target: self.target(),
-            why: scrub(&e.to_string(), &self.endpoint.password),
+            why: crate::secret::scrub(&e.to_string()),
         }
     }
 
@@ -435,7 +437,7 @@ fn route_replies(
 
 /// Connection arguments for an endpoint, with TLS for `amqps://`.
 pub fn connection_args(ep: &AmqpEndpoint, name: &str) -> Result<OpenConnectionArguments, String> {
-    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, &ep.password);
+    let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
     args.virtual_host(&ep.vhost).connection_name(name);
     if let Some(tls) = &ep.tls {
         // rustls needs one process-wide crypto provider; a second install is harmless.
@@ -456,15 +458,6 @@ pub fn connection_args(ep: &AmqpEndpoint, name: &str) -> Result<OpenConnectionAr
         args.tls_adaptor(adaptor);
     }
     Ok(args)
-}
-
-/// Remove a password from a library's error text, in case it quotes the URL.
-fn scrub(text: &str, password: &str) -> String {
-    if password.is_empty() {
-        text.to_string()
-    } else {
-        text.replace(password, "***")
-    }
 }
 
 impl Transport for Amqp {
@@ -715,45 +708,23 @@ impl From<ConsumerMessage> for Incoming {
     }
 }
 
-/// One administrative call on a connection and channel of its own, closed afterwards.
-fn with_admin_channel<T>(
-    ep: &AmqpEndpoint,
-    queue: &str,
-    connection_name: &str,
-    call: impl AsyncFnOnce(&Amqp, &Channel) -> Result<T, TransportError>,
-) -> Result<T, TransportError> {
-    let admin = Amqp::new(ep.clone(), QueueSetup::for_queue(queue));
-    admin.runtime()?.block_on(async {
-        let conn = admin.connect(connection_name).await?;
-        let ch = conn
-            .open_channel(None)
-            .await
-            .map_err(|e| admin.broker_error("opening a channel", e))?;
-        let result = call(&admin, &ch).await;
-        let _ = conn.close().await;
-        result
-    })
-}
-
-/// Delete a queue oemputx made (the A/B gate's request queues); a missing one is fine.
-pub fn delete_queue(ep: &AmqpEndpoint, queue: &str) -> Result<(), TransportError> {
-    with_admin_channel(ep, queue, "oemputx-admin", async |admin, ch| {
-        ch.queue_delete(QueueDeleteArguments::new(queue))
-            .await
-            .map(|_| ())
-            .map_err(|e| admin.broker_error(format!("deleting queue '{queue}'"), e))
-    })
-}
-
-/// Consumers on `queue` now (0 when the queue does not exist yet): how `sweep` knows that
-/// the flows it started are ready.
-pub fn consumers(ep: &AmqpEndpoint, queue: &str) -> Result<u32, TransportError> {
-    with_admin_channel(ep, queue, "oemputx-probe", async |_, ch| {
-        Ok(ch
-            .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
-            .await
-            .ok()
-            .flatten()
-            .map_or(0, |(_, _, consumers)| consumers))
-    })
+impl EndpointKind for AmqpEndpoint {
+    fn transport(&self) -> &'static str {
+        "amqp"
+    }
+    fn redacted(&self) -> String {
+        AmqpEndpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(Amqp::new(self.clone(), setup)))
+    }
+    fn url_for_flow(&self) -> Option<String> {
+        Some(self.url_with_password())
+    }
+    fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
+        admin::consumers(self, queue).map(Some)
+    }
+    fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
+        admin::delete_queue(self, queue)
+    }
 }

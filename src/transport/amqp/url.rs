@@ -1,197 +1,201 @@
 //! `amqp://` and `amqps://` URLs (RabbitMQ's URI spec) and what they name.
 
-use super::super::endpoint::{EndpointError, EndpointKind, redact_raw};
-use super::super::{QueueSetup, Transport, TransportError};
-use std::path::PathBuf;
-use std::sync::Arc;
+use super::super::endpoint::{Endpoint, EndpointError, Registered};
+use super::super::tls::{self, TlsOptions};
+use crate::secret::{MASK, Secret};
+use crate::url_parts::{UrlParts, encode, host_for_url};
 
 /// AMQP 0-9-1 virtual host names are short strings: at most 255 bytes.
 const MAX_VHOST: usize = 255;
 
+/// How the registry knows this transport.
+pub const REGISTERED: Registered = Registered {
+    schemes: &["amqp", "amqps"],
+    example: "amqp://user:password@host:5672/vhost",
+    parse: |raw| Ok(Endpoint::new(AmqpEndpoint::parse(raw)?)),
+    bare_name: None,
+};
+
 /// The parts of an `amqp://` or `amqps://` URL.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmqpEndpoint {
     pub host: String,
     pub port: u16,
     pub user: String,
-    pub password: String,
+    pub password: Secret,
     pub vhost: String,
     /// Set for `amqps://`.
     pub tls: Option<TlsOptions>,
 }
 
-/// TLS settings of an `amqps://` URL (RabbitMQ's query parameters `cacertfile`, `certfile`,
-/// `keyfile`, `server_name_indication`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsOptions {
-    /// CA certificate (PEM) to trust; the built-in web roots when absent.
-    pub ca_file: Option<PathBuf>,
-    pub cert_file: Option<PathBuf>,
-    pub key_file: Option<PathBuf>,
-    /// Name the server's certificate must carry; the host by default.
-    pub server_name: String,
-}
-
-impl std::fmt::Debug for AmqpEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
 impl AmqpEndpoint {
-    /// `amqp://user:***@host:port/vhost`: the password never leaves this struct.
-    pub fn redacted(&self) -> String {
-        let vhost =
-            percent_encoding::utf8_percent_encode(&self.vhost, percent_encoding::NON_ALPHANUMERIC);
-        let scheme = if self.tls.is_some() { "amqps" } else { "amqp" };
-        format!(
-            "{scheme}://{}:***@{}:{}/{}",
-            self.user, self.host, self.port, vhost
-        )
+    /// Parse `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default guest/guest,
+    /// port 5672 or 5671, vhost "/" when the path is absent, percent-decoded otherwise), and
+    /// for `amqps://` RabbitMQ's TLS query parameters.
+    pub fn parse(raw: &str) -> Result<AmqpEndpoint, EndpointError> {
+        let bad = |why: String| EndpointError::bad(raw, why);
+        let u = UrlParts::parse(raw).map_err(&bad)?;
+        let host = u
+            .host_or("no host; write amqp://user:password@HOST:5672/vhost")
+            .map_err(&bad)?;
+        let secure = u.scheme == "amqps";
+        let known: &[&str] = if secure { &tls::QUERY_KEYS } else { &[] };
+        let query = u.query(known).map_err(|why| {
+            bad(if secure {
+                why
+            } else {
+                format!(
+                    "{why} (amqps:// takes the TLS parameters {})",
+                    tls::QUERY_KEYS.join(", ")
+                )
+            })
+        })?;
+        let vhost = if u.path.is_empty() {
+            "/".to_string()
+        } else {
+            u.path.clone()
+        };
+        if vhost.len() > MAX_VHOST {
+            return Err(bad(format!(
+                "the virtual host name is {} bytes; AMQP allows at most {MAX_VHOST}",
+                vhost.len()
+            )));
+        }
+        let tls = secure
+            .then(|| TlsOptions::from_query(&host, query))
+            .transpose()
+            .map_err(&bad)?;
+        Ok(AmqpEndpoint {
+            port: u.port.unwrap_or(if secure { 5671 } else { 5672 }),
+            user: u.user.clone().unwrap_or_else(|| "guest".into()),
+            password: u.password.clone().unwrap_or_else(|| Secret::new("guest")),
+            host,
+            vhost,
+            tls,
+        })
     }
-}
 
-impl AmqpEndpoint {
-    /// The full URL, password included, for handing to a child process (the flows `sweep`
-    /// starts); never for printing.
-    pub fn url_with_password(&self) -> String {
-        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode as enc};
+    /// The URL, with the password shown only when `reveal` (for a child process's
+    /// environment, never for printing).
+    fn url(&self, reveal: bool) -> String {
         let scheme = if self.tls.is_some() { "amqps" } else { "amqp" };
+        let password = if reveal {
+            encode(self.password.expose())
+        } else {
+            MASK.to_string()
+        };
         let mut url = format!(
-            "{scheme}://{}:{}@{}:{}/{}",
-            enc(&self.user, NON_ALPHANUMERIC),
-            enc(&self.password, NON_ALPHANUMERIC),
-            self.host,
+            "{scheme}://{}:{password}@{}:{}/{}",
+            if reveal {
+                encode(&self.user)
+            } else {
+                self.user.clone()
+            },
+            host_for_url(&self.host),
             self.port,
-            enc(&self.vhost, NON_ALPHANUMERIC)
+            encode(&self.vhost)
         );
-        if let Some(tls) = &self.tls {
+        if let (true, Some(tls)) = (reveal, &self.tls) {
             let mut q = url::form_urlencoded::Serializer::new(String::new());
-            let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
-            for (k, v) in [
-                ("cacertfile", path(&tls.ca_file)),
-                ("certfile", path(&tls.cert_file)),
-                ("keyfile", path(&tls.key_file)),
-                ("server_name_indication", Some(tls.server_name.clone())),
-            ] {
-                if let Some(v) = v {
-                    q.append_pair(k, &v);
-                }
+            for (k, v) in tls.query_pairs() {
+                q.append_pair(k, &v);
             }
             url.push('?');
             url.push_str(&q.finish());
         }
         url
     }
-}
 
-impl EndpointKind for AmqpEndpoint {
-    fn transport(&self) -> &'static str {
-        "amqp"
+    /// `amqp://user:***@host:port/vhost`: the password never leaves this struct.
+    pub fn redacted(&self) -> String {
+        self.url(false)
     }
-    fn redacted(&self) -> String {
-        AmqpEndpoint::redacted(self)
-    }
-    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
-        Ok(Arc::new(super::Amqp::new(self.clone(), setup)))
-    }
-    fn url_for_flow(&self) -> Option<String> {
-        Some(self.url_with_password())
-    }
-    fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
-        super::consumers(self, queue).map(Some)
-    }
-    fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
-        super::delete_queue(self, queue)
+
+    /// The full URL, password included, for handing to a child process (the flows `sweep`
+    /// starts); never for printing.
+    pub fn url_with_password(&self) -> String {
+        self.url(true)
     }
 }
 
-/// The rest of an `amqp://` URL that [`url::Url`] has parsed: user, password, host, port,
-/// vhost (RabbitMQ's defaults: guest/guest, 5672 or 5671, "/" when the path is absent), and
-/// for `amqps://` RabbitMQ's TLS query parameters.
-pub fn parse(raw: &str, url: &url::Url) -> Result<super::super::Endpoint, EndpointError> {
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| EndpointError::BadUrl {
-            url: redact_raw(raw),
-            why: "no host; write amqp://user:password@HOST:5672/vhost".into(),
-        })?;
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let user = if url.username().is_empty() {
-        "guest".to_string()
-    } else {
-        decode(url.username())
-    };
-    let password = url
-        .password()
-        .map(decode)
-        .unwrap_or_else(|| "guest".to_string());
-    let vhost = match url.path() {
-        "" | "/" => "/".to_string(),
-        p => decode(&p[1..]),
-    };
-    if vhost.len() > MAX_VHOST {
-        return Err(EndpointError::BadUrl {
-            url: redact_raw(raw),
-            why: format!(
-                "the virtual host name is {} bytes; AMQP allows at most {MAX_VHOST}",
-                vhost.len()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amqp_url_defaults_follow_rabbitmq_uri_spec() {
+        let a = AmqpEndpoint::parse("amqp://localhost").expect("parses");
+        assert_eq!(
+            (
+                a.user.as_str(),
+                a.password.expose(),
+                a.port,
+                a.vhost.as_str()
             ),
-        });
+            ("guest", "guest", 5672, "/")
+        );
+        let a = AmqpEndpoint::parse("amqp://u:p%40ss@h:5673/%2f").expect("parses");
+        assert_eq!(
+            (a.password.expose(), a.port, a.vhost.as_str()),
+            ("p@ss", 5673, "/")
+        );
+        assert_eq!(
+            AmqpEndpoint::parse("amqp://u:p@h/prod")
+                .expect("parses")
+                .vhost,
+            "prod"
+        );
+        let a = AmqpEndpoint::parse("amqp://u:p@[::1]:5672/%2f").expect("IPv6");
+        assert_eq!(a.host, "::1");
+        assert_eq!(a.redacted(), "amqp://u:***@[::1]:5672/%2F");
     }
-    let host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let tls = if url.scheme() == "amqps" {
-        // RabbitMQ's URI query parameters for TLS.
-        let mut t = TlsOptions {
-            server_name: host.clone(),
-            ..Default::default()
-        };
-        for (k, v) in url.query_pairs() {
-            match k.as_ref() {
-                "cacertfile" => t.ca_file = Some(PathBuf::from(v.as_ref())),
-                "certfile" => t.cert_file = Some(PathBuf::from(v.as_ref())),
-                "keyfile" => t.key_file = Some(PathBuf::from(v.as_ref())),
-                "server_name_indication" => t.server_name = v.into_owned(),
-                _ => {}
-            }
+
+    #[test]
+    fn redaction_hides_the_password() {
+        let e = AmqpEndpoint::parse("amqp://guest:secret@127.0.0.1:5672/%2f").expect("parses");
+        assert_eq!(e.redacted(), "amqp://guest:***@127.0.0.1:5672/%2F");
+        assert!(!format!("{e:?}").contains("secret"));
+        let err = AmqpEndpoint::parse("amqp://u:hunter2@:5672")
+            .expect_err("no host")
+            .to_string();
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn tls_parameters_belong_to_amqps_and_unknown_ones_are_refused() {
+        let a = AmqpEndpoint::parse("amqps://u:p@broker/%2f?server_name_indication=mq.example")
+            .expect("parses");
+        assert_eq!(
+            (a.port, a.tls.map(|t| t.server_name)),
+            (5671, Some("mq.example".to_string()))
+        );
+        assert!(AmqpEndpoint::parse("amqps://h/?cacertfile=/no/such.pem").is_err());
+        let e = AmqpEndpoint::parse("amqp://h/?heartbeat=10")
+            .expect_err("unknown key")
+            .to_string();
+        assert!(e.contains("'heartbeat'"), "{e}");
+        let e = AmqpEndpoint::parse("amqp://h/?cacertfile=/x")
+            .expect_err("TLS on amqp")
+            .to_string();
+        assert!(e.contains("amqps://"), "{e}");
+    }
+
+    #[test]
+    fn the_full_url_parses_back_to_the_same_endpoint() {
+        let ca = tempfile::NamedTempFile::new().expect("temp file");
+        let tls = format!(
+            "amqps://a:b@h:5671/v?cacertfile={}&server_name_indication=broker",
+            ca.path().display()
+        );
+        for raw in [
+            "amqp://guest:guest@127.0.0.1:5672/%2f",
+            "amqp://u%40x:p%3As%2Fw@host:5673/my%2Fvhost",
+            "amqp://u:p@[::1]:5672/%2f",
+            tls.as_str(),
+        ] {
+            let ep = AmqpEndpoint::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
+            let again = AmqpEndpoint::parse(&ep.url_with_password()).expect("parses again");
+            assert_eq!(again, ep, "{raw}");
         }
-        for f in [&t.ca_file, &t.cert_file, &t.key_file]
-            .into_iter()
-            .flatten()
-        {
-            if !f.is_file() {
-                return Err(EndpointError::BadUrl {
-                    url: redact_raw(raw),
-                    why: format!("TLS file {} does not exist", f.display()),
-                });
-            }
-        }
-        if t.cert_file.is_some() != t.key_file.is_some() {
-            return Err(EndpointError::BadUrl {
-                url: redact_raw(raw),
-                why: "a client certificate needs both certfile and keyfile".into(),
-            });
-        }
-        Some(t)
-    } else {
-        None
-    };
-    Ok(super::super::Endpoint::Amqp(AmqpEndpoint {
-        host,
-        port: url
-            .port()
-            .unwrap_or(if tls.is_some() { 5671 } else { 5672 }),
-        user,
-        password,
-        vhost,
-        tls,
-    }))
+    }
 }

@@ -19,8 +19,10 @@
 
 pub mod url;
 
+use super::amqp::url::AmqpEndpoint;
 use super::client_runtime;
 use super::deadline::Deadline;
+use super::endpoint::{EndpointKind, OptionRefused, refuse_mq_calls, refuse_shared_reply_queue};
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport,
     TransportError,
@@ -39,7 +41,7 @@ use fe2o3_amqp::{Connection, Receiver, Sender, Session};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::Runtime;
-use url::Amqp10Endpoint;
+use url::{AddressStyle, Amqp10Endpoint};
 
 /// RabbitMQ's default `max_message_size` (128 MiB).
 pub const MAX_MESSAGE: usize = 128 * 1024 * 1024;
@@ -102,12 +104,12 @@ pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Transp
         .hostname(ep.host.as_str())
         .sasl_profile(SaslProfile::Plain {
             username: ep.user.clone(),
-            password: ep.password.clone(),
+            password: ep.password.expose().to_string(),
         });
     let opened = match &ep.tls {
         None => tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(tcp)).await,
         Some(tls) => {
-            let stream = tls::connect(tls, tcp)
+            let stream = super::tls::connect(tls, tcp)
                 .await
                 .map_err(|why| unreachable(format!("TLS failed: {why}")))?;
             tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(stream)).await
@@ -145,17 +147,8 @@ fn open_error(ep: &Amqp10Endpoint, e: OpenError) -> TransportError {
         },
         other => TransportError::Unreachable {
             target,
-            why: scrub(&other.to_string(), &ep.password),
+            why: crate::secret::scrub(&other.to_string()),
         },
-    }
-}
-
-/// Remove a password from a library's error text, in case it quotes it.
-fn scrub(text: &str, password: &str) -> String {
-    if password.is_empty() {
-        text.to_string()
-    } else {
-        text.replace(password, "***")
     }
 }
 
@@ -209,9 +202,6 @@ async fn close_quietly(mut o: Opened) {
 impl Transport for Amqp10 {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
-        if self.setup.syncpoint {
-            return Err(TransportError::NoTransactions { target });
-        }
         client_runtime(&target, "AMQP 1.0")?.block_on(async {
             let mut o = open(&self.endpoint, "oemputx-setup").await?;
             // Whether the queue exists: RabbitMQ takes a sender on a missing
@@ -361,7 +351,7 @@ pub struct Amqp10Session {
     last_body: Binary,
     timer: Deadline,
     /// RabbitMQ: the task's reply queue, deleted (over AMQP 0-9-1) when the session ends.
-    delete_after: Option<(super::amqp::url::AmqpEndpoint, String)>,
+    delete_after: Option<(AmqpEndpoint, String)>,
 }
 
 impl Amqp10Session {
@@ -524,7 +514,7 @@ impl Amqp10Session {
     fn delete_reply_queue(&mut self) {
         if let Some((ep, queue)) = self.delete_after.take() {
             // Best effort: a run's outcome does not hang on tidying up.
-            let _ = super::amqp::delete_queue(&ep, &queue);
+            let _ = super::amqp::admin::delete_queue(&ep, &queue);
         }
     }
 }
@@ -540,45 +530,40 @@ impl Drop for Amqp10Session {
     }
 }
 
-mod tls {
-    //! amqps10://: a TLS stream made with tokio-rustls on ring, handed to fe2o3-amqp.
-
-    use super::super::amqp::url::TlsOptions;
-    use std::sync::Arc;
-
-    pub async fn connect(
-        tls: &TlsOptions,
-        tcp: tokio::net::TcpStream,
-    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
-        // rustls needs one process-wide crypto provider; a second install is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut roots = rustls::RootCertStore::empty();
-        match &tls.ca_file {
-            Some(ca) => {
-                let pem = std::fs::read(ca)
-                    .map_err(|e| format!("cannot read cacertfile {}: {e}", ca.display()))?;
-                for cert in <rustls::pki_types::CertificateDer as rustls::pki_types::pem::PemObject>::pem_slice_iter(&pem) {
-                    let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("{}: {e}", ca.display()))?;
-                }
-            }
-            None => {
-                for cert in rustls_native_certs::load_native_certs().certs {
-                    let _ = roots.add(cert);
-                }
-            }
+impl EndpointKind for Amqp10Endpoint {
+    fn transport(&self) -> &'static str {
+        "amqp10"
+    }
+    fn redacted(&self) -> String {
+        Amqp10Endpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(Amqp10::new(self.clone(), setup)))
+    }
+    fn url_for_flow(&self) -> Option<String> {
+        Some(self.url_with_password())
+    }
+    /// RabbitMQ's AMQP 1.0 plugin runs inside the broker; other brokers' processes (Java for
+    /// Artemis and ActiveMQ) are the user's to name with --group.
+    fn default_groups(&self) -> Vec<&'static str> {
+        match self.style {
+            AddressStyle::Rabbitmq => vec!["QMGR=@rabbitmq"],
+            AddressStyle::Plain | AddressStyle::QueuePrefix => Vec::new(),
         }
-        let config = rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let name = rustls::pki_types::ServerName::try_from(tls.server_name.clone())
-            .map_err(|e| format!("server name '{}': {e}", tls.server_name))?;
-        tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("{e}; is the server's certificate trusted here (cacertfile=)?"))
+    }
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        refuse_mq_calls(setup)?;
+        refuse_shared_reply_queue(setup, "amqp10://")?;
+        if setup.syncpoint {
+            return Err(OptionRefused::new(
+                "--syncpoint",
+                format!(
+                    "on {}: AMQP 1.0 transactions are not run by oemputx yet, and RabbitMQ's AMQP 1.0 plugin, the only broker here, has no transaction coordinator; leave --syncpoint out",
+                    self.redacted()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -587,10 +572,7 @@ mod tests {
     use super::*;
 
     fn endpoint() -> Amqp10Endpoint {
-        match crate::transport::parse_url("amqp10://app:SeCrEt99@127.0.0.1:5672") {
-            Ok(crate::transport::Endpoint::Amqp10(e)) => e,
-            other => panic!("parses: {other:?}"),
-        }
+        Amqp10Endpoint::parse("amqp10://app:SeCrEt99@127.0.0.1:5672").expect("parses")
     }
 
     #[test]

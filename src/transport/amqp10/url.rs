@@ -3,11 +3,19 @@
 //! The scheme cannot be mistaken for AMQP 0-9-1's `amqp://`: the two protocols share port
 //! 5672 on RabbitMQ and nothing else.
 
-use super::super::amqp::url::TlsOptions;
-use super::super::endpoint::{EndpointError, EndpointKind, redact_raw};
-use super::super::{QueueSetup, Transport, TransportError};
-use std::path::PathBuf;
-use std::sync::Arc;
+use super::super::amqp::url::AmqpEndpoint;
+use super::super::endpoint::{Endpoint, EndpointError, Registered};
+use super::super::tls::TlsOptions;
+use crate::secret::{MASK, Secret};
+use crate::url_parts::{UrlParts, encode, host_for_url};
+
+/// How the registry knows this transport.
+pub const REGISTERED: Registered = Registered {
+    schemes: &["amqp10", "amqps10"],
+    example: "amqp10://user:password@host:5672",
+    parse: |raw| Ok(Endpoint::new(Amqp10Endpoint::parse(raw)?)),
+    bare_name: None,
+};
 
 /// AMQP's port (RabbitMQ serves 0-9-1 and 1.0 on it).
 pub const DEFAULT_PORT: u16 = 5672;
@@ -97,20 +105,14 @@ impl AddressStyle {
 
 /// An AMQP 1.0 container: `amqp10://[user:password@]host[:5672][?address-style=…]`, or
 /// `amqps10://` for TLS (with amqps://'s `cacertfile` and `server_name_indication`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Amqp10Endpoint {
     pub host: String,
     pub port: u16,
     pub user: String,
-    pub password: String,
+    pub password: Secret,
     pub tls: Option<TlsOptions>,
     pub style: AddressStyle,
-}
-
-impl std::fmt::Debug for Amqp10Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
 }
 
 impl Amqp10Endpoint {
@@ -122,30 +124,30 @@ impl Amqp10Endpoint {
         }
     }
 
+    /// The URL, with the password only when `reveal` (and then the TLS settings too).
+    fn url(&self, reveal: bool) -> String {
+        let (user, password) = if reveal {
+            (encode(&self.user), encode(self.password.expose()))
+        } else {
+            (self.user.clone(), MASK.to_string())
+        };
+        format!(
+            "{}://{user}:{password}@{}:{}{}",
+            self.scheme(),
+            host_for_url(&self.host),
+            self.port,
+            self.query(reveal)
+        )
+    }
+
     /// `amqp10://user:***@host:port`: the password never leaves this struct.
     pub fn redacted(&self) -> String {
-        format!(
-            "{}://{}:***@{}:{}{}",
-            self.scheme(),
-            self.user,
-            self.host,
-            self.port,
-            self.query(false)
-        )
+        self.url(false)
     }
 
     /// The URL with its password, for flows oemputx starts; never for printing.
     pub fn url_with_password(&self) -> String {
-        use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode as enc};
-        format!(
-            "{}://{}:{}@{}:{}{}",
-            self.scheme(),
-            enc(&self.user, NON_ALPHANUMERIC),
-            enc(&self.password, NON_ALPHANUMERIC),
-            self.host,
-            self.port,
-            self.query(true)
-        )
+        self.url(true)
     }
 
     /// The query part: the address style when not the default, and with `tls` the TLS
@@ -170,8 +172,8 @@ impl Amqp10Endpoint {
     /// The same broker over AMQP 0-9-1, for what AMQP 1.0 cannot ask of RabbitMQ: deleting
     /// a queue (a task's reply queue at the end of a run). RabbitMQ serves both protocols
     /// on one port with one user database.
-    pub fn as_amqp091(&self) -> super::super::amqp::url::AmqpEndpoint {
-        super::super::amqp::url::AmqpEndpoint {
+    pub fn as_amqp091(&self) -> AmqpEndpoint {
+        AmqpEndpoint {
             host: self.host.clone(),
             port: self.port,
             user: self.user.clone(),
@@ -182,101 +184,81 @@ impl Amqp10Endpoint {
     }
 }
 
-impl EndpointKind for Amqp10Endpoint {
-    fn transport(&self) -> &'static str {
-        "amqp10"
-    }
-    fn redacted(&self) -> String {
-        Amqp10Endpoint::redacted(self)
-    }
-    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
-        Ok(Arc::new(super::Amqp10::new(self.clone(), setup)))
-    }
-    fn url_for_flow(&self) -> Option<String> {
-        Some(self.url_with_password())
-    }
-}
-
-/// The rest of an `amqp10://` URL that [`url::Url`] has parsed.
-pub fn parse(raw: &str, url: &url::Url) -> Result<super::super::Endpoint, EndpointError> {
-    let bad = |why: String| EndpointError::BadUrl {
-        url: redact_raw(raw),
-        why,
-    };
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| bad("no host; write amqp10://user:password@HOST:5672".into()))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    if !matches!(url.path(), "" | "/") {
-        return Err(bad(
-            "an AMQP 1.0 URL names no virtual host or queue in its path; name the queue with --request-queue".into(),
-        ));
-    }
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let tls = url.scheme() == "amqps10";
-    let mut style = AddressStyle::Rabbitmq;
-    let mut tls_options = TlsOptions {
-        server_name: host.clone(),
-        ..TlsOptions::default()
-    };
-    for (k, v) in url.query_pairs() {
-        match k.as_ref() {
-            "address-style" => {
-                style = AddressStyle::parse(&v).ok_or_else(|| {
+impl Amqp10Endpoint {
+    /// Parse `amqp10://[user:password@]host[:5672][?address-style=…]` (`amqps10://` with
+    /// TLS: `cacertfile`, `server_name_indication`); guest/guest by default, as RabbitMQ.
+    pub fn parse(raw: &str) -> Result<Amqp10Endpoint, EndpointError> {
+        let bad = |why: String| EndpointError::bad(raw, why);
+        let u = UrlParts::parse(raw).map_err(&bad)?;
+        let host = u
+            .host_or("no host; write amqp10://user:password@HOST:5672")
+            .map_err(&bad)?;
+        if !u.path.is_empty() {
+            return Err(bad(
+                "an AMQP 1.0 URL names no virtual host or queue in its path; name the queue with --request-queue".into(),
+            ));
+        }
+        let tls = u.scheme == "amqps10";
+        let known: &[&str] = if tls {
+            &["address-style", "cacertfile", "server_name_indication"]
+        } else {
+            &["address-style"]
+        };
+        let query = u.query(known).map_err(|why| {
+            bad(format!(
+                "{why} (amqp10:// takes address-style, amqps10:// also cacertfile and server_name_indication)"
+            ))
+        })?;
+        let mut style = AddressStyle::Rabbitmq;
+        for (k, v) in query {
+            if k == "address-style" {
+                style = AddressStyle::parse(v).ok_or_else(|| {
                     bad(format!(
                         "address-style={v} is unknown; use rabbitmq (/queue/NAME), plain (NAME: Artemis, Qpid, Service Bus) or queue-prefix (queue://NAME: ActiveMQ Classic)"
                     ))
                 })?;
             }
-            "cacertfile" if tls => tls_options.ca_file = Some(PathBuf::from(v.as_ref())),
-            "server_name_indication" if tls => tls_options.server_name = v.into_owned(),
-            other => {
-                return Err(bad(format!(
-                    "unknown query parameter '{other}'; amqp10:// takes address-style, amqps10:// also cacertfile and server_name_indication"
-                )));
-            }
         }
+        let tls_options = if tls {
+            let tls_query: Vec<(String, String)> = query
+                .iter()
+                .filter(|(k, _)| k != "address-style")
+                .cloned()
+                .collect();
+            Some(TlsOptions::from_query(&host, &tls_query).map_err(&bad)?)
+        } else {
+            None
+        };
+        Ok(Amqp10Endpoint {
+            port: u
+                .port
+                .unwrap_or(if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT }),
+            user: u.user.clone().unwrap_or_else(|| "guest".into()),
+            password: u.password.clone().unwrap_or_else(|| Secret::new("guest")),
+            host,
+            tls: tls_options,
+            style,
+        })
     }
-    Ok(super::super::Endpoint::Amqp10(Amqp10Endpoint {
-        host,
-        port: url
-            .port()
-            .unwrap_or(if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT }),
-        user: Some(url.username())
-            .filter(|u| !u.is_empty())
-            .map_or_else(|| "guest".to_string(), decode),
-        password: url.password().map_or_else(|| "guest".to_string(), decode),
-        tls: tls.then_some(tls_options),
-        style,
-    }))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{Endpoint, parse_url};
     use super::*;
 
     #[test]
     fn urls_give_host_port_credentials_and_hide_the_password() {
-        let Ok(Endpoint::Amqp10(e)) = parse_url("amqp10://app:SeCrEt%2199@127.0.0.1") else {
-            panic!("parses");
-        };
+        let e = Amqp10Endpoint::parse("amqp10://app:SeCrEt%2199@127.0.0.1").expect("parses");
         assert_eq!((e.host.as_str(), e.port), ("127.0.0.1", 5672));
-        assert_eq!(e.password, "SeCrEt!99");
+        assert_eq!(e.password.expose(), "SeCrEt!99");
         assert_eq!(e.redacted(), "amqp10://app:***@127.0.0.1:5672");
         assert!(e.url_with_password().contains("SeCrEt%2199"));
-        let Ok(Endpoint::Amqp10(t)) =
-            parse_url("amqps10://h.example?cacertfile=/tmp/ca.pem&address-style=plain")
-        else {
-            panic!("parses");
-        };
+        let ca = tempfile::NamedTempFile::new().expect("temp file");
+        let t = Amqp10Endpoint::parse(&format!(
+            "amqps10://h.example?cacertfile={}&address-style=plain",
+            ca.path().display()
+        ))
+        .expect("parses");
         assert_eq!((t.port, t.style), (5671, AddressStyle::Plain));
         assert_eq!(
             t.redacted(),
@@ -288,7 +270,7 @@ mod tests {
             "amqp10://h?address-style=artemis",
             "amqp10://u:SeCrEt@h?x=1",
         ] {
-            let err = parse_url(bad).expect_err(bad).to_string();
+            let err = Amqp10Endpoint::parse(bad).expect_err(bad).to_string();
             assert!(!err.contains("SeCrEt"), "{err}");
         }
     }

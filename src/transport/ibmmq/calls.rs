@@ -142,7 +142,7 @@ impl QueueKind {
 }
 
 /// How to reach a queue manager.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConnectSpec {
     /// Queue manager name; empty for the default queue manager.
     pub qmgr: String,
@@ -151,7 +151,7 @@ pub struct ConnectSpec {
     /// manager.
     pub channel: Option<(String, String)>,
     /// User and password for MQCSP authentication.
-    pub credentials: Option<(String, String)>,
+    pub credentials: Option<(String, crate::secret::Secret)>,
     /// TLS on the client channel: (cipher spec, key repository).
     pub tls: Option<(String, String)>,
     /// The MaxMsgLength of the client channel definition oemputx builds from the URL
@@ -163,19 +163,6 @@ pub struct ConnectSpec {
     /// Without it the MQI's standard binding tries a local queue manager first on a host
     /// that has the MQ server installed.
     pub client_binding: Option<&'static str>,
-}
-
-impl std::fmt::Debug for ConnectSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectSpec")
-            .field("qmgr", &self.qmgr)
-            .field("channel", &self.channel)
-            .field("user", &self.credentials.as_ref().map(|(u, _)| u))
-            .field("tls", &self.tls)
-            .field("max_msg_length", &self.max_msg_length)
-            .field("client_binding", &self.client_binding)
-            .finish()
-    }
 }
 
 /// Opens connections: MQCONNX.

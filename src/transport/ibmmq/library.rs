@@ -170,7 +170,7 @@ impl MqiLibrary for Loaded {
         let creds = spec
             .credentials
             .as_ref()
-            .map(|(user, password)| Credentials::User(user.as_str(), password.as_str().into()));
+            .map(|(user, password)| Credentials::User(user.as_str(), password.expose().into()));
         let tls_parts = match &spec.tls {
             Some((cipher, repo)) => Some((
                 CipherSpec::from_str(cipher).map_err(|_| bad_name("MQCONNX"))?,

@@ -9,14 +9,58 @@ pub mod calls;
 #[cfg(test)]
 mod fake;
 pub mod library;
+impl EndpointKind for IbmMqEndpoint {
+    fn transport(&self) -> &'static str {
+        "ibmmq"
+    }
+    fn redacted(&self) -> String {
+        IbmMqEndpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(IbmMq::open(self, setup)?))
+    }
+    /// OEMPUTX's address spaces: the queue manager, the broker (ACE), the database.
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"]
+    }
+    /// MQPUT1 and model queues are IBM MQ's own; queues are its administrator's to define.
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        if let Some(model) = &setup.model_queue {
+            if matches!(setup.reply_queue, ReplyQueue::Named(_)) {
+                return Err(OptionRefused::new(
+                    "--model-queue",
+                    "it makes the temporary reply queues; with --reply-queue there are none (name the model queue as --reply-queue for a dynamic queue per task)",
+                ));
+            }
+            if !url::is_mq_name(model) {
+                return Err(OptionRefused::new(
+                    "--model-queue",
+                    format!(
+                        "'{model}' is no MQ queue name: 1 to 48 characters of A-Z a-z 0-9 . _ / %"
+                    ),
+                ));
+            }
+        }
+        if setup.declare {
+            return Err(OptionRefused::new(
+                "--declare",
+                "oemputx does not define IBM MQ queues: define them with runmqsc (DEFINE QLOCAL(MQSI.IN)) and leave --declare out",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_mq_rules;
 pub mod url;
 
+use super::endpoint::{EndpointKind, OptionRefused};
 use super::{MatchMode, ReplyQueue};
 use super::{Prepared, QueueSetup, Reply, Session, TaskSession, Transport, TransportError};
+use crate::secret::Secret;
 use calls::{
     ConnectSpec, Hobj, Id, MqFailure, MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd,
 };
@@ -633,7 +677,7 @@ fn connect_spec(ep: &IbmMqEndpoint) -> Result<ConnectSpec, TransportError> {
 /// The connection for an endpoint, given which environment variables are set.
 fn spec_for(
     ep: &IbmMqEndpoint,
-    credentials: Option<(String, String)>,
+    credentials: Option<(String, Secret)>,
     env_set: impl Fn(&str) -> bool,
 ) -> ConnectSpec {
     let (max_msg_length, client_binding) = match &ep.channel {
@@ -659,21 +703,21 @@ pub fn client_channel_env(env_set: impl Fn(&str) -> bool) -> Option<&'static str
 
 /// The MQCSP password: from the URL (discouraged), $OEMPUTX_MQ_PASSWORD, or a prompt that
 /// does not echo when a terminal is there to ask.
-fn password_for(ep: &IbmMqEndpoint, user: &str) -> Result<String, TransportError> {
+fn password_for(ep: &IbmMqEndpoint, user: &str) -> Result<Secret, TransportError> {
     if let Some(p) = &ep.password {
         return Ok(p.clone());
     }
     if let Ok(p) = std::env::var(PASSWORD_ENV) {
-        return Ok(p);
+        return Ok(Secret::new(p));
     }
     if std::io::stdin().is_terminal() {
-        return rpassword::prompt_password(format!("IBM MQ password for {user}: ")).map_err(|e| {
-            TransportError::NeedsPassword {
+        return rpassword::prompt_password(format!("IBM MQ password for {user}: "))
+            .map(Secret::new)
+            .map_err(|e| TransportError::NeedsPassword {
                 target: ep.redacted(),
                 user: user.to_string(),
                 why: format!("the prompt failed: {e}"),
-            }
-        });
+            });
     }
     Err(TransportError::NeedsPassword {
         target: ep.redacted(),

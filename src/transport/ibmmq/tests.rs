@@ -7,7 +7,8 @@ use super::{IbmMq, MODEL_QUEUE, spec_for};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::driver::{self, Controls, Outcome, Status};
-use crate::transport::{Endpoint, TaskSession, Transport, TransportError};
+use crate::transport::ibmmq::url::IbmMqEndpoint;
+use crate::transport::{TaskSession, Transport, TransportError};
 use crate::window::NoWindow;
 use clap::Parser;
 use mqi::constants as c;
@@ -25,7 +26,7 @@ pub(super) fn config(args: &[&str]) -> Config {
 /// The transport over the fake, connecting the way the real one would for `cfg`'s
 /// endpoint (with no MQ environment variables set).
 pub(super) fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
-    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
+    let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
         panic!("an IBM MQ endpoint expected");
     };
     transport_with(cfg, qm, spec_for(ep, None, |_| false))

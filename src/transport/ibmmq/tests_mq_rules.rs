@@ -6,7 +6,6 @@ use super::calls::{MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd};
 use super::fake::{Call, FakeQm, Responder};
 use super::tests::{config, drive, error_text, gets_on, puts, qm, run, transport_with};
 use super::{MODEL_QUEUE, spec_for};
-use crate::transport::Endpoint;
 use crate::transport::ibmmq::url::IbmMqEndpoint;
 use mqi::constants as c;
 
@@ -14,7 +13,7 @@ use mqi::constants as c;
 /// for checking the fake's own rules.
 fn connection(qm: &FakeQm) -> Box<dyn MqiConnection> {
     let cfg = config(&["--count", "1"]);
-    let Endpoint::IbmMq(ep) = &cfg.endpoint else {
+    let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
         panic!("IBM MQ endpoint");
     };
     qm.connect(&spec_for(ep, None, |_| false)).expect("connect")
@@ -324,9 +323,7 @@ fn connect_refusals_tls_errors_and_the_syncpoint_limit_say_what_to_check() {
 /// Smaller: `*GROUP` names a CCDT queue manager group.
 #[test]
 fn a_ccdt_queue_manager_group_is_a_queue_manager_name() {
-    let Ok(Endpoint::IbmMq(ep)) = crate::transport::parse_url("ibmmq://*QMGRP") else {
-        panic!("*QMGRP parses");
-    };
+    let ep = IbmMqEndpoint::parse("ibmmq://*QMGRP").expect("*QMGRP parses");
     assert_eq!(ep.qmgr, "*QMGRP");
     assert!(crate::transport::parse_url("ibmmq://*").is_err());
     assert!(crate::transport::parse_url("ibmmq://**X").is_err());

@@ -25,8 +25,9 @@ pub mod url;
 
 use super::client_runtime;
 use super::deadline::Deadline;
+use super::endpoint::{EndpointKind, OptionRefused, refuse_mq_calls};
 use super::{
-    AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
+    AsyncSession, Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport,
     TransportError,
 };
 use async_nats::{Client, ConnectErrorKind, StatusCode, Subscriber};
@@ -35,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::runtime::Runtime;
-use url::NatsEndpoint;
+use url::{NatsAuth, NatsEndpoint};
 
 /// nats-server's default max_payload (1 MB); the server's own figure replaces it once
 /// connected.
@@ -71,10 +72,12 @@ pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOpti
     let mut options = async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(CONNECT_TIMEOUT);
-    options = match (&ep.user, &ep.password) {
-        (Some(u), Some(p)) => options.user_and_password(u.clone(), p.clone()),
-        (Some(token), None) => options.token(token.clone()),
-        _ => options,
+    options = match &ep.auth {
+        NatsAuth::User { user, password } => {
+            options.user_and_password(user.clone(), password.expose().to_string())
+        }
+        NatsAuth::Token(token) => options.token(token.expose().to_string()),
+        NatsAuth::None => options,
     };
     if ep.tls {
         // rustls needs one process-wide crypto provider; a second install is harmless.
@@ -91,12 +94,12 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
     // that went away and replay them later.
     let options = connect_options(ep, name).max_reconnects(Some(1));
     options.connect(ep.server()).await.map_err(|e| {
-        let why = scrub(&e.to_string(), ep);
+        let why = crate::secret::scrub(&e.to_string());
         match e.kind() {
             ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
                 TransportError::AuthRefused {
                     target,
-                    user: ep.user.clone().unwrap_or_else(|| "(none)".into()),
+                    user: ep.user_shown(),
                 }
             }
             ConnectErrorKind::Tls => TransportError::Unreachable {
@@ -106,23 +109,6 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
             _ => TransportError::Unreachable { target, why },
         }
     })
-}
-
-/// Remove the endpoint's secrets from a library's error text, in case it quotes them.
-pub fn scrub(text: &str, ep: &NatsEndpoint) -> String {
-    let mut out = text.to_string();
-    for secret in [
-        &ep.password,
-        &ep.user.clone().filter(|_| ep.password.is_none()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        if !secret.is_empty() {
-            out = out.replace(secret.as_str(), "***");
-        }
-    }
-    out
 }
 
 /// Whether anybody answers on `subject`: `Some(0)` when nobody does, `None` when somebody
@@ -424,5 +410,47 @@ impl Drop for NatsSession {
         // The client's connection task lives on this session's runtime.
         let _inside = self.rt.enter();
         self.client.take();
+    }
+}
+
+impl EndpointKind for NatsEndpoint {
+    fn transport(&self) -> &'static str {
+        "nats"
+    }
+    fn redacted(&self) -> String {
+        NatsEndpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(Nats::new(self.clone(), setup)))
+    }
+    fn url_for_flow(&self) -> Option<String> {
+        Some(self.url_with_password())
+    }
+    fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
+        responders(self, queue)
+    }
+    /// The server is what a NATS run is about; its flows are the user's own processes.
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@nats"]
+    }
+    /// What NATS cannot do, or not yet: each refused with the way out.
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        refuse_mq_calls(setup)?;
+        if setup.syncpoint {
+            return Err(OptionRefused::new(
+                "--syncpoint",
+                "NATS has no units of work spanning puts and gets: leave --syncpoint out for nats:// (--persistent waits for JetStream to store each request)",
+            ));
+        }
+        if matches!(setup.reply_queue, ReplyQueue::Named(_)) {
+            return Err(OptionRefused::new(
+                "--reply-queue",
+                "on NATS each task gets its replies on its own inbox subject: leave --reply-queue out",
+            ));
+        }
+        if let Some(why) = url::subject_problem(&setup.request_queue) {
+            return Err(OptionRefused::new("--request-queue", why));
+        }
+        Ok(())
     }
 }

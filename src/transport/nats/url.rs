@@ -1,116 +1,119 @@
 //! `nats://` and `tls://` URLs, and what they name.
 
-use super::super::endpoint::{EndpointError, EndpointKind, redact_raw};
-use super::super::{QueueSetup, Transport, TransportError};
-use std::sync::Arc;
+use super::super::endpoint::{Endpoint, EndpointError, Registered};
+use crate::secret::{MASK, Secret};
+use crate::url_parts::{UrlParts, encode, host_for_url};
 
 /// NATS's client port.
 pub const DEFAULT_PORT: u16 = 4222;
 
+/// How the registry knows this transport.
+pub const REGISTERED: Registered = Registered {
+    schemes: &["nats", "tls"],
+    example: "nats://host:4222",
+    parse: |raw| Ok(Endpoint::new(NatsEndpoint::parse(raw)?)),
+    bare_name: None,
+};
+
+/// How a client proves who it is to a NATS server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NatsAuth {
+    None,
+    User {
+        user: String,
+        password: Secret,
+    },
+    /// A lone user part of the URL: a token, a secret of its own (never printed, not even
+    /// as a user name).
+    Token(Secret),
+}
+
 /// A NATS server: `nats://[user:password@]host[:4222]`, `nats://token@host`, or `tls://…`
 /// for TLS.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsEndpoint {
     pub host: String,
     pub port: u16,
-    /// User and password, or a token (a user with no password, as NATS URLs write it).
-    pub user: Option<String>,
-    pub password: Option<String>,
+    pub auth: NatsAuth,
     pub tls: bool,
 }
 
-impl std::fmt::Debug for NatsEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.redacted())
-    }
-}
-
 impl NatsEndpoint {
+    /// Parse a `nats://` or `tls://` URL.
+    pub fn parse(raw: &str) -> Result<NatsEndpoint, EndpointError> {
+        let bad = |why: String| EndpointError::bad(raw, why);
+        let u = UrlParts::parse(raw).map_err(&bad)?;
+        let host = u.host_or("no host; write nats://host:4222").map_err(&bad)?;
+        if !u.path.is_empty() || u.has_query() {
+            return Err(bad(
+                "a NATS URL is nats://[user:password@]host[:port], with no path or query".into(),
+            ));
+        }
+        let auth = match (u.user.clone(), u.password.clone()) {
+            (Some(user), Some(password)) => NatsAuth::User { user, password },
+            (Some(token), None) => NatsAuth::Token(Secret::new(token)),
+            _ => NatsAuth::None,
+        };
+        Ok(NatsEndpoint {
+            host,
+            port: u.port.unwrap_or(DEFAULT_PORT),
+            auth,
+            tls: u.scheme == "tls",
+        })
+    }
+
     fn scheme(&self) -> &'static str {
         if self.tls { "tls" } else { "nats" }
     }
 
+    /// The URL, with its secrets only when `reveal`.
+    fn url(&self, reveal: bool) -> String {
+        let shown = |s: &Secret| {
+            if reveal {
+                encode(s.expose())
+            } else {
+                MASK.to_string()
+            }
+        };
+        let auth = match &self.auth {
+            NatsAuth::User { user, password } => {
+                let user = if reveal { encode(user) } else { user.clone() };
+                format!("{user}:{}@", shown(password))
+            }
+            NatsAuth::Token(t) => format!("{}@", shown(t)),
+            NatsAuth::None => String::new(),
+        };
+        format!("{}://{auth}{}", self.scheme(), self.server_authority())
+    }
+
+    fn server_authority(&self) -> String {
+        format!("{}:{}", host_for_url(&self.host), self.port)
+    }
+
     /// The URL with the password (or token) replaced by `***`.
     pub fn redacted(&self) -> String {
-        let auth = match (&self.user, &self.password) {
-            (Some(u), Some(_)) => format!("{u}:***@"),
-            // A lone user part is a token: a secret of its own.
-            (Some(_), None) => "***@".into(),
-            _ => String::new(),
-        };
-        format!("{}://{auth}{}:{}", self.scheme(), self.host, self.port)
+        self.url(false)
     }
 
     /// The URL with its secrets, for the client and for flows oemputx starts.
     pub fn url_with_password(&self) -> String {
-        let enc = |s: &str| {
-            percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-        };
-        let auth = match (&self.user, &self.password) {
-            (Some(u), Some(p)) => format!("{}:{}@", enc(u), enc(p)),
-            (Some(t), None) => format!("{}@", enc(t)),
-            _ => String::new(),
-        };
-        format!("{}://{auth}{}:{}", self.scheme(), self.host, self.port)
+        self.url(true)
     }
 
     /// The server address as async-nats takes it, without credentials (those go through
     /// its options, so that no error of the client can quote them).
     pub fn server(&self) -> String {
-        format!("{}://{}:{}", self.scheme(), self.host, self.port)
+        format!("{}://{}", self.scheme(), self.server_authority())
     }
-}
 
-impl EndpointKind for NatsEndpoint {
-    fn transport(&self) -> &'static str {
-        "nats"
+    /// The user name to name in a refused login; a token is never named.
+    pub fn user_shown(&self) -> String {
+        match &self.auth {
+            NatsAuth::User { user, .. } => user.clone(),
+            NatsAuth::Token(_) => "(a token)".into(),
+            NatsAuth::None => "(none)".into(),
+        }
     }
-    fn redacted(&self) -> String {
-        NatsEndpoint::redacted(self)
-    }
-    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
-        Ok(Arc::new(super::Nats::new(self.clone(), setup)))
-    }
-    fn url_for_flow(&self) -> Option<String> {
-        Some(self.url_with_password())
-    }
-    fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
-        super::responders(self, queue)
-    }
-}
-
-/// Parse a `nats://` or `tls://` URL that [`url::Url`] has already parsed.
-pub fn parse(raw: &str, url: &url::Url) -> Result<super::super::Endpoint, EndpointError> {
-    let bad = |why: String| EndpointError::BadUrl {
-        url: redact_raw(raw),
-        why,
-    };
-    let host = url
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| bad("no host; write nats://host:4222".into()))?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    if !matches!(url.path(), "" | "/") || url.query().is_some() {
-        return Err(bad(
-            "a NATS URL is nats://[user:password@]host[:port], with no path or query".into(),
-        ));
-    }
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let user = Some(url.username()).filter(|u| !u.is_empty()).map(decode);
-    let password = url.password().map(decode);
-    Ok(super::super::Endpoint::Nats(NatsEndpoint {
-        host,
-        port: url.port().unwrap_or(DEFAULT_PORT),
-        user,
-        password,
-        tls: url.scheme() == "tls",
-    }))
 }
 
 /// Why `subject` cannot be a request subject, if it cannot: NATS subjects are tokens of
@@ -140,28 +143,34 @@ pub fn subject_problem(subject: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{Endpoint, parse_url};
     use super::*;
 
     #[test]
     fn urls_give_host_port_credentials_and_hide_them() {
-        let Ok(Endpoint::Nats(n)) = parse_url("nats://app:SeCrEt%2199@127.0.0.1") else {
-            panic!("parses");
-        };
+        let n = NatsEndpoint::parse("nats://app:SeCrEt%2199@127.0.0.1").expect("parses");
         assert_eq!((n.host.as_str(), n.port, n.tls), ("127.0.0.1", 4222, false));
-        assert_eq!(n.password.as_deref(), Some("SeCrEt!99"));
+        let NatsAuth::User { password, .. } = &n.auth else {
+            panic!("user and password: {n:?}")
+        };
+        assert_eq!(password.expose(), "SeCrEt!99");
         assert_eq!(n.redacted(), "nats://app:***@127.0.0.1:4222");
         assert_eq!(n.server(), "nats://127.0.0.1:4222");
         assert!(n.url_with_password().contains("SeCrEt%2199"));
-        let Ok(Endpoint::Nats(t)) = parse_url("tls://s3cr3tt0ken@nats.example:4443") else {
-            panic!("parses");
-        };
+        let t = NatsEndpoint::parse("tls://s3cr3tt0ken@nats.example:4443").expect("parses");
         assert!(t.tls);
         assert_eq!(t.redacted(), "tls://***@nats.example:4443");
+        assert_eq!(t.user_shown(), "(a token)");
+        assert!(!format!("{t:?}").contains("s3cr3tt0ken"));
         for bad in ["nats://", "nats://h:4222/path", "nats://h?x=1"] {
-            let err = parse_url(bad).expect_err(bad).to_string();
+            let err = NatsEndpoint::parse(bad).expect_err(bad).to_string();
             assert!(!err.contains("SeCrEt"), "{err}");
         }
+        assert_eq!(
+            NatsEndpoint::parse("nats://[::1]:4222")
+                .expect("IPv6")
+                .server(),
+            "nats://[::1]:4222"
+        );
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! RabbitMQ's administration over AMQP 0-9-1, on a connection of its own: counting a
+//! queue's consumers and deleting a queue oemputx made. Both AMQP transports use it (AMQP
+//! 1.0 cannot ask these of RabbitMQ).
+
+use super::super::{QueueSetup, TransportError};
+use super::Amqp;
+use super::url::AmqpEndpoint;
+use amqprs::channel::{Channel, QueueDeclareArguments, QueueDeleteArguments};
+
+/// One administrative call on a connection and channel of its own, closed afterwards.
+fn with_admin_channel<T>(
+    ep: &AmqpEndpoint,
+    queue: &str,
+    connection_name: &str,
+    call: impl AsyncFnOnce(&Amqp, &Channel) -> Result<T, TransportError>,
+) -> Result<T, TransportError> {
+    let admin = Amqp::new(ep.clone(), QueueSetup::for_queue(queue));
+    admin.runtime()?.block_on(async {
+        let conn = admin.connect(connection_name).await?;
+        let ch = conn
+            .open_channel(None)
+            .await
+            .map_err(|e| admin.broker_error("opening a channel", e))?;
+        let result = call(&admin, &ch).await;
+        let _ = conn.close().await;
+        result
+    })
+}
+
+/// Delete a queue oemputx made (the A/B gate's request queues); a missing one is fine.
+pub fn delete_queue(ep: &AmqpEndpoint, queue: &str) -> Result<(), TransportError> {
+    with_admin_channel(ep, queue, "oemputx-admin", async |admin, ch| {
+        ch.queue_delete(QueueDeleteArguments::new(queue))
+            .await
+            .map(|_| ())
+            .map_err(|e| admin.broker_error(format!("deleting queue '{queue}'"), e))
+    })
+}
+
+/// Consumers on `queue` now (0 when the queue does not exist yet): how `sweep` knows that
+/// the flows it started are ready.
+pub fn consumers(ep: &AmqpEndpoint, queue: &str) -> Result<u32, TransportError> {
+    with_admin_channel(ep, queue, "oemputx-probe", async |_, ch| {
+        Ok(ch
+            .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
+            .await
+            .ok()
+            .flatten()
+            .map_or(0, |(_, _, consumers)| consumers))
+    })
+}

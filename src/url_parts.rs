@@ -1,0 +1,143 @@
+//! The parts every URL oemputx takes shares, parsed one way: the scheme, the user and its
+//! password (percent-decoded, the password a [`Secret`]), the host (an IPv6 address without
+//! its brackets), the port, the path and the query, whose keys each caller lists — a key it
+//! does not list is refused, naming it and the known ones, never ignored.
+//!
+//! Transports, PCP hosts and pub/sub brokers each add their own rules (defaults, which
+//! keys) on top; none re-implements these.
+
+use crate::secret::{Secret, redact_url};
+
+/// A URL taken apart. The password never leaves as text: it is a [`Secret`].
+#[derive(Debug, Clone)]
+pub struct UrlParts {
+    /// The URL with its password masked, for errors about it.
+    pub shown: String,
+    pub scheme: String,
+    /// The user, percent-decoded; `None` when the URL has none.
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    /// The host as written, IPv6 brackets removed; `None` when the URL has none.
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    /// The path without its leading `/`, percent-decoded.
+    pub path: String,
+    query: Vec<(String, String)>,
+}
+
+/// Percent-decoding as every URL part here is decoded (invalid UTF-8 is replaced, never an
+/// error: the part is then shown as it decoded).
+pub fn decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Percent-encoding of a user, password or path segment when a URL is written back.
+pub fn encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// An IPv6 address for a URL's authority: in brackets (anything else as it is).
+pub fn host_for_url(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+impl UrlParts {
+    /// Parse `raw`; the error says what is wrong (the URL in it masked).
+    pub fn parse(raw: &str) -> Result<UrlParts, String> {
+        let url = url::Url::parse(raw)
+            .map_err(|e| format!("'{}' is not a URL ({e})", redact_url(raw)))?;
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_string());
+        let path = match url.path() {
+            "" | "/" => String::new(),
+            p => decode(p.strip_prefix('/').unwrap_or(p)),
+        };
+        Ok(UrlParts {
+            shown: redact_url(raw),
+            scheme: url.scheme().to_string(),
+            user: Some(url.username()).filter(|u| !u.is_empty()).map(decode),
+            password: url.password().map(|p| Secret::new(decode(p))),
+            host,
+            port: url.port(),
+            path,
+            query: url
+                .query_pairs()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        })
+    }
+
+    /// The host, or `why` (e.g. "no host; write amqp://HOST:5672").
+    pub fn host_or(&self, why: &str) -> Result<String, String> {
+        self.host.clone().ok_or_else(|| why.to_string())
+    }
+
+    /// The query's pairs, every key one of `known` (each pair once, in order); an unknown
+    /// key is refused with the list, so that a typo never passes as a default.
+    pub fn query(&self, known: &[&str]) -> Result<&[(String, String)], String> {
+        if let Some((k, _)) = self
+            .query
+            .iter()
+            .find(|(k, _)| !known.contains(&k.as_str()))
+        {
+            return Err(if known.is_empty() {
+                format!("unknown query parameter '{k}': this URL takes none")
+            } else {
+                format!("unknown query parameter '{k}'; known: {}", known.join(", "))
+            });
+        }
+        Ok(&self.query)
+    }
+
+    /// Whether the URL has a query at all.
+    pub fn has_query(&self) -> bool {
+        !self.query.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_parts_come_out_decoded_with_the_password_kept_secret() {
+        let u =
+            UrlParts::parse("amqp://u%40x:p%3As%2Fw@[::1]:5673/my%2Fvhost?a=1").expect("parses");
+        assert_eq!(u.scheme, "amqp");
+        assert_eq!(u.user.as_deref(), Some("u@x"));
+        assert_eq!(u.password.as_ref().map(Secret::expose), Some("p:s/w"));
+        assert_eq!(u.host.as_deref(), Some("::1"));
+        assert_eq!(u.port, Some(5673));
+        assert_eq!(u.path, "my/vhost");
+        assert!(!format!("{u:?}").contains("p:s/w"));
+        assert_eq!(u.shown, "amqp://u%40x:***@[::1]:5673/my%2Fvhost?a=1");
+        assert_eq!(host_for_url("::1"), "[::1]");
+        assert_eq!(host_for_url("broker"), "broker");
+    }
+
+    #[test]
+    fn an_unknown_query_key_is_refused_by_name() {
+        let u = UrlParts::parse("nats://h:4222?tls_ca=x").expect("parses");
+        let err = u.query(&["cacertfile"]).expect_err("refused");
+        assert!(
+            err.contains("'tls_ca'") && err.contains("cacertfile"),
+            "{err}"
+        );
+        assert!(u.query(&[]).expect_err("none taken").contains("takes none"));
+        let ok = UrlParts::parse("amqps://h/?cacertfile=/x").expect("parses");
+        assert_eq!(ok.query(&["cacertfile"]).expect("known").len(), 1);
+        assert!(UrlParts::parse("not a url").is_err());
+        let e = UrlParts::parse("amqp://u:hunter2@:5672")
+            .map(|u| u.host)
+            .unwrap_or_default();
+        assert!(e.is_none());
+    }
+}
