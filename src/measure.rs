@@ -3,7 +3,7 @@
 
 use crate::accounting::clock::DriverCpu;
 use crate::accounting::{Accounting, DriverRow, Traffic};
-use crate::config::{Config, RunLength};
+use crate::config::{RunConfig, RunLength};
 use crate::driver::{self, Controls};
 use crate::progress::{Progress, ProgressSettings};
 use crate::report::{Latency, Report, RoundGroup, RoundRow, RoundsSummary};
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Run the loop `cfg` describes, with its accounting windows, and build the report.
-pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
+pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
     // Hosts first: one that cannot be read stops the run before a queue is touched.
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
         .with_hosts(&cfg.hosts)
@@ -80,7 +80,7 @@ pub fn measure(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Repor
 
 /// Each round's figures; with one round, the run's own table stands for it.
 fn round_rows(
-    cfg: &Config,
+    cfg: &RunConfig,
     outcome: &driver::Outcome,
     driver_cpu: &DriverCpu,
     accounting: &Accounting,

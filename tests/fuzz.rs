@@ -5,7 +5,6 @@
 
 use clap::Parser;
 use oemputx::cli::Cli;
-use oemputx::config::Config;
 use oemputx::msgfile::Messages;
 use oemputx::report::saved::{Metric, Saved};
 use oemputx::secret::scrub as redact_text;
@@ -64,7 +63,7 @@ proptest! {
         // Parse errors are fine; building the config from what parsed must not panic
         // (it allocates the message body, so a size beyond the limit must be refused first).
         if let Ok(cli) = Cli::try_parse_from(&argv) {
-            let _ = Config::from_args(&cli.run);
+            let _ = cli.run.options().and_then(|o| o.build());
         }
     }
 

@@ -2,13 +2,11 @@
 //! up as a diff of a committed `.snap` file, to be accepted on purpose (`cargo insta review`).
 
 use chrono::TimeZone;
-use clap::Parser;
 use oemputx::accounting::snapshot::CpuSource;
 use oemputx::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow,
 };
-use oemputx::cli::Cli;
-use oemputx::config::Config;
+use oemputx::config::RunOptions;
 use oemputx::driver::{Integrity, Outcome, Round, Status};
 use oemputx::export::{self, delimited::Format};
 use oemputx::report::{Host, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
@@ -55,21 +53,15 @@ fn fixed_report() -> Report {
 
 /// The fixed report of a run whose books were `integrity`.
 fn report_of(integrity: Integrity) -> Report {
-    let argv = [
-        "oemputx",
-        "--qmgr",
-        "amqp://guest:secret@mq.example:5672/%2f",
-        "--count",
-        "1000",
-        "--tasks",
-        "2",
-        "--msg-size",
-        "630",
-        "--label",
-        "snapshot",
-    ];
-    let cfg =
-        Config::from_args(&Cli::try_parse_from(argv).expect("arguments").run).expect("config");
+    let cfg = RunOptions {
+        count: Some(1000),
+        tasks: 2,
+        msg_size: Some(630),
+        label: Some("snapshot".into()),
+        ..RunOptions::on("amqp://guest:secret@mq.example:5672/%2f")
+    }
+    .build()
+    .expect("config");
     let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
         .expect("histogram");
     for i in 0..1000u64 {

@@ -1,12 +1,11 @@
 //! `oemputx account`: wraps any other load driver (JMeter, PerfTest, a script) between two
 //! snapshots of the groups and divides by the messages it says it sent.
 
-use crate::accounting::selector::{self};
 use crate::accounting::{
     Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow, Traffic,
 };
-use crate::cli::AccountArgs;
-use crate::config::{ConfigError, parse_ratio};
+use crate::config::ConfigError;
+use crate::config::tools::AccountConfig;
 use crate::exit::Exit;
 use crate::export::text::{CpuSection, cpu_table};
 use crate::export::write_atomic;
@@ -60,25 +59,11 @@ fn command_split(c: (Duration, Duration)) -> (u64, u64) {
 }
 
 /// `oemputx account`.
-pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
-    if args.messages == 0 {
-        return Err(ConfigError::BadValue {
-            flag: "--messages",
-            why: "must be at least 1".into(),
-        }
-        .into());
-    }
-    let groups = selector::parse_groups(args.groups.iter().map(String::as_str))?;
-    let ratio = parse_ratio(&args.capture_ratio)?;
-    let (program, rest) = args.command.split_first().ok_or_else(|| ConfigError::BadValue {
-        flag: "account",
-        why: "give the command to run after --, e.g. oemputx account --messages 1000 --group Q=@rabbitmq -- perf-test ...".into(),
-    })?;
-    let hosts =
-        crate::accounting::pcp::parse_hosts(&args.hosts, None).map_err(ConfigError::from)?;
-    let mut acc = Accounting::new(groups, args.cpu_source, ratio)
-        .with_hosts(&hosts)
+pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
+    let mut acc = Accounting::new(args.groups.clone(), args.cpu_source, args.ratio)
+        .with_hosts(&args.hosts)
         .map_err(ConfigError::from)?;
+    let (program, rest) = (&args.program, &args.args);
     let before = children_cpu();
     acc.start();
     let status = std::process::Command::new(program)
@@ -121,7 +106,9 @@ pub fn account(args: &AccountArgs) -> anyhow::Result<Exit> {
     // The command's own CPU per message, from getrusage of the children.
     let report = AccountReport {
         schema: "oemputx.account/1",
-        command: args.command.clone(),
+        command: std::iter::once(program.clone())
+            .chain(rest.iter().cloned())
+            .collect(),
         exit_code: status.code(),
         messages: args.messages,
         elapsed_s: elapsed,

@@ -3,7 +3,7 @@
 //! WebSphere Message Broker for z/OS performance report measured the cost of accounting and
 //! statistics this way).
 
-use crate::cli::CompareArgs;
+use crate::config::tools::CompareOptions;
 use crate::exit::Exit;
 use crate::export::{self, cells};
 use crate::gate::statistics::median;
@@ -82,7 +82,7 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
 }
 
 /// `oemputx compare BASE.json OTHER.json…`.
-pub fn compare(args: &CompareArgs) -> anyhow::Result<Exit> {
+pub fn compare(args: &CompareOptions) -> anyhow::Result<Exit> {
     let runs: Vec<Saved> = args
         .reports
         .iter()

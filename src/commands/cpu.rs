@@ -4,25 +4,16 @@
 
 use crate::accounting::Accounting;
 use crate::accounting::Traffic;
-use crate::accounting::selector::{self, GroupSpec, PRESETS};
+use crate::accounting::selector::GroupSpec;
 use crate::accounting::snapshot::{self, Members};
-use crate::cli::CpuArgs;
 use crate::config::ConfigError;
+use crate::config::tools::CpuConfig;
 use crate::exit::Exit;
 use crate::window::Window;
 use anyhow::Context;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
-pub(super) fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError> {
-    if specs.is_empty() {
-        let all: Vec<String> = PRESETS.iter().map(|(n, _)| format!("{n}=@{n}")).collect();
-        return Ok(selector::parse_groups(all.iter().map(String::as_str))?);
-    }
-    Ok(selector::parse_groups(specs.iter().map(String::as_str))?)
-}
 
 /// The CPU each group's members have used so far, rows named `Jobname.PID` + `host`.
 fn rows_so_far(groups: &[GroupSpec], snap: &snapshot::Snapshot, host: &str) -> Vec<CpuRow> {
@@ -124,13 +115,11 @@ fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> 
 }
 
 /// `oemputx cpu`.
-pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let groups = groups_or_presets(&args.groups)?;
-    let hosts =
-        crate::accounting::pcp::parse_hosts(&args.hosts, None).map_err(ConfigError::from)?;
-    let Some(interval) = args.interval.map(Duration::from) else {
+pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let (groups, hosts) = (args.groups.clone(), &args.hosts);
+    let Some(interval) = args.interval else {
         let (local, remote) =
-            crate::accounting::hosts::place(groups, &hosts).map_err(ConfigError::from)?;
+            crate::accounting::hosts::place(groups, hosts).map_err(ConfigError::from)?;
         let snap = snapshot::take(&local, args.cpu_source)?;
         let mut rows = rows_so_far(&local, &snap, "");
         for r in &remote {
@@ -145,19 +134,12 @@ pub fn cpu(args: &CpuArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         print_rows(&rows, args.tsv, true, None)?;
         return Ok(Exit::Ok);
     };
-    if interval.is_zero() {
-        return Err(ConfigError::BadValue {
-            flag: "--interval",
-            why: "must be longer than zero, e.g. 1s".into(),
-        }
-        .into());
-    }
     let mut acc = Accounting::new(
         groups,
         args.cpu_source,
         crate::accounting::RatioMode::Measured,
     )
-    .with_hosts(&hosts)
+    .with_hosts(hosts)
     .map_err(ConfigError::from)?;
     acc.start();
     let mut n = 0u64;

@@ -2,75 +2,23 @@
 //! the current report, or measures one now), picks the metrics and tolerances, lets
 //! [`crate::gate`] decide, and writes the verdict in the formats asked for.
 
-use crate::cli::GateArgs;
-use crate::config::ConfigError;
+use crate::config::gate::{Current, GateConfig};
+use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
 use crate::export;
 use crate::gate::render::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
-use crate::gate::{
-    Decision, GateFile, Outcome, Verdict, Worse, decide, exit_of, overall, parse_tolerance,
-};
+use crate::gate::{Decision, Outcome, Verdict, Worse, decide, exit_of, overall};
 use crate::report::saved::{Metric, ReportFileError, Saved, differences};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// The gate file, if one is given.
-fn gate_file(args: &GateArgs) -> Result<GateFile, ConfigError> {
-    let Some(p) = &args.gate_file else {
-        return Ok(GateFile::default());
-    };
-    let text = std::fs::read_to_string(p).map_err(|e| ConfigError::BadValue {
-        flag: "--gate-file",
-        why: format!("cannot read {}: {e}", p.display()),
-    })?;
-    toml::from_str(&text).map_err(|e| ConfigError::BadValue {
-        flag: "--gate-file",
-        why: format!(
-            "{}: {}",
-            p.display(),
-            crate::config::profile::toml_error(&text, &e)
-        ),
-    })
-}
-
-/// The tolerance of each metric: the gate file's for it, else --tolerance, else the file's
-/// default, else `fallback`.
-pub(super) struct Tolerances {
-    file: GateFile,
-    default: f64,
-}
-
-impl Tolerances {
-    pub(super) fn of(args: &GateArgs, fallback: f64) -> Result<Tolerances, ConfigError> {
-        let file = gate_file(args)?;
-        let default = match (&args.tolerance, &file.tolerance) {
-            (Some(t), _) => parse_tolerance("--tolerance", t)?,
-            (None, Some(t)) => parse_tolerance("--gate-file tolerance", t)?,
-            (None, None) => fallback,
-        };
-        Ok(Tolerances { file, default })
-    }
-
-    pub(super) fn for_metric(&self, metric: &str) -> Result<f64, ConfigError> {
-        match self.file.metrics.get(metric) {
-            Some(t) => parse_tolerance("--gate-file metrics", t),
-            None => Ok(self.default),
-        }
-    }
-
-    /// The metrics the gate file names (gated even when not by default).
-    pub(super) fn named_metrics(&self) -> impl Iterator<Item = &String> {
-        self.file.metrics.keys()
-    }
-}
-
 /// The metrics to gate and their tolerances.
-fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(String, f64)>> {
-    let tolerances = Tolerances::of(args, 0.05)?;
+fn plan(cfg: &GateConfig, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(String, f64)>> {
+    let tolerances = &cfg.tolerances;
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
@@ -88,7 +36,7 @@ fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(S
     if !base.samples(&Metric::named(total)).is_empty() {
         metrics.push(total.to_string());
     }
-    for m in args.metric.iter().chain(tolerances.named_metrics()) {
+    for m in cfg.metrics.iter().chain(tolerances.named_metrics()) {
         if !metrics.contains(m) {
             // A metric the user named must be in both reports: a typo is not a pass.
             for saved in [base, current] {
@@ -108,10 +56,13 @@ fn plan(args: &GateArgs, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(S
             check_values(saved, m)?;
         }
     }
-    metrics
+    Ok(metrics
         .into_iter()
-        .map(|m| Ok((m.clone(), tolerances.for_metric(&m)?)))
-        .collect()
+        .map(|m| {
+            let t = tolerances.for_metric(&m);
+            (m, t)
+        })
+        .collect())
 }
 
 /// A metric's figures must be positive numbers: a negative, infinite or missing-as-zero
@@ -138,24 +89,14 @@ fn check_values(saved: &Saved, metric: &str) -> Result<(), ConfigError> {
     })
 }
 
-/// `oemputx gate`.
-pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let Some(baseline) = &args.baseline else {
-        return Err(ConfigError::BadValue {
-            flag: "--baseline",
-            why: "give the baseline report, or two flows to compare with --flow-a and --flow-b"
-                .into(),
-        }
-        .into());
-    };
-    if args.current.is_some() != args.run.is_empty() {
-        return Err(ConfigError::BadValue {
-            flag: "--current",
-            why: "give either --current REPORT.json or, after --, the run options to measure now"
-                .into(),
-        }
-        .into());
-    }
+/// The stored-baseline gate: this run's rounds against a saved report's.
+pub fn stored(
+    cfg: &GateConfig,
+    baseline: &Path,
+    current: &Current,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<Exit> {
+    let args = cfg;
     let base = match Saved::load(baseline) {
         Ok(b) => b,
         Err(ReportFileError::Unreadable { why, .. }) if !baseline.exists() => {
@@ -169,22 +110,22 @@ pub fn gate(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
                 return Ok(Exit::Inconclusive);
             }
             eprintln!("Warning: {msg}; the gate passes without one (use --strict to fail)");
-            if args.github {
+            if args.outputs.github {
                 println!("::warning title=oemputx gate::{}", msg.replace('%', "%25"));
             }
             return Ok(Exit::Ok);
         }
         Err(e) => return Err(e.into()),
     };
-    let current = match &args.current {
-        Some(p) => Saved::load(p)?,
-        None => measure_now(&args.run, interrupt)?,
+    let current = match current {
+        Current::Report(p) => Saved::load(p)?,
+        Current::Measure(run) => measure_now(run, interrupt)?,
     };
     let diffs = differences(&base, &current, true);
     if !diffs.is_empty() && !args.force {
         return Err(ReportFileError::Differs(diffs).into());
     }
-    let metrics = plan(args, &base, &current)?;
+    let metrics = plan(cfg, &base, &current)?;
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
     print_reach(&metrics, &base, &current);
@@ -246,7 +187,7 @@ fn print_reach(metrics: &[(String, f64)], base: &Saved, current: &Saved) {
 }
 
 /// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
-pub(super) fn verdict_exit(args: &GateArgs, outcome: &Outcome) -> Exit {
+pub(super) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
     if outcome.verdict == Verdict::Inconclusive {
         eprintln!(
             "Warning: the gate is inconclusive (see the notes above){}",
@@ -260,19 +201,10 @@ pub(super) fn verdict_exit(args: &GateArgs, outcome: &Outcome) -> Exit {
     exit_of(outcome.verdict, args.strict)
 }
 
-/// The run options given after `--`, validated as a run's.
-pub(super) fn run_options(run: &[String]) -> anyhow::Result<crate::config::Config> {
-    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(
-        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
-    )?;
-    Ok(crate::config::Config::from_args(&cli.run)?)
-}
-
 /// Measure the current run now, with the run options given after `--`.
-fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
-    let cfg = run_options(run)?;
-    let report = crate::measure::measure(&cfg, interrupt)?;
-    crate::commands::run::write_reports(&cfg, &report)?;
+fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
+    let report = crate::measure::measure(cfg, interrupt)?;
+    crate::commands::run::write_reports(cfg, &report)?;
     if report.status != crate::driver::Status::Completed {
         anyhow::bail!(
             "the run did not complete ({:?}), so there is nothing to gate",
@@ -284,7 +216,8 @@ fn measure_now(run: &[String], interrupt: Arc<AtomicBool>) -> anyhow::Result<Sav
 }
 
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
-pub(super) fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Result<()> {
+pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
+    let args = &cfg.outputs;
     let text = render_text(outcome);
     crate::export::print_stdout(&text)?;
     if args.github {
@@ -293,19 +226,19 @@ pub(super) fn write_verdict(args: &GateArgs, outcome: &Outcome) -> anyhow::Resul
     let write = |path: &Path, what: &str, body: &str| {
         export::write_output(path, &format!("the gate's {what}"), body)
     };
-    if let Some(p) = &args.export_markdown {
+    if let Some(p) = &args.markdown {
         write(p, "Markdown", &render_markdown(outcome))?;
     }
-    if let Some(p) = &args.export_junit {
+    if let Some(p) = &args.junit {
         write(p, "JUnit XML", &render_junit(outcome))?;
     }
-    if let Some(p) = &args.export_bmf {
+    if let Some(p) = &args.bmf {
         write(p, "Bencher metrics", &render_bmf(outcome)?)?;
     }
-    if let Some(p) = &args.export_gha {
+    if let Some(p) = &args.gha {
         write(p, "github-action-benchmark JSON", &render_gha(outcome)?)?;
     }
-    if let Some(p) = &args.export_json {
+    if let Some(p) = &args.json {
         let json = serde_json::to_string_pretty(outcome)?;
         write(p, "JSON", &json)?;
     }

@@ -9,12 +9,13 @@
 //! The flows are stopped and the queues deleted on the way out, also after an error or
 //! Ctrl-C.
 
-use super::gate::{Tolerances, run_options, verdict_exit, write_verdict};
+use super::gate::{verdict_exit, write_verdict};
 use crate::accounting::selector::{GroupSpec, Selector};
-use crate::cli::GateArgs;
-use crate::config::{Config, ConfigError};
+use crate::config::flow_command::FlowCommand;
+use crate::config::gate::{FlowPair, GateConfig, Tolerances};
+use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
-use crate::flows::{FlowCommand, Flows};
+use crate::flows::Flows;
 use crate::gate::control::{self, Pair};
 use crate::gate::sequential::{
     Boundary, FIRST_LOOK, PairedInterval, Spending, detectable_change, judge, paired_interval,
@@ -36,16 +37,12 @@ const ALPHA: f64 = 0.10;
 /// Pairs per block: A B, B A, A B, B A on the same two flow processes, then both restart.
 /// Four pairs keep the restarts' cost (about a second each) small against the rounds.
 const PAIRS_PER_BLOCK: usize = 4;
-/// The A/B gate's tolerance when neither --tolerance nor a gate file gives one: it must sit
-/// well below the change to be caught, and above what no change can be told from in the
-/// minutes a gate has (docs/gate.md has the calibration).
-const AB_TOLERANCE: f64 = 0.025;
 
 /// One side of the comparison: its flow, its run settings, its rounds' figures.
 struct Side {
     name: &'static str,
     cmd: FlowCommand,
-    cfg: Config,
+    cfg: RunConfig,
     /// The running flow; stopped when replaced or when the side goes.
     flows: Option<Flows>,
     rounds: Vec<SavedFigures>,
@@ -72,7 +69,7 @@ impl Side {
 }
 
 /// The side's flow processes and their descendants are its FLOW group.
-fn set_flow_group(cfg: &mut Config, flows: &Flows) {
+fn set_flow_group(cfg: &mut RunConfig, flows: &Flows) {
     cfg.groups.retain(|g| g.name != "FLOW");
     cfg.groups.insert(
         0,
@@ -137,19 +134,22 @@ struct Control {
 }
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
-pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let (commands, [cmd_a, cmd_b]) =
-        two_flows(args, "--flow-a", "A/B needs both --flow-a and --flow-b")?;
-    let (cmd_a, cmd_b) = (&cmd_a, &cmd_b);
-    let base = run_config(&args.run)?;
-    let tolerances = Tolerances::of(args, AB_TOLERANCE)?;
-    let max_blocks = (args.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
+pub fn gate_ab(
+    cfg: &GateConfig,
+    pair: &FlowPair,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<Exit> {
+    let commands = &pair.flows;
+    let [cmd_a, cmd_b] = &pair.shown;
+    let base = &pair.run;
+    let tolerances = &cfg.tolerances;
+    let max_blocks = (pair.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
     let max_pairs = max_blocks * PAIRS_PER_BLOCK;
-    let max_time: Duration = args.max_time.into();
+    let max_time = pair.max_time;
     let mut spending = Spending::new(ALPHA, max_blocks);
-    let control = (!args.control.eq_ignore_ascii_case("none")).then(|| Control {
-        name: args.control.clone(),
-        metric: Metric::named(&args.control),
+    let control = pair.control.as_ref().map(|name| Control {
+        name: name.clone(),
+        metric: Metric::named(name),
     });
 
     let pid = std::process::id();
@@ -163,15 +163,15 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         queues: queues.clone(),
     };
     let mut sides = Vec::with_capacity(2);
-    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(&commands).zip(&queues) {
-        sides.push(start_side(name, cmd, &base, queue)?);
+    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(commands).zip(&queues) {
+        sides.push(start_side(name, cmd, base, queue)?);
     }
     eprintln!(
         "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
         queues[0],
         queues[1],
         2 * max_pairs,
-        args.max_time,
+        humantime::format_duration(max_time),
         control.as_ref().map_or_else(
             || "pairs judged as measured (--control none)".to_string(),
             |c| format!(
@@ -183,8 +183,8 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 
     let started = Instant::now();
     let run = run_pairs(
-        args,
-        &tolerances,
+        cfg,
+        tolerances,
         &mut sides,
         &mut spending,
         (max_pairs, max_time),
@@ -205,13 +205,13 @@ pub fn gate_ab(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         control.as_ref(),
         commands_text(cmd_a, cmd_b),
     );
-    write_verdict(args, &outcome)?;
+    write_verdict(cfg, &outcome)?;
     drop(sides);
     if interrupted {
         eprintln!("gate A/B: interrupted after {pairs} pairs; the verdicts above cover them");
         return Ok(Exit::Interrupted);
     }
-    Ok(verdict_exit(args, &outcome))
+    Ok(verdict_exit(cfg, &outcome))
 }
 
 /// What the pairs gave: each metric's state, how many pairs ran, whether Ctrl-C ended it,
@@ -227,7 +227,7 @@ struct PairsRun {
 /// every metric is decided, one is a regression, or the rounds, the time or the user's
 /// patience run out. A block is begun only when it is expected to end within the time.
 fn run_pairs(
-    args: &GateArgs,
+    cfg: &GateConfig,
     tolerances: &Tolerances,
     sides: &mut [Side],
     spending: &mut Spending,
@@ -251,7 +251,7 @@ fn run_pairs(
             }
             run.pairs += 1;
             if run.gated.is_empty() {
-                run.gated = metrics(args, tolerances, sides, control)?;
+                run.gated = metrics(cfg, tolerances, sides, control)?;
             }
             add_pair(&mut run.gated, sides, control);
         }
@@ -328,70 +328,17 @@ fn measure_pair(
     Ok(true)
 }
 
-/// The two flows of an A/B or instruction gate, parsed, and their commands as printed and
-/// recorded (without the passwords they may carry); `why` when one is missing.
-pub(super) fn two_flows(
-    args: &GateArgs,
-    flag: &'static str,
-    why: &str,
-) -> Result<([FlowCommand; 2], [String; 2]), ConfigError> {
-    let (Some(a), Some(b)) = (&args.flow_a, &args.flow_b) else {
-        return Err(ConfigError::BadValue {
-            flag,
-            why: why.into(),
-        });
-    };
-    Ok((
-        [
-            FlowCommand::parse("--flow-a", a)?,
-            FlowCommand::parse("--flow-b", b)?,
-        ],
-        [a, b].map(|c| crate::secret::scrub(c)),
-    ))
-}
-
-/// The run options after `--`, validated, for one round per measurement.
-pub(super) fn run_config(run: &[String]) -> anyhow::Result<Config> {
-    let mut cfg = run_options(run)?;
-    if cfg.endpoint.kind().url_for_flow().is_none() {
-        return Err(ConfigError::BadValue {
-            flag: "--qmgr",
-            why: "the A/B gate starts both flows on a broker: give, after --, an amqp:// URL or a profile such as RABBIT".into(),
-        }
-        .into());
-    }
-    if cfg.rounds != 1 {
-        return Err(ConfigError::BadValue {
-            flag: "--rounds",
-            why: "the A/B gate sets the rounds itself (--max-rounds, --max-time): leave --rounds out of the run options".into(),
-        }
-        .into());
-    }
-    cfg.quiet = true;
-    cfg.progress_bar = false;
-    cfg.stats_interval = None;
-    cfg.export_json = None;
-    cfg.save_baseline = None;
-    cfg.exports.tsv = None;
-    cfg.exports.csv = None;
-    cfg.exports.markdown = None;
-    cfg.exports.save_dir = None;
-    Ok(cfg)
-}
-
 /// Start one side's flow on its own queue, and its run settings: its queue, and its flow's
 /// processes and their descendants as the FLOW group (replacing any FLOW of the options).
 fn start_side(
     name: &'static str,
     cmd: &FlowCommand,
-    base: &Config,
+    base: &RunConfig,
     queue: &str,
 ) -> anyhow::Result<Side> {
     let mut flows = Flows::start(cmd, &base.endpoint, queue, 1, &[])?;
     flows.wait_ready(1)?;
-    let mut cfg = base.clone();
-    cfg.request_queue = queue.to_string();
-    cfg.declare = true;
+    let mut cfg = base.on_own_queue(queue)?;
     cfg.label = format!("{}-{name}", base.label);
     set_flow_group(&mut cfg, &flows);
     Ok(Side {
@@ -410,7 +357,7 @@ fn start_side(
 /// the machine's unattributed CPU as noise (measured here: the ratio fell to 0.54–0.68 in
 /// 12 of 128 rounds of an A/A run, when processes came and went; docs/gate.md).
 fn metrics(
-    args: &GateArgs,
+    cfg: &GateConfig,
     tolerances: &Tolerances,
     sides: &[Side],
     control: Option<&Control>,
@@ -434,7 +381,7 @@ fn metrics(
         .into());
     }
     let mut names = vec!["FLOW".to_string(), "captured".to_string()];
-    for m in args.metric.iter().chain(tolerances.named_metrics()) {
+    for m in cfg.metrics.iter().chain(tolerances.named_metrics()) {
         if !names.contains(m) {
             names.push(m.clone());
         }
@@ -454,7 +401,7 @@ fn metrics(
                 .into());
             }
             Ok(Gated {
-                tolerance: tolerances.for_metric(&name)?,
+                tolerance: tolerances.for_metric(&name),
                 adjustable: control.is_some_and(|c| c.name != name),
                 name,
                 metric,

@@ -26,12 +26,13 @@
 //! work, so the least-disturbed run is the one that repeats. A smallest figure that no other
 //! run comes within half the tolerance of is not trusted: the metric is then inconclusive.
 
-use super::gate::{Tolerances, verdict_exit, write_verdict};
-use super::gate_ab::{MadeQueues, run_config, two_flows};
-use crate::cli::GateArgs;
-use crate::config::{Config, ConfigError, RunLength};
+use super::gate::{verdict_exit, write_verdict};
+use super::gate_ab::MadeQueues;
+use crate::config::flow_command::FlowCommand;
+use crate::config::gate::{FlowPair, GateConfig};
+use crate::config::{RunConfig, RunLength};
 use crate::exit::Exit;
-use crate::flows::{FlowCommand, Flows};
+use crate::flows::Flows;
 use crate::gate::{Decision, InstructionCounts, Outcome, Verdict, overall};
 use crate::measure::measure;
 use anyhow::Context;
@@ -40,14 +41,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// The instruction gate's tolerance when neither --tolerance nor a gate file gives one: a
-/// +2 % change is caught, a change within 1 % passes (a tolerance equal to the change to
-/// catch would catch it half the time, whatever the method).
-const INSTRUCTION_TOLERANCE: f64 = 0.01;
 /// A flow under valgrind starts 20–50 times slower than without it.
 const READY_UNDER_VALGRIND: Duration = Duration::from_secs(120);
-/// The first replies of a flow under valgrind wait for its code to be translated.
-const MIN_WAIT: Duration = Duration::from_secs(60);
 /// The gated metrics, as named in the verdict table and in a gate file.
 const STEADY: &str = "instructions/msg";
 const COLD: &str = "cold start";
@@ -95,41 +90,17 @@ impl Counts {
 }
 
 /// `oemputx gate --instructions`.
-pub fn gate_instructions(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let (commands, [cmd_a, cmd_b]) = two_flows(
-        args,
-        "--instructions",
-        "counts instructions of two flows: give --flow-a and --flow-b (and, after --, the run options)",
-    )?;
-    let (cmd_a, cmd_b) = (&cmd_a, &cmd_b);
-    let mut base = run_config(&args.run)?;
-    let RunLength::Count(n) = base.length else {
-        return Err(ConfigError::BadValue {
-            flag: "--duration",
-            why: "the instruction gate counts a fixed number of messages: give --count N (the steady cost comes from N and 2N), not a duration".into(),
-        }
-        .into());
-    };
-    if n < 10 {
-        return Err(ConfigError::BadValue {
-            flag: "--count",
-            why: format!("{n} messages are too few to see a message's cost past the start-up's: give --count 1000 or more"),
-        }
-        .into());
-    }
-    if args.runs < 2 {
-        return Err(ConfigError::BadValue {
-            flag: "--runs",
-            why: format!("{}: each side needs 2 runs or more, so that a second run confirms the least-disturbed count", args.runs),
-        }
-        .into());
-    }
-    let runs = args.runs;
-    let tolerances = Tolerances::of(args, INSTRUCTION_TOLERANCE)?;
+pub fn gate_instructions(
+    cfg: &GateConfig,
+    pair: &FlowPair,
+    (runs, n): (usize, u64),
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<Exit> {
+    let commands = &pair.flows;
+    let [cmd_a, cmd_b] = &pair.shown;
+    let base = &pair.run;
+    let tolerances = &cfg.tolerances;
     let valgrind = valgrind_version()?;
-    base.warmup = 0;
-    base.wait = base.wait.max(MIN_WAIT);
-    base.declare = true;
 
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
@@ -152,13 +123,13 @@ pub fn gate_instructions(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow:
         "gate instructions: {valgrind} (callgrind); each flow counted {runs} times over 1, {n} and {} messages",
         2 * n
     );
-    let Some(counts) = count_sides(&commands, &base, &queues, (runs, n), dir.path(), &interrupt)?
+    let Some(counts) = count_sides(commands, base, &queues, (runs, n), dir.path(), &interrupt)?
     else {
         return Ok(Exit::Interrupted);
     };
     let decisions = vec![
-        decide(Metric::Steady(n), &counts, tolerances.for_metric(STEADY)?),
-        decide(Metric::Cold, &counts, tolerances.for_metric(COLD)?),
+        decide(Metric::Steady(n), &counts, tolerances.for_metric(STEADY)),
+        decide(Metric::Cold, &counts, tolerances.for_metric(COLD)),
     ];
     let outcome = Outcome {
         baseline: format!("A: {cmd_a}"),
@@ -172,15 +143,15 @@ pub fn gate_instructions(args: &GateArgs, interrupt: Arc<AtomicBool>) -> anyhow:
             b: counts[1].runs.clone(),
         }),
     };
-    write_verdict(args, &outcome)?;
-    Ok(verdict_exit(args, &outcome))
+    write_verdict(cfg, &outcome)?;
+    Ok(verdict_exit(cfg, &outcome))
 }
 
 /// Count both sides `runs` times over 1, `n` and 2`n` messages, A and B alternating; None
 /// when Ctrl-C ended it.
 fn count_sides(
     commands: &[FlowCommand; 2],
-    base: &Config,
+    base: &RunConfig,
     queues: &[String],
     (runs, n): (usize, u64),
     dir: &Path,
@@ -233,7 +204,7 @@ fn valgrind_version() -> anyhow::Result<String> {
 /// instructions its processes executed.
 fn count(
     cmd: &FlowCommand,
-    cfg: &Config,
+    cfg: &RunConfig,
     dir: &Path,
     file: &str,
     interrupt: &Arc<AtomicBool>,

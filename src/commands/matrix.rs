@@ -5,12 +5,10 @@
 //! `oemputx pubsub` run with one symbol that every receiver selects (the `topic` pattern:
 //! every receiver gets every message).
 
-use super::pubsub::{broker, measure, plan};
-use crate::cli::{MatrixArgs, PubsubArgs};
-use crate::config::ConfigError;
+use super::pubsub::{broker, measure};
+use crate::config::tools::MatrixConfig;
 use crate::exit::Exit;
 use crate::export::write_atomic;
-use crate::pubsub::{Ack, SelectBy};
 use anyhow::Context;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -33,49 +31,14 @@ pub struct Cell {
     pub note: Option<String>,
 }
 
-/// The pub/sub options of one cell.
-fn cell_args(m: &MatrixArgs, persistent: bool, size: usize, receivers: usize) -> PubsubArgs {
-    PubsubArgs {
-        qmgr: m.qmgr.clone(),
-        topic: m.topic.clone(),
-        declare: m.declare,
-        publishers: 1,
-        subscribers: receivers,
-        symbols: 1,
-        select: 1,
-        seed: 1,
-        count: m.count,
-        msg_size: size,
-        think: std::time::Duration::ZERO.into(),
-        rate: None,
-        persistent,
-        ack: if persistent { Ack::Auto } else { Ack::None },
-        select_by: SelectBy::Topic,
-        drain_timeout: std::time::Duration::from_secs(5).into(),
-        groups: m.groups.clone(),
-        hosts: m.hosts.clone(),
-        capture_ratio: "measured".into(),
-        cpu_source: crate::cli::CpuSource::Exact,
-        export_json: None,
-        export_tsv: None,
-        export_markdown: None,
-        no_save: true,
-        reports_dir: std::path::PathBuf::from("reports"),
-        compete: m.pattern == "queue",
-        rounds: 1,
-        find_capacity: false,
-        duration: None,
-    }
-}
-
 /// Run one cell; a broker without persistence gives an empty cell, not an error.
 fn run_cell(
-    m: &MatrixArgs,
+    m: &MatrixConfig,
     persistent: bool,
     size: usize,
     receivers: usize,
 ) -> anyhow::Result<Cell> {
-    let args = cell_args(m, persistent, size, receivers);
+    let args = m.cell(persistent, size, receivers)?;
     let mut cell = Cell {
         persistent,
         msg_size: size,
@@ -87,8 +50,7 @@ fn run_cell(
         lost: 0,
         note: None,
     };
-    let p = plan(&args)?;
-    let b = match broker(&args, &p) {
+    let b = match broker(&args) {
         Ok(b) => b,
         Err(e) if persistent => {
             cell.note = Some(format!("{e:#}"));
@@ -97,7 +59,7 @@ fn run_cell(
         Err(e) => return Err(e),
     };
     b.prepare()?;
-    let r = measure(&args, &p, b, None)?;
+    let r = measure(&args, b, None)?;
     let first = |c: &Option<crate::pubsub::report::PerMessage>| {
         c.as_ref()
             .and_then(|c| c.groups.first())
@@ -112,33 +74,18 @@ fn run_cell(
 }
 
 /// `oemputx matrix`.
-pub fn matrix(m: &MatrixArgs) -> anyhow::Result<Exit> {
-    if m.pattern != "topic" && m.pattern != "queue" {
-        return Err(ConfigError::BadValue {
-            flag: "--pattern",
-            why: format!(
-                "'{}': `topic` (every receiver gets every message) or `queue` (receivers compete, each message to one)",
-                m.pattern
-            ),
-        }
-        .into());
-    }
+pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
     let mut cells = Vec::new();
-    for persistent in [false, true] {
-        for size in [128, 1024] {
-            for receivers in [1, 5] {
-                eprintln!(
-                    "oemputx matrix: {} bytes, {receivers} receiver(s), {}",
-                    size,
-                    if persistent {
-                        "persistent"
-                    } else {
-                        "non-persistent"
-                    }
-                );
-                cells.push(run_cell(m, persistent, size, receivers)?);
+    for (persistent, size, receivers) in m.cells() {
+        eprintln!(
+            "oemputx matrix: {size} bytes, {receivers} receiver(s), {}",
+            if persistent {
+                "persistent"
+            } else {
+                "non-persistent"
             }
-        }
+        );
+        cells.push(run_cell(m, persistent, size, receivers)?);
     }
     let text = render(m, &cells);
     crate::export::print_stdout(&text)?;
@@ -152,7 +99,8 @@ fn fmt(v: Option<f64>) -> String {
 }
 
 /// The CJMQ layout: rows size × receivers, columns non-persistent / persistent.
-fn render(m: &MatrixArgs, cells: &[Cell]) -> String {
+fn render(mc: &MatrixConfig, cells: &[Cell]) -> String {
+    let m = &mc.options;
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -234,7 +182,8 @@ fn render(m: &MatrixArgs, cells: &[Cell]) -> String {
     o
 }
 
-fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
+fn write_exports(mc: &MatrixConfig, cells: &[Cell]) -> anyhow::Result<()> {
+    let m = &mc.options;
     if let Some(path) = &m.export_json {
         let json = serde_json::to_string_pretty(&serde_json::json!({
             "schema": "oemputx.matrix/1",
@@ -251,7 +200,7 @@ fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &m.export_svg {
-        let svg = render_svg(m, cells).context("drawing the matrix chart")?;
+        let svg = render_svg(mc, cells).context("drawing the matrix chart")?;
         write_atomic(path, svg.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -279,7 +228,8 @@ fn write_exports(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<()> {
 }
 
 /// Received msg/s per receiver, one bar per cell (blue non-persistent, red persistent).
-pub fn render_svg(m: &MatrixArgs, cells: &[Cell]) -> anyhow::Result<String> {
+pub fn render_svg(mc: &MatrixConfig, cells: &[Cell]) -> anyhow::Result<String> {
+    let m = &mc.options;
     use plotters::prelude::*;
     let mut svg = String::new();
     {

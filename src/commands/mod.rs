@@ -12,25 +12,33 @@ pub mod run;
 pub mod sweep;
 
 use crate::cli::{Cli, Command};
-use crate::config::Config;
+use crate::config::gate::{GateConfig, GateMode};
 use crate::exit::Exit;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Run what the command line asks for; `interrupt` is set by Ctrl-C.
+/// The options are checked into their config first: nothing runs on a bad option.
 pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     match &cli.command {
-        Some(Command::Cpu(args)) => cpu::cpu(args, interrupt),
-        Some(Command::Account(args)) => account::account(args),
-        Some(Command::Pubsub(args)) => pubsub::pubsub(args),
-        Some(Command::Matrix(args)) => matrix::matrix(args),
-        Some(Command::Sweep(args)) => sweep::sweep(args, interrupt),
-        Some(Command::Compare(args)) => compare::compare(args),
-        Some(Command::Gate(args)) if args.instructions => {
-            gate_instr::gate_instructions(args, interrupt)
+        Some(Command::Cpu(args)) => cpu::cpu(&args.options().build()?, interrupt),
+        Some(Command::Account(args)) => account::account(&args.options().build()?),
+        Some(Command::Pubsub(args)) => pubsub::pubsub(&args.options().build()?),
+        Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?),
+        Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
+        Some(Command::Compare(args)) => compare::compare(&args.options().build()?),
+        Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),
+        None => run::put_get(&cli.run.options()?.build()?, interrupt),
+    }
+}
+
+/// `oemputx gate`: the mode the options chose.
+fn gate(cfg: &GateConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    match &cfg.mode {
+        GateMode::Stored { baseline, current } => gate::stored(cfg, baseline, current, interrupt),
+        GateMode::Ab(pair) => gate_ab::gate_ab(cfg, pair, interrupt),
+        GateMode::Instructions { flows, runs, count } => {
+            gate_instr::gate_instructions(cfg, flows, (*runs, *count), interrupt)
         }
-        Some(Command::Gate(args)) if args.flow_a.is_some() => gate_ab::gate_ab(args, interrupt),
-        Some(Command::Gate(args)) => gate::gate(args, interrupt),
-        None => run::put_get(&Config::from_args(&cli.run)?, interrupt),
     }
 }

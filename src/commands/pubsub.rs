@@ -3,14 +3,13 @@
 
 use crate::accounting::selector;
 use crate::accounting::{Accounting, DriverRow, Traffic};
-use crate::cli::PubsubArgs;
-use crate::config::{ConfigError, parse_ratio};
+use crate::config::ConfigError;
+use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
 use crate::export::write_atomic;
 use crate::pubsub::engine::{self, Pacing};
 use crate::pubsub::mqtt::{MqttEndpoint, MqttPubSub};
 use crate::pubsub::nats::NatsPubSub;
-use crate::pubsub::plan::Plan;
 use crate::pubsub::rabbit::RabbitPubSub;
 use crate::pubsub::report::{PubSubReport, PubSubSettings};
 use crate::pubsub::{Broker, SelectBy};
@@ -30,63 +29,9 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// The plan, or the first option that makes no sense.
-pub(crate) fn plan(args: &PubsubArgs) -> anyhow::Result<Plan> {
-    if args.find_capacity && !args.think.is_zero() {
-        return Err(bad(
-            "--find-capacity",
-            "it raises --rate step by step; leave --think out",
-        ));
-    }
-    if args.duration.is_some() && args.find_capacity {
-        return Err(bad(
-            "--duration",
-            "--find-capacity sizes its steps with --count",
-        ));
-    }
-    if args.publishers == 0 || args.subscribers == 0 {
-        return Err(bad("--publishers/--subscribers", "at least one of each"));
-    }
-    if args.symbols == 0 || args.select == 0 || args.select > args.symbols {
-        return Err(bad(
-            "--select",
-            format!(
-                "a block of 1 to --symbols ({}) symbols; {} given",
-                args.symbols, args.select
-            ),
-        ));
-    }
-    if args.count == 0 {
-        return Err(bad("--count", "at least 1"));
-    }
-    if args.rounds == 0 || (args.rounds > 1 && args.find_capacity) {
-        return Err(bad(
-            "--rounds",
-            "at least 1, and not with --find-capacity (its steps are its rounds)",
-        ));
-    }
-    if args.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err(bad("--rate", "a positive number of messages a second"));
-    }
-    if let Some(why) = crate::transport::nats::url::subject_problem(&args.topic) {
-        return Err(bad("--topic", why));
-    }
-    Ok(Plan {
-        topic: args.topic.clone(),
-        symbols: args.symbols,
-        select: args.select,
-        publishers: args.publishers,
-        subscribers: args.subscribers,
-        count: args.count,
-        msg_size: args.msg_size,
-        seed: args.seed,
-        competing: args.compete,
-        duration: args.duration.map(Into::into),
-    })
-}
-
 /// The broker the URL names.
-pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn Broker>> {
+pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
+    let plan = &args.plan;
     if args.qmgr.starts_with("mqtt://") {
         let endpoint = MqttEndpoint::parse(&args.qmgr).map_err(|why| bad("--qmgr", why))?;
         return Ok(Arc::new(MqttPubSub {
@@ -131,17 +76,16 @@ pub(crate) fn broker(args: &PubsubArgs, plan: &Plan) -> anyhow::Result<Arc<dyn B
 }
 
 /// `oemputx pubsub`.
-pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
-    let plan = plan(args)?;
-    let broker = broker(args, &plan)?;
+pub fn pubsub(args: &PubsubConfig) -> anyhow::Result<Exit> {
+    let broker = broker(args)?;
     broker.prepare()?;
     if args.find_capacity {
-        return find_capacity(args, &plan, broker);
+        return find_capacity(args, broker);
     }
     if args.rounds > 1 {
-        return rounds(args, &plan, broker);
+        return rounds(args, broker);
     }
-    let report = measure(args, &plan, broker, args.rate)?;
+    let report = measure(args, broker, args.pacing.rate)?;
     write(args, &report)?;
     if report.complete() {
         Ok(Exit::Ok)
@@ -162,11 +106,11 @@ pub fn pubsub(args: &PubsubArgs) -> anyhow::Result<Exit> {
 
 /// One run at `rate`, between two CPU snapshots.
 pub(crate) fn measure(
-    args: &PubsubArgs,
-    plan: &Plan,
+    args: &PubsubConfig,
     broker: Arc<dyn Broker>,
     rate: Option<f64>,
 ) -> anyhow::Result<PubSubReport> {
+    let plan = &args.plan;
     let transport = if args.qmgr.starts_with("mqtt://") {
         "mqtt"
     } else {
@@ -177,17 +121,13 @@ pub(crate) fn measure(
     } else {
         selector::parse_groups(args.groups.iter().map(String::as_str))?
     };
-    let ratio = parse_ratio(&args.capture_ratio)?;
-    let hosts = crate::accounting::pcp::parse_hosts(&args.hosts, None)
-        .map_err(crate::config::ConfigError::from)?;
-    let mut acc = Accounting::new(groups, args.cpu_source, ratio)
-        .with_hosts(&hosts)
+    let mut acc = Accounting::new(groups, args.cpu_source, args.ratio)
+        .with_hosts(&args.hosts)
         .map_err(crate::config::ConfigError::from)?;
     let mut own = (Duration::ZERO, Duration::ZERO);
     let pacing = Pacing {
-        think: args.think.into(),
         rate,
-        drain_timeout: args.drain_timeout.into(),
+        ..args.pacing
     };
     let out = engine::run(broker.clone(), plan, pacing, &mut |open| {
         let cpu = crate::accounting::clock::self_process().unwrap_or_default();
@@ -267,7 +207,8 @@ fn step_header(first: &str, last: &str) -> String {
 
 /// `--rounds N`: the same run N times; each round's line, then best/median/worst of the
 /// CPU per message published, the spread a gate would judge.
-fn rounds(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+fn rounds(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+    let plan = &args.plan;
     println!(
         "oemputx pubsub on {}: {} rounds of {} messages",
         broker.describe(),
@@ -277,7 +218,7 @@ fn rounds(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Re
     println!("{}", step_header("round", "complete"));
     let mut all = Vec::new();
     for i in 1..=args.rounds {
-        let r = measure(args, plan, broker.clone(), args.rate)?;
+        let r = measure(args, broker.clone(), args.pacing.rate)?;
         let done = if r.complete() { "yes" } else { "no" };
         println!("{}", step_line(i.to_string(), &r, done));
         all.push(r);
@@ -305,10 +246,10 @@ fn rounds(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Re
         "rounds": all,
     });
     let text = serde_json::to_string_pretty(&json)? + "\n";
-    if !args.no_save {
+    if let Some(dir) = &args.save_dir {
         let stamp = now_stamp();
         crate::export::save_in_folder(
-            &args.reports_dir,
+            dir,
             &stamp,
             "pubsub-rounds",
             &[("json", "the pub/sub rounds JSON", text.as_str())],
@@ -337,9 +278,10 @@ fn sustained(r: &PubSubReport) -> bool {
 
 /// `--find-capacity`: raise the rate by half each step (from --rate, or 500 a second)
 /// until a step does not keep up; the capacity is the last step that did.
-fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
     const MAX_STEPS: usize = 20;
-    let mut rate = args.rate.unwrap_or(500.0);
+    let plan = &args.plan;
+    let mut rate = args.pacing.rate.unwrap_or(500.0);
     let mut steps: Vec<(f64, PubSubReport)> = Vec::new();
     println!(
         "oemputx pubsub --find-capacity on {}: {} messages a step, rate ×1.5 until a step does not keep up",
@@ -348,7 +290,7 @@ fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> any
     );
     println!("{}", step_header("rate asked", "keeps up"));
     for _ in 0..MAX_STEPS {
-        let r = measure(args, plan, broker.clone(), Some(rate))?;
+        let r = measure(args, broker.clone(), Some(rate))?;
         let ok = sustained(&r);
         println!(
             "{}",
@@ -396,7 +338,7 @@ fn find_capacity(args: &PubsubArgs, plan: &Plan, broker: Arc<dyn Broker>) -> any
 
 /// Text to stdout (stderr when the JSON goes to stdout), the files asked for, and the run
 /// saved under the reports folder (unless --no-save).
-fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
+fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     let text = report.text();
     let json = serde_json::to_string_pretty(report)? + "\n";
     let tsv = crate::export::cells::delimited(&report.rows(), b'\t')?;
@@ -414,10 +356,10 @@ fn write(args: &PubsubArgs, report: &PubSubReport) -> anyhow::Result<()> {
             crate::export::write_output(path, what, body)?;
         }
     }
-    if !args.no_save {
+    if let Some(dir) = &args.save_dir {
         let stamp = now_stamp();
         crate::export::save_in_folder(
-            &args.reports_dir,
+            dir,
             &stamp,
             "pubsub",
             &[

@@ -1,7 +1,7 @@
 //! The default command: one measured put/get run, its report on stdout and in the files the
 //! options name, and an exit code from how the run ended.
 
-use crate::config::Config;
+use crate::config::RunConfig;
 use crate::driver::Status;
 use crate::exit::Exit;
 use crate::export::{self, delimited::Format};
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Run the loop the config describes, export its report, and say how it ended.
-pub fn put_get(cfg: &Config, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let report = measure(cfg, interrupt)?;
     write_reports(cfg, &report)?;
     Ok(exit_of(report.status))
@@ -30,7 +30,7 @@ pub fn exit_of(status: Status) -> Exit {
 /// Write the report to every file the options name, then to stdout (unless --quiet): a
 /// stdout that is full or closed can no longer lose the files. A file that cannot be
 /// written does not stop the others; the error names every one that failed.
-pub fn write_reports(cfg: &Config, report: &Report) -> anyhow::Result<()> {
+pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     let e = &cfg.exports;
     let is_stdout = |p: &std::path::Path| p.as_os_str() == "-";
     let json = export::json::render(report).context("encoding the JSON report")?;

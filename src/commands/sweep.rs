@@ -4,10 +4,10 @@
 //! rate and CPU per transaction per group; with a chart of both against N.
 
 use crate::accounting::selector::{GroupSpec, Selector};
-use crate::cli::{SweepArgs, SweepMode};
-use crate::config::{Config, ConfigError};
+use crate::config::RunConfig;
+use crate::config::sweep::{SweepConfig, SweepMode};
 use crate::export;
-use crate::flows::{FlowCommand, Flows};
+use crate::flows::Flows;
 use crate::report::{self, Report};
 use anyhow::Context;
 use serde::Serialize;
@@ -69,54 +69,10 @@ fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Re
     }
 }
 
-/// The first point's config, once every point's has been validated (so that a bad one,
-/// more tasks than messages say, is reported before any flow starts); None without points.
-fn validated_config(args: &SweepArgs) -> anyhow::Result<Option<Config>> {
-    let configs: Vec<Config> = args
-        .run
-        .tasks
-        .iter()
-        .map(|&n| {
-            let mut run = args.run.clone();
-            run.tasks = vec![n];
-            Config::from_args(&run)
-        })
-        .collect::<Result<_, _>>()?;
-    let Some(cfg) = configs.into_iter().next() else {
-        return Ok(None);
-    };
-    if cfg.endpoint.kind().url_for_flow().is_none() {
-        return Err(ConfigError::BadValue {
-            flag: "--qmgr",
-            why: "sweep starts flows on a broker: give an amqp:// URL or a profile such as RABBIT"
-                .into(),
-        }
-        .into());
-    }
-    Ok(Some(cfg))
-}
-
-/// Run the sweep; the run options come after the sweep's own.
-pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
-    let tasks = &args.run.tasks;
-    if tasks.contains(&0) {
-        return Err(ConfigError::BadValue {
-            flag: "--tasks",
-            why: "give task counts of 1 or more, e.g. --tasks 1,2,3,4".into(),
-        }
-        .into());
-    }
-    let Some(mut cfg) = validated_config(args)? else {
-        return Ok(crate::exit::Exit::Ok);
-    };
-    let flow_cmd = FlowCommand::parse("--flow-cmd", &args.flow_cmd)?;
-    if flow_cmd.sets("--threads") {
-        return Err(ConfigError::BadValue {
-            flag: "--flow-cmd",
-            why: "must not set --threads: sweep sets it for each point".into(),
-        }
-        .into());
-    }
+/// Run the sweep.
+pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
+    let mut cfg = sc.run.clone();
+    let flow_cmd = &sc.flow;
     // Without a FLOW group of the user's, the flows are accounted by their process ids.
     let own_flow_group = !cfg.groups.iter().any(|g| g.name == "FLOW");
     let base_groups = cfg.groups.clone();
@@ -125,8 +81,8 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
     let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut points = Vec::new();
     let mut template = None;
-    'outer: for &n in tasks {
-        for &mode in &args.modes {
+    'outer: for &n in &sc.task_counts {
+        for &mode in &sc.modes {
             if interrupt.load(Ordering::Relaxed) {
                 break 'outer;
             }
@@ -141,14 +97,14 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
             }
             let threads_arg = ["--threads".to_string(), threads.to_string()];
             let mut flows = Flows::start(
-                &flow_cmd,
+                flow_cmd,
                 &cfg.endpoint,
                 &cfg.request_queue,
                 processes,
                 &threads_arg,
             )?;
             flows.wait_ready(processes * threads)?;
-            cfg.tasks = n;
+            cfg = cfg.with_tasks(n)?;
             cfg.groups = base_groups.clone();
             if own_flow_group {
                 cfg.groups.push(GroupSpec {
@@ -171,13 +127,13 @@ pub fn sweep(args: &SweepArgs, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         label: format!("{}-sweep", cfg.label),
         start_utc,
         // The command as recorded: a password in it (a database URL) never reaches a report.
-        flow_cmd: crate::secret::scrub(&args.flow_cmd),
+        flow_cmd: sc.shown_cmd.clone(),
         settings: first.settings.clone(),
         points,
         host: first.host.clone(),
     };
     cfg.quiet = quiet;
-    write_reports(&cfg, args, &sweep)?;
+    write_reports(&cfg, sc, &sweep)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
         crate::exit::Exit::Interrupted
     } else {
@@ -328,7 +284,7 @@ pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
     Ok(svg)
 }
 
-fn write_reports(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()> {
+fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result<()> {
     let text = render_text(s);
     let json = serde_json::to_string_pretty(s).context("encoding the sweep as JSON")?;
     let tsv = export::cells::delimited(&rows(s), b'\t')?;
@@ -365,7 +321,7 @@ fn write_reports(cfg: &Config, args: &SweepArgs, s: &Sweep) -> anyhow::Result<()
         );
         write(p, "Markdown", &md)?;
     }
-    if let Some(p) = &args.chart {
+    if let Some(p) = &sc.chart {
         write(p, "chart", &svg)?;
     }
     if let Some(dir) = &e.save_dir {

@@ -1,21 +1,23 @@
-//! From the options of a run to a validated [`Config`], in named steps: where to connect,
+//! From the options of a run to a validated [`RunConfig`], in named steps: where to connect,
 //! the queues, the run's shape, the messages, the process groups, the exports and the label.
 //! Each step checks what it reads and says which flag is wrong and how to fix it.
 
+use super::options::RunOptions;
 use super::profile::{Profile, find_profile, profile_paths};
 use super::{
-    Config, ConfigError, DEFAULT_COUNT, DEFAULT_REQUEST_QUEUE, Exports, MAX_QUEUE_NAME, RunLength,
-    bad, parse_ratio,
+    ConfigError, DEFAULT_COUNT, DEFAULT_REQUEST_QUEUE, Exports, MAX_QUEUE_NAME, RunConfig,
+    RunLength, bad, parse_ratio,
 };
 use crate::accounting::selector::{self, GroupSpec};
-use crate::cli::RunArgs;
 use crate::msgfile::Messages;
 use crate::transport::{Endpoint, QueueSetup, ReplyQueue, parse_url, registry};
 use std::time::Duration;
 
-impl Config {
-    /// Validate the options of a run, reading the profile and the message files.
-    pub fn from_args(args: &RunArgs) -> Result<Config, ConfigError> {
+impl RunOptions {
+    /// Check the options of a run into its config, reading the profile and the message
+    /// files.
+    pub fn build(&self) -> Result<RunConfig, ConfigError> {
+        let args = self;
         let (endpoint, profile_name, profile) = endpoint(args)?;
         let profile = profile.as_ref();
         let (request_queue, reply_queue) = queues(args, profile)?;
@@ -28,13 +30,13 @@ impl Config {
         };
         let groups = groups(args, profile, &endpoint)?;
         let hosts = crate::accounting::pcp::parse_hosts(
-            &args.hosts,
+            &args.accounting.hosts,
             profile.and_then(|p| p.hosts.as_ref()),
         )?;
-        let capture_ratio = parse_ratio(&args.capture_ratio)?;
+        let capture_ratio = parse_ratio(&args.accounting.capture_ratio)?;
         let exports = exports(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
-        Ok(Config {
+        Ok(RunConfig {
             endpoint,
             profile: profile_name,
             label,
@@ -48,7 +50,7 @@ impl Config {
             length: shape.length,
             tasks: shape.tasks,
             rounds: args.rounds,
-            probe: args.probe.map(Duration::from).filter(|d| !d.is_zero()),
+            probe: args.probe.filter(|d| !d.is_zero()),
             msgs_per_loop: args.msgs_per_loop,
             persistent: args.persistent,
             syncpoint: args.syncpoint,
@@ -57,18 +59,15 @@ impl Config {
             match_mode: args.match_mode,
             warmup: args.warmup,
             rate: args.rate,
-            export_json: args.export_json.clone(),
-            save_baseline: args.save_baseline.clone(),
-            quiet: args.quiet,
+            export_json: args.outputs.export_json.clone(),
+            save_baseline: args.outputs.save_baseline.clone(),
+            quiet: args.outputs.quiet,
             groups,
             hosts,
             exports,
-            progress_bar: !args.no_progress && !args.quiet,
-            stats_interval: args
-                .stats_interval
-                .map(Duration::from)
-                .filter(|d| !d.is_zero()),
-            cpu_source: args.cpu_source,
+            progress_bar: !args.no_progress && !args.outputs.quiet,
+            stats_interval: args.stats_interval.filter(|d| !d.is_zero()),
+            cpu_source: args.accounting.cpu_source,
             capture_ratio,
         })
     }
@@ -77,7 +76,7 @@ impl Config {
 /// Where to connect: nothing for the embedded queue manager, a URL, a profile, or else the
 /// name of an IBM MQ queue manager (as with OEMPUTX). Returns the profile's name and table
 /// when one was used.
-fn endpoint(args: &RunArgs) -> Result<(Endpoint, Option<String>, Option<Profile>), ConfigError> {
+fn endpoint(args: &RunOptions) -> Result<(Endpoint, Option<String>, Option<Profile>), ConfigError> {
     let name = match args.qmgr.as_deref() {
         None | Some("") => return Ok((registry::embedded(), None, None)),
         Some(q) if q.contains("://") || q.starts_with("embedded") => {
@@ -137,12 +136,13 @@ fn url_typo(name: &str) -> Option<String> {
 /// What the transport refuses of these options (each transport states its own rules), for
 /// every task count asked (a sweep's list too).
 fn check_transport_options(
-    args: &RunArgs,
+    args: &RunOptions,
     endpoint: &Endpoint,
     request_queue: &str,
     reply_queue: &ReplyQueue,
 ) -> Result<(), ConfigError> {
-    for &tasks in &args.tasks {
+    {
+        let tasks = args.tasks;
         let setup = QueueSetup {
             request_queue: request_queue.to_string(),
             reply_queue: reply_queue.clone(),
@@ -183,7 +183,10 @@ fn check_queue_name(flag: &'static str, name: &str) -> Result<(), ConfigError> {
 }
 
 /// The request queue and where replies come back: flag, else profile, else the default.
-fn queues(args: &RunArgs, profile: Option<&Profile>) -> Result<(String, ReplyQueue), ConfigError> {
+fn queues(
+    args: &RunOptions,
+    profile: Option<&Profile>,
+) -> Result<(String, ReplyQueue), ConfigError> {
     let request_queue = args
         .request_queue
         .clone()
@@ -223,42 +226,25 @@ const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
 const MIN_RATE: f64 = 1.0 / 86_400.0;
 
 impl RunShape {
-    fn of(args: &RunArgs) -> Result<RunShape, ConfigError> {
+    fn of(args: &RunOptions) -> Result<RunShape, ConfigError> {
         let length = match (args.count, args.duration) {
             (Some(0), _) => return Err(bad("--count", "must be at least 1")),
             (Some(n), _) => RunLength::Count(n),
-            (None, Some(d)) if d.as_secs_f64() <= 0.0 => {
+            (None, Some(d)) if d.is_zero() => {
                 return Err(bad("--duration", "must be longer than zero, e.g. 30s"));
             }
-            (None, Some(d)) => RunLength::Duration(d.into()),
+            (None, Some(d)) => RunLength::Duration(d),
             (None, None) => RunLength::Count(DEFAULT_COUNT),
         };
-        let &[tasks] = args.tasks.as_slice() else {
-            return Err(bad(
-                "--tasks",
-                "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
-            ));
-        };
-        if tasks == 0 {
-            return Err(bad("--tasks", "must be at least 1"));
-        }
-        if let RunLength::Count(n) = length
-            && (tasks as u64) > n
-        {
-            return Err(bad(
-                "--tasks",
-                format!(
-                    "{tasks} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count"
-                ),
-            ));
-        }
+        let tasks = args.tasks;
+        check_tasks(tasks, length)?;
         if args.rounds == 0 {
             return Err(bad("--rounds", "must be at least 1"));
         }
         if args.msgs_per_loop == 0 {
             return Err(bad("--msgs-per-loop", "must be at least 1"));
         }
-        let wait: Duration = args.wait.into();
+        let wait = args.wait;
         if wait.is_zero() {
             return Err(bad("--wait", "must be longer than zero, e.g. 60s"));
         }
@@ -300,18 +286,70 @@ impl RunShape {
     }
 }
 
+/// A task count a run of this length can use.
+fn check_tasks(tasks: usize, length: RunLength) -> Result<(), ConfigError> {
+    if tasks == 0 {
+        return Err(bad("--tasks", "must be at least 1"));
+    }
+    if let RunLength::Count(n) = length
+        && (tasks as u64) > n
+    {
+        return Err(bad(
+            "--tasks",
+            format!(
+                "{tasks} tasks for {n} messages leaves tasks idle: use at most --tasks {n}, or raise --count"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl RunConfig {
+    /// The same run with `tasks` tasks, checked as the options were (a sweep's points).
+    pub fn with_tasks(&self, tasks: usize) -> Result<RunConfig, ConfigError> {
+        check_tasks(tasks, self.length)?;
+        let mut c = self.clone();
+        c.tasks = tasks;
+        c.check_transport()?;
+        Ok(c)
+    }
+
+    /// The same run on request queue `queue` (a gate's sides, each on its own), created
+    /// when missing.
+    pub fn on_own_queue(&self, queue: &str) -> Result<RunConfig, ConfigError> {
+        check_queue_name("--request-queue", queue)?;
+        let mut c = self.clone();
+        c.request_queue = queue.to_string();
+        c.declare = true;
+        c.check_transport()?;
+        Ok(c)
+    }
+
+    /// What the transport refuses of these settings.
+    fn check_transport(&self) -> Result<(), ConfigError> {
+        self.endpoint
+            .kind()
+            .refuse(&self.queue_setup())
+            .map_err(|r| ConfigError::BadValue {
+                flag: r.flag,
+                why: r.why,
+            })
+    }
+}
+
 /// The process groups: --group, else the profile's, else the transport's usual ones.
 fn groups(
-    args: &RunArgs,
+    args: &RunOptions,
     profile: Option<&Profile>,
     endpoint: &Endpoint,
 ) -> Result<Vec<GroupSpec>, ConfigError> {
-    if args.no_groups {
+    let asked = &args.accounting;
+    if asked.no_groups {
         return Ok(Vec::new());
     }
-    if !args.groups.is_empty() {
+    if !asked.groups.is_empty() {
         return Ok(selector::parse_groups(
-            args.groups.iter().map(String::as_str),
+            asked.groups.iter().map(String::as_str),
         )?);
     }
     if let Some(g) = profile.and_then(|p| p.groups.as_ref()) {
@@ -325,7 +363,8 @@ fn groups(
 }
 
 /// Report destinations and formats.
-fn exports(args: &RunArgs) -> Result<Exports, ConfigError> {
+fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
+    let args = &o.outputs;
     if !args.delimiter.is_ascii() || args.delimiter == '"' || args.delimiter == '\n' {
         return Err(bad(
             "--delimiter",
@@ -381,7 +420,7 @@ fn exports(args: &RunArgs) -> Result<Exports, ConfigError> {
 
 /// The label that names saved reports: flag, profile's label, profile's name, transport.
 fn label(
-    args: &RunArgs,
+    args: &RunOptions,
     profile: Option<&Profile>,
     profile_name: Option<&str>,
     endpoint: &Endpoint,

@@ -1,10 +1,17 @@
-//! Profiles (`oemputx.toml`) and options, turned once into a validated [`Config`].
+//! Profiles (`oemputx.toml`) and options, turned once into a validated [`RunConfig`].
 //!
 //! Later code never re-reads raw flags: everything a run needs, checked, is here.
 
 mod build;
+pub mod flow_command;
+pub mod gate;
+pub mod options;
 pub mod profile;
+pub mod pubsub;
+pub mod sweep;
+pub mod tools;
 
+pub use options::{AccountingOptions, OutputOptions, RunOptions};
 pub use profile::{Profile, profile_paths, read_profiles};
 
 use crate::accounting::RatioMode;
@@ -47,7 +54,8 @@ pub enum ConfigError {
     Host(#[from] crate::accounting::pcp::PcpError),
 }
 
-fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
+/// A usage error of `flag`, saying why.
+pub fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
     ConfigError::BadValue {
         flag,
         why: why.into(),
@@ -65,7 +73,7 @@ pub enum RunLength {
 
 /// Everything a run needs, validated.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub struct RunConfig {
     /// Where to connect.
     pub endpoint: Endpoint,
     /// The profile's name when one was used.
@@ -131,7 +139,7 @@ pub struct Config {
     pub capture_ratio: RatioMode,
 }
 
-impl Config {
+impl RunConfig {
     /// The queue and message settings every transport needs.
     pub fn queue_setup(&self) -> QueueSetup {
         QueueSetup {
@@ -184,15 +192,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("oemputx.toml");
         std::fs::write(&file, "[profile.RABBIT]\nurl = \"amqp://localhost\"\n").expect("write");
-        let cli = <crate::cli::Cli as clap::Parser>::try_parse_from([
-            "oemputx",
-            "--config",
-            file.to_str().expect("utf-8 path"),
-            "--qmgr",
-            "QM1",
-        ])
-        .expect("parse");
-        let cfg = Config::from_args(&cli.run).expect("valid");
+        let cfg = RunOptions {
+            config: Some(file),
+            ..RunOptions::on("QM1")
+        }
+        .build()
+        .expect("valid");
         let Some(m) = cfg
             .endpoint
             .downcast::<crate::transport::ibmmq::url::IbmMqEndpoint>()

@@ -23,7 +23,7 @@ mod task;
 pub use outcome::{Integrity, Outcome, Probe, Round, Status, TaskStats};
 pub use task::TIMEOUTS_IN_A_ROW;
 
-use crate::config::{Config, RunLength};
+use crate::config::{RunConfig, RunLength};
 use crate::transport::{Transport, TransportError, correl};
 use crate::window::Window;
 use latch::Latch;
@@ -115,7 +115,7 @@ impl Latches {
 
 /// Run the configured loop over `transport`, calling `window` at the window's two instants.
 pub fn drive(
-    cfg: &Config,
+    cfg: &RunConfig,
     transport: &dyn Transport,
     controls: &Controls,
     window: &mut dyn Window,
@@ -372,28 +372,28 @@ mod tests {
 #[cfg(test)]
 mod loop_tests {
     use super::*;
-    use crate::cli::Cli;
+    use crate::config::RunOptions;
+    use crate::transport::MatchMode;
     use crate::transport::embedded::Embedded;
     use crate::transport::{Prepared, Reply, Session, TaskSession};
     use crate::window::NoWindow;
-    use clap::Parser;
     use std::collections::VecDeque;
 
-    fn config(args: &[&str]) -> Config {
-        let mut argv = vec!["oemputx"];
-        argv.extend_from_slice(args);
-        Config::from_args(&Cli::try_parse_from(argv).expect("test arguments parse").run)
-            .expect("test config is valid")
+    fn config(o: RunOptions) -> RunConfig {
+        o.build().expect("test config is valid")
     }
 
-    fn run_embedded(cfg: &Config) -> Outcome {
+    fn run_embedded(cfg: &RunConfig) -> Outcome {
         let t = Embedded::start(cfg.queue_setup());
         drive(cfg, &t, &Controls::default(), &mut NoWindow).expect("embedded run")
     }
 
     #[test]
     fn every_request_is_matched_on_the_embedded_queue_manager() {
-        let out = run_embedded(&config(&["--count", "500"]));
+        let out = run_embedded(&config(RunOptions {
+            count: Some(500),
+            ..RunOptions::default()
+        }));
         assert_eq!(out.status, Status::Completed);
         assert_eq!(
             out.integrity,
@@ -409,16 +409,13 @@ mod loop_tests {
 
     #[test]
     fn tasks_share_the_count_and_msgs_per_loop_batches_do_not_overshoot() {
-        let out = run_embedded(&config(&[
-            "--count",
-            "103",
-            "--tasks",
-            "4",
-            "--msgs-per-loop",
-            "5",
-            "--warmup",
-            "7",
-        ]));
+        let out = run_embedded(&config(RunOptions {
+            count: Some(103),
+            tasks: 4,
+            msgs_per_loop: 5,
+            warmup: 7,
+            ..RunOptions::default()
+        }));
         assert_eq!(out.per_task_matched, vec![26, 26, 26, 25]);
         assert_eq!(out.integrity.sent, 103);
         assert!(out.integrity.balanced());
@@ -426,16 +423,13 @@ mod loop_tests {
 
     #[test]
     fn a_shared_named_reply_queue_is_read_by_correlation_id() {
-        let out = run_embedded(&config(&[
-            "--count",
-            "400",
-            "--tasks",
-            "4",
-            "--reply-queue",
-            "MQSI.OUT",
-            "--msgs-per-loop",
-            "3",
-        ]));
+        let out = run_embedded(&config(RunOptions {
+            count: Some(400),
+            tasks: 4,
+            reply_queue: Some("MQSI.OUT".into()),
+            msgs_per_loop: 3,
+            ..RunOptions::default()
+        }));
         assert_eq!(out.integrity.matched, 400);
         assert_eq!(out.integrity.unmatched, 0);
     }
@@ -449,7 +443,12 @@ mod loop_tests {
             }
             fn end(&mut self) {}
         }
-        let cfg = config(&["--count", "90", "--rounds", "3", "--tasks", "2"]);
+        let cfg = config(RunOptions {
+            count: Some(90),
+            rounds: 3,
+            tasks: 2,
+            ..RunOptions::default()
+        });
         let t = Embedded::start(cfg.queue_setup());
         let mut windows = Count(0);
         let out = drive(&cfg, &t, &Controls::default(), &mut windows).expect("run");
@@ -470,22 +469,24 @@ mod loop_tests {
 
     #[test]
     fn syncpoint_and_any_matching_complete() {
-        let out = run_embedded(&config(&[
-            "--count",
-            "50",
-            "--syncpoint",
-            "--msgs-per-loop",
-            "5",
-            "--match",
-            "any",
-        ]));
+        let out = run_embedded(&config(RunOptions {
+            count: Some(50),
+            syncpoint: true,
+            msgs_per_loop: 5,
+            match_mode: MatchMode::Any,
+            ..RunOptions::default()
+        }));
         assert_eq!(out.integrity.matched, 50);
     }
 
     #[test]
     fn duration_runs_stop_on_time() {
         let started = Instant::now();
-        let out = run_embedded(&config(&["--duration", "300ms", "--tasks", "2"]));
+        let out = run_embedded(&config(RunOptions {
+            duration: Some(Duration::from_millis(300)),
+            tasks: 2,
+            ..RunOptions::default()
+        }));
         assert!(out.integrity.matched > 0);
         assert!(started.elapsed() < Duration::from_secs(3));
         assert!(out.elapsed >= Duration::from_millis(300));
@@ -493,7 +494,12 @@ mod loop_tests {
 
     #[test]
     fn pacing_holds_the_asked_rate() {
-        let out = run_embedded(&config(&["--count", "40", "--rate", "200", "--tasks", "2"]));
+        let out = run_embedded(&config(RunOptions {
+            count: Some(40),
+            rate: Some(200.0),
+            tasks: 2,
+            ..RunOptions::default()
+        }));
         // 40 requests at 200/s are due over 0.195 s: the run cannot be faster than that.
         assert!(
             out.elapsed >= Duration::from_millis(190),
@@ -517,7 +523,7 @@ mod loop_tests {
 
     impl Faulty {
         /// The embedded queue manager for `cfg`, losing every `k`-th reply and nothing else.
-        fn dropping_every(cfg: &Config, k: u64) -> Faulty {
+        fn dropping_every(cfg: &RunConfig, k: u64) -> Faulty {
             Faulty {
                 inner: Embedded::start(cfg.queue_setup()),
                 faults: Faults {
@@ -593,7 +599,11 @@ mod loop_tests {
 
     #[test]
     fn lost_repeated_and_stray_replies_are_all_counted() {
-        let cfg = config(&["--count", "100", "--wait", "20ms"]);
+        let cfg = config(RunOptions {
+            count: Some(100),
+            wait: Duration::from_millis(20),
+            ..RunOptions::default()
+        });
         let faults = Faults {
             drop_every: 10,
             repeat_every: 7,
@@ -617,14 +627,22 @@ mod loop_tests {
     fn a_run_whose_replies_all_stop_coming_ends_after_a_few_in_a_row() {
         // Every reply lost, no --max-timeouts: the run used to wait --wait for each of its
         // 1000 requests (issue 19, item 5); it stops after TIMEOUTS_IN_A_ROW.
-        let cfg = config(&["--count", "1000", "--wait", "10ms"]);
+        let cfg = config(RunOptions {
+            count: Some(1000),
+            wait: Duration::from_millis(10),
+            ..RunOptions::default()
+        });
         let t = Faulty::dropping_every(&cfg, 1);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::StoppedAfterTimeouts);
         assert_eq!(out.integrity.timed_out, TIMEOUTS_IN_A_ROW);
         // Lost replies now and then (one in ten) never add up to a stop: each reply that
         // comes resets the count.
-        let cfg = config(&["--count", "300", "--wait", "10ms"]);
+        let cfg = config(RunOptions {
+            count: Some(300),
+            wait: Duration::from_millis(10),
+            ..RunOptions::default()
+        });
         let t = Faulty::dropping_every(&cfg, 10);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::TimedOut);
@@ -633,7 +651,12 @@ mod loop_tests {
 
     #[test]
     fn max_timeouts_stops_the_run_early() {
-        let cfg = config(&["--count", "1000", "--wait", "10ms", "--max-timeouts", "3"]);
+        let cfg = config(RunOptions {
+            count: Some(1000),
+            wait: Duration::from_millis(10),
+            max_timeouts: Some(3),
+            ..RunOptions::default()
+        });
         let t = Faulty::dropping_every(&cfg, 1);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::StoppedAfterTimeouts);
@@ -646,16 +669,13 @@ mod loop_tests {
         // Four tasks, every reply lost: their requests time out at about the same moment.
         // Before, each counted its own and the run stopped after 4 or 5 with a limit of 3.
         for _ in 0..5 {
-            let cfg = config(&[
-                "--count",
-                "400",
-                "--tasks",
-                "4",
-                "--wait",
-                "20ms",
-                "--max-timeouts",
-                "3",
-            ]);
+            let cfg = config(RunOptions {
+                count: Some(400),
+                tasks: 4,
+                wait: Duration::from_millis(20),
+                max_timeouts: Some(3),
+                ..RunOptions::default()
+            });
             let t = Faulty::dropping_every(&cfg, 1);
             let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
             assert_eq!(out.status, Status::StoppedAfterTimeouts);
@@ -666,7 +686,11 @@ mod loop_tests {
 
     #[test]
     fn an_interrupt_abandons_requests_in_flight_and_keeps_the_books_balanced() {
-        let cfg = config(&["--duration", "10s", "--wait", "5s"]);
+        let cfg = config(RunOptions {
+            duration: Some(Duration::from_secs(10)),
+            wait: Duration::from_secs(5),
+            ..RunOptions::default()
+        });
         let t = Faulty::dropping_every(&cfg, 50);
         let controls = Controls::default();
         let flag = controls.interrupt.clone();
@@ -684,7 +708,10 @@ mod loop_tests {
 
     #[test]
     fn messages_larger_than_the_transport_allows_are_refused_before_the_run() {
-        let cfg = config(&["--msg-size", "104857601"]);
+        let cfg = config(RunOptions {
+            msg_size: Some(104857601),
+            ..RunOptions::default()
+        });
         let t = Embedded::start(cfg.queue_setup());
         let err = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
         assert!(matches!(err, TransportError::TooLarge { .. }));

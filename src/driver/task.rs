@@ -5,7 +5,7 @@
 use super::latch::Latch;
 use super::outcome::TaskStats;
 use super::{Controls, GET_SLICE, PROBE_TIME};
-use crate::config::{Config, RunLength};
+use crate::config::{RunConfig, RunLength};
 use crate::transport::MatchMode;
 use crate::transport::{
     LoopSession, PhaseRunner, Reply, TaskSession, Transport, TransportError, correl,
@@ -30,7 +30,7 @@ pub(super) fn share(total: u64, tasks: usize, task: usize) -> u64 {
 
 /// The loop settings every task shares.
 pub(super) struct LoopSettings<'a> {
-    pub(super) cfg: &'a Config,
+    pub(super) cfg: &'a RunConfig,
     /// Tells this run's correlation ids from a previous run's.
     pub(super) run_id: String,
     pub(super) controls: &'a Controls,

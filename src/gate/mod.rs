@@ -21,11 +21,9 @@ pub mod render;
 pub mod sequential;
 pub mod statistics;
 
-use crate::config::ConfigError;
 use crate::exit::Exit;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use statistics::{bootstrap_ratio_ci, mann_whitney_p, median};
-use std::collections::BTreeMap;
 
 /// Resamples for the bootstrap interval.
 const RESAMPLES: usize = 10_000;
@@ -184,37 +182,6 @@ pub fn decide(
     }
 }
 
-/// A gate file: the default tolerance and per-metric ones (a metric named here is gated even
-/// when it is not gated by default, e.g. `rate` or `p99`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GateFile {
-    pub tolerance: Option<String>,
-    #[serde(default)]
-    pub metrics: BTreeMap<String, String>,
-}
-
-/// `5%`, `0.05` or `5` (percent) → 0.05.
-pub fn parse_tolerance(flag: &'static str, v: &str) -> Result<f64, ConfigError> {
-    let t = v.trim();
-    let (num, percent) = match t.strip_suffix('%') {
-        Some(n) => (n.trim(), true),
-        None => (t, false),
-    };
-    let x: f64 = num.parse().map_err(|_| ConfigError::BadValue {
-        flag,
-        why: format!("'{v}' is not a tolerance; write e.g. 5% or 0.05"),
-    })?;
-    let x = if percent || x >= 1.0 { x / 100.0 } else { x };
-    if !(0.0..1.0).contains(&x) {
-        return Err(ConfigError::BadValue {
-            flag,
-            why: format!("'{v}' must be between 0% and 100%"),
-        });
-    }
-    Ok(x)
-}
-
 /// What the gate found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -371,14 +338,5 @@ mod tests {
         more.extend(rounds(1.0));
         assert!(reach(&more, &more, 0.05).expect("reach") < quiet);
         assert!(reach(&[1.0, 2.0], &rounds(1.0), 0.05).is_none());
-    }
-
-    #[test]
-    fn tolerances_parse_as_percent_or_fraction() {
-        assert_eq!(parse_tolerance("--tolerance", "5%").ok(), Some(0.05));
-        assert_eq!(parse_tolerance("--tolerance", "0.05").ok(), Some(0.05));
-        assert_eq!(parse_tolerance("--tolerance", "5").ok(), Some(0.05));
-        assert!(parse_tolerance("--tolerance", "x").is_err());
-        assert!(parse_tolerance("--tolerance", "150%").is_err());
     }
 }

@@ -12,7 +12,7 @@ pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
 };
 use crate::cli::MatchMode;
-use crate::config::{Config, RunLength};
+use crate::config::{RunConfig, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
 use crate::transport::ReplyQueue;
 use serde::Serialize;
@@ -324,7 +324,7 @@ impl Settings {
     }
 
     /// The run's settings echoed, with the queue manager's password replaced by `***`.
-    fn of(cfg: &Config, out: &Outcome) -> Settings {
+    fn of(cfg: &RunConfig, out: &Outcome) -> Settings {
         let (count, duration_s) = match cfg.length {
             RunLength::Count(n) => (Some(n), None),
             RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
@@ -360,7 +360,7 @@ impl Settings {
 }
 
 /// Why the run stopped early, when it did.
-fn status_detail(cfg: &Config, out: &Outcome) -> Option<String> {
+fn status_detail(cfg: &RunConfig, out: &Outcome) -> Option<String> {
     match out.status {
         Status::Completed => None,
         Status::TimedOut => Some(format!(
@@ -393,7 +393,7 @@ fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
 impl Report {
     /// Build the report of a run with its CPU table, or the reason it is missing.
     pub fn build(
-        cfg: &Config,
+        cfg: &RunConfig,
         out: &Outcome,
         app_cpu: Option<Duration>,
         app_cpu_source: String,
@@ -467,7 +467,7 @@ impl Report {
 
     /// Warnings about the run itself, with the accounting's: a --rate it could not keep,
     /// replies that were all duplicates or strays (issue 19: both passed in silence).
-    fn with_run_warnings(mut self, cfg: &Config) -> Report {
+    fn with_run_warnings(mut self, cfg: &RunConfig) -> Report {
         let mut warnings = Vec::new();
         if let Some(asked) = cfg.rate
             && self.transactions > 0

@@ -4,35 +4,37 @@
 use super::calls::{ConnectSpec, QueueKind, Reason};
 use super::fake::{Call, FakeQm, Responder};
 use super::{IbmMq, MODEL_QUEUE, spec_for};
-use crate::cli::Cli;
-use crate::config::Config;
+use crate::config::{RunConfig, RunOptions};
 use crate::driver::{self, Controls, Outcome, Status};
 use crate::transport::ibmmq::url::IbmMqEndpoint;
-use crate::transport::{TaskSession, Transport, TransportError};
+use crate::transport::{MatchMode, TaskSession, Transport, TransportError};
 use crate::window::NoWindow;
-use clap::Parser;
 use mqi::constants as c;
 use std::sync::Arc;
+use std::time::Duration;
 
 const URL: &str = "ibmmq://QM1?conn=127.0.0.1(1414)&channel=DEV.APP.SVRCONN";
 
-pub(super) fn config(args: &[&str]) -> Config {
-    let mut argv = vec!["oemputx", "--qmgr", URL, "--no-progress"];
-    argv.extend_from_slice(args);
-    Config::from_args(&Cli::try_parse_from(argv).expect("test arguments parse").run)
-        .expect("test config is valid")
+pub(super) fn config(o: RunOptions) -> RunConfig {
+    RunOptions {
+        qmgr: Some(URL.into()),
+        no_progress: true,
+        ..o
+    }
+    .build()
+    .expect("test config is valid")
 }
 
 /// The transport over the fake, connecting the way the real one would for `cfg`'s
 /// endpoint (with no MQ environment variables set).
-pub(super) fn transport(cfg: &Config, qm: &FakeQm) -> IbmMq {
+pub(super) fn transport(cfg: &RunConfig, qm: &FakeQm) -> IbmMq {
     let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
         panic!("an IBM MQ endpoint expected");
     };
     transport_with(cfg, qm, spec_for(ep, None, |_| false))
 }
 
-pub(super) fn transport_with(cfg: &Config, qm: &FakeQm, spec: ConnectSpec) -> IbmMq {
+pub(super) fn transport_with(cfg: &RunConfig, qm: &FakeQm, spec: ConnectSpec) -> IbmMq {
     IbmMq::with_library(
         Arc::new(qm.clone()),
         spec,
@@ -41,11 +43,11 @@ pub(super) fn transport_with(cfg: &Config, qm: &FakeQm, spec: ConnectSpec) -> Ib
     )
 }
 
-pub(super) fn run(cfg: &Config, qm: &FakeQm) -> Result<Outcome, TransportError> {
+pub(super) fn run(cfg: &RunConfig, qm: &FakeQm) -> Result<Outcome, TransportError> {
     drive(cfg, &transport(cfg, qm))
 }
 
-pub(super) fn drive(cfg: &Config, t: &IbmMq) -> Result<Outcome, TransportError> {
+pub(super) fn drive(cfg: &RunConfig, t: &IbmMq) -> Result<Outcome, TransportError> {
     driver::drive(cfg, t, &Controls::default(), &mut NoWindow)
 }
 
@@ -91,7 +93,12 @@ fn reason_codes_print_by_name() {
 #[test]
 fn requests_carry_reply_to_and_replies_come_back_on_each_task_s_dynamic_queue() {
     let qm = qm(Responder::Echo);
-    let cfg = config(&["--count", "20", "--tasks", "2", "--wait", "5s"]);
+    let cfg = config(RunOptions {
+        count: Some(20),
+        tasks: 2,
+        wait: Duration::from_secs(5),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.status, Status::Completed);
     assert_eq!(
@@ -173,16 +180,13 @@ fn requests_carry_reply_to_and_replies_come_back_on_each_task_s_dynamic_queue() 
 fn a_shared_reply_queue_is_cleared_then_read_by_correl_id_in_put_order() {
     let qm = qm(Responder::Echo);
     qm.preload("MQSI.OUT", 3);
-    let cfg = config(&[
-        "--count",
-        "12",
-        "--reply-queue",
-        "MQSI.OUT",
-        "--msgs-per-loop",
-        "3",
-        "--wait",
-        "2s",
-    ]);
+    let cfg = config(RunOptions {
+        count: Some(12),
+        reply_queue: Some("MQSI.OUT".into()),
+        msgs_per_loop: 3,
+        wait: Duration::from_secs(2),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.cleared, 3);
     assert_eq!(out.integrity.matched, 12);
@@ -222,15 +226,13 @@ fn a_shared_reply_queue_is_cleared_then_read_by_correl_id_in_put_order() {
 #[test]
 fn match_any_gets_the_next_message_of_a_shared_queue() {
     let qm = qm(Responder::Echo);
-    let cfg = config(&[
-        "--count",
-        "5",
-        "--reply-queue",
-        "MQSI.OUT",
-        "--match",
-        "any",
-        "--no-clear",
-    ]);
+    let cfg = config(RunOptions {
+        count: Some(5),
+        reply_queue: Some("MQSI.OUT".into()),
+        match_mode: MatchMode::Any,
+        no_clear: true,
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 5);
     let calls = qm.calls();
@@ -250,16 +252,14 @@ fn persistent_syncpoint_puts_and_gets_are_committed_with_mqcmit() {
     let qm = qm(Responder::Echo);
     // Persistent replies need a queue that takes them: a permanent dynamic one here.
     qm.model("DEV.APP.MODEL.QUEUE", QueueKind::PermanentDynamic);
-    let cfg = config(&[
-        "--count",
-        "6",
-        "--msgs-per-loop",
-        "2",
-        "--persistent",
-        "--syncpoint",
-        "--model-queue",
-        "DEV.APP.MODEL.QUEUE",
-    ]);
+    let cfg = config(RunOptions {
+        count: Some(6),
+        msgs_per_loop: 2,
+        persistent: true,
+        syncpoint: true,
+        model_queue: Some("DEV.APP.MODEL.QUEUE".into()),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 6);
     let calls = qm.calls();
@@ -301,7 +301,11 @@ fn persistent_syncpoint_puts_and_gets_are_committed_with_mqcmit() {
 #[test]
 fn uncommitted_puts_are_not_seen_by_the_flow() {
     let qm = qm(Responder::Echo);
-    let cfg = config(&["--count", "1", "--syncpoint"]);
+    let cfg = config(RunOptions {
+        count: Some(1),
+        syncpoint: true,
+        ..RunOptions::default()
+    });
     let t = transport(&cfg, &qm);
     let Ok(TaskSession::Blocking(mut session)) = t.session(0) else {
         panic!("an IBM MQ session blocks");
@@ -326,7 +330,11 @@ fn uncommitted_puts_are_not_seen_by_the_flow() {
 #[test]
 fn put1_puts_each_request_without_opening_the_request_queue() {
     let qm = qm(Responder::Echo);
-    let cfg = config(&["--count", "4", "--put1"]);
+    let cfg = config(RunOptions {
+        count: Some(4),
+        put1: true,
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 4);
     let calls = qm.calls();
@@ -347,7 +355,11 @@ fn put1_puts_each_request_without_opening_the_request_queue() {
 #[test]
 fn no_msg_available_is_a_timeout_the_driver_counts() {
     let qm = qm(Responder::Silent);
-    let cfg = config(&["--count", "3", "--wait", "50ms"]);
+    let cfg = config(RunOptions {
+        count: Some(3),
+        wait: Duration::from_millis(50),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.status, Status::TimedOut);
     assert_eq!(
@@ -379,7 +391,10 @@ fn no_msg_available_is_a_timeout_the_driver_counts() {
 #[test]
 fn a_second_reply_to_one_request_is_a_duplicate() {
     let qm = qm(Responder::Twice);
-    let cfg = config(&["--count", "5"]);
+    let cfg = config(RunOptions {
+        count: Some(5),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 5);
     // The last request's second reply is still on the queue when the run ends.
@@ -391,7 +406,10 @@ fn a_second_reply_to_one_request_is_a_duplicate() {
 fn connection_broken_fails_the_run_with_the_reason_by_name() {
     let qm = qm(Responder::Echo);
     qm.fail("MQGET", 3, Reason::CONNECTION_BROKEN);
-    let cfg = config(&["--count", "10"]);
+    let cfg = config(RunOptions {
+        count: Some(10),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("the run reports what it did");
     assert_eq!(out.status, Status::Failed);
     assert_eq!(out.integrity.matched, 2);
@@ -403,7 +421,14 @@ fn connection_broken_fails_the_run_with_the_reason_by_name() {
 fn not_authorized_and_unknown_queues_are_usage_errors_naming_the_reason() {
     let qm = qm(Responder::Echo);
     qm.forbid("MQSI.IN");
-    let err = run(&config(&["--count", "1"]), &qm).expect_err("refused");
+    let err = run(
+        &config(RunOptions {
+            count: Some(1),
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect_err("refused");
     assert!(err.is_usage());
     let text = err.to_string();
     assert!(text.contains("MQRC_NOT_AUTHORIZED (2035)"), "{text}");
@@ -414,7 +439,11 @@ fn not_authorized_and_unknown_queues_are_usage_errors_naming_the_reason() {
 
     let qm = self::qm(Responder::Echo);
     let err = run(
-        &config(&["--count", "1", "--request-queue", "NO.SUCH.Q"]),
+        &config(RunOptions {
+            count: Some(1),
+            request_queue: Some("NO.SUCH.Q".into()),
+            ..RunOptions::default()
+        }),
         &qm,
     )
     .expect_err("unknown");
@@ -431,7 +460,14 @@ fn not_authorized_and_unknown_queues_are_usage_errors_naming_the_reason() {
 fn a_queue_manager_that_is_not_there_is_a_usage_error() {
     let qm = qm(Responder::Echo);
     qm.fail("MQCONNX", 1, Reason::Q_MGR_NOT_AVAILABLE);
-    let err = run(&config(&["--count", "1"]), &qm).expect_err("unreachable");
+    let err = run(
+        &config(RunOptions {
+            count: Some(1),
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect_err("unreachable");
     assert!(matches!(err, TransportError::Unreachable { .. }), "{err}");
     assert!(err.is_usage());
     assert!(err.to_string().contains("MQRC_Q_MGR_NOT_AVAILABLE (2059)"));
@@ -441,7 +477,13 @@ fn a_queue_manager_that_is_not_there_is_a_usage_error() {
 fn a_message_too_big_for_the_queue_is_a_usage_error() {
     let qm = qm(Responder::Echo);
     qm.fail("MQPUT", 1, Reason::MSG_TOO_BIG_FOR_Q);
-    let err = error_text(run(&config(&["--count", "1"]), &qm));
+    let err = error_text(run(
+        &config(RunOptions {
+            count: Some(1),
+            ..RunOptions::default()
+        }),
+        &qm,
+    ));
     assert!(err.contains("MQRC_MSG_TOO_BIG_FOR_Q (2030)"), "{err}");
     assert!(err.contains("MAXMSGL"), "{err}");
 }

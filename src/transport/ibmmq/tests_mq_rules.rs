@@ -6,13 +6,18 @@ use super::calls::{MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd};
 use super::fake::{Call, FakeQm, Responder};
 use super::tests::{config, drive, error_text, gets_on, puts, qm, run, transport_with};
 use super::{MODEL_QUEUE, spec_for};
+use crate::config::RunOptions;
 use crate::transport::ibmmq::url::IbmMqEndpoint;
 use mqi::constants as c;
+use std::time::Duration;
 
 /// A connection straight to the fake, as the transport would open it for the tests' URL:
 /// for checking the fake's own rules.
 fn connection(qm: &FakeQm) -> Box<dyn MqiConnection> {
-    let cfg = config(&["--count", "1"]);
+    let cfg = config(RunOptions {
+        count: Some(1),
+        ..RunOptions::default()
+    });
     let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
         panic!("IBM MQ endpoint");
     };
@@ -46,7 +51,15 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
 
     // oemputx refuses the combination up front, naming the reason and the ways out.
     let qm = super::tests::qm(Responder::Echo);
-    let err = run(&config(&["--count", "3", "--persistent"]), &qm).expect_err("refused");
+    let err = run(
+        &config(RunOptions {
+            count: Some(3),
+            persistent: true,
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect_err("refused");
     assert!(err.is_usage());
     let text = err.to_string();
     for says in [
@@ -62,7 +75,12 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     // A permanent reply queue, or a PERMDYN model, takes persistent replies.
     let qm = super::tests::qm(Responder::Echo);
     let out = run(
-        &config(&["--count", "3", "--persistent", "--reply-queue", "MQSI.OUT"]),
+        &config(RunOptions {
+            count: Some(3),
+            persistent: true,
+            reply_queue: Some("MQSI.OUT".into()),
+            ..RunOptions::default()
+        }),
         &qm,
     )
     .expect("run");
@@ -70,13 +88,12 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     let qm = super::tests::qm(Responder::Echo);
     qm.model("APP.PERM.MODEL", QueueKind::PermanentDynamic);
     let out = run(
-        &config(&[
-            "--count",
-            "3",
-            "--persistent",
-            "--model-queue",
-            "APP.PERM.MODEL",
-        ]),
+        &config(RunOptions {
+            count: Some(3),
+            persistent: true,
+            model_queue: Some("APP.PERM.MODEL".into()),
+            ..RunOptions::default()
+        }),
         &qm,
     )
     .expect("run");
@@ -89,15 +106,13 @@ fn an_error_inside_a_syncpoint_batch_backs_out_the_puts_already_made() {
     let qm = qm(Responder::Silent);
     // The third put of a batch of five fails.
     qm.fail("MQPUT", 3, Reason(c::MQRC_RESOURCE_PROBLEM.0));
-    let cfg = config(&[
-        "--count",
-        "5",
-        "--msgs-per-loop",
-        "5",
-        "--syncpoint",
-        "--wait",
-        "50ms",
-    ]);
+    let cfg = config(RunOptions {
+        count: Some(5),
+        msgs_per_loop: 5,
+        syncpoint: true,
+        wait: Duration::from_millis(50),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("the run reports what it did");
     assert!(
         out.error
@@ -141,7 +156,12 @@ fn the_fake_commits_at_disconnect_as_mq_does() {
 fn a_commit_the_queue_manager_backed_out_fails_the_run_by_name() {
     let qm = qm(Responder::Echo);
     qm.fail("MQCMIT", 1, Reason::BACKED_OUT);
-    let cfg = config(&["--count", "4", "--msgs-per-loop", "2", "--syncpoint"]);
+    let cfg = config(RunOptions {
+        count: Some(4),
+        msgs_per_loop: 2,
+        syncpoint: true,
+        ..RunOptions::default()
+    });
     let err = error_text(run(&cfg, &qm));
     assert!(err.contains("MQRC_BACKED_OUT (2003)"), "{err}");
     assert!(err.contains("backed the unit of work out"), "{err}");
@@ -154,7 +174,11 @@ fn a_commit_the_queue_manager_backed_out_fails_the_run_by_name() {
 fn a_5_mb_request_goes_through_a_url_channel_when_the_server_channel_allows_it() {
     let qm = qm(Responder::Echo);
     qm.channel_maxmsgl(104_857_600);
-    let cfg = config(&["--count", "2", "--msg-size", "5000000"]);
+    let cfg = config(RunOptions {
+        count: Some(2),
+        msg_size: Some(5000000),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(out.integrity.matched, 2, "{:?}", out.error);
     let calls = qm.calls();
@@ -174,16 +198,13 @@ fn a_5_mb_request_goes_through_a_url_channel_when_the_server_channel_allows_it()
 fn an_alias_reply_queue_is_shared_and_read_by_correl_id() {
     let qm = qm(Responder::Echo);
     qm.alias("APP.REPLY.ALIAS", "MQSI.OUT");
-    let cfg = config(&[
-        "--count",
-        "40",
-        "--tasks",
-        "2",
-        "--reply-queue",
-        "APP.REPLY.ALIAS",
-        "--wait",
-        "5s",
-    ]);
+    let cfg = config(RunOptions {
+        count: Some(40),
+        tasks: 2,
+        reply_queue: Some("APP.REPLY.ALIAS".into()),
+        wait: Duration::from_secs(5),
+        ..RunOptions::default()
+    });
     let out = run(&cfg, &qm).expect("run");
     assert_eq!(
         (out.integrity.matched, out.integrity.unmatched),
@@ -237,7 +258,10 @@ fn mqserver_makes_a_named_queue_manager_connect_by_client_binding() {
         qmgr: "QM1".into(),
         ..Default::default()
     };
-    let cfg = config(&["--count", "2"]);
+    let cfg = config(RunOptions {
+        count: Some(2),
+        ..RunOptions::default()
+    });
     let spec = spec_for(&ep, None, |k| k == "MQSERVER");
     assert_eq!(spec.client_binding, Some("MQSERVER"));
     assert_eq!(
@@ -264,7 +288,14 @@ fn mqserver_makes_a_named_queue_manager_connect_by_client_binding() {
 fn a_blank_resolved_name_of_a_dynamic_queue_is_an_error() {
     let qm = qm(Responder::Echo);
     qm.blank_resolved_names();
-    let err = run(&config(&["--count", "1"]), &qm).expect_err("blank");
+    let err = run(
+        &config(RunOptions {
+            count: Some(1),
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect_err("blank");
     assert!(
         err.to_string()
             .contains("gave no name for the dynamic queue"),
@@ -281,7 +312,15 @@ fn requests_that_are_not_utf8_are_labelled_as_bytes() {
     std::fs::write(&path, [0xffu8, 0x00, 0xfe, 0x41]).expect("write");
     let qm = qm(Responder::Echo);
     let path = path.display().to_string();
-    let out = run(&config(&["--count", "2", "--msgfile", &path]), &qm).expect("run");
+    let out = run(
+        &config(RunOptions {
+            count: Some(2),
+            msgfile: vec![path.clone().into()],
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect("run");
     assert_eq!(out.integrity.matched, 2);
     let calls = qm.calls();
     assert!(
@@ -290,7 +329,14 @@ fn requests_that_are_not_utf8_are_labelled_as_bytes() {
             .all(|p| matches!(p, Call::Put { md, .. } if !md.text))
     );
     let qm = super::tests::qm(Responder::Echo);
-    run(&config(&["--count", "1"]), &qm).expect("run");
+    run(
+        &config(RunOptions {
+            count: Some(1),
+            ..RunOptions::default()
+        }),
+        &qm,
+    )
+    .expect("run");
     let calls = qm.calls();
     assert!(
         puts(&calls)
@@ -312,7 +358,12 @@ fn connect_refusals_tls_errors_and_the_syncpoint_limit_say_what_to_check() {
         let qm = qm(Responder::Echo);
         qm.fail(verb, 1, reason);
         let err = error_text(run(
-            &config(&["--count", "2", "--syncpoint", "--msgs-per-loop", "2"]),
+            &config(RunOptions {
+                count: Some(2),
+                syncpoint: true,
+                msgs_per_loop: 2,
+                ..RunOptions::default()
+            }),
             &qm,
         ));
         assert!(err.contains(&reason.to_string()), "{err}");

@@ -1,8 +1,13 @@
-//! Command-line types (clap derive) and nothing else: validation lives in [`crate::config`].
+//! Command-line types (clap derive): every option declared once (the options several
+//! commands share are flattened structs), and [`convert`], the one place where parsed
+//! options become the plain [`crate::config`] options that are then checked.
+
+pub mod convert;
 
 pub use crate::accounting::snapshot::CpuSource;
+pub use crate::config::sweep::SweepMode;
 pub use crate::transport::MatchMode;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// What does one message cost? Puts request messages to a message flow's input queue, waits
@@ -49,6 +54,58 @@ pub enum Command {
     Matrix(MatrixArgs),
 }
 
+/// Process groups and the hosts they may be on: every command that accounts CPU.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GroupArgs {
+    /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
+    /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
+    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @sample-flow; NAME@HOST=… places it
+    /// on a --host. Repeatable. [default: a run's profile groups, else its transport's; pubsub
+    /// and matrix: the broker; cpu: one group per preset]
+    #[arg(long = "group", value_name = "NAME=SEL,...")]
+    pub groups: Vec<String>,
+
+    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
+    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
+    /// group there with --group NAME@HOST=SEL,...
+    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
+    pub hosts: Vec<String>,
+}
+
+/// Where process CPU comes from.
+#[derive(Debug, Args, Clone)]
+pub struct SourceArgs {
+    /// Where process CPU comes from: exact CPU clocks, or /proc ticks for comparison.
+    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
+    pub cpu_source: CpuSource,
+}
+
+/// The capture ratio.
+#[derive(Debug, Args, Clone)]
+pub struct RatioArgs {
+    /// Capture ratio: `measured` from /proc over the window, or a fixed value such as 0.9.
+    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
+    pub capture_ratio: String,
+}
+
+/// The reports folder every measured run is saved in.
+#[derive(Debug, Args, Clone)]
+pub struct SaveArgs {
+    /// Do not save the run under the reports folder.
+    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_save: bool,
+
+    /// Folder where every run is saved as <UTC time>-<label>.{txt,tsv,json}, with latest.json
+    /// (pub/sub: <UTC time>-pubsub.{txt,tsv,json,md}).
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "reports",
+        env = "OEMPUTX_REPORTS_DIR"
+    )]
+    pub reports_dir: PathBuf,
+}
+
 /// Options of `oemputx matrix`.
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
@@ -68,12 +125,12 @@ pub struct MatrixArgs {
     /// to one of them.
     #[arg(long, default_value = "topic")]
     pub pattern: String,
-    /// Groups to account (NAME=SEL,...). [default: the broker]
-    #[arg(long = "group", value_name = "NAME=SEL,...")]
-    pub groups: Vec<String>,
-    /// Hosts groups may be placed on, as for a run: NAME=pcp://HOST[:PORT].
-    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub ratio: RatioArgs,
     /// Write the matrix as JSON (schema oemputx.matrix/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
@@ -135,18 +192,12 @@ pub struct PubsubArgs {
     /// Subscribers stop waiting when nothing has come for this long after publishing ended.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub drain_timeout: humantime::Duration,
-    /// Groups to account (NAME=SEL,...). [default: the broker, QMGR=@rabbitmq, @nats or @mosquitto]
-    #[arg(long = "group", value_name = "NAME=SEL,...")]
-    pub groups: Vec<String>,
-    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
-    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
-    /// group there with --group NAME@HOST=SEL,...
-    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
-    pub hosts: Vec<String>,
-    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
-    pub capture_ratio: String,
-    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
-    pub cpu_source: CpuSource,
+    #[command(flatten)]
+    pub groups: GroupArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub ratio: RatioArgs,
     /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
@@ -156,17 +207,8 @@ pub struct PubsubArgs {
     /// Write the summary and the subscriber table as Markdown to PATH.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
-    /// Do not save the run under the reports folder.
-    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
-    pub no_save: bool,
-    /// Folder where each pub/sub run is saved as <UTC time>-pubsub.{txt,tsv,json,md}.
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "reports",
-        env = "OEMPUTX_REPORTS_DIR"
-    )]
-    pub reports_dir: PathBuf,
+    #[command(flatten)]
+    pub save: SaveArgs,
     /// Run the same window this many times and report each round and the spread of the CPU
     /// per message published (best/median/worst), as a run's --rounds does.
     #[arg(long, default_value_t = 1)]
@@ -278,33 +320,6 @@ pub struct GateArgs {
     pub run: Vec<String>,
 }
 
-/// How a sweep point runs its N flow instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SweepMode {
-    /// One flow process with N threads (additional instances).
-    Threads,
-    /// N flow processes of one thread each (execution groups).
-    Processes,
-}
-
-impl SweepMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SweepMode::Threads => "threads",
-            SweepMode::Processes => "processes",
-        }
-    }
-
-    /// The legend of the chart.
-    pub fn describe(self) -> &'static str {
-        match self {
-            SweepMode::Threads => "1 process x N threads",
-            SweepMode::Processes => "N processes x 1 thread",
-        }
-    }
-}
-
 /// Options of `oemputx sweep`: its own, and a run's (with `--tasks` as a list).
 #[derive(Debug, Args, Clone)]
 pub struct SweepArgs {
@@ -348,14 +363,8 @@ pub struct CompareArgs {
 /// Options of `oemputx cpu`.
 #[derive(Debug, Args, Clone)]
 pub struct CpuArgs {
-    /// Groups as for a run (NAME=SEL,...). [default: one group per preset, those running]
-    #[arg(long = "group", value_name = "NAME=SEL,...")]
-    pub groups: Vec<String>,
-    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
-    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
-    /// group there with --group NAME@HOST=SEL,...
-    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
     /// Print the CPU used in each interval instead of totals so far.
     #[arg(long, value_name = "DURATION")]
     pub interval: Option<humantime::Duration>,
@@ -365,9 +374,8 @@ pub struct CpuArgs {
     /// Tab-separated values (units in the column names) instead of a table.
     #[arg(long)]
     pub tsv: bool,
-    /// Where process CPU comes from.
-    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
-    pub cpu_source: CpuSource,
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
 
 /// Options of `oemputx account`.
@@ -376,20 +384,13 @@ pub struct AccountArgs {
     /// Messages the command sends; the figures are per message.
     #[arg(long, value_name = "N")]
     pub messages: u64,
-    /// Groups to account (NAME=SEL,...), at least one.
-    #[arg(long = "group", value_name = "NAME=SEL,...", required = true)]
-    pub groups: Vec<String>,
-    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
-    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
-    /// group there with --group NAME@HOST=SEL,...
-    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
-    pub hosts: Vec<String>,
-    /// Capture ratio: `measured`, or a fixed value such as 0.9.
-    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
-    pub capture_ratio: String,
-    /// Where process CPU comes from.
-    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
-    pub cpu_source: CpuSource,
+    /// At least one group (`--group`) is needed: the command's own CPU is reported anyway.
+    #[command(flatten)]
+    pub groups: GroupArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub ratio: RatioArgs,
     /// Write the result as JSON (schema oemputx.account/1) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<std::path::PathBuf>,
@@ -521,30 +522,18 @@ pub struct RunArgs {
     #[arg(long, value_name = "PER_SEC")]
     pub rate: Option<f64>,
 
-    /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
-    /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
-    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @sample-flow. Repeatable. [default: the
-    /// profile's groups; for the embedded queue manager, its flow thread]
-    #[arg(long = "group", value_name = "NAME=SEL,...")]
-    pub groups: Vec<String>,
-
-    /// A host whose processes groups may be placed on: NAME=pcp://HOST[:PORT] (pmproxy's
-    /// REST port, 44322 by default; password in OEMPUTX_PCP_PASSWORD). Repeatable; place a
-    /// group there with --group NAME@HOST=SEL,...
-    #[arg(long = "host", value_name = "NAME=pcp://HOST[:PORT]")]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub groups: GroupArgs,
 
     /// Account no process groups (only the driver's own CPU).
     #[arg(long, conflicts_with = "groups")]
     pub no_groups: bool,
 
-    /// Where process CPU comes from: exact CPU clocks, or /proc ticks for comparison.
-    #[arg(long, value_enum, default_value_t = CpuSource::Exact)]
-    pub cpu_source: CpuSource,
+    #[command(flatten)]
+    pub source: SourceArgs,
 
-    /// Capture ratio: `measured` from /proc over the window, or a fixed value such as 0.9.
-    #[arg(long, value_name = "measured|RATIO", default_value = "measured")]
-    pub capture_ratio: String,
+    #[command(flatten)]
+    pub ratio: RatioArgs,
 
     /// Write the report as JSON (schema oemputx.report/2) to PATH (`-` for stdout).
     #[arg(long, value_name = "PATH")]
@@ -575,18 +564,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
 
-    /// Do not save the run under the reports folder.
-    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
-    pub no_save: bool,
-
-    /// Folder where every run is saved as <UTC time>-<label>.{txt,tsv,json}, with latest.json.
-    #[arg(
-        long,
-        value_name = "DIR",
-        default_value = "reports",
-        env = "OEMPUTX_REPORTS_DIR"
-    )]
-    pub reports_dir: PathBuf,
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// Label of the saved reports. [default: the profile's label, or the transport]
     #[arg(long, value_name = "TEXT")]

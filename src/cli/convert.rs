@@ -1,0 +1,295 @@
+//! The one place where parsed command-line options become [`crate::config`]'s plain
+//! options (ripgrep's low-level arguments becoming its high-level ones): a field for a
+//! field, and the few checks only the command line's shape needs (a task list where a run
+//! takes one number; the run options after `gate --`, parsed here, once).
+
+use super::{
+    AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, MatrixArgs, PubsubArgs, RatioArgs,
+    RunArgs, SourceArgs, SweepArgs,
+};
+use crate::config::gate::{GateOptions, GateOutputs};
+use crate::config::pubsub::PubsubOptions;
+use crate::config::sweep::SweepOptions;
+use crate::config::tools::{AccountOptions, CompareOptions, CpuOptions, MatrixOptions};
+use crate::config::{AccountingOptions, ConfigError, OutputOptions, RunOptions, bad};
+use std::time::Duration;
+
+fn accounting(g: &GroupArgs, s: &SourceArgs, r: &RatioArgs, no_groups: bool) -> AccountingOptions {
+    AccountingOptions {
+        groups: g.groups.clone(),
+        hosts: g.hosts.clone(),
+        no_groups,
+        cpu_source: s.cpu_source,
+        capture_ratio: r.capture_ratio.clone(),
+    }
+}
+
+impl RunArgs {
+    /// A run's options; its task list must be one number.
+    pub fn options(&self) -> Result<RunOptions, ConfigError> {
+        let &[tasks] = self.tasks.as_slice() else {
+            return Err(bad(
+                "--tasks",
+                "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
+            ));
+        };
+        Ok(self.options_with_tasks(tasks))
+    }
+
+    fn options_with_tasks(&self, tasks: usize) -> RunOptions {
+        RunOptions {
+            qmgr: self.qmgr.clone(),
+            config: self.config.clone(),
+            request_queue: self.request_queue.clone(),
+            reply_queue: self.reply_queue.clone(),
+            no_clear: self.no_clear,
+            declare: self.declare,
+            put1: self.put1,
+            model_queue: self.model_queue.clone(),
+            msgfile: self.msgfile.clone(),
+            lines: self.lines,
+            msg_size: self.msg_size,
+            count: self.count,
+            duration: self.duration.map(Duration::from),
+            rounds: self.rounds,
+            probe: self.probe.map(Duration::from),
+            tasks,
+            msgs_per_loop: self.msgs_per_loop,
+            persistent: self.persistent,
+            syncpoint: self.syncpoint,
+            wait: self.wait.into(),
+            max_timeouts: self.max_timeouts,
+            match_mode: self.match_mode,
+            warmup: self.warmup,
+            rate: self.rate,
+            accounting: accounting(&self.groups, &self.source, &self.ratio, self.no_groups),
+            outputs: OutputOptions {
+                export_json: self.export_json.clone(),
+                export_tsv: self.export_tsv.clone(),
+                export_csv: self.export_csv.clone(),
+                export_markdown: self.export_markdown.clone(),
+                save_baseline: self.save_baseline.clone(),
+                delimiter: self.delimiter,
+                decimal_comma: self.decimal_comma,
+                no_save: self.save.no_save,
+                reports_dir: self.save.reports_dir.clone(),
+                quiet: self.quiet,
+            },
+            label: self.label.clone(),
+            stats_interval: self.stats_interval.map(Duration::from),
+            no_progress: self.no_progress,
+        }
+    }
+}
+
+impl SweepArgs {
+    pub fn options(&self) -> SweepOptions {
+        SweepOptions {
+            flow_cmd: self.flow_cmd.clone(),
+            modes: self.modes.clone(),
+            chart: self.chart.clone(),
+            tasks: self.run.tasks.clone(),
+            run: self
+                .run
+                .options_with_tasks(self.run.tasks.first().copied().unwrap_or(1)),
+        }
+    }
+}
+
+impl GateArgs {
+    /// The gate's options, with the run options after `--` parsed as a run's.
+    pub fn options(&self) -> Result<GateOptions, anyhow::Error> {
+        let run = if self.run.is_empty() {
+            None
+        } else {
+            let cli = <super::Cli as clap::Parser>::try_parse_from(
+                std::iter::once("oemputx".to_string()).chain(self.run.iter().cloned()),
+            )?;
+            Some(cli.run.options()?)
+        };
+        Ok(GateOptions {
+            baseline: self.baseline.clone(),
+            current: self.current.clone(),
+            flow_a: self.flow_a.clone(),
+            flow_b: self.flow_b.clone(),
+            max_rounds: self.max_rounds,
+            max_time: self.max_time.into(),
+            control: self.control.clone(),
+            instructions: self.instructions,
+            runs: self.runs,
+            tolerance: self.tolerance.clone(),
+            gate_file: self.gate_file.clone(),
+            metric: self.metric.clone(),
+            strict: self.strict,
+            force: self.force,
+            outputs: GateOutputs {
+                github: self.github,
+                markdown: self.export_markdown.clone(),
+                junit: self.export_junit.clone(),
+                bmf: self.export_bmf.clone(),
+                gha: self.export_gha.clone(),
+                json: self.export_json.clone(),
+            },
+            run,
+        })
+    }
+}
+
+impl PubsubArgs {
+    pub fn options(&self) -> PubsubOptions {
+        PubsubOptions {
+            qmgr: self.qmgr.clone(),
+            topic: self.topic.clone(),
+            declare: self.declare,
+            publishers: self.publishers,
+            subscribers: self.subscribers,
+            symbols: self.symbols,
+            select: self.select,
+            seed: self.seed,
+            count: self.count,
+            msg_size: self.msg_size,
+            think: self.think.into(),
+            rate: self.rate,
+            persistent: self.persistent,
+            ack: self.ack,
+            select_by: self.select_by,
+            drain_timeout: self.drain_timeout.into(),
+            accounting: accounting(&self.groups, &self.source, &self.ratio, false),
+            export_json: self.export_json.clone(),
+            export_tsv: self.export_tsv.clone(),
+            export_markdown: self.export_markdown.clone(),
+            no_save: self.save.no_save,
+            reports_dir: self.save.reports_dir.clone(),
+            rounds: self.rounds,
+            compete: self.compete,
+            find_capacity: self.find_capacity,
+            duration: self.duration.map(Duration::from),
+        }
+    }
+}
+
+impl MatrixArgs {
+    pub fn options(&self) -> MatrixOptions {
+        MatrixOptions {
+            qmgr: self.qmgr.clone(),
+            count: self.count,
+            topic: self.topic.clone(),
+            declare: self.declare,
+            pattern: self.pattern.clone(),
+            accounting: accounting(&self.groups, &self.source, &self.ratio, false),
+            export_json: self.export_json.clone(),
+            export_tsv: self.export_tsv.clone(),
+            export_svg: self.export_svg.clone(),
+        }
+    }
+}
+
+impl CpuArgs {
+    pub fn options(&self) -> CpuOptions {
+        CpuOptions {
+            groups: self.groups.groups.clone(),
+            hosts: self.groups.hosts.clone(),
+            interval: self.interval.map(Duration::from),
+            count: self.count,
+            tsv: self.tsv,
+            cpu_source: self.source.cpu_source,
+        }
+    }
+}
+
+impl AccountArgs {
+    pub fn options(&self) -> AccountOptions {
+        AccountOptions {
+            messages: self.messages,
+            accounting: accounting(&self.groups, &self.source, &self.ratio, false),
+            export_json: self.export_json.clone(),
+            command: self.command.clone(),
+        }
+    }
+}
+
+impl CompareArgs {
+    pub fn options(&self) -> CompareOptions {
+        CompareOptions {
+            reports: self.reports.clone(),
+            force: self.force,
+            export_tsv: self.export_tsv.clone(),
+            export_markdown: self.export_markdown.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn cli(args: &[&str]) -> Cli {
+        // The environment's OEMPUTX_NO_SAVE / OEMPUTX_REPORTS_DIR would set two fields.
+        let mut argv = vec!["oemputx"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).expect("parses")
+    }
+
+    #[test]
+    fn the_command_line_defaults_are_the_options_defaults() {
+        let mut o = cli(&[]).run.options().expect("one task");
+        o.outputs.no_save = false;
+        o.outputs.reports_dir = "reports".into();
+        assert_eq!(o, crate::config::RunOptions::default());
+        let Some(Command::Pubsub(p)) = cli(&["pubsub", "--qmgr", "nats://h"]).command else {
+            panic!("pubsub")
+        };
+        let mut p = p.options();
+        p.no_save = false;
+        p.reports_dir = "reports".into();
+        assert_eq!(
+            p,
+            crate::config::pubsub::PubsubOptions {
+                qmgr: "nats://h".into(),
+                ..Default::default()
+            }
+        );
+        let Some(Command::Matrix(m)) = cli(&["matrix", "--qmgr", "nats://h"]).command else {
+            panic!("matrix")
+        };
+        assert_eq!(
+            m.options(),
+            crate::config::tools::MatrixOptions {
+                qmgr: "nats://h".into(),
+                ..Default::default()
+            }
+        );
+        let Some(Command::Gate(g)) = cli(&["gate", "--baseline", "b.json"]).command else {
+            panic!("gate")
+        };
+        assert_eq!(
+            g.options().expect("no run options"),
+            crate::config::gate::GateOptions {
+                baseline: Some("b.json".into()),
+                ..Default::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_run_takes_one_task_count_and_the_gate_parses_its_run_options_once() {
+        assert!(cli(&["--tasks", "1,2"]).run.options().is_err());
+        let Some(Command::Gate(g)) = cli(&[
+            "gate",
+            "--baseline",
+            "b.json",
+            "--",
+            "--count",
+            "7",
+            "--tasks",
+            "2",
+        ])
+        .command
+        else {
+            panic!("gate")
+        };
+        let run = g.options().expect("parses").run.expect("run options");
+        assert_eq!((run.count, run.tasks), (Some(7), 2));
+    }
+}

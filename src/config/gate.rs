@@ -1,0 +1,417 @@
+//! The options of `oemputx gate`, checked into a [`GateConfig`] whose [`GateMode`] says
+//! which gate runs: against a stored baseline, A/B in one run, or on instruction counts.
+//! The tolerances (a gate file's per metric, `--tolerance`, or the mode's default) are
+//! settled here too; [`crate::gate`] decides, [`crate::commands`] runs and prints.
+
+use super::flow_command::FlowCommand;
+use super::options::RunOptions;
+use super::{ConfigError, RunConfig, RunLength, bad};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The stored-baseline gate's tolerance when neither --tolerance nor a gate file gives one.
+pub const STORED_TOLERANCE: f64 = 0.05;
+/// The A/B gate's: it must sit well below the change to be caught, and above what no change
+/// can be told from in the minutes a gate has (docs/gate.md has the calibration).
+pub const AB_TOLERANCE: f64 = 0.025;
+/// The instruction gate's: a +2 % change is caught, a change within 1 % passes (a tolerance
+/// equal to the change to catch would catch it half the time, whatever the method).
+pub const INSTRUCTION_TOLERANCE: f64 = 0.01;
+/// A flow under valgrind waits this long at least for its first replies (its code is
+/// being translated).
+const MIN_INSTRUCTION_WAIT: Duration = Duration::from_secs(60);
+
+/// What `oemputx gate` asks for, as given. `Default` is the command line's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateOptions {
+    pub baseline: Option<PathBuf>,
+    pub current: Option<PathBuf>,
+    pub flow_a: Option<String>,
+    pub flow_b: Option<String>,
+    pub max_rounds: usize,
+    pub max_time: Duration,
+    /// The control group of A/B pairs, or `none`.
+    pub control: String,
+    pub instructions: bool,
+    pub runs: usize,
+    pub tolerance: Option<String>,
+    pub gate_file: Option<PathBuf>,
+    pub metric: Vec<String>,
+    pub strict: bool,
+    pub force: bool,
+    pub outputs: GateOutputs,
+    /// The run options given after `--`.
+    pub run: Option<RunOptions>,
+}
+
+impl Default for GateOptions {
+    fn default() -> Self {
+        GateOptions {
+            baseline: None,
+            current: None,
+            flow_a: None,
+            flow_b: None,
+            max_rounds: 200,
+            max_time: Duration::from_secs(300),
+            control: "DRIVER".into(),
+            instructions: false,
+            runs: 5,
+            tolerance: None,
+            gate_file: None,
+            metric: Vec::new(),
+            strict: false,
+            force: false,
+            outputs: GateOutputs::default(),
+            run: None,
+        }
+    }
+}
+
+/// Where the verdict goes besides stdout.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GateOutputs {
+    /// GitHub Actions annotations on stdout.
+    pub github: bool,
+    pub markdown: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    pub bmf: Option<PathBuf>,
+    pub gha: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+}
+
+/// A gate, checked.
+#[derive(Debug, Clone)]
+pub struct GateConfig {
+    pub mode: GateMode,
+    pub tolerances: Tolerances,
+    /// Metrics named with --metric (gated besides the mode's own).
+    pub metrics: Vec<String>,
+    /// Exit 4 when inconclusive or without a baseline.
+    pub strict: bool,
+    /// Gate runs whose settings differ.
+    pub force: bool,
+    pub outputs: GateOutputs,
+}
+
+/// Which gate.
+#[derive(Debug, Clone)]
+pub enum GateMode {
+    /// The current run's rounds against a stored report's.
+    Stored { baseline: PathBuf, current: Current },
+    /// Both flows measured in alternating rounds.
+    Ab(FlowPair),
+    /// Both flows' instruction counts under callgrind.
+    Instructions {
+        flows: FlowPair,
+        runs: usize,
+        count: u64,
+    },
+}
+
+/// The run a stored-baseline gate judges.
+#[derive(Debug, Clone)]
+pub enum Current {
+    /// A saved report.
+    Report(PathBuf),
+    /// Measured now with these settings.
+    Measure(Box<RunConfig>),
+}
+
+/// The two flows of an A/B or instruction gate, and the run that measures them.
+#[derive(Debug, Clone)]
+pub struct FlowPair {
+    pub flows: [FlowCommand; 2],
+    /// The commands as printed and recorded: their passwords masked.
+    pub shown: [String; 2],
+    /// One round's settings (quiet, unsaved: the gate reports).
+    pub run: RunConfig,
+    pub max_rounds: usize,
+    pub max_time: Duration,
+    /// The control group pairs are adjusted by; `None` judges pairs as measured.
+    pub control: Option<String>,
+}
+
+/// A gate file: the default tolerance and per-metric ones (a metric named here is gated even
+/// when it is not gated by default, e.g. `rate` or `p99`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GateFile {
+    pub tolerance: Option<String>,
+    #[serde(default)]
+    pub metrics: BTreeMap<String, String>,
+}
+
+/// The tolerance of each metric: the gate file's for it, else --tolerance, else the file's
+/// default, else the mode's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tolerances {
+    per_metric: BTreeMap<String, f64>,
+    default: f64,
+}
+
+impl Tolerances {
+    /// One tolerance for every metric.
+    pub fn uniform(default: f64) -> Tolerances {
+        Tolerances {
+            per_metric: BTreeMap::new(),
+            default,
+        }
+    }
+
+    fn of(o: &GateOptions, fallback: f64) -> Result<Tolerances, ConfigError> {
+        let file = gate_file(o)?;
+        let default = match (&o.tolerance, &file.tolerance) {
+            (Some(t), _) => parse_tolerance("--tolerance", t)?,
+            (None, Some(t)) => parse_tolerance("--gate-file tolerance", t)?,
+            (None, None) => fallback,
+        };
+        let per_metric = file
+            .metrics
+            .iter()
+            .map(|(m, t)| Ok((m.clone(), parse_tolerance("--gate-file metrics", t)?)))
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(Tolerances {
+            per_metric,
+            default,
+        })
+    }
+
+    pub fn for_metric(&self, metric: &str) -> f64 {
+        self.per_metric.get(metric).copied().unwrap_or(self.default)
+    }
+
+    /// The metrics the gate file names (gated even when not by default).
+    pub fn named_metrics(&self) -> impl Iterator<Item = &String> {
+        self.per_metric.keys()
+    }
+}
+
+/// `5%`, `0.05` or `5` (percent) → 0.05.
+pub fn parse_tolerance(flag: &'static str, v: &str) -> Result<f64, ConfigError> {
+    let t = v.trim();
+    let (num, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let x: f64 = num.parse().map_err(|_| ConfigError::BadValue {
+        flag,
+        why: format!("'{v}' is not a tolerance; write e.g. 5% or 0.05"),
+    })?;
+    let x = if percent || x >= 1.0 { x / 100.0 } else { x };
+    if !(0.0..1.0).contains(&x) {
+        return Err(ConfigError::BadValue {
+            flag,
+            why: format!("'{v}' must be between 0% and 100%"),
+        });
+    }
+    Ok(x)
+}
+
+/// The gate file, if one is given.
+fn gate_file(o: &GateOptions) -> Result<GateFile, ConfigError> {
+    let Some(p) = &o.gate_file else {
+        return Ok(GateFile::default());
+    };
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| bad("--gate-file", format!("cannot read {}: {e}", p.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        bad(
+            "--gate-file",
+            format!("{}: {}", p.display(), super::profile::toml_error(&text, &e)),
+        )
+    })
+}
+
+impl GateOptions {
+    /// Check the options into the gate they ask for.
+    pub fn build(&self) -> Result<GateConfig, ConfigError> {
+        let (mode, fallback) = if self.instructions {
+            (self.instruction_mode()?, INSTRUCTION_TOLERANCE)
+        } else if self.flow_a.is_some() || self.flow_b.is_some() {
+            (
+                GateMode::Ab(self.flow_pair("--flow-a", "A/B needs both --flow-a and --flow-b")?),
+                AB_TOLERANCE,
+            )
+        } else {
+            (self.stored_mode()?, STORED_TOLERANCE)
+        };
+        Ok(GateConfig {
+            mode,
+            tolerances: Tolerances::of(self, fallback)?,
+            metrics: self.metric.clone(),
+            strict: self.strict,
+            force: self.force,
+            outputs: self.outputs.clone(),
+        })
+    }
+
+    fn stored_mode(&self) -> Result<GateMode, ConfigError> {
+        let Some(baseline) = &self.baseline else {
+            return Err(bad(
+                "--baseline",
+                "give the baseline report, or two flows to compare with --flow-a and --flow-b",
+            ));
+        };
+        let current = match (&self.current, &self.run) {
+            (Some(p), None) => Current::Report(p.clone()),
+            (None, Some(run)) => Current::Measure(Box::new(run.build()?)),
+            _ => {
+                return Err(bad(
+                    "--current",
+                    "give either --current REPORT.json or, after --, the run options to measure now",
+                ));
+            }
+        };
+        Ok(GateMode::Stored {
+            baseline: baseline.clone(),
+            current,
+        })
+    }
+
+    /// The two flows and one round's settings; `why` when a flow is missing.
+    fn flow_pair(&self, flag: &'static str, why: &str) -> Result<FlowPair, ConfigError> {
+        let (Some(a), Some(b)) = (&self.flow_a, &self.flow_b) else {
+            return Err(bad(flag, why));
+        };
+        let run = self.run.clone().unwrap_or_default();
+        if run.rounds != 1 {
+            return Err(bad(
+                "--rounds",
+                "the A/B gate sets the rounds itself (--max-rounds, --max-time): leave --rounds out of the run options",
+            ));
+        }
+        let run = run.silent().build()?;
+        if run.endpoint.kind().url_for_flow().is_none() {
+            return Err(bad(
+                "--qmgr",
+                "the gate starts both flows on a broker: give, after --, an amqp:// URL or a profile such as RABBIT",
+            ));
+        }
+        let control = (!self.control.eq_ignore_ascii_case("none")).then(|| self.control.clone());
+        Ok(FlowPair {
+            flows: [
+                FlowCommand::parse("--flow-a", a)?,
+                FlowCommand::parse("--flow-b", b)?,
+            ],
+            shown: [a, b].map(|c| crate::secret::scrub(c)),
+            run,
+            max_rounds: self.max_rounds,
+            max_time: self.max_time,
+            control,
+        })
+    }
+
+    fn instruction_mode(&self) -> Result<GateMode, ConfigError> {
+        let mut flows = self.flow_pair(
+            "--instructions",
+            "counts instructions of two flows: give --flow-a and --flow-b (and, after --, the run options)",
+        )?;
+        let RunLength::Count(count) = flows.run.length else {
+            return Err(bad(
+                "--duration",
+                "the instruction gate counts a fixed number of messages: give --count N (the steady cost comes from N and 2N), not a duration",
+            ));
+        };
+        if count < 10 {
+            return Err(bad(
+                "--count",
+                format!(
+                    "{count} messages are too few to see a message's cost past the start-up's: give --count 1000 or more"
+                ),
+            ));
+        }
+        if self.runs < 2 {
+            return Err(bad(
+                "--runs",
+                format!(
+                    "{}: each side needs 2 runs or more, so that a second run confirms the least-disturbed count",
+                    self.runs
+                ),
+            ));
+        }
+        // Every message is counted; the first replies wait for valgrind's translation.
+        flows.run.warmup = 0;
+        flows.run.wait = flows.run.wait.max(MIN_INSTRUCTION_WAIT);
+        flows.run.declare = true;
+        Ok(GateMode::Instructions {
+            flows,
+            runs: self.runs,
+            count,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerances_parse_as_percent_or_fraction() {
+        assert_eq!(parse_tolerance("--tolerance", "5%").ok(), Some(0.05));
+        assert_eq!(parse_tolerance("--tolerance", "0.05").ok(), Some(0.05));
+        assert_eq!(parse_tolerance("--tolerance", "5").ok(), Some(0.05));
+        assert!(parse_tolerance("--tolerance", "x").is_err());
+        assert!(parse_tolerance("--tolerance", "150%").is_err());
+    }
+
+    #[test]
+    fn each_mode_has_its_own_default_tolerance_and_a_gate_file_overrides_per_metric() {
+        let stored = GateOptions {
+            baseline: Some("b.json".into()),
+            current: Some("c.json".into()),
+            ..GateOptions::default()
+        }
+        .build()
+        .expect("stored");
+        assert!(matches!(stored.mode, GateMode::Stored { .. }));
+        assert_eq!(stored.tolerances.for_metric("FLOW"), STORED_TOLERANCE);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("gate.toml");
+        std::fs::write(&file, "tolerance = \"4%\"\n[metrics]\nFLOW = \"3%\"\n").expect("write");
+        let t = GateOptions {
+            baseline: Some("b.json".into()),
+            current: Some("c.json".into()),
+            gate_file: Some(file),
+            ..GateOptions::default()
+        }
+        .build()
+        .expect("with file")
+        .tolerances;
+        assert_eq!((t.for_metric("FLOW"), t.for_metric("DB")), (0.03, 0.04));
+        assert_eq!(t.named_metrics().collect::<Vec<_>>(), ["FLOW"]);
+    }
+
+    #[test]
+    fn a_gate_without_its_inputs_says_what_to_give() {
+        let flag = |o: GateOptions| match o.build() {
+            Err(ConfigError::BadValue { flag, .. }) => flag,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(flag(GateOptions::default()), "--baseline");
+        assert_eq!(
+            flag(GateOptions {
+                baseline: Some("b.json".into()),
+                ..GateOptions::default()
+            }),
+            "--current"
+        );
+        assert_eq!(
+            flag(GateOptions {
+                flow_a: Some("sample-flow".into()),
+                ..GateOptions::default()
+            }),
+            "--flow-a"
+        );
+        // The embedded queue manager has no flows to start.
+        assert_eq!(
+            flag(GateOptions {
+                flow_a: Some("sample-flow".into()),
+                flow_b: Some("sample-flow".into()),
+                ..GateOptions::default()
+            }),
+            "--qmgr"
+        );
+    }
+}

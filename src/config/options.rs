@@ -1,0 +1,174 @@
+//! What a user asks of a run, before anything is checked: plain data with the command
+//! line's defaults, made by the command line ([`crate::cli`]), by the commands that run
+//! several configurations (sweep, the gate, compare, matrix) and by tests — never by
+//! writing a command line. [`RunOptions::build`](super::RunOptions::build) checks it into a
+//! [`RunConfig`](super::RunConfig).
+
+use crate::accounting::snapshot::CpuSource;
+use crate::transport::MatchMode;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How CPU is accounted, as asked: the groups, the hosts they may be on, where process CPU
+/// comes from and the capture ratio. Shared by every command that measures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountingOptions {
+    /// `NAME=SEL,...` or `NAME@HOST=SEL,...`, as `--group` takes them.
+    pub groups: Vec<String>,
+    /// `NAME=pcp://HOST[:PORT]`, as `--host` takes them.
+    pub hosts: Vec<String>,
+    /// No groups at all (only the driver's own CPU).
+    pub no_groups: bool,
+    pub cpu_source: CpuSource,
+    /// `measured`, or a fixed ratio such as `0.9`.
+    pub capture_ratio: String,
+}
+
+impl Default for AccountingOptions {
+    fn default() -> Self {
+        AccountingOptions {
+            groups: Vec::new(),
+            hosts: Vec::new(),
+            no_groups: false,
+            cpu_source: CpuSource::Exact,
+            capture_ratio: "measured".into(),
+        }
+    }
+}
+
+/// Where a command's reports go, as asked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputOptions {
+    pub export_json: Option<PathBuf>,
+    pub export_tsv: Option<PathBuf>,
+    pub export_csv: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+    /// Where to write the report as the gate's baseline.
+    pub save_baseline: Option<PathBuf>,
+    /// CSV field delimiter.
+    pub delimiter: char,
+    pub decimal_comma: bool,
+    /// Do not save under the reports folder.
+    pub no_save: bool,
+    pub reports_dir: PathBuf,
+    /// No text report on stdout.
+    pub quiet: bool,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        OutputOptions {
+            export_json: None,
+            export_tsv: None,
+            export_csv: None,
+            export_markdown: None,
+            save_baseline: None,
+            delimiter: ',',
+            decimal_comma: false,
+            no_save: false,
+            reports_dir: PathBuf::from("reports"),
+            quiet: false,
+        }
+    }
+}
+
+/// The options of a put/get run, as asked. `Default` is the command line's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// Nothing for the embedded queue manager, a URL, a profile name, or an IBM MQ queue
+    /// manager name.
+    pub qmgr: Option<String>,
+    /// The profile file instead of the usual places.
+    pub config: Option<PathBuf>,
+    pub request_queue: Option<String>,
+    pub reply_queue: Option<String>,
+    /// Do not clear a named reply queue before the run.
+    pub no_clear: bool,
+    pub declare: bool,
+    pub put1: bool,
+    pub model_queue: Option<String>,
+    pub msgfile: Vec<PathBuf>,
+    /// Each line of the message files is one message.
+    pub lines: bool,
+    /// A generated body of this many bytes instead of a file.
+    pub msg_size: Option<usize>,
+    pub count: Option<u64>,
+    pub duration: Option<Duration>,
+    pub rounds: usize,
+    /// Size each round to last about this long, from a probe of the rate.
+    pub probe: Option<Duration>,
+    pub tasks: usize,
+    pub msgs_per_loop: usize,
+    pub persistent: bool,
+    pub syncpoint: bool,
+    pub wait: Duration,
+    pub max_timeouts: Option<u64>,
+    pub match_mode: MatchMode,
+    pub warmup: u64,
+    /// Requests per second in all.
+    pub rate: Option<f64>,
+    pub accounting: AccountingOptions,
+    pub outputs: OutputOptions,
+    pub label: Option<String>,
+    pub stats_interval: Option<Duration>,
+    pub no_progress: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            qmgr: None,
+            config: None,
+            request_queue: None,
+            reply_queue: None,
+            no_clear: false,
+            declare: false,
+            put1: false,
+            model_queue: None,
+            msgfile: Vec::new(),
+            lines: false,
+            msg_size: None,
+            count: None,
+            duration: None,
+            rounds: 1,
+            probe: None,
+            tasks: 1,
+            msgs_per_loop: 1,
+            persistent: false,
+            syncpoint: false,
+            wait: Duration::from_secs(60),
+            max_timeouts: None,
+            match_mode: MatchMode::Correl,
+            warmup: 0,
+            rate: None,
+            accounting: AccountingOptions::default(),
+            outputs: OutputOptions::default(),
+            label: None,
+            stats_interval: None,
+            no_progress: false,
+        }
+    }
+}
+
+impl RunOptions {
+    /// A run against `qmgr` (a URL, a profile or a queue manager name).
+    pub fn on(qmgr: &str) -> RunOptions {
+        RunOptions {
+            qmgr: Some(qmgr.to_string()),
+            ..RunOptions::default()
+        }
+    }
+
+    /// For a measurement inside another command: nothing printed, saved or shown as
+    /// progress (that command reports).
+    pub fn silent(mut self) -> RunOptions {
+        self.outputs = OutputOptions {
+            no_save: true,
+            quiet: true,
+            ..OutputOptions::default()
+        };
+        self.no_progress = true;
+        self.stats_interval = None;
+        self
+    }
+}

@@ -1,0 +1,258 @@
+//! The options of a publish/subscribe run (`oemputx pubsub`, and each cell of `oemputx
+//! matrix`), checked into a [`PubsubConfig`]: the plan of who sends and who must receive
+//! what, the pacing, the accounting and where the report goes.
+
+use super::options::AccountingOptions;
+use super::{ConfigError, bad, parse_ratio};
+use crate::accounting::RatioMode;
+use crate::accounting::pcp::PcpHost;
+use crate::accounting::snapshot::CpuSource;
+use crate::pubsub::engine::Pacing;
+use crate::pubsub::plan::Plan;
+use crate::pubsub::{Ack, SelectBy};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a pub/sub run asks for. `Default` is the command line's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PubsubOptions {
+    /// The broker's URL: amqp://, nats:// or mqtt://.
+    pub qmgr: String,
+    pub topic: String,
+    pub declare: bool,
+    pub publishers: usize,
+    pub subscribers: usize,
+    pub symbols: u16,
+    pub select: u16,
+    pub seed: u64,
+    pub count: u64,
+    pub msg_size: usize,
+    pub think: Duration,
+    pub rate: Option<f64>,
+    pub persistent: bool,
+    pub ack: Ack,
+    pub select_by: SelectBy,
+    pub drain_timeout: Duration,
+    pub accounting: AccountingOptions,
+    pub export_json: Option<PathBuf>,
+    pub export_tsv: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+    pub no_save: bool,
+    pub reports_dir: PathBuf,
+    pub rounds: usize,
+    pub compete: bool,
+    pub find_capacity: bool,
+    pub duration: Option<Duration>,
+}
+
+impl Default for PubsubOptions {
+    fn default() -> Self {
+        PubsubOptions {
+            qmgr: String::new(),
+            topic: "ticker".into(),
+            declare: false,
+            publishers: 1,
+            subscribers: 10,
+            symbols: 100,
+            select: 25,
+            seed: 1,
+            count: 20_000,
+            msg_size: 64,
+            think: Duration::ZERO,
+            rate: None,
+            persistent: false,
+            ack: Ack::None,
+            select_by: SelectBy::Header,
+            drain_timeout: Duration::from_secs(5),
+            accounting: AccountingOptions::default(),
+            export_json: None,
+            export_tsv: None,
+            export_markdown: None,
+            no_save: false,
+            reports_dir: PathBuf::from("reports"),
+            rounds: 1,
+            compete: false,
+            find_capacity: false,
+            duration: None,
+        }
+    }
+}
+
+/// A pub/sub run, checked.
+#[derive(Debug, Clone)]
+pub struct PubsubConfig {
+    /// The broker's URL as given (a transport of its own parses it: pub/sub brokers are not
+    /// put/get transports).
+    pub qmgr: String,
+    pub plan: Plan,
+    pub pacing: Pacing,
+    pub declare: bool,
+    pub persistent: bool,
+    pub ack: Ack,
+    pub select_by: SelectBy,
+    /// `NAME=SEL,...` as given; none means the broker's own default groups.
+    pub groups: Vec<String>,
+    pub hosts: Vec<PcpHost>,
+    pub cpu_source: CpuSource,
+    pub ratio: RatioMode,
+    pub export_json: Option<PathBuf>,
+    pub export_tsv: Option<PathBuf>,
+    pub export_markdown: Option<PathBuf>,
+    /// The reports folder, unless --no-save.
+    pub save_dir: Option<PathBuf>,
+    pub rounds: usize,
+    pub find_capacity: bool,
+}
+
+impl PubsubOptions {
+    /// Check the options, first one that makes no sense first.
+    pub fn build(&self) -> Result<PubsubConfig, ConfigError> {
+        self.check_shape()?;
+        if let Some(why) = crate::transport::nats::url::subject_problem(&self.topic) {
+            return Err(bad("--topic", why));
+        }
+        let ratio = parse_ratio(&self.accounting.capture_ratio)?;
+        let hosts = crate::accounting::pcp::parse_hosts(&self.accounting.hosts, None)?;
+        // Checked now, not when the run is over.
+        crate::accounting::selector::parse_groups(
+            self.accounting.groups.iter().map(String::as_str),
+        )?;
+        Ok(PubsubConfig {
+            qmgr: self.qmgr.clone(),
+            plan: Plan {
+                topic: self.topic.clone(),
+                symbols: self.symbols,
+                select: self.select,
+                publishers: self.publishers,
+                subscribers: self.subscribers,
+                count: self.count,
+                msg_size: self.msg_size,
+                seed: self.seed,
+                competing: self.compete,
+                duration: self.duration,
+            },
+            pacing: Pacing {
+                think: self.think,
+                rate: self.rate,
+                drain_timeout: self.drain_timeout,
+            },
+            declare: self.declare,
+            persistent: self.persistent,
+            ack: self.ack,
+            select_by: self.select_by,
+            groups: self.accounting.groups.clone(),
+            hosts,
+            cpu_source: self.accounting.cpu_source,
+            ratio,
+            export_json: self.export_json.clone(),
+            export_tsv: self.export_tsv.clone(),
+            export_markdown: self.export_markdown.clone(),
+            save_dir: (!self.no_save).then(|| self.reports_dir.clone()),
+            rounds: self.rounds,
+            find_capacity: self.find_capacity,
+        })
+    }
+
+    /// The run's shape: counts, blocks, rounds, pacing.
+    fn check_shape(&self) -> Result<(), ConfigError> {
+        if self.find_capacity && !self.think.is_zero() {
+            return Err(bad(
+                "--find-capacity",
+                "it raises --rate step by step; leave --think out",
+            ));
+        }
+        if self.duration.is_some() && self.find_capacity {
+            return Err(bad(
+                "--duration",
+                "--find-capacity sizes its steps with --count",
+            ));
+        }
+        if self.publishers == 0 || self.subscribers == 0 {
+            return Err(bad("--publishers/--subscribers", "at least one of each"));
+        }
+        if self.symbols == 0 || self.select == 0 || self.select > self.symbols {
+            return Err(bad(
+                "--select",
+                format!(
+                    "a block of 1 to --symbols ({}) symbols; {} given",
+                    self.symbols, self.select
+                ),
+            ));
+        }
+        if self.count == 0 {
+            return Err(bad("--count", "at least 1"));
+        }
+        if self.rounds == 0 || (self.rounds > 1 && self.find_capacity) {
+            return Err(bad(
+                "--rounds",
+                "at least 1, and not with --find-capacity (its steps are its rounds)",
+            ));
+        }
+        if self.rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err(bad("--rate", "a positive number of messages a second"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_make_a_plan_and_nonsense_names_its_flag() {
+        let ok = PubsubOptions {
+            qmgr: "nats://127.0.0.1:4222".into(),
+            ..PubsubOptions::default()
+        }
+        .build()
+        .expect("defaults are valid");
+        assert_eq!(
+            (ok.plan.symbols, ok.plan.select, ok.plan.count),
+            (100, 25, 20_000)
+        );
+        for (o, flag) in [
+            (
+                PubsubOptions {
+                    select: 101,
+                    ..Default::default()
+                },
+                "--select",
+            ),
+            (
+                PubsubOptions {
+                    subscribers: 0,
+                    ..Default::default()
+                },
+                "--publishers/--subscribers",
+            ),
+            (
+                PubsubOptions {
+                    rate: Some(-1.0),
+                    ..Default::default()
+                },
+                "--rate",
+            ),
+            (
+                PubsubOptions {
+                    topic: "a b".into(),
+                    ..Default::default()
+                },
+                "--topic",
+            ),
+            (
+                PubsubOptions {
+                    find_capacity: true,
+                    rounds: 2,
+                    ..Default::default()
+                },
+                "--rounds",
+            ),
+        ] {
+            match o.build() {
+                Err(ConfigError::BadValue { flag: f, .. }) => assert_eq!(f, flag),
+                other => panic!("{flag}: {other:?}"),
+            }
+        }
+    }
+}
