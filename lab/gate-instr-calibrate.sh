@@ -8,7 +8,7 @@
 #   bash lab/gate-instr-calibrate.sh [RUNS] [CASES]      (defaults: 10, "aa plus2")
 #
 # Writes one JSON per gate (verdicts and every count) and a TSV line per gate to
-# $LAB_OUT/instr-<date>/ (target/lab by default; copy the summary into lab/calibration/ to keep it), and prints the summary. lab/gate-instr-rejudge.py applies the
+# $LAB_OUT/instr-<date>/ (target/lab by default; copy the summary into lab/calibration/ to keep it), and prints the summary. `oemputx gate --rejudge` applies the
 # gate's current rule to the counts of an earlier calibration. Uses the release binaries
 # (cargo build --release --workspace --bins); OEMPUTX_BIN overrides.
 set -euo pipefail

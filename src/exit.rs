@@ -41,6 +41,10 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
             || cause.downcast_ref::<MsgFileError>().is_some()
             || cause.downcast_ref::<ReportFileError>().is_some()
             || cause.downcast_ref::<EndpointError>().is_some()
+            || cause.downcast_ref::<crate::gate::GateError>().is_some()
+            || cause
+                .downcast_ref::<crate::experiment::DesignError>()
+                .is_some()
         {
             return Exit::Usage;
         }

@@ -565,3 +565,54 @@ fn ab_mode_refuses_what_it_cannot_run() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn saved_instruction_gates_are_judged_again_with_the_current_rule() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gate.json");
+    // Flow B costs 2 % more a message (194,000 → 197,880) over N = 1000 messages.
+    let side = |per_msg: u64| -> Vec<[u64; 3]> {
+        (0..3)
+            .map(|r| {
+                let one = 1_290_000 + r;
+                [one, one + 999 * per_msg, one + 1999 * per_msg]
+            })
+            .collect()
+    };
+    let verdict = serde_json::json!({
+        "schema": "oemputx.gate/1",
+        "instruction_counts": {"messages": [1, 1000, 2000], "a": side(194_000), "b": side(197_880)},
+    });
+    std::fs::write(&path, verdict.to_string()).expect("write");
+    let out = oemputx()
+        .args(["gate", "--rejudge"])
+        .arg(&path)
+        .args(["--tolerance", "1%"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    let row = text.lines().nth(1).expect("a row");
+    assert!(
+        row.contains("\t1.0200\tREGRESSION\t1.0000\tpass\tREGRESSION"),
+        "{text}"
+    );
+    // At a 3 % tolerance the same counts pass.
+    oemputx()
+        .args(["gate", "--rejudge"])
+        .arg(&path)
+        .args(["--tolerance", "3%"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\tpass\t1.0000\tpass\tpass"));
+    // A file without counts is one line and exit 2.
+    std::fs::write(&path, "{}").expect("write");
+    oemputx()
+        .args(["gate", "--rejudge"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no instruction counts"));
+}

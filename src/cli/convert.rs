@@ -131,6 +131,7 @@ impl GateArgs {
                 json: self.export_json.clone(),
             },
             run,
+            rejudge: self.rejudge.clone(),
         })
     }
 }

@@ -233,7 +233,7 @@ pub struct PubsubArgs {
 #[derive(Debug, Args, Clone)]
 pub struct GateArgs {
     /// The baseline report (made on main with --save-baseline PATH). Not with --flow-a.
-    #[arg(long, value_name = "PATH", required_unless_present = "flow_a")]
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["flow_a", "rejudge"])]
     pub baseline: Option<PathBuf>,
     /// The report to judge, e.g. reports/latest.json (or give run options after --).
     #[arg(long, value_name = "PATH", conflicts_with = "flow_a")]
@@ -315,6 +315,11 @@ pub struct GateArgs {
     /// Write the verdicts as JSON.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Judge saved instruction-gate verdicts (--export-json of `gate --instructions`) again
+    /// with the current rule and --tolerance, one line each: how calibration runs made by
+    /// an earlier build read today.
+    #[arg(long, value_name = "VERDICT.json", num_args = 1.., conflicts_with_all = ["baseline", "flow_a", "current"])]
+    pub rejudge: Vec<PathBuf>,
     /// Run options (after --) to measure now and gate that run.
     #[arg(last = true, value_name = "RUN OPTIONS")]
     pub run: Vec<String>,

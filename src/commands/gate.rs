@@ -9,85 +9,13 @@ use crate::export;
 use crate::gate::render::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
-use crate::gate::{Decision, Outcome, Verdict, Worse, decide, exit_of, overall};
+use crate::gate::stored::{self, decide};
+use crate::gate::{Decision, Outcome, Verdict, Worse, exit_of, overall};
 use crate::report::saved::{Metric, ReportFileError, Saved, differences};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-
-/// The metrics to gate and their tolerances.
-fn plan(cfg: &GateConfig, base: &Saved, current: &Saved) -> anyhow::Result<Vec<(String, f64)>> {
-    let tolerances = &cfg.tolerances;
-    let mut metrics: Vec<String> = base
-        .group_names()
-        .into_iter()
-        .filter(|g| current.group_names().contains(g))
-        .collect();
-    // The corrected total when every round of both runs has one (a round too short for
-    // /proc/stat's ticks has no capture ratio), else the captured total.
-    let total = if base.require(&Metric::Corrected).is_ok()
-        && current.require(&Metric::Corrected).is_ok()
-    {
-        "corrected"
-    } else {
-        "captured"
-    };
-    if !base.samples(&Metric::named(total)).is_empty() {
-        metrics.push(total.to_string());
-    }
-    for m in cfg.metrics.iter().chain(tolerances.named_metrics()) {
-        if !metrics.contains(m) {
-            // A metric the user named must be in both reports: a typo is not a pass.
-            for saved in [base, current] {
-                saved.require(&Metric::named(m)).map_err(|e| ConfigError::BadValue {
-                    flag: "--metric",
-                    why: format!(
-                        "'{m}': {e}; gate on a group of the runs ({}), captured, corrected, rate or p99",
-                        base.group_names().join(", ")
-                    ),
-                })?;
-            }
-            metrics.push(m.clone());
-        }
-    }
-    for m in &metrics {
-        for saved in [base, current] {
-            check_values(saved, m)?;
-        }
-    }
-    Ok(metrics
-        .into_iter()
-        .map(|m| {
-            let t = tolerances.for_metric(&m);
-            (m, t)
-        })
-        .collect())
-}
-
-/// A metric's figures must be positive numbers: a negative, infinite or missing-as-zero
-/// figure in every round is a damaged (or hand-edited) report, not something to judge.
-fn check_values(saved: &Saved, metric: &str) -> Result<(), ConfigError> {
-    let v = saved.samples(&Metric::named(metric));
-    let bad = v.iter().find(|x| !x.is_finite() || **x < 0.0);
-    let why = if let Some(x) = bad {
-        format!(
-            "{metric} is {x} in {}: a report's figures are never negative or infinite; it is damaged, make it again",
-            saved.path.display()
-        )
-    } else if !v.is_empty() && v.iter().all(|x| *x == 0.0) {
-        format!(
-            "{metric} is 0 in every round of {}: nothing to compare a change with; leave the group out of the runs, or check its selector",
-            saved.path.display()
-        )
-    } else {
-        return Ok(());
-    };
-    Err(ConfigError::BadValue {
-        flag: "--baseline",
-        why,
-    })
-}
 
 /// The stored-baseline gate: this run's rounds against a saved report's.
 pub fn stored(
@@ -125,7 +53,8 @@ pub fn stored(
     if !diffs.is_empty() && !args.force {
         return Err(ReportFileError::Differs(diffs).into());
     }
-    let metrics = plan(cfg, &base, &current)?;
+    let named = cfg.metrics.iter().chain(cfg.tolerances.named_metrics());
+    let metrics = stored::plan(named, |m| cfg.tolerances.for_metric(m), &base, &current)?;
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
     print_reach(&metrics, &base, &current);
@@ -155,6 +84,8 @@ pub fn stored(
         .into());
     }
     let outcome = Outcome {
+        schema: crate::gate::SCHEMA,
+        mode: "stored",
         ab_rounds: None,
         instruction_counts: None,
         baseline: base.name(),
@@ -172,7 +103,7 @@ fn print_reach(metrics: &[(String, f64)], base: &Saved, current: &Saved) {
         .iter()
         .filter_map(|(m, t)| {
             let metric = Metric::named(m);
-            let r = crate::gate::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
+            let r = stored::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
             Some(format!("{m} +{:.1}%", 100.0 * r))
         })
         .collect();

@@ -33,7 +33,10 @@ use crate::config::gate::{FlowPair, GateConfig};
 use crate::config::{RunConfig, RunLength};
 use crate::exit::Exit;
 use crate::flows::Flows;
-use crate::gate::{Decision, InstructionCounts, Outcome, Verdict, overall};
+use crate::gate::instructions::{
+    COLD, Counts, Metric, STEADY, decide, parse_totals, rejudge as rejudge_counts,
+};
+use crate::gate::{GateError, InstructionCounts, Outcome, overall};
 use crate::measure::measure;
 use anyhow::Context;
 use std::path::Path;
@@ -43,51 +46,6 @@ use std::time::{Duration, Instant};
 
 /// A flow under valgrind starts 20–50 times slower than without it.
 const READY_UNDER_VALGRIND: Duration = Duration::from_secs(120);
-/// The gated metrics, as named in the verdict table and in a gate file.
-const STEADY: &str = "instructions/msg";
-const COLD: &str = "cold start";
-
-/// One side's counts: per run, the instructions over 1, N and 2N messages.
-#[derive(Debug, Clone, Default)]
-struct Counts {
-    runs: Vec<[u64; 3]>,
-}
-
-impl Counts {
-    /// The figure of each run: the steady cost (I(N) − I(1)) ÷ (N − 1), the cold start I(1),
-    /// or the check (I(2N) − I(N)) ÷ N.
-    fn per_run(&self, metric: Metric) -> Vec<f64> {
-        self.runs
-            .iter()
-            .map(|r| {
-                let [one, n1, n2] = r.map(|x| x as f64);
-                match metric {
-                    Metric::Steady(n) => (n1 - one) / (n as f64 - 1.0),
-                    Metric::Cold => one,
-                    Metric::Check(n) => (n2 - n1) / n as f64,
-                }
-            })
-            .collect()
-    }
-
-    /// The smallest figure over the runs: the least-disturbed run.
-    fn least(&self, metric: Metric) -> f64 {
-        self.per_run(metric)
-            .into_iter()
-            .fold(f64::INFINITY, f64::min)
-    }
-
-    /// Whether another run comes within `within` (a fraction) of the smallest figure: a lone
-    /// low figure may be a run that skipped work, not the undisturbed cost.
-    fn confirmed(&self, metric: Metric, within: f64) -> bool {
-        let least = self.least(metric);
-        self.per_run(metric)
-            .iter()
-            .filter(|&&x| x <= least * (1.0 + within))
-            .count()
-            >= 2
-    }
-}
 
 /// `oemputx gate --instructions`.
 pub fn gate_instructions(
@@ -132,6 +90,8 @@ pub fn gate_instructions(
         decide(Metric::Cold, &counts, tolerances.for_metric(COLD)),
     ];
     let outcome = Outcome {
+        schema: crate::gate::SCHEMA,
+        mode: "instructions",
         baseline: format!("A: {cmd_a}"),
         current: format!("B: {cmd_b}"),
         verdict: overall(&decisions),
@@ -265,167 +225,43 @@ fn total_instructions(dir: &Path, prefix: &str) -> anyhow::Result<u64> {
     Ok(total)
 }
 
-/// The first event (Ir, instructions) of callgrind's `totals:` line, else its `summary:`.
-fn parse_totals(text: &str) -> Option<u64> {
-    let first = |key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-    };
-    first("totals:").or_else(|| first("summary:"))
-}
-
-/// What is judged: the steady cost of a message (N given), or the cold start; the check is
-/// the (I(2N) − I(N)) ÷ N figure, printed, not gated.
-#[derive(Debug, Clone, Copy)]
-enum Metric {
-    Steady(u64),
-    Cold,
-    Check(u64),
-}
-
-/// Judge B's counts against A's on the least-disturbed runs; inconclusive when a smallest
-/// figure is not confirmed by another run within half the tolerance.
-fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
-    let (name, unit) = match metric {
-        Metric::Steady(_) | Metric::Check(_) => (STEADY, "instructions/msg"),
-        Metric::Cold => (COLD, "instructions"),
-    };
-    let (a, b) = (counts[0].least(metric), counts[1].least(metric));
-    let ratio = b / a;
-    let runs_b = counts[1].per_run(metric);
-    let (bmin, bmax) = runs_b
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-            (l.min(x), h.max(x))
-        });
-    let spread = |c: &Counts, least: f64| {
-        c.per_run(metric)
-            .iter()
-            .fold(0.0f64, |s, x| s.max(x / least - 1.0))
-    };
-    let worst = spread(&counts[0], a).max(spread(&counts[1], b));
-    let confirmed = counts.iter().all(|c| c.confirmed(metric, tolerance / 2.0));
-    let check = match metric {
-        Metric::Steady(n) => {
-            let (ca, cb) = (
-                counts[0].least(Metric::Check(n)),
-                counts[1].least(Metric::Check(n)),
-            );
-            format!(
-                "; over messages N+1 to 2N: A {ca:.0}, B {cb:.0} ({:+.2}%)",
-                100.0 * (cb / ca - 1.0)
-            )
-        }
-        _ => String::new(),
-    };
-    let (verdict, note) = if !ratio.is_finite() || a <= 0.0 {
-        (
-            Verdict::Inconclusive,
-            "flow A counted no instructions for it".to_string(),
-        )
-    } else if !confirmed {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "a side's smallest figure has no other run within {:.2}% of it: this flow's counts depend on timing more than the tolerance allows; give it one thread, run with --tasks 1, more --runs, or gate at a wider tolerance{check}",
-                50.0 * tolerance
-            ),
-        )
-    } else {
-        let v = if ratio > 1.0 + tolerance {
-            Verdict::Regression
-        } else if ratio < 1.0 - tolerance {
-            Verdict::Improvement
-        } else {
-            Verdict::Pass
-        };
-        (
-            v,
-            format!(
-                "instruction counts (callgrind), the least-disturbed of {} runs a side; the others were up to {:.2}% above it{check}",
-                counts[0].runs.len(),
-                100.0 * worst
-            ),
-        )
-    };
-    Decision {
-        metric: name.to_string(),
-        unit,
-        base_median: a,
-        current_median: b,
-        ratio,
-        ci_low: f64::NAN,
-        ci_high: f64::NAN,
-        ci_level: f64::NAN,
-        p_value: f64::NAN,
-        tolerance,
-        base_rounds: counts[0].runs.len(),
-        current_rounds: counts[1].runs.len(),
-        current_min: bmin,
-        current_max: bmax,
-        verdict,
-        note: Some(note),
-        adjusted_for: None,
+/// `oemputx gate --rejudge VERDICT.json…`: each saved instruction gate judged again with
+/// the current rule, as a TSV line (the file, each metric's B ÷ A and verdict, the whole
+/// gate's verdict).
+pub fn rejudge(cfg: &GateConfig, files: &[std::path::PathBuf]) -> anyhow::Result<Exit> {
+    let mut out =
+        String::from("file\tsteady_ratio\tsteady_verdict\tcold_ratio\tcold_verdict\tverdict\n");
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| {
+            GateError::input("--rejudge", format!("cannot read {}: {e}", f.display()))
+        })?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            GateError::input("--rejudge", format!("{} is not JSON: {e}", f.display()))
+        })?;
+        let counts: InstructionCounts = json
+            .get("instruction_counts")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(|| {
+                GateError::input(
+                    "--rejudge",
+                    format!(
+                        "{} holds no instruction counts: give the --export-json of `gate --instructions`",
+                        f.display()
+                    ),
+                )
+            })?;
+        let d = rejudge_counts(&counts, cfg.tolerances.for_metric(STEADY));
+        out.push_str(&format!(
+            "{}\t{:.4}\t{}\t{:.4}\t{}\t{}\n",
+            f.display(),
+            d[0].ratio,
+            d[0].verdict.as_str(),
+            d[1].ratio,
+            d[1].verdict.as_str(),
+            overall(&d).as_str()
+        ));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn totals_come_from_callgrinds_output() {
-        let out = "version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nsummary: 1063731\n\nfn=(1) main\n0 5\n\ntotals: 1063843\n";
-        assert_eq!(parse_totals(out), Some(1_063_843));
-        assert_eq!(parse_totals("events: Ir\nsummary: 42\n"), Some(42));
-        assert_eq!(parse_totals("events: Ir\n"), None);
-    }
-
-    fn counts(runs: &[[u64; 3]]) -> Counts {
-        Counts {
-            runs: runs.to_vec(),
-        }
-    }
-
-    #[test]
-    fn the_least_disturbed_runs_decide() {
-        // Flow A: 194,000 a message plus 1.29 M of start-up; one run of N disturbed.
-        let a = counts(&[
-            [1_290_000, 195_284_000, 389_390_000],
-            [1_290_100, 197_850_000, 389_380_000],
-            [1_289_900, 195_290_000, 401_410_000],
-        ]);
-        let steady = Metric::Steady(1000);
-        assert!(
-            (a.least(steady) - 194_188.2).abs() < 1.0,
-            "{}",
-            a.least(steady)
-        );
-        // B: 2 % more per message.
-        let b = counts(&[
-            [1_290_000, 199_170_000, 397_150_000],
-            [1_290_000, 199_160_000, 397_140_000],
-            [1_290_000, 201_000_000, 397_160_000],
-        ]);
-        let d = decide(steady, &[a.clone(), b], 0.01);
-        assert_eq!(d.verdict, Verdict::Regression, "{d:?}");
-        assert!((d.ratio - 1.0199).abs() < 0.001, "{d:?}");
-        assert!(d.note.unwrap_or_default().contains("N+1 to 2N"));
-        let same = decide(steady, &[a.clone(), a.clone()], 0.01);
-        assert_eq!(same.verdict, Verdict::Pass);
-        assert_eq!(
-            decide(Metric::Cold, &[a.clone(), a.clone()], 0.01).verdict,
-            Verdict::Pass
-        );
-        // A lone low figure that no other run comes near is not trusted.
-        let lone = counts(&[
-            [1_290_000, 190_000_000, 389_390_000],
-            [1_290_000, 195_180_000, 389_380_000],
-            [1_290_000, 197_850_000, 389_400_000],
-        ]);
-        let d = decide(steady, &[a, lone], 0.01);
-        assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
-    }
+    crate::export::print_stdout(&out)?;
+    Ok(Exit::Ok)
 }

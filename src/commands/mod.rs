@@ -40,5 +40,6 @@ fn gate(cfg: &GateConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         GateMode::Instructions { flows, runs, count } => {
             gate_instr::gate_instructions(cfg, flows, (*runs, *count), interrupt)
         }
+        GateMode::Rejudge(files) => gate_instr::rejudge(cfg, files),
     }
 }

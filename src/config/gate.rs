@@ -44,6 +44,8 @@ pub struct GateOptions {
     pub outputs: GateOutputs,
     /// The run options given after `--`.
     pub run: Option<RunOptions>,
+    /// Instruction gates' saved verdicts to judge again with the current rule.
+    pub rejudge: Vec<PathBuf>,
 }
 
 impl Default for GateOptions {
@@ -65,6 +67,7 @@ impl Default for GateOptions {
             force: false,
             outputs: GateOutputs::default(),
             run: None,
+            rejudge: Vec::new(),
         }
     }
 }
@@ -108,6 +111,8 @@ pub enum GateMode {
         runs: usize,
         count: u64,
     },
+    /// Saved instruction-gate verdicts judged again with today's rule.
+    Rejudge(Vec<PathBuf>),
 }
 
 /// The run a stored-baseline gate judges.
@@ -227,7 +232,12 @@ fn gate_file(o: &GateOptions) -> Result<GateFile, ConfigError> {
 impl GateOptions {
     /// Check the options into the gate they ask for.
     pub fn build(&self) -> Result<GateConfig, ConfigError> {
-        let (mode, fallback) = if self.instructions {
+        let (mode, fallback) = if !self.rejudge.is_empty() {
+            (
+                GateMode::Rejudge(self.rejudge.clone()),
+                INSTRUCTION_TOLERANCE,
+            )
+        } else if self.instructions {
             (self.instruction_mode()?, INSTRUCTION_TOLERANCE)
         } else if self.flow_a.is_some() || self.flow_b.is_some() {
             (

@@ -65,6 +65,19 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The status in words, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::TimedOut => "replies timed out",
+            Status::StoppedAfterTimeouts => "stopped after timeouts in a row",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+}
+
 /// One task's figures.
 #[derive(Debug, Clone)]
 pub struct TaskStats {

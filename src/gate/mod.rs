@@ -1,36 +1,40 @@
-//! The regression gate's decision: pure functions from two samples per metric to a verdict.
-//! `oemputx gate` (in [`crate::commands::gate`]) reads the reports and renders the result.
+//! The regression gate's decisions, as pure code: from figures to verdicts, never a
+//! process or a file. Three modes, one [`Decision`] shape:
+//! - [`stored`]: the current run's rounds against a stored report's (bootstrap interval of
+//!   the ratio of medians and a Mann-Whitney test, criterion.rs's shape);
+//! - [`ab`]: two flows in interleaved rounds, judged by the experiment engine
+//!   ([`crate::experiment`]) on paired log-ratios with repeated confidence intervals;
+//! - [`instructions`]: instruction counts under callgrind, the least-disturbed of runs.
 //!
-//! For each metric (each group's total µs/tran, the corrected total, and optionally the rate
-//! and the p99 round trip) it compares the rounds of a baseline report with the rounds of the
-//! current one: the ratio of medians, its 95% bootstrap confidence interval, and a
-//! Mann-Whitney U p-value (methods and references in [`crate::gate::statistics`]). The verdict:
-//! - **regression** when p < 0.05 and the whole interval lies above 1 + tolerance;
-//! - **improvement** when p < 0.05 and the whole interval lies below 1 − tolerance;
-//! - **pass** when the interval's top is within 1 + tolerance;
-//! - **inconclusive** otherwise (too few rounds, or an interval too wide), with what would
-//!   make it conclusive.
-//!
-//! This is the shape of criterion.rs's change detection (a bootstrap interval checked against
-//! a noise threshold, plus a significance test), applied to rounds of a real system rather
-//! than to iterations of a function; gungraun's instruction counts would need no statistics
-//! but cannot see the broker's or the database's CPU.
+//! [`crate::commands`] starts the processes and prints; [`render`] writes the formats.
 
-pub mod control;
+pub mod ab;
+pub mod instructions;
 pub mod render;
-pub mod sequential;
 pub mod statistics;
+pub mod stored;
 
 use crate::exit::Exit;
 use serde::Serialize;
-use statistics::{bootstrap_ratio_ci, mann_whitney_p, median};
 
-/// Resamples for the bootstrap interval.
-const RESAMPLES: usize = 10_000;
-/// Significance level of the Mann-Whitney test.
-const ALPHA: f64 = 0.05;
-/// Fewer rounds than this on either side cannot give a verdict.
-const MIN_ROUNDS: usize = 3;
+/// The JSON schema tag of the gate's verdict.
+pub const SCHEMA: &str = "oemputx.gate/1";
+
+/// A gate that cannot judge what it was given: the user's input, exit 2.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("{flag}: {why}")]
+    Input { flag: &'static str, why: String },
+}
+
+impl GateError {
+    pub fn input(flag: &'static str, why: impl Into<String>) -> GateError {
+        GateError::Input {
+            flag,
+            why: why.into(),
+        }
+    }
+}
 
 /// A metric's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -97,94 +101,71 @@ pub struct Adjustment {
     pub slope: f64,
 }
 
-/// Decide one metric from its two samples (oriented: `worse` says which way is bad).
-pub fn decide(
-    metric: &str,
-    base: &[f64],
-    current: &[f64],
-    tolerance: f64,
-    worse: Worse,
-) -> Decision {
-    let unit = match metric {
-        "rate" => "tps",
-        _ => "us/tran",
-    };
-    // For the rate, lower is worse: compare base/current so that above 1 is worse throughout.
-    let (num, den) = match worse {
-        Worse::Higher => (current, base),
-        Worse::Lower => (base, current),
-    };
-    let (bm, cm) = (median(base), median(current));
-    let ratio = median(num) / median(den);
-    let ci = bootstrap_ratio_ci(den, num, RESAMPLES);
-    let p = mann_whitney_p(base, current);
-    let (lo, hi) = ci.unwrap_or((f64::NAN, f64::NAN));
-    let (cmin, cmax) = current
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-            (l.min(x), h.max(x))
-        });
-    let few = base.len().min(current.len());
-    let (verdict, note) = if few < MIN_ROUNDS || ci.is_none() {
-        (
-            Verdict::Inconclusive,
-            Some(format!(
-                "too few rounds ({} baseline, {} current): run both with --rounds 5 or more",
-                base.len(),
-                current.len()
-            )),
-        )
-    } else if p < ALPHA && lo > 1.0 + tolerance {
-        (Verdict::Regression, None)
-    } else if p < ALPHA && hi < 1.0 - tolerance {
-        (Verdict::Improvement, None)
-    } else if hi <= 1.0 + tolerance {
-        (Verdict::Pass, None)
-    } else {
-        let why = if lo > 1.0 + tolerance {
-            format!(
-                "the interval lies above +{:.1}% but the rounds differ too little to be sure (p = {p:.3})",
-                100.0 * tolerance
-            )
-        } else {
-            format!(
-                "the 95% interval [{:+.1}%, {:+.1}%] straddles the +{:.1}% tolerance",
-                100.0 * (lo - 1.0),
-                100.0 * (hi - 1.0),
-                100.0 * tolerance
-            )
-        };
-        (
-            Verdict::Inconclusive,
-            Some(format!(
-                "{why}: more rounds (--rounds) or longer rounds (--count, --probe) narrow it"
-            )),
-        )
-    };
-    Decision {
-        metric: metric.to_string(),
-        unit,
-        base_median: bm,
-        current_median: cm,
-        ratio,
-        ci_low: lo,
-        ci_level: 0.95,
-        ci_high: hi,
-        p_value: p,
-        tolerance,
-        base_rounds: base.len(),
-        current_rounds: current.len(),
-        current_min: cmin,
-        current_max: cmax,
-        verdict,
-        note,
-        adjusted_for: None,
+impl Decision {
+    /// The figures every decision shows of the two sides (medians, rounds, the current
+    /// side's range), not yet judged: inconclusive, with no interval.
+    pub fn of(
+        metric: &str,
+        unit: &'static str,
+        base: &[f64],
+        current: &[f64],
+        tolerance: f64,
+    ) -> Decision {
+        let (cmin, cmax) = current
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            });
+        Decision {
+            metric: metric.to_string(),
+            unit,
+            base_median: statistics::median(base),
+            current_median: statistics::median(current),
+            ratio: f64::NAN,
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+            ci_level: f64::NAN,
+            p_value: f64::NAN,
+            tolerance,
+            base_rounds: base.len(),
+            current_rounds: current.len(),
+            current_min: cmin,
+            current_max: cmax,
+            verdict: Verdict::Inconclusive,
+            note: None,
+            adjusted_for: None,
+        }
+    }
+
+    /// The estimate and its interval (oriented: above 1 is worse) at `level`.
+    pub fn interval(mut self, ratio: f64, (low, high): (f64, f64), level: f64) -> Decision {
+        self.ratio = ratio;
+        self.ci_low = low;
+        self.ci_high = high;
+        self.ci_level = level;
+        self
+    }
+
+    pub fn p(mut self, p_value: f64) -> Decision {
+        self.p_value = p_value;
+        self
+    }
+
+    /// The verdict and why.
+    pub fn judged(mut self, verdict: Verdict, note: Option<String>) -> Decision {
+        self.verdict = verdict;
+        self.note = note;
+        self
     }
 }
 
 /// What the gate found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
+    /// [`SCHEMA`]: the JSON export's version.
+    pub schema: &'static str,
+    /// Which gate: `stored`, `ab` or `instructions`.
+    pub mode: &'static str,
     pub baseline: String,
     pub current: String,
     pub decisions: Vec<Decision>,
@@ -200,7 +181,7 @@ pub struct Outcome {
 
 /// The counts of an instruction gate: per side and run, the instructions the flow executed
 /// over `messages[0]`, `messages[1]` and `messages[2]` messages, each on a fresh process.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct InstructionCounts {
     pub messages: [u64; 3],
     pub a: Vec<[u64; 3]>,
@@ -230,26 +211,6 @@ pub fn overall(decisions: &[Decision]) -> Verdict {
     }
 }
 
-/// The smallest regression (as a fraction) the stored-baseline rule could call from these
-/// rounds: the tolerance plus about the half-width of the interval of the ratio of medians,
-/// estimated from each side's spread (1.4826 × the median absolute deviation of the log
-/// values, a robust standard deviation), √(π/2) for a median's standard error against a
-/// mean's, and 1.96 for 95 %. None with fewer than 3 rounds on a side.
-pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
-    let robust_var = |v: &[f64]| -> Option<f64> {
-        if v.len() < MIN_ROUNDS || v.iter().any(|x| *x <= 0.0) {
-            return None;
-        }
-        let logs: Vec<f64> = v.iter().map(|x| x.ln()).collect();
-        let m = median(&logs);
-        let dev: Vec<f64> = logs.iter().map(|x| (x - m).abs()).collect();
-        let sd = 1.4826 * median(&dev);
-        Some(sd * sd * std::f64::consts::FRAC_PI_2 / v.len() as f64)
-    };
-    let half = 1.96 * (robust_var(base)? + robust_var(current)?).sqrt();
-    Some(((1.0 + tolerance).ln() + half).exp() - 1.0)
-}
-
 /// The exit code of a verdict.
 pub fn exit_of(v: Verdict, strict: bool) -> Exit {
     match v {
@@ -262,6 +223,7 @@ pub fn exit_of(v: Verdict, strict: bool) -> Exit {
 
 #[cfg(test)]
 mod tests {
+    use super::stored::{decide, reach};
     use super::*;
 
     /// Ten rounds around 100 with a realistic ±1.5% spread.

@@ -228,8 +228,9 @@ pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::stored::decide;
     use super::super::tests::rounds;
-    use super::super::{Worse, decide, overall};
+    use super::super::{Worse, overall};
     use super::*;
 
     #[test]
@@ -239,6 +240,8 @@ mod tests {
             decide("DRIVER", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher),
         ];
         let o = Outcome {
+            schema: super::super::SCHEMA,
+            mode: "stored",
             ab_rounds: None,
             instruction_counts: None,
             baseline: "b.json".into(),

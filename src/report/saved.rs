@@ -142,6 +142,15 @@ impl Metric {
         }
     }
 
+    /// The metric's unit, as the gate's tables and exports name it.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Metric::Group(_) | Metric::Captured | Metric::Corrected => "us/tran",
+            Metric::Rate => "tps",
+            Metric::P99 => "us",
+        }
+    }
+
     /// Whether a higher value is worse (cost, latency) rather than better (rate).
     pub fn higher_is_worse(&self) -> bool {
         !matches!(self, Metric::Rate)

@@ -1,0 +1,207 @@
+//! The engine fed synthetic rounds: its bookkeeping, its stopping, and (in smaller numbers
+//! than `cargo bench --bench experiment` runs) its error rates.
+
+use super::sim::{Case, Noise, false_verdicts, run, tally};
+use super::*;
+
+fn spec(name: &str, rule: Rule) -> MetricSpec {
+    MetricSpec {
+        name: name.into(),
+        higher_is_worse: true,
+        rule,
+        floor: 0.0,
+        adjusted: true,
+    }
+}
+
+fn design(arms: usize, rule: Rule) -> Design {
+    Design {
+        arms,
+        contrasts: (1..arms).map(|i| (0, i)).collect(),
+        metrics: vec![spec("FLOW", rule)],
+        control: false,
+        cycles_per_block: 2,
+        alpha: 0.10,
+        max_blocks: 30,
+        precision: None,
+        stop_on_worse: false,
+    }
+}
+
+fn figures(v: &[f64]) -> Vec<Figures> {
+    v.iter()
+        .map(|&x| Figures {
+            values: vec![Some(x)],
+            control: None,
+        })
+        .collect()
+}
+
+#[test]
+fn designs_that_cannot_run_are_refused() {
+    let d = design(2, Rule::Gate { tolerance: 0.02 });
+    assert_eq!(
+        Experiment::new(Design {
+            arms: 1,
+            ..d.clone()
+        })
+        .err(),
+        Some(DesignError::TooSmall)
+    );
+    assert_eq!(
+        Experiment::new(Design {
+            contrasts: vec![(0, 0)],
+            ..d.clone()
+        })
+        .err(),
+        Some(DesignError::BadContrast(0))
+    );
+    let mut e = Experiment::new(d).expect("runs");
+    assert_eq!(e.record(figures(&[1.0])), Err(DesignError::BadFigures));
+}
+
+#[test]
+fn cycles_follow_the_balanced_order_and_close_blocks() {
+    let mut e = Experiment::new(design(3, Rule::Gate { tolerance: 0.02 })).expect("runs");
+    let first: Vec<usize> = e.order().to_vec();
+    assert_eq!(first.len(), 3);
+    assert!(!e.record(figures(&[100.0, 100.0, 100.0])).expect("cycle"));
+    assert_ne!(
+        e.order(),
+        first.as_slice(),
+        "the next cycle takes the next row"
+    );
+    assert!(e.record(figures(&[100.0, 100.0, 100.0])).expect("cycle"));
+    assert_eq!((e.cycles(), e.blocks()), (2, 1));
+    assert!(!e.look_due());
+}
+
+#[test]
+fn a_clear_change_is_found_and_a_missing_figure_is_counted_not_paired() {
+    let mut e = Experiment::new(Design {
+        stop_on_worse: true,
+        ..design(2, Rule::Gate { tolerance: 0.02 })
+    })
+    .expect("runs");
+    for c in 0..40 {
+        let wobble = 1.0 + 0.01 * ((c * 7 % 5) as f64 - 2.0);
+        let b = if c == 3 { None } else { Some(110.0 * wobble) };
+        e.record(vec![
+            Figures {
+                values: vec![Some(100.0 * wobble)],
+                control: None,
+            },
+            Figures {
+                values: vec![b],
+                control: None,
+            },
+        ])
+        .expect("cycle");
+        if e.look_due() && e.cycles().is_multiple_of(2) {
+            e.look(false);
+            if e.done() {
+                break;
+            }
+        }
+    }
+    let o = &e.outcomes()[0];
+    assert_eq!(o.finding, Some(Finding::Worse), "{o:?}");
+    assert_eq!(o.skipped, 1);
+    assert!(
+        o.interval.is_some_and(|i| (i.ratio - 1.1).abs() < 0.01),
+        "{o:?}"
+    );
+    assert!(
+        o.decided_after
+            .is_some_and(|n| (FIRST_LOOK..=20).contains(&n)),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_floor_keeps_a_tiny_group_from_reporting_a_large_relative_change() {
+    // A group at 0.01 µs/tran that "doubles": 0.01 µs is below a 0.5 µs floor.
+    let mut d = design(2, Rule::Difference { min_effect: 0.01 });
+    d.metrics[0].floor = 0.5;
+    let mut e = Experiment::new(d).expect("runs");
+    for c in 0..(2 * 12) {
+        let w = 1.0 + 0.001 * (c % 3) as f64;
+        e.record(figures(&[0.01 * w, 0.02 * w])).expect("cycle");
+        if e.look_due() && e.cycles().is_multiple_of(2) {
+            e.look(false);
+        }
+    }
+    let o = &e.outcomes()[0];
+    assert_ne!(o.finding, Some(Finding::Worse), "{o:?}");
+    assert!(o.rule.threshold() >= 49.0, "{:?}", o.rule);
+}
+
+#[test]
+fn the_precision_target_stops_a_metric_without_a_finding() {
+    let mut d = design(2, Rule::Difference { min_effect: 0.0 });
+    d.precision = Some(0.05);
+    let mut e = Experiment::new(d).expect("runs");
+    let mut stopped = false;
+    for c in 0..200 {
+        let w = 1.0 + 0.01 * ((c * 13 % 7) as f64 - 3.0);
+        e.record(figures(&[100.0 * w, 100.0 / w])).expect("cycle");
+        if e.look_due() && e.cycles().is_multiple_of(2) {
+            e.look(false);
+            if e.done() {
+                stopped = true;
+                break;
+            }
+        }
+    }
+    assert!(stopped);
+    let o = &e.outcomes()[0];
+    assert!(o.precise && o.finding.is_none(), "{o:?}");
+    assert!(o.interval.is_some_and(|i| half_width(&i) <= 0.05));
+}
+
+#[test]
+fn the_median_interval_comes_from_order_statistics() {
+    let v: Vec<f64> = (1..=20).map(f64::from).collect();
+    let s = median_interval(&v, 0.05).expect("summary");
+    // n = 20 at 95 %: k = 6, [x(6), x(15)].
+    assert_eq!((s.median, s.low, s.high, s.rounds), (10.5, 6.0, 15.0, 20));
+    let few = median_interval(&[3.0, 1.0, 2.0], 0.05).expect("summary");
+    assert_eq!((few.low, few.high), (1.0, 3.0));
+    assert!(median_interval(&[], 0.05).is_none());
+}
+
+fn aa(arms: usize, noise: Noise) -> Case {
+    Case {
+        arms,
+        effects: vec![0.0; arms],
+        noise,
+        rule: Rule::Difference { min_effect: 0.01 },
+        cycles_per_block: 2,
+        max_blocks: 24,
+        alpha: 0.10,
+        control: true,
+    }
+}
+
+#[test]
+fn simulated_aa_runs_rarely_call_a_difference() {
+    // 200 runs a case here; the bench runs 1,000. At most 5 % may be false verdicts.
+    for (arms, noise) in [
+        (2, Noise::measured()),
+        (5, Noise::measured()),
+        (2, Noise::calm()),
+    ] {
+        let false_ = false_verdicts(&aa(arms, noise), 200, 0x5eed);
+        assert!(false_ <= 10, "{arms} arms: {false_} of 200");
+    }
+}
+
+#[test]
+fn a_five_percent_change_is_found_and_estimated_near_its_size() {
+    let mut case = aa(2, Noise::measured());
+    case.effects = vec![0.0, 0.05];
+    let t = tally(&case, 100, 0xfeed);
+    assert!(t[0][0] >= 80, "{t:?}");
+    let r = run(&case, 42);
+    assert!((r.estimates[0] - 0.05).abs() < 0.03, "{r:?}");
+}

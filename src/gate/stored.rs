@@ -1,0 +1,180 @@
+//! The stored-baseline gate's decision: the current run's rounds against a baseline
+//! report's, metric by metric — the ratio of medians, its 95 % bootstrap interval and a
+//! Mann-Whitney U p-value ([`super::statistics`] has the methods and references):
+//! - **regression** when p < 0.05 and the whole interval lies above 1 + tolerance;
+//! - **improvement** when p < 0.05 and the whole interval lies below 1 − tolerance;
+//! - **pass** when the interval's top is within 1 + tolerance;
+//! - **inconclusive** otherwise (too few rounds, or an interval too wide), with what would
+//!   make it conclusive.
+//!
+//! This is the shape of criterion.rs's change detection applied to rounds of a real system.
+//! Its interval assumes the rounds within a run show the spread between runs; on a machine
+//! that drifts they do not, which [`reach`] says up front (docs/gate.md).
+
+use super::statistics::{bootstrap_ratio_ci, mann_whitney_p, median};
+use super::{Decision, GateError, Verdict, Worse};
+use crate::report::saved::{Metric, Saved};
+
+/// Resamples for the bootstrap interval.
+const RESAMPLES: usize = 10_000;
+/// Significance level of the Mann-Whitney test.
+const ALPHA: f64 = 0.05;
+/// Fewer rounds than this on either side cannot give a verdict.
+const MIN_ROUNDS: usize = 3;
+
+/// Decide one metric from its two samples (oriented: `worse` says which way is bad).
+pub fn decide(
+    metric: &str,
+    base: &[f64],
+    current: &[f64],
+    tolerance: f64,
+    worse: Worse,
+) -> Decision {
+    let unit = crate::report::saved::Metric::named(metric).unit();
+    // For the rate, lower is worse: compare base/current so that above 1 is worse throughout.
+    let (num, den) = match worse {
+        Worse::Higher => (current, base),
+        Worse::Lower => (base, current),
+    };
+    let ratio = median(num) / median(den);
+    let ci = bootstrap_ratio_ci(den, num, RESAMPLES);
+    let p = mann_whitney_p(base, current);
+    let (lo, hi) = ci.unwrap_or((f64::NAN, f64::NAN));
+    let few = base.len().min(current.len());
+    let (verdict, note) = if few < MIN_ROUNDS || ci.is_none() {
+        (
+            Verdict::Inconclusive,
+            Some(format!(
+                "too few rounds ({} baseline, {} current): run both with --rounds 5 or more",
+                base.len(),
+                current.len()
+            )),
+        )
+    } else if p < ALPHA && lo > 1.0 + tolerance {
+        (Verdict::Regression, None)
+    } else if p < ALPHA && hi < 1.0 - tolerance {
+        (Verdict::Improvement, None)
+    } else if hi <= 1.0 + tolerance {
+        (Verdict::Pass, None)
+    } else {
+        let why = if lo > 1.0 + tolerance {
+            format!(
+                "the interval lies above +{:.1}% but the rounds differ too little to be sure (p = {p:.3})",
+                100.0 * tolerance
+            )
+        } else {
+            format!(
+                "the 95% interval [{:+.1}%, {:+.1}%] straddles the +{:.1}% tolerance",
+                100.0 * (lo - 1.0),
+                100.0 * (hi - 1.0),
+                100.0 * tolerance
+            )
+        };
+        (
+            Verdict::Inconclusive,
+            Some(format!(
+                "{why}: more rounds (--rounds) or longer rounds (--count, --probe) narrow it"
+            )),
+        )
+    };
+    Decision::of(metric, unit, base, current, tolerance)
+        .interval(ratio, (lo, hi), 0.95)
+        .p(p)
+        .judged(verdict, note)
+}
+
+/// The smallest regression (as a fraction) the stored-baseline rule could call from these
+/// rounds: the tolerance plus about the half-width of the interval of the ratio of medians,
+/// estimated from each side's spread (1.4826 × the median absolute deviation of the log
+/// values, a robust standard deviation), √(π/2) for a median's standard error against a
+/// mean's, and 1.96 for 95 %. None with fewer than 3 rounds on a side.
+pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
+    let robust_var = |v: &[f64]| -> Option<f64> {
+        if v.len() < MIN_ROUNDS || v.iter().any(|x| *x <= 0.0) {
+            return None;
+        }
+        let logs: Vec<f64> = v.iter().map(|x| x.ln()).collect();
+        let m = median(&logs);
+        let dev: Vec<f64> = logs.iter().map(|x| (x - m).abs()).collect();
+        let sd = 1.4826 * median(&dev);
+        Some(sd * sd * std::f64::consts::FRAC_PI_2 / v.len() as f64)
+    };
+    let half = 1.96 * (robust_var(base)? + robust_var(current)?).sqrt();
+    Some(((1.0 + tolerance).ln() + half).exp() - 1.0)
+}
+
+/// The metrics to gate and their tolerances.
+pub fn plan<'a>(
+    named: impl Iterator<Item = &'a String>,
+    tolerance: impl Fn(&str) -> f64,
+    base: &Saved,
+    current: &Saved,
+) -> Result<Vec<(String, f64)>, GateError> {
+    let mut metrics: Vec<String> = base
+        .group_names()
+        .into_iter()
+        .filter(|g| current.group_names().contains(g))
+        .collect();
+    // The corrected total when every round of both runs has one (a round too short for
+    // /proc/stat's ticks has no capture ratio), else the captured total.
+    let total = if base.require(&Metric::Corrected).is_ok()
+        && current.require(&Metric::Corrected).is_ok()
+    {
+        "corrected"
+    } else {
+        "captured"
+    };
+    if !base.samples(&Metric::named(total)).is_empty() {
+        metrics.push(total.to_string());
+    }
+    for m in named {
+        if !metrics.contains(m) {
+            // A metric the user named must be in both reports: a typo is not a pass.
+            for saved in [base, current] {
+                saved.require(&Metric::named(m)).map_err(|e| {
+                    GateError::input(
+                        "--metric",
+                        format!(
+                            "'{m}': {e}; gate on a group of the runs ({}), captured, corrected, rate or p99",
+                            base.group_names().join(", ")
+                        ),
+                    )
+                })?;
+            }
+            metrics.push(m.clone());
+        }
+    }
+    for m in &metrics {
+        for saved in [base, current] {
+            check_values(saved, m)?;
+        }
+    }
+    Ok(metrics
+        .into_iter()
+        .map(|m| {
+            let t = tolerance(&m);
+            (m, t)
+        })
+        .collect())
+}
+
+/// A metric's figures must be positive numbers: a negative, infinite or missing-as-zero
+/// figure in every round is a damaged (or hand-edited) report, not something to judge.
+fn check_values(saved: &Saved, metric: &str) -> Result<(), GateError> {
+    let v = saved.samples(&Metric::named(metric));
+    let bad = v.iter().find(|x| !x.is_finite() || **x < 0.0);
+    let why = if let Some(x) = bad {
+        format!(
+            "{metric} is {x} in {}: a report's figures are never negative or infinite; it is damaged, make it again",
+            saved.path.display()
+        )
+    } else if !v.is_empty() && v.iter().all(|x| *x == 0.0) {
+        format!(
+            "{metric} is 0 in every round of {}: nothing to compare a change with; leave the group out of the runs, or check its selector",
+            saved.path.display()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(GateError::input("--baseline", why))
+}

@@ -1,0 +1,127 @@
+//! An arm that is a flow oemputx starts itself: its processes on their own request queue,
+//! restarted each block, and a put/get round measured against them with their processes
+//! (and their descendants) as the FLOW group. The A/B gate's sides, `compare`'s settings
+//! and `sweep`'s points are flow arms.
+
+use super::Arm;
+use crate::accounting::selector::{GroupSpec, Selector};
+use crate::config::RunConfig;
+use crate::config::flow_command::FlowCommand;
+use crate::driver::Status;
+use crate::flows::Flows;
+use crate::report::Report;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// How the FLOW group of an arm's rounds is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowGroup {
+    /// The flow's processes and every descendant (a flow command that is a script).
+    Tree,
+    /// The flow's processes themselves.
+    Pids,
+    /// None added: the run's own groups say (the user named a FLOW group).
+    Given,
+}
+
+/// One flow arm.
+pub struct FlowArm {
+    pub name: String,
+    cmd: FlowCommand,
+    /// Arguments added to the flow's command (`--threads N`, a setting's own).
+    extra: Vec<String>,
+    processes: usize,
+    /// Consumers to wait for before a block (processes × threads).
+    ready: usize,
+    group: FlowGroup,
+    /// The run's settings, on the arm's own queue.
+    pub cfg: RunConfig,
+    base_groups: Vec<GroupSpec>,
+    flows: Option<Flows>,
+}
+
+impl FlowArm {
+    /// Start the arm's flow: `processes` copies of `cmd` with `extra`, on `cfg`'s request
+    /// queue, waiting for `ready` consumers.
+    pub fn start(
+        name: impl Into<String>,
+        cmd: &FlowCommand,
+        extra: Vec<String>,
+        (processes, ready): (usize, usize),
+        group: FlowGroup,
+        cfg: RunConfig,
+    ) -> anyhow::Result<FlowArm> {
+        let mut arm = FlowArm {
+            name: name.into(),
+            cmd: cmd.clone(),
+            extra,
+            processes,
+            ready,
+            group,
+            base_groups: cfg.groups.clone(),
+            cfg,
+            flows: None,
+        };
+        arm.restart()?;
+        Ok(arm)
+    }
+
+    /// The running flow's process ids.
+    pub fn pids(&self) -> Vec<i32> {
+        self.flows.as_ref().map(Flows::pids).unwrap_or_default()
+    }
+
+    /// Stop the flow (before its queue is deleted).
+    pub fn stop(&mut self) {
+        drop(self.flows.take());
+    }
+}
+
+impl Arm for FlowArm {
+    type Round = Report;
+
+    fn restart(&mut self) -> anyhow::Result<()> {
+        drop(self.flows.take());
+        let mut flows = Flows::start(
+            &self.cmd,
+            &self.cfg.endpoint,
+            &self.cfg.request_queue,
+            self.processes,
+            &self.extra,
+        )?;
+        flows.wait_ready(self.ready)?;
+        self.cfg.groups = self.base_groups.clone();
+        let selectors: Vec<Selector> = match self.group {
+            FlowGroup::Tree => flows.pids().into_iter().map(Selector::Tree).collect(),
+            FlowGroup::Pids => flows.pids().into_iter().map(Selector::Pid).collect(),
+            FlowGroup::Given => Vec::new(),
+        };
+        if !selectors.is_empty() {
+            self.cfg.groups.retain(|g| g.name != "FLOW");
+            self.cfg.groups.insert(
+                0,
+                GroupSpec {
+                    name: "FLOW".into(),
+                    selectors,
+                    host: None,
+                },
+            );
+        }
+        self.flows = Some(flows);
+        Ok(())
+    }
+
+    fn measure(&mut self, interrupt: &Arc<AtomicBool>) -> anyhow::Result<Option<Report>> {
+        let report = crate::measure::measure(&self.cfg, interrupt.clone())?;
+        match report.status {
+            Status::Completed => Ok(Some(report)),
+            Status::Interrupted => Ok(None),
+            other => anyhow::bail!(
+                "a round of {} did not complete ({}: {}); the experiment stops",
+                self.name,
+                other.describe(),
+                report.status_detail.as_deref().unwrap_or("")
+            ),
+        }
+    }
+}
