@@ -10,7 +10,7 @@ use crate::gate::render::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
 use crate::gate::stored::{self, decide};
-use crate::gate::{Decision, Outcome, Verdict, Worse, exit_of, overall};
+use crate::gate::{Decision, Outcome, Verdict, Worse, overall};
 use crate::report::saved::{Metric, ReportFileError, Saved, differences};
 use anyhow::Context;
 use std::path::Path;
@@ -174,4 +174,14 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
         write(p, "JSON", &json)?;
     }
     Ok(())
+}
+
+/// The exit code of a verdict.
+pub fn exit_of(v: Verdict, strict: bool) -> Exit {
+    match v {
+        Verdict::Pass | Verdict::Improvement => Exit::Ok,
+        Verdict::Regression => Exit::Regression,
+        Verdict::Inconclusive if strict => Exit::Inconclusive,
+        Verdict::Inconclusive => Exit::Ok,
+    }
 }

@@ -36,6 +36,26 @@ impl Drop for MadeQueues {
     }
 }
 
+/// Both flows, each on its own queue, its processes and their descendants its FLOW group.
+fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
+    let base = &pair.run;
+    let mut sides = Vec::with_capacity(2);
+    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(&pair.flows).zip(queues) {
+        let mut run = base.on_own_queue(queue)?;
+        run.label = format!("{}-{name}", base.label);
+        let group = FlowGroup::Tree;
+        sides.push(FlowArm::start(
+            format!("flow {name}"),
+            cmd,
+            Vec::new(),
+            (1, 1),
+            group,
+            run,
+        )?);
+    }
+    Ok(sides)
+}
+
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
 pub fn gate_ab(
     cfg: &GateConfig,
@@ -55,20 +75,7 @@ pub fn gate_ab(
         endpoint: base.endpoint.clone(),
         queues: queues.clone(),
     };
-    let mut sides = Vec::with_capacity(2);
-    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(&pair.flows).zip(&queues) {
-        let mut run = base.on_own_queue(queue)?;
-        run.label = format!("{}-{name}", base.label);
-        let arm = FlowArm::start(
-            format!("flow {name}"),
-            cmd,
-            Vec::new(),
-            (1, 1),
-            FlowGroup::Tree,
-            run,
-        )?;
-        sides.push(arm);
-    }
+    let mut sides = start_sides(pair, &queues)?;
     let control = pair.control.as_deref();
     eprintln!(
         "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",

@@ -14,7 +14,6 @@ pub mod render;
 pub mod statistics;
 pub mod stored;
 
-use crate::exit::Exit;
 use serde::Serialize;
 
 /// The JSON schema tag of the gate's verdict.
@@ -208,16 +207,6 @@ pub fn overall(decisions: &[Decision]) -> Verdict {
         Verdict::Improvement
     } else {
         Verdict::Pass
-    }
-}
-
-/// The exit code of a verdict.
-pub fn exit_of(v: Verdict, strict: bool) -> Exit {
-    match v {
-        Verdict::Pass | Verdict::Improvement => Exit::Ok,
-        Verdict::Regression => Exit::Regression,
-        Verdict::Inconclusive if strict => Exit::Inconclusive,
-        Verdict::Inconclusive => Exit::Ok,
     }
 }
 
