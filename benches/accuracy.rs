@@ -11,9 +11,7 @@
 //! Run: `cargo bench --bench accuracy -- [--rounds 3] [--count 1000] [--burn 50,500]`
 //! (needs RabbitMQ; `bash ci/services.sh` starts it). Target: exact within 1% of the truth.
 
-#[path = "../tests/common/flow.rs"]
-mod flow;
-use flow::SampleFlow;
+use oemputx_test_support::SampleFlow;
 
 use std::process::{Command, Stdio};
 
@@ -124,6 +122,12 @@ fn pct(x: f64, truth: f64) -> f64 {
 
 fn main() {
     let o = opts();
+    if !oemputx_test_support::live::can_run_named(
+        "the accuracy benchmark",
+        &[oemputx_test_support::Service::RabbitMq],
+    ) {
+        return;
+    }
     println!(
         "accuracy: {} round trips per run, {} run(s) per cost, sample-flow --echo --extra-cpu-us N over RabbitMQ",
         o.count, o.rounds

@@ -28,10 +28,16 @@ fn case(arms: usize, effect: f64, noise: Noise, rule: Rule) -> Case {
 }
 
 fn main() {
-    let runs: u64 = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Under `cargo test --all-targets` (no --bench): a few runs that keep this file working.
+    let smoke = !args.iter().any(|a| a == "--bench");
+    let runs: u64 = args
+        .iter()
         .find_map(|a| a.parse().ok())
-        .unwrap_or(1000);
+        .unwrap_or(if smoke { 10 } else { 1000 });
+    if smoke {
+        println!("smoke run (no --bench): the figures below are not a measurement");
+    }
     let measured = Noise::measured();
     let noises = [
         ("calm (no drift, no bursts)", Noise::calm()),

@@ -23,10 +23,8 @@
 //! to judge the targets on a noisy machine, `--rounds 60 --count 6000` (about ten minutes)
 //! (needs RabbitMQ on 127.0.0.1:5672 or $OEMPUTX_TEST_AMQP; `bash ci/services.sh` starts it).
 
-#[path = "../tests/common/flow.rs"]
-mod flow;
 mod overhead;
-use flow::SampleFlow;
+use oemputx_test_support::SampleFlow;
 use overhead::{RawTask, Sample};
 
 use amqprs::BasicProperties;
@@ -289,6 +287,12 @@ fn main() {
         std::env::var("OEMPUTX_TEST_AMQP")
             .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into()),
     );
+    if !oemputx_test_support::live::can_run_named(
+        "the loop_overhead benchmark",
+        &[oemputx_test_support::Service::RabbitMq],
+    ) {
+        return;
+    }
     let ep = endpoint(&o.url);
     let queue = format!("oemputx.bench.{}", std::process::id());
     let _flow = Flow::start(&o.url, &queue, &ep);

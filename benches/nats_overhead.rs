@@ -14,10 +14,8 @@
 //! Run: `cargo bench --bench nats_overhead -- [--rounds 5] [--count 5000] [--tasks 1,8]`
 //! (needs NATS on 127.0.0.1:4222 or $OEMPUTX_TEST_NATS; `bash ci/services.sh` starts it).
 
-#[path = "../tests/common/flow.rs"]
-mod flow;
 mod overhead;
-use flow::SampleFlow;
+use oemputx_test_support::SampleFlow;
 use overhead::{RawTask, Sample};
 
 use futures_util::StreamExt;
@@ -84,6 +82,12 @@ fn main() {
         return;
     }
     let o = overhead::opts(default_url());
+    if !oemputx_test_support::live::can_run_named(
+        "the nats_overhead benchmark",
+        &[oemputx_test_support::Service::Nats],
+    ) {
+        return;
+    }
     let subject = format!("oemputx.bench.{}", std::process::id());
     let _flow = SampleFlow::start(
         &[

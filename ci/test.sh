@@ -10,5 +10,6 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
 cargo build --workspace --bins --quiet
-cargo test --workspace --all-targets 2>&1
+# A missing service fails its tests here, never a skip (tests/support/src/live.rs).
+OEMPUTX_LIVE=require cargo test --workspace --all-targets 2>&1
 bash ci/gate.sh

@@ -1,13 +1,13 @@
 //! Per-process CPU accounting as a user sees it: the table under a real run, the `cpu` and
 //! `account` subcommands, and the errors of bad groups.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use predicates::prelude::*;
 
 #[test]
 fn a_rabbitmq_run_reports_the_broker_the_flow_and_the_driver_per_transaction() {
+    live!(RabbitMq);
     let q = fresh_queue("acct");
     let flow = EchoFlow::start(&q, &["--extra-cpu-us", "100"]);
     let flow_pid = flow.pid();

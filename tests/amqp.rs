@@ -1,8 +1,7 @@
 //! oemputx against the real RabbitMQ on 127.0.0.1:5672 (or $OEMPUTX_TEST_AMQP), with fresh
 //! queue names and a responder started per test.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use amqprs::BasicProperties;
 use amqprs::channel::{BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments};
@@ -16,6 +15,7 @@ fn integrity(j: &serde_json::Value) -> (u64, u64, u64, u64) {
 
 #[test]
 fn one_task_round_trips_every_request_through_the_echo_flow() {
+    live!(RabbitMq);
     let q = fresh_queue("one");
     let _flow = EchoFlow::start(&q, &[]);
     let (code, j, err) = run_json(&[
@@ -41,6 +41,7 @@ fn one_task_round_trips_every_request_through_the_echo_flow() {
 
 #[test]
 fn four_tasks_on_a_shared_named_reply_queue_get_their_own_replies() {
+    live!(RabbitMq);
     let q = fresh_queue("shared-in");
     let reply = fresh_queue("shared-out");
     let _cleanup = QueueGuard(reply.clone());
@@ -72,6 +73,7 @@ fn four_tasks_on_a_shared_named_reply_queue_get_their_own_replies() {
 
 #[test]
 fn a_named_reply_queue_is_cleared_at_start_and_the_count_reported() {
+    live!(RabbitMq);
     let q = fresh_queue("clear-in");
     let reply = fresh_queue("clear-out");
     let _cleanup = QueueGuard(reply.clone());
@@ -112,6 +114,7 @@ fn a_named_reply_queue_is_cleared_at_start_and_the_count_reported() {
 
 #[test]
 fn syncpoint_and_persistent_runs_complete() {
+    live!(RabbitMq);
     let q = fresh_queue("sync");
     let _flow = EchoFlow::start(&q, &[]);
     let (code, j, err) = run_json(&[
@@ -133,6 +136,7 @@ fn syncpoint_and_persistent_runs_complete() {
 
 #[test]
 fn without_a_responder_every_request_times_out_and_the_run_exits_1_with_its_report() {
+    live!(RabbitMq);
     let q = fresh_queue("silent");
     let _cleanup = QueueGuard(q.clone());
     let (code, j, err) = run_json(&[
@@ -155,6 +159,7 @@ fn without_a_responder_every_request_times_out_and_the_run_exits_1_with_its_repo
 
 #[test]
 fn without_a_responder_a_long_run_stops_after_a_few_timeouts_in_a_row_and_says_why() {
+    live!(RabbitMq);
     // 2000 requests to nobody used to wait --wait each (issue 19, item 5).
     let q = fresh_queue("dead");
     let _cleanup = QueueGuard(q.clone());
@@ -183,6 +188,7 @@ fn without_a_responder_a_long_run_stops_after_a_few_timeouts_in_a_row_and_says_w
 
 #[test]
 fn a_missing_request_queue_is_a_usage_error_not_a_silent_declare() {
+    live!(RabbitMq);
     let q = fresh_queue("missing");
     let (code, _, err) = run_json(&["--qmgr", &amqp_url(), "--request-queue", &q, "--count", "1"]);
     assert_eq!(code, 2);
@@ -194,6 +200,7 @@ fn a_missing_request_queue_is_a_usage_error_not_a_silent_declare() {
 
 #[test]
 fn a_wrong_password_is_refused_without_showing_it() {
+    live!(RabbitMq);
     let url = amqp_url().replacen(":guest@", ":not-the-password@", 1);
     let (code, _, err) = run_json(&["--qmgr", &url, "--count", "1"]);
     assert_eq!(code, 2, "{err}");
@@ -205,6 +212,7 @@ fn a_wrong_password_is_refused_without_showing_it() {
 /// correlation_id = the request's message_id, the MQ habit, and auto-acknowledges.
 #[test]
 fn a_foreign_responder_that_copies_message_id_works() {
+    live!(RabbitMq);
     let q = fresh_queue("foreign");
     let _cleanup = QueueGuard(q.clone());
     declare_queue(&q);
@@ -347,6 +355,7 @@ fn cutting_proxy(cut: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u16 {
 
 #[test]
 fn a_lost_connection_is_reported_as_lost_not_as_a_closed_consumer() {
+    live!(RabbitMq);
     // It said "the broker closed the reply consumer" (issue 19, item 15).
     let q = fresh_queue("cut");
     let _cleanup = QueueGuard(q.clone());
@@ -385,10 +394,11 @@ fn a_lost_connection_is_reported_as_lost_not_as_a_closed_consumer() {
 
 #[test]
 fn ctrl_c_mid_run_on_rabbitmq_exits_130_with_every_request_accounted_for() {
+    live!(RabbitMq);
     let q = fresh_queue("int");
     let _flow = EchoFlow::start(&q, &[]);
     let url = amqp_url();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_oemputx"))
+    let child = oemputx_process()
         .env("OEMPUTX_NO_SAVE", "1")
         .args(["--qmgr", &url, "--request-queue", &q, "--duration", "60s"])
         .args(["--tasks", "2", "--export-json", "-", "--quiet"])

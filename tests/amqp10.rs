@@ -2,8 +2,7 @@
 //! test command enables it), with fresh queue names and sample-flow serving them over AMQP
 //! 1.0. Each test deletes the queues it made.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 fn amqp10_url() -> String {
     std::env::var("OEMPUTX_TEST_AMQP10")
@@ -20,6 +19,7 @@ fn amqp10_flow(queue: &str, extra: &[&str], ready_word: &str) -> SampleFlow {
 
 #[test]
 fn two_tasks_round_trip_every_request_and_rabbitmq_s_cpu_is_reported() {
+    live!(RabbitMq, Amqp10);
     let queue = QueueGuard(fresh_queue("amqp10-echo"));
     let flow = amqp10_flow(&queue.0, &["--echo", "--threads", "2"], "echoing");
     let (code, j, err) = run_json(&[
@@ -52,6 +52,7 @@ fn two_tasks_round_trip_every_request_and_rabbitmq_s_cpu_is_reported() {
 
 #[test]
 fn persistent_requests_wait_for_the_broker_and_the_reference_flow_serves_amqp10_too() {
+    live!(RabbitMq, Amqp10, PostgreSql);
     let queue = QueueGuard(fresh_queue("amqp10-ref"));
     let table = TableGuard::fresh("amqp10");
     let pg = pg_url();
@@ -79,6 +80,7 @@ fn persistent_requests_wait_for_the_broker_and_the_reference_flow_serves_amqp10_
 
 #[test]
 fn a_missing_queue_a_bad_password_and_syncpoint_are_one_line_each() {
+    live!(RabbitMq, Amqp10);
     let url = amqp10_url();
     let missing = fresh_queue("amqp10-missing");
     oemputx()
@@ -140,6 +142,7 @@ fn a_missing_queue_a_bad_password_and_syncpoint_are_one_line_each() {
 
 #[test]
 fn declare_creates_the_queue_durable_for_a_flow_that_comes_later() {
+    live!(RabbitMq, Amqp10);
     let queue = QueueGuard(fresh_queue("amqp10-declare"));
     // Nothing serves the queue yet: the requests wait in it, and time out.
     let (code, j, _) = run_json(&[

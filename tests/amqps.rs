@@ -2,8 +2,7 @@
 //! through a TLS-terminating proxy in front of the real RabbitMQ, since the shared test broker
 //! has no TLS listener. The proxy only unwraps TLS; AMQP is spoken by oemputx and RabbitMQ.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use std::sync::Arc;
@@ -87,6 +86,7 @@ fn broker_addr() -> std::net::SocketAddr {
 
 #[test]
 fn amqps_round_trips_through_a_real_tls_handshake() {
+    live!(RabbitMq);
     let pki = pki();
     let port = tls_proxy(pki.server.clone(), broker_addr());
     let q = fresh_queue("tls");
@@ -109,6 +109,7 @@ fn amqps_round_trips_through_a_real_tls_handshake() {
 
 #[test]
 fn amqps_refuses_a_server_it_cannot_verify() {
+    live!(RabbitMq);
     let pki = pki();
     let port = tls_proxy(pki.server.clone(), broker_addr());
     // No cacertfile: the built-in web roots do not know this CA.
@@ -120,6 +121,7 @@ fn amqps_refuses_a_server_it_cannot_verify() {
 
 #[test]
 fn amqps10_round_trips_through_a_real_tls_handshake_and_refuses_an_unknown_ca() {
+    live!(RabbitMq, Amqp10);
     let pki = pki();
     let port = tls_proxy(pki.server.clone(), broker_addr());
     let q = QueueGuard(fresh_queue("tls10"));

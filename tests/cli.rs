@@ -1,8 +1,7 @@
 //! The `oemputx` binary as a user runs it: the embedded default, exports, profiles, and one
 //! clear line and exit code for each kind of bad input.
 
-mod common;
-use common::oemputx;
+use oemputx_test_support::{oemputx, oemputx_process};
 use predicates::prelude::*;
 use std::time::Duration;
 
@@ -433,7 +432,7 @@ fn a_silent_port_times_out_instead_of_hanging() {
 
 #[test]
 fn ctrl_c_prints_the_partial_report_marked_interrupted_and_exits_130() {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+    let child = oemputx_process()
         .env("OEMPUTX_NO_SAVE", "1")
         .args(["--duration", "60s"])
         .stdout(std::process::Stdio::piped())
@@ -458,7 +457,7 @@ fn ctrl_c_while_pacing_stops_at_once_and_sends_nothing_more() {
     // the request went out after it (issue 19, item 4).
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("paced.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+    let child = oemputx_process()
         .env("OEMPUTX_NO_SAVE", "1")
         .args(["--rate", "0.1", "--count", "3", "--quiet", "--export-json"])
         .arg(&json)
@@ -491,8 +490,9 @@ fn a_full_or_closed_stdout_loses_no_report_and_never_panics() {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full");
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+    let out = oemputx_process()
         .current_dir(dir.path())
+        .env("OEMPUTX_NO_SAVE", "0")
         .args(["--count", "50", "--export-json", "so.json"])
         .stdout(full)
         .output()
@@ -506,7 +506,7 @@ fn a_full_or_closed_stdout_loses_no_report_and_never_panics() {
     assert!(dir.path().join("so.json").is_file());
     assert!(dir.path().join("reports/latest.json").is_file());
     // A reader that goes away (a closed pipe) is not an error, and nothing is lost.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+    let mut child = oemputx_process()
         .current_dir(dir.path())
         .args(["--count", "50", "--export-json", "pipe.json"])
         .stdout(std::process::Stdio::piped())
@@ -586,7 +586,7 @@ fn report_files_follow_the_umask() {
 fn sigterm_is_reported_as_sigterm_not_ctrl_c() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("term.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("oemputx"))
+    let child = oemputx_process()
         .env("OEMPUTX_NO_SAVE", "1")
         .args(["--duration", "60s", "--quiet", "--export-json"])
         .arg(&json)

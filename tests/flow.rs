@@ -1,13 +1,13 @@
 //! The reference flow over the real RabbitMQ and PostgreSQL: every message becomes one row,
 //! one audit copy and one reply, and the report shows the flow, the broker and the database.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use std::process::Command;
 
 #[test]
 fn the_reference_flow_writes_one_row_per_message_and_the_report_shows_every_tier() {
+    live!(RabbitMq, PostgreSql);
     let q = fresh_queue("flow");
     let audit = QueueGuard(fresh_queue("audit"));
     let table = TableGuard::fresh("flow");
@@ -79,6 +79,7 @@ fn the_reference_flow_writes_one_row_per_message_and_the_report_shows_every_tier
 
 #[test]
 fn a_request_that_is_not_xml_gets_an_error_reply_and_no_row() {
+    live!(RabbitMq, PostgreSql);
     let q = fresh_queue("flowbad");
     let table = TableGuard::fresh("flowbad");
     let _flow = EchoFlow::reference(&q, &["--db", &pg_url(), "--db-table", &table.0]);
@@ -104,7 +105,7 @@ fn a_request_that_is_not_xml_gets_an_error_reply_and_no_row() {
 }
 
 fn sample_flow(args: &[&str]) -> std::process::Output {
-    Command::new(common::flow_bin())
+    Command::new(flow_bin())
         .args(args)
         .output()
         .expect("sample-flow runs")
@@ -112,6 +113,7 @@ fn sample_flow(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_database_that_refuses_says_why_not_just_db_error() {
+    live!(RabbitMq, PostgreSql);
     // The server's own message was hidden behind "db error" (issue 19, item 15).
     let q = QueueGuard(fresh_queue("flowbaduser"));
     let url = pg_url();
@@ -130,6 +132,7 @@ fn a_database_that_refuses_says_why_not_just_db_error() {
 
 #[test]
 fn an_unreachable_database_or_broker_is_a_clear_error() {
+    live!(RabbitMq, PostgreSql);
     let q = QueueGuard(fresh_queue("flownodb"));
     let out = sample_flow(&[
         "--url",
@@ -160,6 +163,7 @@ fn an_unreachable_database_or_broker_is_a_clear_error() {
 
 #[test]
 fn the_flow_exits_with_a_message_when_its_input_queue_is_deleted() {
+    live!(RabbitMq);
     // It kept running, consuming nothing (issue 19, item 12).
     let q = fresh_queue("flow-deleted");
     let mut flow = SampleFlow::start(

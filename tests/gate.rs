@@ -1,8 +1,7 @@
 //! `oemputx gate` as CI runs it: every exit code, the exports, and a baseline that is
 //! missing, corrupt or made under other settings.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use predicates::prelude::*;
 use serde_json::Value;
@@ -302,6 +301,7 @@ fn assert_made_queues_gone(stderr: &str, prefix: &str) {
 
 #[test]
 fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
+    live!(RabbitMq);
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("ab.json");
     let queue = fresh_queue("ab");
@@ -374,6 +374,7 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
 
 #[test]
 fn ab_mode_refuses_a_control_group_the_rounds_do_not_have() {
+    live!(RabbitMq);
     let queue = fresh_queue("abctl");
     let out = oemputx()
         .args([
@@ -405,6 +406,7 @@ fn ab_mode_refuses_a_control_group_the_rounds_do_not_have() {
 
 #[test]
 fn the_instruction_gate_counts_both_flows_under_callgrind_and_catches_extra_work() {
+    live!(RabbitMq, Valgrind);
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("instr.json");
     let queue = fresh_queue("instr");

@@ -3,8 +3,7 @@
 //! nothing to clean up after a test but its processes; a JetStream stream a test makes is
 //! deleted when its guard drops.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -24,6 +23,7 @@ fn nats_flow(subject: &str, extra: &[&str], ready_word: &str) -> SampleFlow {
 
 #[test]
 fn four_tasks_round_trip_every_request_and_the_server_s_cpu_is_reported() {
+    live!(Nats);
     let subject = fresh_queue("nats-echo");
     let _flow = nats_flow(&subject, &["--echo", "--threads", "2"], "echoing");
     let (code, j, err) = run_json(&[
@@ -60,6 +60,7 @@ fn four_tasks_round_trip_every_request_and_the_server_s_cpu_is_reported() {
 
 #[test]
 fn the_reference_flow_with_postgresql_serves_nats_too() {
+    live!(Nats, PostgreSql);
     let subject = fresh_queue("nats-ref");
     let table = TableGuard::fresh("nats");
     let pg = pg_url();
@@ -89,6 +90,7 @@ fn the_reference_flow_with_postgresql_serves_nats_too() {
 
 #[test]
 fn no_responders_is_one_line_before_the_run_naming_the_subject() {
+    live!(Nats);
     let subject = fresh_queue("nats-nobody");
     let started = Instant::now();
     oemputx()
@@ -183,6 +185,7 @@ impl Drop for OwnServer {
 
 #[test]
 fn a_refused_login_says_so_and_never_prints_the_password() {
+    live!(NatsServer);
     let server = OwnServer::with_password();
     let out = oemputx()
         .args([
@@ -241,6 +244,7 @@ impl Drop for StreamGuard {
 
 #[test]
 fn persistent_requests_go_through_a_jetstream_work_queue_and_each_is_answered_once() {
+    live!(Nats);
     let subject = fresh_queue("nats-js");
     let stream = StreamGuard(oemputx::transport::nats::jetstream::stream_name(&subject));
     let url = nats_url();
@@ -321,6 +325,7 @@ fn persistent_requests_go_through_a_jetstream_work_queue_and_each_is_answered_on
 
 #[test]
 fn persistent_on_a_server_without_jetstream_names_the_fix() {
+    live!(NatsServer);
     let server = OwnServer::start(&[]);
     oemputx()
         .args([
@@ -405,6 +410,7 @@ fn make_certificates(dir: &std::path::Path) -> (String, String, String) {
 
 #[test]
 fn tls_urls_round_trip_against_a_server_with_a_certificate_the_client_trusts() {
+    live!(NatsServer);
     let dir = tempfile::tempdir().expect("a temporary folder");
     let (ca, cert, key) = make_certificates(dir.path());
     let server = OwnServer::start(&["--tls", "--tlscert", &cert, "--tlskey", &key]);

@@ -2,8 +2,7 @@
 //! machine (pmcd, and pmproxy on 127.0.0.1:44322, or $OEMPUTX_TEST_PCP): the same code path as
 //! a remote host. ci/services.sh installs and starts them.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 fn pcp_url() -> String {
     std::env::var("OEMPUTX_TEST_PCP").unwrap_or_else(|_| "pcp://127.0.0.1:44322".into())
@@ -48,6 +47,7 @@ fn rows<'a>(j: &'a serde_json::Value, group: &str) -> Vec<&'a serde_json::Value>
 
 #[test]
 fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
+    live!(RabbitMq, Pcp);
     let q = fresh_queue("pcp");
     let _flow = EchoFlow::start(&q, &[]);
     let host = format!("broker={}", pcp_url());
@@ -148,6 +148,7 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
 
 #[test]
 fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_proc() {
+    live!(RabbitMq, Pcp);
     let q = fresh_queue("pcpsplit");
     let _flow = EchoFlow::start(&q, &[]);
     let (url, password) = pcp_user_url();
@@ -205,6 +206,7 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
 
 #[test]
 fn a_remote_cgroup_group_holds_the_processes_that_cgroup_holds() {
+    live!(RabbitMq, Pcp);
     // RabbitMQ's VM's deepest cgroup, as this machine's /proc tells it: its service's on a
     // systemd host, a sandbox's here, "/" where nothing is placed.
     let out = std::process::Command::new("pgrep")
@@ -253,6 +255,7 @@ fn a_remote_cgroup_group_holds_the_processes_that_cgroup_holds() {
 
 #[test]
 fn a_wrong_pcp_password_is_one_line_and_exit_2_without_the_password() {
+    live!(Pcp);
     let (url, _) = pcp_user_url();
     let out = oemputx()
         .env("OEMPUTX_PCP_PASSWORD", "not-the-s3cret")
@@ -274,6 +277,7 @@ fn a_wrong_pcp_password_is_one_line_and_exit_2_without_the_password() {
 
 #[test]
 fn a_host_that_cannot_be_read_or_a_group_that_cannot_go_there_is_one_line_and_exit_2() {
+    live!(Pcp);
     let cases: [(&[&str], &str); 5] = [
         // Nothing listens on port 1: the error names the host, the port and how to start PCP.
         (
@@ -323,6 +327,7 @@ fn a_host_that_cannot_be_read_or_a_group_that_cannot_go_there_is_one_line_and_ex
 
 #[test]
 fn cpu_lists_a_remote_group_s_processes_with_their_host() {
+    live!(Pcp, PostgreSql);
     let host = format!("db={}", pcp_url());
     let text = cpu_tsv(&[
         "--host",

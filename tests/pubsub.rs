@@ -2,8 +2,7 @@
 //! what its block holds of what was published, selected by the broker. Each RabbitMQ test
 //! uses an exchange of its own and deletes it.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 fn nats_url() -> String {
     std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
@@ -104,6 +103,7 @@ fn all_exact(j: &serde_json::Value, subscribers: usize) -> u64 {
 
 #[test]
 fn nats_subscribers_each_get_exactly_their_block_of_a_paced_run() {
+    live!(Nats);
     let topic = fresh_queue("ticker").replace('-', "_");
     let (code, j, err) = pubsub(&[
         "--qmgr",
@@ -134,6 +134,7 @@ fn nats_subscribers_each_get_exactly_their_block_of_a_paced_run() {
 
 #[test]
 fn rabbitmq_selects_by_header_and_by_topic_and_an_unpaced_run_drains_with_nothing_lost() {
+    live!(RabbitMq);
     for select_by in ["header", "topic"] {
         let exchange = ExchangeGuard(fresh_queue(&format!("ticker-{select_by}")));
         let (code, j, err) = pubsub(&[
@@ -182,6 +183,7 @@ fn rabbitmq_selects_by_header_and_by_topic_and_an_unpaced_run_drains_with_nothin
 
 #[test]
 fn mqtt_subscribers_on_mosquitto_each_get_exactly_their_block_at_qos_0_and_1() {
+    live!(Mosquitto);
     let url = std::env::var("OEMPUTX_TEST_MQTT").unwrap_or_else(|_| "mqtt://127.0.0.1:1883".into());
     for ack in ["none", "auto"] {
         let topic = fresh_queue("ticker");
@@ -218,6 +220,7 @@ fn mqtt_subscribers_on_mosquitto_each_get_exactly_their_block_at_qos_0_and_1() {
 
 #[test]
 fn what_pubsub_cannot_do_is_one_line_each() {
+    live!(RabbitMq);
     let missing = fresh_queue("no-such-exchange");
     for (args, says) in [
         (
@@ -277,6 +280,7 @@ fn what_pubsub_cannot_do_is_one_line_each() {
 
 #[test]
 fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_that_kept_up() {
+    live!(Nats);
     let topic = fresh_queue("capacity").replace('-', "_");
     let out = oemputx()
         .args([
@@ -325,6 +329,7 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
 
 #[test]
 fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
+    live!(RabbitMq, Nats);
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("matrix.svg");
     for url in [amqp_url(), nats_url()] {
@@ -363,6 +368,7 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
 
 #[test]
 fn competing_subscribers_share_the_messages_each_delivered_once() {
+    live!(RabbitMq, Nats);
     for url in [amqp_url(), nats_url()] {
         let exchange = ExchangeGuard(fresh_queue("compete"));
         let (code, j, err) = pubsub(&[
@@ -401,6 +407,7 @@ fn competing_subscribers_share_the_messages_each_delivered_once() {
 
 #[test]
 fn a_run_sized_by_time_knows_each_subscriber_s_share_when_the_publishers_stop() {
+    live!(Nats);
     for compete in [false, true] {
         let topic = fresh_queue("timed").replace('-', "_");
         let mut args = vec![
@@ -440,6 +447,7 @@ fn a_run_sized_by_time_knows_each_subscriber_s_share_when_the_publishers_stop() 
 
 #[test]
 fn a_pubsub_run_writes_tsv_markdown_and_saves_itself_in_the_reports_folder() {
+    live!(Nats);
     let dir = tempfile::tempdir().expect("tempdir");
     let topic = fresh_queue("files").replace('-', "_");
     let (tsv, md, reports) = (
@@ -478,6 +486,7 @@ fn a_pubsub_run_writes_tsv_markdown_and_saves_itself_in_the_reports_folder() {
 
 #[test]
 fn nats_persistent_pubsub_goes_through_jetstream_and_loses_nothing() {
+    live!(Nats);
     let url = nats_url();
     let topic = fresh_queue("jsticker").replace('-', "_");
     let _stream = StreamGuard(topic.clone());
@@ -527,6 +536,7 @@ fn nats_persistent_pubsub_goes_through_jetstream_and_loses_nothing() {
 
 #[test]
 fn rounds_repeat_the_window_and_report_the_spread() {
+    live!(Nats);
     let topic = fresh_queue("rounds").replace('-', "_");
     let out = oemputx()
         .args([

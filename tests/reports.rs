@@ -1,8 +1,7 @@
 //! The exporters as their readers use them: JSON checked against the committed schema, TSV
 //! pasted back into numbers, CSV for decimal-comma locales, Markdown, the reports folder.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use assert_cmd::Command;
 
@@ -42,6 +41,7 @@ fn embedded_json_matches_the_committed_schema() {
 
 #[test]
 fn rabbitmq_json_with_groups_matches_the_committed_schema() {
+    live!(RabbitMq);
     let q = fresh_queue("schema");
     let flow = EchoFlow::start(&q, &[]);
     let (code, j, err) = run_json(&[

@@ -1,12 +1,12 @@
 //! `oemputx sweep` over the real broker and database, and `oemputx compare` on saved reports.
 
-mod common;
-use common::*;
+use oemputx_test_support::*;
 
 use predicates::prelude::*;
 
 #[test]
 fn a_sweep_runs_threads_and_processes_for_each_task_count() {
+    live!(RabbitMq, PostgreSql);
     let q = QueueGuard(fresh_queue("sweep"));
     let table = TableGuard::fresh("sweep");
     let chart = tempfile::NamedTempFile::new().expect("temp");
@@ -115,6 +115,7 @@ fn embedded_report(dir: &std::path::Path, name: &str, extra: &[&str]) -> std::pa
 
 #[test]
 fn compare_prints_the_overhead_table_and_refuses_runs_that_differ() {
+    live!(RabbitMq, PostgreSql);
     let dir = tempfile::tempdir().expect("temp dir");
     let a = embedded_report(dir.path(), "a.json", &[]);
     let b = embedded_report(dir.path(), "b.json", &[]);
@@ -186,6 +187,7 @@ fn all_text_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
 
 #[test]
 fn a_sweep_records_no_password_of_its_flow_command() {
+    live!(RabbitMq, PostgreSql);
     // The database URL in the flow's command carries the test database's password: no
     // output, report or error may show it (issue 19, item 1).
     let q = QueueGuard(fresh_queue("sweep-secret"));

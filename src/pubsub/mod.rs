@@ -10,6 +10,7 @@
 //! A broker is a [`Broker`] in its own file; the run itself ([`engine`]) is written once.
 
 pub mod engine;
+pub mod memory;
 pub mod mqtt;
 pub mod nats;
 pub mod nats_js;

@@ -1,11 +1,9 @@
-//! The one launcher of `sample-flow` for the tests and the benchmarks (benches include this
-//! file with `#[path]`): start it, wait until it says it is consuming, keep its stderr lines,
-//! stop it with SIGTERM (a kill after 5 s) when done or dropped.
+//! The one launcher of `sample-flow` for the tests and the benchmarks: start it, wait until
+//! it says it is consuming, keep its stderr lines, stop it with SIGTERM (a kill after 5 s)
+//! when done or dropped.
 //!
 //! `sample-flow` is its own workspace crate, so its binary is found beside oemputx's in the
 //! target folder; `cargo build --workspace` (the test command does) puts it there.
-#![allow(dead_code)] // each test or bench that includes this uses part of it
-
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// The sample-flow binary beside this build's oemputx.
 pub fn sample_flow_bin() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_oemputx")).with_file_name("sample-flow");
+    let bin = crate::bin::oemputx_bin().with_file_name("sample-flow");
     assert!(
         bin.exists(),
         "{} is missing: build it with `cargo build --workspace` (the test command does)",

@@ -1,0 +1,75 @@
+//! The oemputx binary as the tests run it: isolated from the developer's profiles and
+//! reports folder, with a timeout; and its JSON report read back.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Run oemputx with `args` and JSON on stdout; returns (exit code, parsed JSON or Null, stderr).
+pub fn run_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    run_json_env(args, &[])
+}
+
+/// [`run_json`] with these environment variables set (a password, say).
+pub fn run_json_env(args: &[&str], env: &[(&str, &str)]) -> (i32, serde_json::Value, String) {
+    let out = oemputx()
+        .envs(env.iter().copied())
+        .args(args)
+        .args(["--export-json", "-", "--quiet", "--no-save"])
+        .output()
+        .expect("oemputx runs");
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The oemputx binary of this build (in the test binary's target folder, where cargo puts it).
+pub fn oemputx_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("oemputx")
+}
+
+/// The settings every oemputx a test starts runs with: profiles only from what the test
+/// gives (never the developer's home) and nothing saved under reports/.
+const ISOLATION: [(&str, &str); 2] = [
+    ("XDG_CONFIG_HOME", "/nonexistent-oemputx-test"),
+    ("OEMPUTX_NO_SAVE", "1"),
+];
+
+/// The oemputx binary, as a test runs it: isolated (see [`ISOLATION`]) and never hanging
+/// beyond a minute.
+pub fn oemputx() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::new(oemputx_bin());
+    c.envs(ISOLATION).timeout(Duration::from_secs(60));
+    c
+}
+
+/// The same as a process of its own, for tests that signal it or read it while it runs;
+/// the test bounds its wait itself.
+pub fn oemputx_process() -> std::process::Command {
+    let mut c = std::process::Command::new(oemputx_bin());
+    c.envs(ISOLATION);
+    c
+}
+
+/// A group's row of a JSON report, or null.
+pub fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    j["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == name))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+/// A report's integrity counts: (sent, matched, timed out, unmatched, duplicates).
+pub fn integrity5(j: &serde_json::Value) -> (u64, u64, u64, u64, u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    (
+        n("sent"),
+        n("matched"),
+        n("timed_out"),
+        n("unmatched"),
+        n("duplicates"),
+    )
+}

@@ -1,0 +1,20 @@
+//! What the integration tests and the benchmarks share: the binaries as tests run them, the
+//! test broker and database, and the reference flow's launcher. A crate of its own (not a
+//! `tests/common` module each test file compiles a part of), so nothing in it is dead code.
+
+pub mod amqp;
+pub mod bin;
+pub mod flow;
+pub mod live;
+pub mod pg;
+
+pub use amqp::*;
+pub use bin::*;
+pub use flow::{SampleFlow, sample_flow_bin};
+pub use live::Service;
+pub use pg::*;
+
+/// The sample-flow binary beside this build's oemputx.
+pub fn flow_bin() -> std::path::PathBuf {
+    sample_flow_bin()
+}

@@ -1,0 +1,175 @@
+//! Tests in layers: a live test (one that needs a real broker, database or tool) starts with
+//! [`live!`](crate::live), naming what it needs. On a machine without it the test is
+//! skipped and says so by name on the terminal (written past the test harness's capture,
+//! so that `cargo test` shows every skip); under `CI=true` or `OEMPUTX_LIVE=require` (the
+//! test command sets it) a missing service fails the test instead — never a silent pass.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// What a live test can need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// RabbitMQ on $OEMPUTX_TEST_AMQP (127.0.0.1:5672).
+    RabbitMq,
+    /// RabbitMQ's AMQP 1.0 plugin on the same port.
+    Amqp10,
+    /// PostgreSQL on $OEMPUTX_TEST_PG (127.0.0.1:5432).
+    PostgreSql,
+    /// NATS with JetStream on 127.0.0.1:4222.
+    Nats,
+    /// The nats-server and openssl programs (tests start servers of their own).
+    NatsServer,
+    /// Mosquitto on 127.0.0.1:1883.
+    Mosquitto,
+    /// Performance Co-Pilot's pmproxy on 127.0.0.1:44322, with the tests' user.
+    Pcp,
+    /// valgrind, for the instruction gate.
+    Valgrind,
+}
+
+impl Service {
+    fn describe(self) -> &'static str {
+        match self {
+            Service::RabbitMq => "RabbitMQ on 127.0.0.1:5672 (or $OEMPUTX_TEST_AMQP)",
+            Service::Amqp10 => {
+                "RabbitMQ's AMQP 1.0 plugin (rabbitmq-plugins enable rabbitmq_amqp1_0)"
+            }
+            Service::PostgreSql => "PostgreSQL on 127.0.0.1:5432 (or $OEMPUTX_TEST_PG)",
+            Service::Nats => "NATS with JetStream on 127.0.0.1:4222",
+            Service::NatsServer => "the nats-server and openssl programs",
+            Service::Mosquitto => "Mosquitto (MQTT) on 127.0.0.1:1883",
+            Service::Pcp => "Performance Co-Pilot's pmproxy on 127.0.0.1:44322",
+            Service::Valgrind => "valgrind",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn probe(self) -> bool {
+        match self {
+            Service::RabbitMq => listening(&address("OEMPUTX_TEST_AMQP", "127.0.0.1:5672")),
+            Service::Amqp10 => speaks_amqp10(&address("OEMPUTX_TEST_AMQP", "127.0.0.1:5672")),
+            Service::PostgreSql => listening(&address("OEMPUTX_TEST_PG", "127.0.0.1:5432")),
+            Service::Nats => listening("127.0.0.1:4222"),
+            Service::NatsServer => runs("nats-server", "--version") && runs("openssl", "version"),
+            Service::Mosquitto => listening("127.0.0.1:1883"),
+            Service::Pcp => listening("127.0.0.1:44322"),
+            Service::Valgrind => runs("valgrind", "--version"),
+        }
+    }
+
+    /// Whether it is there, probed once per test process.
+    pub fn available(self) -> bool {
+        static SEEN: [OnceLock<bool>; 8] = [const { OnceLock::new() }; 8];
+        *SEEN[self.index()].get_or_init(|| self.probe())
+    }
+}
+
+/// Whether a missing service must fail its tests rather than skip them.
+pub fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("OEMPUTX_LIVE").is_ok_and(|v| v == "require")
+}
+
+/// Whether the running test can go on: every one of `needs` is there. A missing one skips
+/// the test with a line naming it and what it needs, or fails it when services are
+/// [`required`].
+pub fn can_run(needs: &[Service]) -> bool {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a live test")
+        .to_string();
+    can_run_named(&test, needs)
+}
+
+/// [`can_run`] for `what` (a benchmark's smoke run, whose thread has no test's name).
+pub fn can_run_named(what: &str, needs: &[Service]) -> bool {
+    let test = what;
+    let missing: Vec<&str> = needs
+        .iter()
+        .filter(|s| !s.available())
+        .map(|s| s.describe())
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let what = missing.join(" and ");
+    assert!(
+        !required(),
+        "{test} needs {what}, which is not there (bash ci/services.sh installs and starts it; CI=true or OEMPUTX_LIVE=require makes this a failure, not a skip)"
+    );
+    // Past the harness's capture: every skip shows in `cargo test`'s output.
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped {test}: needs {what} (bash ci/services.sh starts it)"
+    );
+    false
+}
+
+/// Start a live test: `live!(RabbitMq, PostgreSql);` returns from the test (skipping it)
+/// when a service it needs is missing, or fails it under CI.
+#[macro_export]
+macro_rules! live {
+    ($($s:ident),+ $(,)?) => {
+        if !$crate::live::can_run(&[$($crate::live::Service::$s),+]) {
+            return;
+        }
+    };
+}
+
+/// host:port of a URL in `var`, else `default`.
+fn address(var: &str, default: &str) -> String {
+    let url = std::env::var(var).unwrap_or_default();
+    let authority = url
+        .split_once("://")
+        .map_or("", |(_, rest)| rest)
+        .split(['/', '?'])
+        .next()
+        .unwrap_or("")
+        .rsplit('@')
+        .next()
+        .unwrap_or("");
+    if authority.contains(':') {
+        authority.to_string()
+    } else {
+        default.to_string()
+    }
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    let addrs: Vec<SocketAddr> = addr.to_socket_addrs().ok()?.collect();
+    addrs
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(a, Duration::from_millis(500)).ok())
+}
+
+fn listening(addr: &str) -> bool {
+    connect(addr).is_some()
+}
+
+/// Whether the broker at `addr` answers an AMQP 1.0 SASL header with its own (RabbitMQ's
+/// plugin does; without it RabbitMQ answers with its 0-9-1 header).
+fn speaks_amqp10(addr: &str) -> bool {
+    let Some(mut s) = connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(1000)));
+    let mut answer = [0u8; 8];
+    s.write_all(b"AMQP\x03\x01\x00\x00").is_ok()
+        && s.read_exact(&mut answer).is_ok()
+        && &answer == b"AMQP\x03\x01\x00\x00"
+}
+
+fn runs(program: &str, arg: &str) -> bool {
+    std::process::Command::new(program)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
