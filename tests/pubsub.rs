@@ -65,7 +65,9 @@ impl Drop for StreamGuard {
 /// The JSON a command printed after its text table (`--export-json -`).
 fn json_after_table(text: &str) -> serde_json::Value {
     let start = text.find("{\n").expect("JSON after the table");
-    serde_json::from_str(&text[start..]).expect("JSON")
+    let j = serde_json::from_str(&text[start..]).expect("JSON");
+    assert_matches_schema(&j);
+    j
 }
 
 fn pubsub(args: &[&str]) -> (i32, serde_json::Value, String) {
@@ -75,9 +77,13 @@ fn pubsub(args: &[&str]) -> (i32, serde_json::Value, String) {
         .args(["--export-json", "-"])
         .output()
         .expect("oemputx runs");
+    let j = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    if !j.is_null() {
+        assert_matches_schema(&j);
+    }
     (
         out.status.code().unwrap_or(-1),
-        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null),
+        j,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }

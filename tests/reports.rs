@@ -348,3 +348,117 @@ fn probe_sizes_each_round_from_the_measured_rate() {
         .assert()
         .code(2);
 }
+
+/// Every schema tag the code writes has its schema file, and every file is of a tag in use.
+#[test]
+fn every_json_output_is_versioned_and_has_its_schema_file() {
+    let mut tags = std::collections::BTreeSet::new();
+    let re = regex_lite_tags();
+    for entry in walk(std::path::Path::new("src")) {
+        let text = std::fs::read_to_string(&entry).expect("source");
+        for t in re(&text) {
+            tags.insert(t);
+        }
+    }
+    // A saved-report test plants an unknown schema on purpose.
+    tags.remove("oemputx.report/0");
+    assert!(tags.len() >= 8, "{tags:?}");
+    for t in &tags {
+        assert!(
+            oemputx_test_support::schema::schema_file(t).is_file(),
+            "{t} has no schema file under schemas/"
+        );
+    }
+    for f in std::fs::read_dir("schemas").expect("schemas/") {
+        let name = f.expect("entry").file_name().to_string_lossy().into_owned();
+        let tag = name
+            .strip_suffix(".schema.json")
+            .and_then(|n| n.rsplit_once('-'))
+            .map(|(t, v)| format!("{t}/{v}"))
+            .unwrap_or_default();
+        assert!(
+            tags.contains(&tag),
+            "schemas/{name} is of no tag the code writes"
+        );
+    }
+}
+
+/// The `"oemputx.NAME/N"` literals of a source text.
+fn regex_lite_tags() -> impl Fn(&str) -> Vec<String> {
+    |text: &str| {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("\"oemputx.") {
+            let tail = &rest[i + 1..];
+            let end = tail.find('"').unwrap_or(0);
+            let tag = &tail[..end];
+            if tag.contains('/')
+                && tag
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "./-".contains(c))
+            {
+                out.push(tag.to_string());
+            }
+            rest = &tail[end.max(1)..];
+        }
+        out
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("folder").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_account_and_gate_json_match_their_schemas() {
+    let out = oemputx()
+        .args(["account", "--messages", "10", "--group", "SLEEP=comm:sleep"])
+        .args(["--export-json", "-", "--", "sleep", "0.1"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_matches_schema(&j);
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["a.json", "b.json"] {
+        oemputx()
+            .args([
+                "--count",
+                "100",
+                "--rounds",
+                "3",
+                "--quiet",
+                "--export-json",
+            ])
+            .arg(dir.path().join(name))
+            .assert()
+            .success();
+    }
+    let verdict = dir.path().join("verdict.json");
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(dir.path().join("a.json"))
+        .arg("--current")
+        .arg(dir.path().join("b.json"))
+        .args(["--tolerance", "90%", "--export-json"])
+        .arg(&verdict)
+        .assert()
+        .success();
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&verdict).expect("verdict")).expect("JSON");
+    assert_eq!(j["mode"], "stored");
+    assert_matches_schema(&j);
+}

@@ -31,6 +31,7 @@ fn a_sweep_runs_threads_and_processes_for_each_task_count() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
+    assert_matches_schema(&j);
     assert_eq!(j["schema"], "oemputx.sweep/1");
     let points = j["points"].as_array().cloned().unwrap_or_default();
     let shape: Vec<(u64, String, u64, u64)> = points

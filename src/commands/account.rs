@@ -1,41 +1,16 @@
 //! `oemputx account`: wraps any other load driver (JMeter, PerfTest, a script) between two
 //! snapshots of the groups and divides by the messages it says it sent.
 
-use crate::accounting::{
-    Accounting, CaptureRatio, DriverRow, GroupRow, OtherCpu, ProcessRow, Traffic,
-};
+use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::ConfigError;
 use crate::config::tools::AccountConfig;
 use crate::exit::Exit;
-use crate::export::text::{CpuSection, cpu_table};
 use crate::export::write_atomic;
-use crate::report::{AccountingInfo, Host};
+use crate::report::Host;
+use crate::report::account::AccountReport;
 use crate::window::Window;
 use anyhow::Context;
-use serde::Serialize;
-use std::fmt::Write as _;
 use std::time::Duration;
-
-/// What `oemputx account` reports.
-#[derive(Debug, Serialize)]
-pub struct AccountReport {
-    pub schema: &'static str,
-    pub command: Vec<String>,
-    pub exit_code: Option<i32>,
-    pub messages: u64,
-    pub elapsed_s: f64,
-    pub rate_tps: f64,
-    /// CPU of the command and its children (getrusage), µs per message.
-    pub command_cpu_us_per_msg: f64,
-    pub processes: Vec<ProcessRow>,
-    pub groups: Vec<GroupRow>,
-    pub captured_us_per_tran: f64,
-    pub capture_ratio: Option<CaptureRatio>,
-    pub corrected_us_per_tran: Option<f64>,
-    pub other_cpu: OtherCpu,
-    pub accounting: AccountingInfo,
-    pub host: Host,
-}
 
 /// User and system CPU of reaped children (µs resolution; the kernel scales the tick split
 /// to the exact runtime, as for a live process).
@@ -105,7 +80,7 @@ pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
         })?;
     // The command's own CPU per message, from getrusage of the children.
     let report = AccountReport {
-        schema: "oemputx.account/1",
+        schema: crate::report::account::SCHEMA,
         command: std::iter::once(program.clone())
             .chain(rest.iter().cloned())
             .collect(),
@@ -123,7 +98,7 @@ pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
         accounting: table.info,
         host: Host::current(),
     };
-    let o = render_text(&report);
+    let o = crate::export::account::text(&report);
     let to_stdout = args
         .export_json
         .as_deref()
@@ -145,46 +120,4 @@ pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
         return Ok(Exit::Failure);
     }
     Ok(Exit::Ok)
-}
-
-/// The account report as text: the command's figures, then OEMPUTX's CPU table.
-fn render_text(report: &AccountReport) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "oemputx account: {}", report.command.join(" "));
-    let _ = writeln!(
-        o,
-        "Exit status           : {}",
-        report
-            .exit_code
-            .map_or("killed by a signal".into(), |c| c.to_string())
-    );
-    let _ = writeln!(o, "Messages              : {:>12}", report.messages);
-    let _ = writeln!(
-        o,
-        "Elapsed Time          : {:>12.6} seconds",
-        report.elapsed_s
-    );
-    let _ = writeln!(
-        o,
-        "Message Rate          : {:>12.2} msgs/sec",
-        report.rate_tps
-    );
-    let _ = writeln!(
-        o,
-        "Command CPU per msg   : {:>12.2} microseconds (the command and its children)",
-        report.command_cpu_us_per_msg
-    );
-    cpu_table(
-        &mut o,
-        &CpuSection {
-            processes: &report.processes,
-            groups: &report.groups,
-            captured_us_per_tran: Some(report.captured_us_per_tran),
-            capture_ratio: report.capture_ratio.as_ref(),
-            corrected_us_per_tran: report.corrected_us_per_tran,
-            other_cpu: Some(&report.other_cpu),
-            accounting: Some(&report.accounting),
-        },
-    );
-    o
 }

@@ -6,7 +6,7 @@ use crate::config::gate::{Current, GateConfig};
 use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
 use crate::export;
-use crate::gate::render::{
+use crate::export::gate::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
 use crate::gate::stored::{self, decide};

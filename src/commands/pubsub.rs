@@ -11,7 +11,10 @@ use crate::pubsub::engine::{self, Pacing};
 use crate::pubsub::mqtt::{MqttEndpoint, MqttPubSub};
 use crate::pubsub::nats::NatsPubSub;
 use crate::pubsub::rabbit::RabbitPubSub;
-use crate::pubsub::report::{PubSubReport, PubSubSettings};
+use crate::pubsub::report::{
+    BestMedianWorst, CAPACITY_SCHEMA, CapacityStep, PubSubCapacity, PubSubReport, PubSubRounds,
+    PubSubSettings, ROUNDS_SCHEMA,
+};
 use crate::pubsub::{Broker, SelectBy};
 use crate::transport::amqp::url::AmqpEndpoint;
 use crate::transport::nats::url::NatsEndpoint;
@@ -240,11 +243,15 @@ fn rounds(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> 
             100.0 * (w - b) / m.max(f64::MIN_POSITIVE)
         );
     }
-    let json = serde_json::json!({
-        "schema": "oemputx.pubsub-rounds/1",
-        "captured_us_per_published": {"best": best, "median": median, "worst": worst},
-        "rounds": all,
-    });
+    let json = PubSubRounds {
+        schema: ROUNDS_SCHEMA,
+        captured_us_per_published: BestMedianWorst {
+            best,
+            median,
+            worst,
+        },
+        rounds: &all,
+    };
     let text = serde_json::to_string_pretty(&json)? + "\n";
     if let Some(dir) = &args.save_dir {
         let stamp = now_stamp();
@@ -316,11 +323,18 @@ fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result
         ),
     }
     if let Some(path) = &args.export_json {
-        let json = serde_json::json!({
-            "schema": "oemputx.pubsub-capacity/1",
-            "capacity_mps": best.map(|(_, r)| r.publish_mps),
-            "steps": steps.iter().map(|(rate, r)| serde_json::json!({"rate_asked": rate, "sustained": sustained(r), "report": r})).collect::<Vec<_>>(),
-        });
+        let json = PubSubCapacity {
+            schema: CAPACITY_SCHEMA,
+            capacity_mps: best.map(|(_, r)| r.publish_mps),
+            steps: steps
+                .iter()
+                .map(|(rate, r)| CapacityStep {
+                    rate_asked: *rate,
+                    sustained: sustained(r),
+                    report: r,
+                })
+                .collect(),
+        };
         let text = serde_json::to_string_pretty(&json)? + "\n";
         if path.as_os_str() == "-" {
             print!("{text}");
@@ -339,10 +353,10 @@ fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result
 /// Text to stdout (stderr when the JSON goes to stdout), the files asked for, and the run
 /// saved under the reports folder (unless --no-save).
 fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
-    let text = report.text();
+    let text = crate::export::pubsub::text(report);
     let json = serde_json::to_string_pretty(report)? + "\n";
-    let tsv = crate::export::cells::delimited(&report.rows(), b'\t')?;
-    let md = report.markdown();
+    let tsv = crate::export::cells::delimited(&crate::export::pubsub::rows(report), b'\t')?;
+    let md = crate::export::pubsub::markdown(report);
     let json_to_stdout = args
         .export_json
         .as_deref()

@@ -2,11 +2,17 @@
 //! (text in the OEMPUTX layout, TSV/CSV, Markdown, JSON), and [`write_output`] writes each
 //! atomically (a temporary file renamed into place) so a crash never leaves half a report.
 
+pub mod account;
 pub mod cells;
+pub mod compare;
 pub mod delimited;
+pub mod gate;
 pub mod json;
 pub mod markdown;
+pub mod matrix;
+pub mod pubsub;
 pub mod rows;
+pub mod sweep;
 pub mod text;
 
 /// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being

@@ -6,11 +6,11 @@
 //!   ([`crate::experiment`]) on paired log-ratios with repeated confidence intervals;
 //! - [`instructions`]: instruction counts under callgrind, the least-disturbed of runs.
 //!
-//! [`crate::commands`] starts the processes and prints; [`render`] writes the formats.
+//! [`crate::commands`] starts the processes and prints; [`crate::export::gate`] writes the
+//! formats.
 
 pub mod ab;
 pub mod instructions;
-pub mod render;
 pub mod statistics;
 pub mod stored;
 
@@ -216,7 +216,7 @@ mod tests {
     use super::*;
 
     /// Ten rounds around 100 with a realistic ±1.5% spread.
-    pub(super) fn rounds(scale: f64) -> Vec<f64> {
+    fn rounds(scale: f64) -> Vec<f64> {
         [
             100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
         ]

@@ -316,6 +316,38 @@ mod tests {
     }
 
     #[test]
+    fn the_report_of_a_run_matches_the_committed_schema() {
+        let p = plan(3, 300);
+        let out = go(Memory::default(), &p);
+        let settings = super::super::report::PubSubSettings {
+            broker: "memory:".into(),
+            transport: "memory",
+            modes: "in memory".into(),
+            topic: p.topic.clone(),
+            publishers: p.publishers,
+            subscribers: p.subscribers,
+            symbols: p.symbols,
+            select: p.select,
+            count: p.count,
+            duration_s: None,
+            msg_size: p.msg_size,
+            think_ms: 0.0,
+            rate_limit: None,
+            persistent: false,
+            seed: p.seed,
+        };
+        let report = super::super::report::PubSubReport::build(settings, &p, &out, None, None);
+        let json = serde_json::to_value(&report).expect("serialises");
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schemas/oemputx.pubsub-1.schema.json"))
+                .expect("schema");
+        let v = jsonschema::validator_for(&schema).expect("a schema");
+        let errors: Vec<String> = v.iter_errors(&json).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(report.complete());
+    }
+
+    #[test]
     fn competitors_share_one_queue_and_each_message_is_delivered_once() {
         let p = Plan {
             competing: true,

@@ -5,8 +5,11 @@
 //! rows (`processes`, `groups`) are part of the model from the start and stay empty until
 //! process accounting is asked for.
 
+pub mod account;
+pub mod matrix;
 pub mod rounds;
 pub mod saved;
+pub mod sweep;
 
 pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,

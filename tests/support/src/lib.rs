@@ -7,12 +7,14 @@ pub mod bin;
 pub mod flow;
 pub mod live;
 pub mod pg;
+pub mod schema;
 
 pub use amqp::*;
 pub use bin::*;
 pub use flow::{SampleFlow, sample_flow_bin};
 pub use live::Service;
 pub use pg::*;
+pub use schema::assert_matches_schema;
 
 /// The sample-flow binary beside this build's oemputx.
 pub fn flow_bin() -> std::path::PathBuf {

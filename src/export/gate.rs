@@ -1,8 +1,8 @@
 //! The gate's result rendered: the verdict table (text and Markdown), GitHub annotations,
 //! JUnit XML, Bencher metric format and github-action-benchmark JSON.
 
-use super::{Decision, Outcome, Verdict};
 use crate::export::cells;
+use crate::gate::{Decision, Outcome, Verdict};
 
 /// At most this many GitHub annotation lines (GitHub shows ten per step).
 const MAX_ANNOTATIONS: usize = 10;
@@ -228,10 +228,19 @@ pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stored::decide;
-    use super::super::tests::rounds;
-    use super::super::{Worse, overall};
     use super::*;
+    use crate::gate::stored::decide;
+    use crate::gate::{Worse, overall};
+
+    /// Ten rounds around 100 with a realistic ±1.5% spread.
+    fn rounds(scale: f64) -> Vec<f64> {
+        [
+            100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
+        ]
+        .iter()
+        .map(|x| x * scale)
+        .collect()
+    }
 
     #[test]
     fn exports_carry_each_metric() {
@@ -240,7 +249,7 @@ mod tests {
             decide("DRIVER", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher),
         ];
         let o = Outcome {
-            schema: super::super::SCHEMA,
+            schema: crate::gate::SCHEMA,
             mode: "stored",
             ab_rounds: None,
             instruction_counts: None,

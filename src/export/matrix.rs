@@ -1,0 +1,153 @@
+//! The matrix rendered: the CJMQ layout as text, and its bar chart (SVG).
+
+use crate::report::matrix::{Cell, Matrix};
+use std::fmt::Write as _;
+
+pub fn fmt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+/// The CJMQ layout: rows size × receivers, columns non-persistent / persistent.
+pub fn text(matrix: &Matrix) -> String {
+    let (m, cells) = (matrix, &matrix.cells);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Messages received per second per receiver (median), {} messages from one sender, {}",
+        m.count,
+        if m.pattern == "queue" {
+            "receivers competing (each message to one)"
+        } else {
+            "every receiver gets every message"
+        }
+    );
+    let _ = writeln!(
+        o,
+        "{:>6} {:>9} | {:>12} {:>14} {:>14} | {:>12} {:>14} {:>14}",
+        "bytes",
+        "receivers",
+        "non-pers.",
+        "broker µs/pub",
+        "broker µs/dlv",
+        "persistent",
+        "broker µs/pub",
+        "broker µs/dlv"
+    );
+    for size in [128, 1024] {
+        for receivers in [1, 5] {
+            let at = |p: bool| {
+                cells
+                    .iter()
+                    .find(|c| c.persistent == p && c.msg_size == size && c.receivers == receivers)
+            };
+            let cols = |c: Option<&Cell>| match c {
+                Some(c) => format!(
+                    "{:>12} {:>14} {:>14}",
+                    fmt(c.received_mps),
+                    fmt(c.broker_us_per_published),
+                    fmt(c.broker_us_per_delivered)
+                ),
+                None => format!("{:>12} {:>14} {:>14}", "-", "-", "-"),
+            };
+            let _ = writeln!(
+                o,
+                "{size:>6} {receivers:>9} | {} | {}",
+                cols(at(false)),
+                cols(at(true))
+            );
+        }
+    }
+    // The shape the paper reports: five receivers each got about a third of one receiver's
+    // rate on CJMQ, not a fifth. Shapes compare across machines; absolute rates do not.
+    let rate = |p: bool, size: usize, r: usize| {
+        cells
+            .iter()
+            .find(|c| c.persistent == p && c.msg_size == size && c.receivers == r)
+            .and_then(|c| c.received_mps)
+    };
+    let ratio = |p: bool, size: usize| match (rate(p, size, 5), rate(p, size, 1)) {
+        (Some(five), Some(one)) if one > 0.0 => format!("{:.2}", five / one),
+        _ => "-".into(),
+    };
+    for size in [128, 1024] {
+        let _ = writeln!(
+            o,
+            "{size:>6} {:>9} | {:>12} {:>29} | {:>12}",
+            "5 / 1",
+            ratio(false, size),
+            "",
+            ratio(true, size)
+        );
+    }
+    for c in cells.iter().filter(|c| c.note.is_some()) {
+        let _ = writeln!(
+            o,
+            "note: {} bytes, {} receiver(s), persistent: {}",
+            c.msg_size,
+            c.receivers,
+            c.note.as_deref().unwrap_or_default()
+        );
+    }
+    o
+}
+
+/// Received msg/s per receiver, one bar per cell (blue non-persistent, red persistent).
+pub fn svg(matrix: &Matrix) -> anyhow::Result<String> {
+    let (m, cells) = (matrix, &matrix.cells);
+    use plotters::prelude::*;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let top = cells
+            .iter()
+            .filter_map(|c| c.received_mps)
+            .fold(0.0f64, f64::max)
+            * 1.15;
+        let label = |i: usize| {
+            cells.get(i).map_or(String::new(), |c| {
+                format!(
+                    "{}B {}r {}",
+                    c.msg_size,
+                    c.receivers,
+                    if c.persistent { "P" } else { "NP" }
+                )
+            })
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "Messages received per second per receiver ({} messages a cell)",
+                    m.count
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..cells.len() as f64, 0.0..top.max(1.0))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(cells.len() * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                if (x - i as f64 - 0.5).abs() < 0.26 {
+                    label(i)
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+        chart.draw_series(cells.iter().enumerate().filter_map(|(i, c)| {
+            let v = c.received_mps?;
+            let color = if c.persistent { RED } else { BLUE };
+            Some(Rectangle::new(
+                [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, v)],
+                color.filled(),
+            ))
+        }))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
