@@ -635,3 +635,79 @@ fn a_rate_the_run_could_not_keep_is_a_warning() {
             "of the 10000000 requests/s asked (--rate)",
         ));
 }
+
+/// docs/layout.md names every source folder, top-level source file, ci/ file and lab/
+/// script there is, and nothing that is not there.
+#[test]
+fn the_layout_page_names_every_folder_and_script_there_is() {
+    let doc = std::fs::read_to_string("docs/layout.md").expect("docs/layout.md");
+    let ticked: Vec<&str> = doc.split('`').skip(1).step_by(2).collect();
+    let has = |s: &str| ticked.contains(&s);
+    let mut missing = Vec::new();
+    fn dirs(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("folder").flatten() {
+            if e.path().is_dir() {
+                out.push(e.path());
+                dirs(&e.path(), out);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    dirs(std::path::Path::new("src"), &mut found);
+    for d in found {
+        let path = d.to_string_lossy().into_owned();
+        let name = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // A top folder by its path, a nested one by its name in its parent's row.
+        let top = path.matches('/').count() == 1;
+        if !(has(&format!("{path}/")) || (!top && has(&format!("{name}/")))) {
+            missing.push(format!("{path}/"));
+        }
+    }
+    let files = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .expect("folder")
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    for f in files("src").iter().filter(|f| f.ends_with(".rs")) {
+        if !has(&format!("src/{f}")) {
+            missing.push(format!("src/{f}"));
+        }
+    }
+    for f in files("ci") {
+        if !has(&f) {
+            missing.push(format!("ci/{f}"));
+        }
+    }
+    for f in files("lab") {
+        if !has(&f) {
+            missing.push(format!("lab/{f}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md does not name {missing:?}"
+    );
+    // And everything it names is there.
+    let stale: Vec<&&str> = ticked
+        .iter()
+        .filter(|t| {
+            let t = **t;
+            (t.starts_with("src/")
+                && !t.contains("NAME")
+                && !std::path::Path::new(t.trim_end_matches('/')).exists())
+                || (t.ends_with(".sh")
+                    && !std::path::Path::new("ci").join(t).exists()
+                    && !std::path::Path::new("lab").join(t).exists())
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "docs/layout.md names what is not there: {stale:?}"
+    );
+}

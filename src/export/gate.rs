@@ -230,17 +230,8 @@ pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
 mod tests {
     use super::*;
     use crate::gate::stored::decide;
+    use crate::gate::tests::rounds;
     use crate::gate::{Worse, overall};
-
-    /// Ten rounds around 100 with a realistic ±1.5% spread.
-    fn rounds(scale: f64) -> Vec<f64> {
-        [
-            100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
-        ]
-        .iter()
-        .map(|x| x * scale)
-        .collect()
-    }
 
     #[test]
     fn exports_carry_each_metric() {

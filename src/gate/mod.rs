@@ -211,12 +211,12 @@ pub fn overall(decisions: &[Decision]) -> Verdict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::stored::{decide, reach};
     use super::*;
 
     /// Ten rounds around 100 with a realistic ±1.5% spread.
-    fn rounds(scale: f64) -> Vec<f64> {
+    pub(crate) fn rounds(scale: f64) -> Vec<f64> {
         [
             100.0, 101.2, 98.9, 100.4, 99.6, 101.5, 98.5, 100.1, 99.8, 100.9,
         ]
