@@ -247,3 +247,84 @@ fn a_sweep_records_no_password_of_its_flow_command() {
     let json = std::fs::read_to_string(dir.path().join("s.json")).expect("json");
     assert!(json.contains(":***@"), "{json:.300}");
 }
+
+#[test]
+fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
+    live!(RabbitMq);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("c.json");
+    let tsv = dir.path().join("c.tsv");
+    let out = oemputx()
+        .timeout(std::time::Duration::from_secs(120))
+        .args(["compare", "--flow-cmd", "sample-flow --echo"])
+        .args([
+            "--setting",
+            "one=--threads 1",
+            "--setting",
+            "two=--threads 2",
+        ])
+        .args(["--max-time", "40s", "--export-json"])
+        .arg(&json)
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .args(["--", "--qmgr", &amqp_url(), "--count", "300"])
+        .args(["--group", "QMGR=@rabbitmq"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Total Overhead %"), "{text}");
+    assert!(stderr.contains("compare: look 1 after 8"), "{stderr}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    assert_matches_schema(&j);
+    let metrics: Vec<&str> = j["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .filter_map(|m| m.as_str())
+        .collect();
+    assert!(
+        metrics.contains(&"FLOW") && metrics.contains(&"captured"),
+        "{metrics:?}"
+    );
+    let changes = j["changes"].as_array().expect("changes");
+    assert_eq!(
+        changes.len(),
+        metrics.len(),
+        "one change per metric for the one contrast"
+    );
+    for c in changes {
+        assert_eq!(
+            (c["setting"].as_str(), c["against"].as_str()),
+            (Some("two"), Some("one"))
+        );
+        let (lo, hi) = (c["low_pct"].as_f64(), c["high_pct"].as_f64());
+        assert!(lo.is_some() && hi.is_some() && lo <= hi, "{c}");
+    }
+    // Both settings were measured the same number of times, in one window.
+    let rounds: Vec<u64> = j["arms"]
+        .as_array()
+        .expect("arms")
+        .iter()
+        .filter_map(|a| a["rounds"].as_u64())
+        .collect();
+    assert!(
+        rounds.len() == 2 && rounds[0] == rounds[1] && rounds[0] >= 32,
+        "{rounds:?}"
+    );
+    // One value per TSV cell: a number parses as one.
+    let t = std::fs::read_to_string(&tsv).expect("tsv");
+    let row = t
+        .lines()
+        .find(|l| l.starts_with("two\tFLOW\t"))
+        .expect("a FLOW row");
+    let cells: Vec<&str> = row.split('\t').collect();
+    assert!(
+        cells[3].parse::<f64>().is_ok() && cells[6].parse::<f64>().is_ok(),
+        "{row}"
+    );
+    // The queues it made are gone.
+    assert!(!stderr.contains("could not delete"), "{stderr}");
+}

@@ -7,10 +7,11 @@ use super::{
     AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, MatrixArgs, PubsubArgs, RatioArgs,
     RunArgs, SourceArgs, SweepArgs,
 };
+use crate::config::compare::CompareOptions;
 use crate::config::gate::{GateOptions, GateOutputs};
 use crate::config::pubsub::PubsubOptions;
 use crate::config::sweep::SweepOptions;
-use crate::config::tools::{AccountOptions, CompareOptions, CpuOptions, MatrixOptions};
+use crate::config::tools::{AccountOptions, CpuOptions, MatrixOptions};
 use crate::config::{AccountingOptions, ConfigError, OutputOptions, RunOptions, bad};
 use std::time::Duration;
 
@@ -99,14 +100,7 @@ impl SweepArgs {
 impl GateArgs {
     /// The gate's options, with the run options after `--` parsed as a run's.
     pub fn options(&self) -> Result<GateOptions, anyhow::Error> {
-        let run = if self.run.is_empty() {
-            None
-        } else {
-            let cli = <super::Cli as clap::Parser>::try_parse_from(
-                std::iter::once("oemputx".to_string()).chain(self.run.iter().cloned()),
-            )?;
-            Some(cli.run.options()?)
-        };
+        let run = trailing_run(&self.run)?;
         Ok(GateOptions {
             baseline: self.baseline.clone(),
             current: self.current.clone(),
@@ -210,14 +204,36 @@ impl AccountArgs {
 }
 
 impl CompareArgs {
-    pub fn options(&self) -> CompareOptions {
-        CompareOptions {
+    /// The comparison's options, with the run options after `--` parsed as a run's.
+    pub fn options(&self) -> Result<CompareOptions, anyhow::Error> {
+        Ok(CompareOptions {
             reports: self.reports.clone(),
+            flow_cmd: self.flow_cmd.clone(),
+            settings: self.settings.clone(),
+            flows: self.flows.clone(),
+            run: trailing_run(&self.run)?,
+            max_time: self.max_time.into(),
+            max_rounds: self.max_rounds,
+            min_effect: self.min_effect.clone(),
+            floor_us: self.floor_us,
+            control: self.control.clone(),
             force: self.force,
             export_tsv: self.export_tsv.clone(),
             export_markdown: self.export_markdown.clone(),
-        }
+            export_json: self.export_json.clone(),
+        })
     }
+}
+
+/// Run options given after `--`, parsed as a run's (once, here); None when there are none.
+fn trailing_run(run: &[String]) -> Result<Option<RunOptions>, anyhow::Error> {
+    if run.is_empty() {
+        return Ok(None);
+    }
+    let cli = <super::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
+    )?;
+    Ok(Some(cli.run.options()?))
 }
 
 #[cfg(test)]

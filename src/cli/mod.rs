@@ -348,21 +348,59 @@ pub struct SweepArgs {
     pub run: RunArgs,
 }
 
-/// Options of `oemputx compare`.
+/// Options of `oemputx compare`: saved reports of separate runs, or settings measured now.
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
-    /// JSON reports (--export-json or reports/*.json); the first is the base.
-    #[arg(required = true, num_args = 2.., value_name = "REPORT.json")]
+    /// Saved JSON reports (--export-json or reports/*.json) of separate runs; the first is
+    /// the base. Not with --setting or --flow.
+    #[arg(num_args = 0.., value_name = "REPORT.json")]
     pub reports: Vec<PathBuf>,
-    /// Compare even when the runs differ in message, tasks, persistence or transport.
+    /// Live: the flow every --setting adds its arguments to, e.g. "sample-flow --db …".
+    #[arg(long, value_name = "COMMAND")]
+    pub flow_cmd: Option<String>,
+    /// Live: a setting, NAME=ARGS added to --flow-cmd (repeatable; the first is the base),
+    /// e.g. --setting off="--stats off" --setting node="--stats node".
+    #[arg(long = "setting", value_name = "NAME=ARGS")]
+    pub settings: Vec<String>,
+    /// Live: an arm with a flow command of its own, NAME=COMMAND (repeatable; the first is
+    /// the base); instead of --flow-cmd and --setting.
+    #[arg(long = "flow", value_name = "NAME=COMMAND")]
+    pub flows: Vec<String>,
+    /// Live: stop adding rounds after this long; what is not decided by then is reported
+    /// with its interval as "no difference at this precision".
+    #[arg(long, value_name = "DURATION", default_value = "5m")]
+    pub max_time: humantime::Duration,
+    /// Live: stop adding rounds after this many (all settings together).
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    pub max_rounds: usize,
+    /// Live: the smallest change reported, as a share of the base setting's cost (a
+    /// difference smaller than this is not reported however sure). [default: 1%]
+    #[arg(long, value_name = "PERCENT")]
+    pub min_effect: Option<String>,
+    /// Live: the smallest change reported in µs/tran, whatever its share (a group that
+    /// costs nearly nothing reports no large relative change of nearly nothing).
+    #[arg(long = "floor", value_name = "US", default_value_t = crate::config::compare::FLOOR_US)]
+    pub floor_us: f64,
+    /// Live: adjust every pair by this group's change in the same pair (the driver runs the
+    /// same code for every setting); `none` judges pairs as measured.
+    #[arg(long, value_name = "GROUP", default_value = "DRIVER")]
+    pub control: String,
+    /// Saved reports: compare even when the runs differ in message, tasks, persistence or
+    /// transport.
     #[arg(long)]
     pub force: bool,
-    /// Also write the table as TSV (`-` for stdout).
+    /// Also write the table as TSV, one value per cell (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_tsv: Option<PathBuf>,
     /// Also write the table as Markdown (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+    /// Live: write the comparison as JSON (schema oemputx.compare/1; `-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Live: the run options (after --) of one round, e.g. -- --qmgr RABBIT --count 2000.
+    #[arg(last = true, value_name = "RUN OPTIONS")]
+    pub run: Vec<String>,
 }
 
 /// Options of `oemputx cpu`.

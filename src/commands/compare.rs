@@ -1,18 +1,39 @@
 //! `oemputx compare`: the broker paper's overhead table — each group's CPU µs per
-//! transaction in each run, and the Total Overhead % of each run against the first (IBM's
+//! transaction in each setting, and the Total Overhead % of each against the first (IBM's
 //! WebSphere Message Broker for z/OS performance report measured the cost of accounting and
-//! statistics this way).
+//! statistics this way). Live, the settings are flows measured in one window, in
+//! interleaved rounds, and every change comes with its interval (the experiment engine
+//! decides, [`crate::report::compare`] tabulates); saved reports are separate runs, shown
+//! with each run's own spread.
 
-use crate::config::tools::CompareOptions;
+use crate::config::compare::{CompareConfig, CompareOutputs, LiveCompare};
 use crate::exit::Exit;
+use crate::experiment::{Experiment, Figures, Look};
 use crate::export::{self, cells};
-use crate::report::saved::{ReportFileError, Saved, differences};
-use std::path::Path;
+use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
+use crate::interleave::{Budget, End, Interleave};
+use crate::report::Report;
+use crate::report::compare::{self as model, Comparison, SettingRow, TOTAL};
+use crate::report::saved::{Metric, ReportFileError, Saved, SavedFigures, differences};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-/// `oemputx compare BASE.json OTHER.json…`.
-pub fn compare(args: &CompareOptions) -> anyhow::Result<Exit> {
-    let runs: Vec<Saved> = args
-        .reports
+/// `oemputx compare`: saved reports, or settings measured now.
+pub fn compare(cfg: &CompareConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    match cfg {
+        CompareConfig::Saved {
+            reports,
+            force,
+            outputs,
+        } => saved(reports, *force, outputs),
+        CompareConfig::Live(live) => measure_live(live, interrupt),
+    }
+}
+
+/// `oemputx compare BASE.json OTHER.json…`: separate runs, each with its own spread.
+fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Result<Exit> {
+    let runs: Vec<Saved> = reports
         .iter()
         .map(|p| Saved::load(p))
         .collect::<Result<_, _>>()?;
@@ -23,12 +44,13 @@ pub fn compare(args: &CompareOptions) -> anyhow::Result<Exit> {
         .iter()
         .flat_map(|o| differences(base, o, false))
         .collect();
-    if !diffs.is_empty() && !args.force {
+    if !diffs.is_empty() && !force {
         return Err(ReportFileError::Differs(diffs).into());
     }
     let rows = crate::export::compare::rows(&runs);
-    let mut text =
-        String::from("oemputx compare: CPU per transaction, each run against the first\n\n");
+    let mut text = String::from(
+        "oemputx compare: CPU per transaction, each saved run against the first. These are separate runs: what differs between them includes the machine's drift between their windows; each shows its own rounds' spread [min-max]. To compare settings in one window, with intervals: oemputx compare --flow-cmd CMD --setting NAME=ARGS … -- RUN OPTIONS\n\n",
+    );
     text.push_str(&cells::text(&rows));
     if !diffs.is_empty() {
         text.push_str("\nCompared with --force although the runs differ:\n");
@@ -38,7 +60,7 @@ pub fn compare(args: &CompareOptions) -> anyhow::Result<Exit> {
     let write = |path: &Path, what: &str, body: &str| {
         export::write_output(path, &format!("the comparison {what}"), body)
     };
-    let machine_on_stdout = [&args.export_tsv, &args.export_markdown]
+    let machine_on_stdout = [&args.tsv, &args.markdown]
         .iter()
         .any(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"));
     if machine_on_stdout {
@@ -46,11 +68,215 @@ pub fn compare(args: &CompareOptions) -> anyhow::Result<Exit> {
     } else {
         crate::export::print_stdout(&text)?;
     }
-    if let Some(p) = &args.export_tsv {
+    if let Some(p) = &args.tsv {
         write(p, "TSV", &cells::delimited(&rows, b'\t')?)?;
     }
-    if let Some(p) = &args.export_markdown {
+    if let Some(p) = &args.markdown {
         write(p, "Markdown", &cells::markdown(&rows))?;
     }
     Ok(Exit::Ok)
+}
+
+/// The metrics every setting's first round has: each group, then the captured total.
+fn metrics_of(first: &[&Report]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    if let Some(r) = first.first() {
+        for g in &r.groups {
+            if first
+                .iter()
+                .all(|o| o.groups.iter().any(|x| x.name == g.name))
+            {
+                names.push(g.name.clone());
+            }
+        }
+    }
+    if first.iter().all(|r| r.captured_us_per_tran.is_some()) {
+        names.push(TOTAL.to_string());
+    }
+    names
+}
+
+fn figures(metrics: &[String], control: Option<&str>, r: &Report) -> Figures {
+    let f = SavedFigures::from(r);
+    Figures {
+        values: metrics.iter().map(|m| Metric::named(m).of(&f)).collect(),
+        control: control.and_then(|c| Metric::named(c).of(&f)),
+    }
+}
+
+/// The progress line of a look: each change's estimate and interval so far.
+fn look_line(look: &Look, names: &[String], metrics: &[String], elapsed: f64) -> String {
+    let mut line = format!(
+        "compare: look {} after {} of {} planned blocks ({elapsed:.0} s, {:.1}% intervals):",
+        look.boundary.look,
+        look.blocks,
+        look.planned,
+        100.0 * (1.0 - look.boundary.level)
+    );
+    for item in &look.items {
+        if let Some(i) = item.interval {
+            let state = match item.decided {
+                Some(f) => export::compare::short(f),
+                None => "undecided",
+            };
+            line.push_str(&format!(
+                " {} {} {:+.1}% [{:+.1}%, {:+.1}%] {state};",
+                names[item.contrast + 1],
+                metrics[item.metric],
+                100.0 * (i.ratio - 1.0),
+                100.0 * (i.low - 1.0),
+                100.0 * (i.high - 1.0),
+            ));
+        }
+    }
+    line.trim_end_matches(';').to_string()
+}
+
+/// Every setting's flow, each on its own queue.
+fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
+    l.settings
+        .iter()
+        .zip(queues)
+        .map(|(s, q)| {
+            let mut run = l.run.on_own_queue(q)?;
+            run.label = format!("{}-{}", l.run.label, s.name);
+            FlowArm::start(
+                s.name.clone(),
+                &s.flow,
+                s.extra.clone(),
+                (1, 1),
+                FlowGroup::Tree,
+                run,
+            )
+        })
+        .collect()
+}
+
+/// `oemputx compare --flow-cmd CMD --setting NAME=ARGS … -- RUN OPTIONS`.
+fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let k = l.settings.len();
+    let names: Vec<String> = l.settings.iter().map(|s| s.name.clone()).collect();
+    let pid = std::process::id();
+    let queues: Vec<String> = (0..k)
+        .map(|i| format!("{}.C{i}.{pid}", l.run.request_queue))
+        .collect();
+    let _made = MadeQueues {
+        endpoint: l.run.endpoint.clone(),
+        queues: queues.clone(),
+    };
+    let mut arms = start_arms(l, &queues)?;
+    let per_block = model::cycles_per_block(k);
+    let max_blocks = (l.max_rounds / (k * per_block)).max(crate::experiment::FIRST_LOOK);
+    eprintln!(
+        "compare: {k} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
+        humantime::format_duration(l.max_time),
+        l.max_rounds
+    );
+    let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut run = Interleave::new(
+        &mut arms,
+        Budget {
+            max_time: l.max_time,
+            max_blocks,
+        },
+    );
+    let first_order = crate::experiment::order::williams(k)[0].clone();
+    if !run.cycle(&first_order, &interrupt)? {
+        eprintln!("compare: interrupted before the first cycle");
+        return Ok(Exit::Interrupted);
+    }
+    let firsts: Vec<&Report> = run.rounds.iter().filter_map(|r| r.last()).collect();
+    let metrics = metrics_of(&firsts);
+    let control = l
+        .control
+        .as_deref()
+        .filter(|c| firsts.iter().all(|r| r.groups.iter().any(|g| g.name == *c)));
+    if l.control.is_some() && control.is_none() {
+        eprintln!(
+            "compare: the rounds have no group {} to adjust the pairs by: judged as measured",
+            l.control.as_deref().unwrap_or_default()
+        );
+    }
+    let (run_settings, host) = (firsts[0].settings.clone(), firsts[0].host.clone());
+    let design = model::design(&metrics, k, (l.min_effect, l.floor_us), control, max_blocks);
+    let mut engine = Experiment::new(design)?;
+    let end = run.drive(
+        &mut engine,
+        |r| figures(&metrics, control, r),
+        &interrupt,
+        |look, elapsed| {
+            eprintln!(
+                "{}",
+                look_line(look, &names, &metrics, elapsed.as_secs_f64())
+            )
+        },
+    )?;
+    let elapsed = run.elapsed().as_secs_f64();
+    drop(arms);
+    let comparison = Comparison {
+        schema: model::SCHEMA,
+        start_utc,
+        settings: l
+            .settings
+            .iter()
+            .map(|s| SettingRow {
+                name: s.name.clone(),
+                command: s.shown.clone(),
+            })
+            .collect(),
+        run: run_settings,
+        arms: model::arms(&engine, &names),
+        changes: model::changes(&engine, &names),
+        metrics,
+        run_shape: model::RunShape {
+            blocks: engine.blocks(),
+            cycles: engine.cycles(),
+            cycles_per_block: per_block,
+            elapsed_s: elapsed,
+            ended: match end {
+                End::Decided => "decided",
+                End::Budget => "budget",
+                End::Interrupted => "interrupted",
+            },
+            control: control.map(String::from),
+            floor_us: l.floor_us,
+        },
+        host,
+    };
+    write_live(&comparison, &l.outputs)?;
+    Ok(if end == End::Interrupted {
+        Exit::Interrupted
+    } else {
+        Exit::Ok
+    })
+}
+
+/// The live comparison: the files asked for first, then stdout.
+fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
+    let text = export::compare::live_text(c);
+    let json = serde_json::to_string_pretty(c)? + "\n";
+    let tsv = cells::delimited(&export::compare::live_tsv_rows(c), b'\t')?;
+    let md = cells::markdown(&export::compare::live_rows(c));
+    let is_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let mut on_stdout = None;
+    for (path, what, body) in [
+        (&o.json, "JSON", &json),
+        (&o.tsv, "TSV", &tsv),
+        (&o.markdown, "Markdown", &md),
+    ] {
+        match path {
+            Some(p) if p.as_os_str() == "-" => on_stdout = Some(body),
+            Some(p) => export::write_output(p, &format!("the comparison {what}"), body)?,
+            None => {}
+        }
+    }
+    if [&o.json, &o.tsv, &o.markdown].iter().any(|p| is_stdout(p)) {
+        eprint!("{text}");
+    } else {
+        export::print_stdout(&text)?;
+    }
+    if let Some(body) = on_stdout {
+        export::print_stdout(body)?;
+    }
+    Ok(())
 }

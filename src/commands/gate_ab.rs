@@ -13,28 +13,11 @@ use crate::config::gate::{FlowPair, GateConfig};
 use crate::exit::Exit;
 use crate::experiment::{Experiment, FIRST_LOOK};
 use crate::gate::ab::{self, PAIRS_PER_BLOCK};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup};
+use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::saved::SavedFigures;
-use crate::transport::Endpoint;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-
-/// The request queues a command made; deleted when dropped (after the flows have stopped).
-pub(super) struct MadeQueues {
-    pub(super) endpoint: Endpoint,
-    pub(super) queues: Vec<String>,
-}
-
-impl Drop for MadeQueues {
-    fn drop(&mut self) {
-        for q in &self.queues {
-            if let Err(e) = self.endpoint.kind().delete_queue(q) {
-                eprintln!("Warning: could not delete the queue {q} oemputx made: {e}");
-            }
-        }
-    }
-}
 
 /// Both flows, each on its own queue, its processes and their descendants its FLOW group.
 fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {

@@ -27,7 +27,6 @@
 //! run comes within half the tolerance of is not trusted: the metric is then inconclusive.
 
 use super::gate::{verdict_exit, write_verdict};
-use super::gate_ab::MadeQueues;
 use crate::config::flow_command::FlowCommand;
 use crate::config::gate::{FlowPair, GateConfig};
 use crate::config::{RunConfig, RunLength};
@@ -37,6 +36,7 @@ use crate::gate::instructions::{
     COLD, Counts, Metric, STEADY, decide, parse_totals, rejudge as rejudge_counts,
 };
 use crate::gate::{GateError, InstructionCounts, Outcome, overall};
+use crate::interleave::flow_arm::MadeQueues;
 use crate::measure::measure;
 use anyhow::Context;
 use std::path::Path;

@@ -26,7 +26,7 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Pubsub(args)) => pubsub::pubsub(&args.options().build()?),
         Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?),
         Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
-        Some(Command::Compare(args)) => compare::compare(&args.options().build()?),
+        Some(Command::Compare(args)) => compare::compare(&args.options()?.build()?, interrupt),
         Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),
         None => run::put_get(&cli.run.options()?.build()?, interrupt),
     }

@@ -3,6 +3,7 @@
 //! Later code never re-reads raw flags: everything a run needs, checked, is here.
 
 mod build;
+pub mod compare;
 pub mod flow_command;
 pub mod gate;
 pub mod options;

@@ -1,5 +1,5 @@
 //! The options of the smaller commands, checked: `oemputx matrix` (its cells are pub/sub
-//! runs), `cpu`, `account` and `compare`.
+//! runs), `cpu` and `account`.
 
 use super::options::AccountingOptions;
 use super::pubsub::{PubsubConfig, PubsubOptions};
@@ -219,26 +219,5 @@ impl AccountOptions {
             program: program.clone(),
             args: args.to_vec(),
         })
-    }
-}
-
-/// What `oemputx compare` asks for: saved reports to tabulate.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CompareOptions {
-    pub reports: Vec<PathBuf>,
-    pub force: bool,
-    pub export_tsv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-}
-
-impl CompareOptions {
-    pub fn build(&self) -> Result<CompareOptions, ConfigError> {
-        if self.reports.len() < 2 {
-            return Err(bad(
-                "compare",
-                "give two or more saved JSON reports, the first being the base",
-            ));
-        }
-        Ok(self.clone())
     }
 }

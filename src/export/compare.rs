@@ -1,7 +1,169 @@
-//! compare's overhead table of saved reports, as rows of cells.
+//! compare's overhead tables as rows of cells: of saved reports (separate runs), and of a
+//! live comparison (settings measured in one window), with a TSV of one value per cell.
 
+use crate::experiment::Finding;
 use crate::gate::statistics::median;
+use crate::report::compare::{Change, Comparison, TOTAL};
 use crate::report::saved::{Metric, Saved};
+
+fn label(metric: &str) -> String {
+    if metric == TOTAL {
+        "Captured total".into()
+    } else {
+        metric.to_string()
+    }
+}
+
+fn change_of<'a>(c: &'a Comparison, setting: &str, metric: &str) -> Option<&'a Change> {
+    c.changes
+        .iter()
+        .find(|x| x.setting == setting && x.metric == metric)
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:+.1}%"))
+}
+
+/// A finding in one word: more, less, same, unresolved.
+pub fn short(f: Option<Finding>) -> &'static str {
+    match f {
+        Some(Finding::Worse) => "more",
+        Some(Finding::Better) => "less",
+        Some(Finding::Within) => "same",
+        None => "unresolved",
+    }
+}
+
+/// The paper's overhead table of a live comparison: each group's median µs/tran per
+/// setting [its 95 % interval], then each setting's change against the first with the
+/// paired interval and what it allows; last, Total Overhead % (the captured total's).
+pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
+    let mut header = vec!["us/tran: median [95% CI] of rounds; change vs first [CI]".to_string()];
+    header.extend(c.settings.iter().map(|s| s.name.clone()));
+    let mut out = vec![header];
+    for (mi, metric) in c.metrics.iter().enumerate() {
+        let mut row = vec![label(metric)];
+        for (ai, arm) in c.arms.iter().enumerate() {
+            let fig = arm
+                .figures
+                .get(mi)
+                .copied()
+                .flatten()
+                .map_or("-".into(), |f| {
+                    format!("{:.2} [{:.2}-{:.2}]", f.median, f.low, f.high)
+                });
+            let cell = match (ai, change_of(c, &arm.setting, metric)) {
+                (0, _) | (_, None) => fig,
+                (_, Some(ch)) => format!(
+                    "{fig} {} [{}, {}] {}",
+                    pct(ch.change_pct),
+                    pct(ch.low_pct),
+                    pct(ch.high_pct),
+                    short(ch.finding)
+                ),
+            };
+            row.push(cell);
+        }
+        out.push(row);
+    }
+    let mut total = vec!["Total Overhead %".to_string()];
+    for (ai, arm) in c.arms.iter().enumerate() {
+        total.push(match (ai, change_of(c, &arm.setting, TOTAL)) {
+            (0, _) | (_, None) => "-".into(),
+            (_, Some(ch)) => format!(
+                "{} [{}, {}] {}",
+                pct(ch.change_pct),
+                pct(ch.low_pct),
+                pct(ch.high_pct),
+                short(ch.finding)
+            ),
+        });
+    }
+    out.push(total);
+    out
+}
+
+/// The live comparison as a spreadsheet takes it: one row per setting and metric, one value
+/// per cell, units in the column names.
+pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
+    let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
+    let mut out = vec![
+        [
+            "setting",
+            "metric",
+            "rounds",
+            "median_us_per_tran",
+            "ci_low_us_per_tran",
+            "ci_high_us_per_tran",
+            "change_pct",
+            "change_low_pct",
+            "change_high_pct",
+            "change_ci_level",
+            "min_effect_pct",
+            "finding",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (mi, metric) in c.metrics.iter().enumerate() {
+        for arm in &c.arms {
+            let f = arm.figures.get(mi).copied().flatten();
+            let ch = change_of(c, &arm.setting, metric);
+            out.push(vec![
+                arm.setting.clone(),
+                metric.clone(),
+                arm.rounds.to_string(),
+                opt(f.map(|f| f.median), 3),
+                opt(f.map(|f| f.low), 3),
+                opt(f.map(|f| f.high), 3),
+                opt(ch.and_then(|c| c.change_pct), 2),
+                opt(ch.and_then(|c| c.low_pct), 2),
+                opt(ch.and_then(|c| c.high_pct), 2),
+                opt(ch.map(|c| 100.0 * c.level), 1),
+                opt(ch.map(|c| c.min_effect_pct), 2),
+                ch.map_or(String::new(), |c| short(c.finding).to_string()),
+            ]);
+        }
+    }
+    out
+}
+
+/// The live comparison as text: how it was measured, the table, what each change allows.
+pub fn live_text(c: &Comparison) -> String {
+    let r = &c.run_shape;
+    let mut s = format!(
+        "oemputx compare: {} settings of one flow measured in one window: {} blocks of {} cycles (every setting once a cycle, in a balanced order), {:.0} s, {}
+",
+        c.settings.len(),
+        r.blocks,
+        r.cycles_per_block,
+        r.elapsed_s,
+        match r.ended {
+            "decided" => "every change decided",
+            "interrupted" => "interrupted",
+            _ => "stopped at --max-time/--max-rounds",
+        }
+    );
+    for set in &c.settings {
+        s.push_str(&format!(
+            "  {}: {}
+",
+            set.name, set.command
+        ));
+    }
+    s.push_str(&format!(
+        "Each change: the paired estimate against {} and its interval over the blocks{}; more/less beyond the minimum effect, same when the interval lies within it, unresolved otherwise
+
+",
+        c.settings.first().map_or("", |x| x.name.as_str()),
+        r.control
+            .as_deref()
+            .map(|g| format!(" (each pair adjusted by {g}'s change in it)"))
+            .unwrap_or_default()
+    ));
+    s.push_str(&crate::export::cells::text(&live_rows(c)));
+    s
+}
 
 /// The overhead table as rows of cells.
 pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {

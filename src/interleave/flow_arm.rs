@@ -10,6 +10,7 @@ use crate::config::flow_command::FlowCommand;
 use crate::driver::Status;
 use crate::flows::Flows;
 use crate::report::Report;
+use crate::transport::Endpoint;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -122,6 +123,22 @@ impl Arm for FlowArm {
                 other.describe(),
                 report.status_detail.as_deref().unwrap_or("")
             ),
+        }
+    }
+}
+
+/// The request queues a command made; deleted when dropped (after the flows have stopped).
+pub struct MadeQueues {
+    pub endpoint: Endpoint,
+    pub queues: Vec<String>,
+}
+
+impl Drop for MadeQueues {
+    fn drop(&mut self) {
+        for q in &self.queues {
+            if let Err(e) = self.endpoint.kind().delete_queue(q) {
+                eprintln!("Warning: could not delete the queue {q} oemputx made: {e}");
+            }
         }
     }
 }

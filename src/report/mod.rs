@@ -6,6 +6,7 @@
 //! process accounting is asked for.
 
 pub mod account;
+pub mod compare;
 pub mod matrix;
 pub mod rounds;
 pub mod saved;

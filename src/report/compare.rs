@@ -1,0 +1,176 @@
+//! What a live `oemputx compare` reports: each setting's figures (the median of its rounds
+//! with a distribution-free interval), each setting against the first with the engine's
+//! paired interval and finding, and the paper's Total Overhead % (the captured total's
+//! change) with its interval.
+
+use crate::experiment::{self, ArmSummary, Experiment, Finding, Rule};
+use serde::Serialize;
+
+/// The JSON schema tag of a live comparison.
+pub const SCHEMA: &str = "oemputx.compare/1";
+
+/// The metric the Total Overhead % is read from.
+pub const TOTAL: &str = "captured";
+
+/// A live comparison, as exported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub schema: &'static str,
+    pub start_utc: String,
+    /// Every setting, the first being the base.
+    pub settings: Vec<SettingRow>,
+    /// One round's settings (the first setting's first round: message, tasks, broker…).
+    pub run: super::Settings,
+    /// The metrics compared: each group's µs/tran, and the captured total.
+    pub metrics: Vec<String>,
+    /// Each setting's figures, by metric (in `metrics` order).
+    pub arms: Vec<Arm>,
+    /// Each setting (but the first) against the first, by metric.
+    pub changes: Vec<Change>,
+    /// How the run went.
+    pub run_shape: RunShape,
+    pub host: super::Host,
+}
+
+/// A setting of the comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingRow {
+    pub name: String,
+    /// The flow's command, its passwords masked.
+    pub command: String,
+}
+
+/// One setting's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Arm {
+    pub setting: String,
+    pub rounds: usize,
+    /// Per metric: median and the 95 % interval of its rounds (None without figures).
+    pub figures: Vec<Option<ArmSummary>>,
+}
+
+/// One setting against the base on one metric.
+#[derive(Debug, Clone, Serialize)]
+pub struct Change {
+    pub setting: String,
+    pub against: String,
+    pub metric: String,
+    /// (other ÷ base − 1) × 100, the paired Hodges–Lehmann estimate, and its interval.
+    pub change_pct: Option<f64>,
+    pub low_pct: Option<f64>,
+    pub high_pct: Option<f64>,
+    /// The interval's confidence level.
+    pub level: f64,
+    /// The smallest change reported, as applied (the minimum effect, widened by the floor).
+    pub min_effect_pct: f64,
+    /// `worse` (costs more), `better` (costs less), `within` (no difference as large as the
+    /// minimum effect); null: no difference can be stated at this precision.
+    pub finding: Option<Finding>,
+    /// The finding in words.
+    pub reading: String,
+    /// Blocks it was decided after, when it was.
+    pub decided_after: Option<usize>,
+}
+
+/// How the interleaved run went.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunShape {
+    pub blocks: usize,
+    pub cycles: usize,
+    pub cycles_per_block: usize,
+    pub elapsed_s: f64,
+    /// `decided`, `budget` or `interrupted`.
+    pub ended: &'static str,
+    pub control: Option<String>,
+    pub floor_us: f64,
+}
+
+/// The reading of a finding under a difference rule.
+pub fn reading(f: Option<Finding>, rule: Rule) -> String {
+    let d = 100.0 * rule.threshold();
+    match f {
+        Some(Finding::Worse) => format!("costs more (beyond +{d:.1}%)"),
+        Some(Finding::Better) => format!("costs less (beyond -{d:.1}%)"),
+        Some(Finding::Within) => format!("no difference as large as {d:.1}%"),
+        None => "no difference at this precision".into(),
+    }
+}
+
+/// Each metric's change of every setting against the base, from the engine's outcomes.
+pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
+    let d = engine.design();
+    engine
+        .outcomes()
+        .iter()
+        .map(|o| {
+            let (base, other) = d.contrasts[o.contrast];
+            let pct = |x: f64| x.is_finite().then_some(100.0 * (x - 1.0));
+            Change {
+                setting: names[other].clone(),
+                against: names[base].clone(),
+                metric: d.metrics[o.metric].name.clone(),
+                change_pct: o.interval.and_then(|i| pct(i.ratio)),
+                low_pct: o.interval.and_then(|i| pct(i.low)),
+                high_pct: o.interval.and_then(|i| pct(i.high)),
+                level: o.level,
+                min_effect_pct: 100.0 * o.rule.threshold(),
+                finding: o.finding,
+                reading: reading(o.finding, o.rule),
+                decided_after: o.decided_after,
+            }
+        })
+        .collect()
+}
+
+/// Each setting's figures, metric by metric.
+pub fn arms(engine: &Experiment, names: &[String]) -> Vec<Arm> {
+    let metrics = engine.design().metrics.len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(a, name)| Arm {
+            setting: name.clone(),
+            rounds: engine.cycles(),
+            figures: (0..metrics)
+                .map(|m| engine.arm_summary(a, m, 0.05))
+                .collect(),
+        })
+        .collect()
+}
+
+/// The engine's design for a comparison of `arms` settings against the first: each metric
+/// judged by the difference rule at `min_effect`, floored at `floor_us`.
+pub fn design(
+    metrics: &[String],
+    arms: usize,
+    (min_effect, floor_us): (f64, f64),
+    control: Option<&str>,
+    max_blocks: usize,
+) -> experiment::Design {
+    experiment::Design {
+        arms,
+        contrasts: (1..arms).map(|i| (0, i)).collect(),
+        metrics: metrics
+            .iter()
+            .map(|m| experiment::MetricSpec {
+                name: m.clone(),
+                higher_is_worse: true,
+                rule: Rule::Difference { min_effect },
+                floor: floor_us,
+                adjusted: control.is_some_and(|c| c != m),
+            })
+            .collect(),
+        control: control.is_some(),
+        cycles_per_block: cycles_per_block(arms),
+        alpha: 0.10,
+        max_blocks,
+        precision: None,
+        stop_on_worse: false,
+    }
+}
+
+/// Cycles per block: a whole balanced design (every order of the Williams square), and at
+/// least four, as the A/B gate's blocks of four pairs.
+pub fn cycles_per_block(arms: usize) -> usize {
+    experiment::order::williams(arms).len().max(4)
+}
