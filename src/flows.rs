@@ -66,6 +66,7 @@ impl Flows {
             let mut c = Command::new(&cmd.program);
             c.args(&free.args).args(extra);
             c.envs(free.env.iter().map(|(k, v)| (k, v)));
+            c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
             if !cmd.sets("--input-queue") {
                 c.args(["--input-queue", queue]);
             }

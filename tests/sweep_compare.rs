@@ -5,9 +5,9 @@ use oemputx_test_support::*;
 use predicates::prelude::*;
 
 #[test]
-fn a_sweep_runs_threads_and_processes_for_each_task_count() {
+fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_ratio() {
     live!(RabbitMq, PostgreSql);
-    let q = QueueGuard(fresh_queue("sweep"));
+    let q = fresh_queue("sweep");
     let table = TableGuard::fresh("sweep");
     let chart = tempfile::NamedTempFile::new().expect("temp");
     let flow_cmd = format!("sample-flow --db {} --db-table {}", pg_url(), table.0);
@@ -17,22 +17,22 @@ fn a_sweep_runs_threads_and_processes_for_each_task_count() {
             "--qmgr",
             &amqp_url(),
             "--request-queue",
-            &q.0,
+            &q,
             "--count",
             "60",
         ])
         .args(["--group", "QMGR=@rabbitmq", "--export-json", "-", "--quiet"])
         // The sweep's own options may come after the run's.
-        .arg("--chart")
+        .args(["--max-time", "40s", "--chart"])
         .arg(chart.path())
-        .timeout(std::time::Duration::from_secs(120))
+        .timeout(std::time::Duration::from_secs(150))
         .output()
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sweep JSON");
     assert_matches_schema(&j);
-    assert_eq!(j["schema"], "oemputx.sweep/1");
+    assert_eq!(j["schema"], "oemputx.sweep/2");
     let points = j["points"].as_array().cloned().unwrap_or_default();
     let shape: Vec<(u64, String, u64, u64)> = points
         .iter()
@@ -54,19 +54,32 @@ fn a_sweep_runs_threads_and_processes_for_each_task_count() {
             (2, "processes".into(), 2, 1)
         ]
     );
+    // Every point measured as often as every other, in one window.
+    let rounds: Vec<u64> = points.iter().filter_map(|p| p["rounds"].as_u64()).collect();
+    assert!(
+        rounds.iter().all(|&r| r == rounds[0] && r >= 16),
+        "{rounds:?}"
+    );
     for p in &points {
-        assert_eq!(p["transactions"], 60);
         let flow = p["groups"]
             .as_array()
-            .and_then(|g| g.iter().find(|g| g[0] == "FLOW"))
-            .and_then(|g| g[1].as_f64())
+            .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
+            .and_then(|g| g["us_per_tran"]["median"].as_f64())
             .unwrap_or(0.0);
         assert!(flow > 0.0, "FLOW accounted by the flows' pids: {p}");
     }
-    // Every message of every point is one row: the flows were really in the loop.
-    assert_eq!(
-        pg_scalar(&format!("SELECT count(*) FROM {}", table.0)),
-        Some(240)
+    // Each N: processes ÷ threads with its interval, for FLOW, captured and the rate.
+    let ratios = j["ratios"].as_array().expect("ratios");
+    assert_eq!(ratios.len(), 6, "{ratios:?}");
+    for r in ratios {
+        let (lo, hi) = (r["low"].as_f64(), r["high"].as_f64());
+        assert!(lo.is_some() && hi.is_some() && lo <= hi, "{r}");
+    }
+    // Every message of every round is one row: the flows were really in the loop.
+    let rows = pg_scalar(&format!("SELECT count(*) FROM {}", table.0)).unwrap_or(0);
+    assert!(
+        rows >= 60 * rounds.iter().sum::<u64>() as i64,
+        "{rows} rows"
     );
     let svg = std::fs::read_to_string(chart.path()).expect("chart");
     assert!(
@@ -210,10 +223,10 @@ fn a_sweep_records_no_password_of_its_flow_command() {
             "sweep",
             "--tasks",
             "1",
-            "--modes",
-            "threads",
             "--flow-cmd",
             &flow_cmd,
+            "--max-time",
+            "20s",
         ])
         .args([
             "--qmgr",

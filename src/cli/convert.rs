@@ -93,6 +93,9 @@ impl SweepArgs {
             run: self
                 .run
                 .options_with_tasks(self.run.tasks.first().copied().unwrap_or(1)),
+            max_time: self.max_time.into(),
+            precision: self.precision.clone(),
+            min_effect: self.min_effect.clone(),
         }
     }
 }

@@ -32,12 +32,15 @@ pub enum Command {
     /// Run another load driver (executed directly, no shell) and report the groups' CPU per
     /// message over its run, with the capture ratio.
     Account(AccountArgs),
-    /// The paper's scaling experiment: for each task count N, run against one flow process
-    /// with N threads and against N flow processes, starting and stopping the flows; a table
-    /// and an SVG chart. Takes a run's options (--qmgr, --count, --group…), --tasks as a list.
+    /// The paper's scaling experiment: for each task count N, one flow process with N threads
+    /// against N flow processes, every point a flow of its own measured in interleaved rounds
+    /// until each N's processes ÷ threads ratio is known; a table with intervals and an SVG
+    /// chart. Takes a round's options (--qmgr, --count, --group…), --tasks as a list.
     Sweep(Box<SweepArgs>),
-    /// The paper's overhead table: each group's CPU µs per transaction in each saved JSON
-    /// report, and the Total Overhead % of each against the first.
+    /// The paper's overhead table: each group's CPU µs per transaction per setting and the
+    /// Total Overhead % against the first. Live (--flow-cmd, --setting … -- RUN OPTIONS):
+    /// every setting measured in one window, each change with its interval; or of saved JSON
+    /// reports (separate runs).
     Compare(CompareArgs),
     /// The CI regression gate: compare the rounds of a run with a baseline's, per group
     /// CPU µs/tran and corrected total; exit 3 on a regression. Give --current REPORT.json,
@@ -343,6 +346,16 @@ pub struct SweepArgs {
     /// Also write the SVG chart here (it is always saved in the reports folder unless --no-save).
     #[arg(long, value_name = "PATH")]
     pub chart: Option<PathBuf>,
+    /// Stop adding rounds after this long; each N's ratio is then reported with the
+    /// interval it has.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub max_time: humantime::Duration,
+    /// Stop once every N's processes ÷ threads interval is within ± this. [default: 3%]
+    #[arg(long, value_name = "PERCENT")]
+    pub precision: Option<String>,
+    /// The smallest difference between the modes reported. [default: 2%]
+    #[arg(long, value_name = "PERCENT")]
+    pub min_effect: Option<String>,
     /// The run options; --tasks takes the list of task counts, e.g. --tasks 1,2,3,4.
     #[command(flatten)]
     pub run: RunArgs,

@@ -1,108 +1,287 @@
-//! `oemputx sweep`: the broker paper's scaling experiment. For each task count N, run the
-//! driver with N tasks against (a) one flow process with N threads and (b) N flow processes
-//! of one thread each (execution groups), starting and stopping the flows itself, and tabulate
-//! rate and CPU per transaction per group; with a chart of both against N.
+//! `oemputx sweep`: the broker paper's scaling experiment. For each task count N, the driver
+//! with N tasks against (a) one flow process with N threads and (b) N flow processes of one
+//! thread each (execution groups). Every (N, mode) point is an arm of the experiment engine:
+//! a flow of its own on its own request queue, restarted each block, measured in
+//! interleaved rounds, until each N's processes ÷ threads ratio is decided or as precise as
+//! asked, or the time is up; a table with each point's intervals and a chart with error
+//! bars. The flow gets its mode in `OEMPUTX_SWEEP_MODE` (`threads` or `processes`).
 
-use crate::accounting::selector::{GroupSpec, Selector};
 use crate::config::RunConfig;
 use crate::config::sweep::{SweepConfig, SweepMode};
+use crate::experiment::{Design, Experiment, Figures, MetricSpec, Rule, median_interval};
 use crate::export;
 use crate::export::sweep::{render_svg, render_text, rows};
-use crate::flows::Flows;
+use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
+use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
-use crate::report::sweep::{Point, SCHEMA, Sweep};
+use crate::report::saved::{Metric, SavedFigures};
+use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, reading};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
-fn point(tasks: usize, mode: SweepMode, processes: usize, threads: usize, r: &Report) -> Point {
+/// The metrics each N's ratio is judged on: the flow's cost, the captured total, the rate.
+const METRICS: [&str; 3] = ["FLOW", "captured", "rate"];
+/// Cycles per block: two keep the blocks short (every point's flows restart per block).
+const CYCLES_PER_BLOCK: usize = 2;
+
+/// One point's shape: (N, mode, processes, threads each).
+fn shapes(sc: &SweepConfig) -> Vec<(usize, SweepMode, usize, usize)> {
+    let mut out = Vec::new();
+    for &n in &sc.task_counts {
+        for &mode in &sc.modes {
+            let (p, t) = match mode {
+                SweepMode::Threads => (1, n),
+                SweepMode::Processes => (n, 1),
+            };
+            out.push((n, mode, p, t));
+        }
+    }
+    out
+}
+
+/// Every point's flow, on its own queue; accounted by its process ids unless the user
+/// named a FLOW group.
+fn start_arms(
+    sc: &SweepConfig,
+    shapes: &[(usize, SweepMode, usize, usize)],
+    queues: &[String],
+) -> anyhow::Result<Vec<FlowArm>> {
+    let group = if sc.run.groups.iter().any(|g| g.name == "FLOW") {
+        FlowGroup::Given
+    } else {
+        FlowGroup::Pids
+    };
+    shapes
+        .iter()
+        .zip(queues)
+        .map(|(&(n, mode, p, t), q)| {
+            let run = sc.run.silent().with_tasks(n)?.on_own_queue(q)?;
+            let cmd = sc.flow.with_env("OEMPUTX_SWEEP_MODE", mode.as_str());
+            let extra = vec!["--threads".to_string(), t.to_string()];
+            FlowArm::start(
+                format!("N={n} {}", mode.as_str()),
+                &cmd,
+                extra,
+                (p, p * t),
+                group,
+                run,
+            )
+        })
+        .collect()
+}
+
+/// The engine's design: per N, processes against threads.
+fn design(sc: &SweepConfig, shapes: &[(usize, SweepMode, usize, usize)], control: bool) -> Design {
+    let arm = |n: usize, m: SweepMode| shapes.iter().position(|s| s.0 == n && s.1 == m);
+    let contrasts = sc
+        .task_counts
+        .iter()
+        .filter_map(|&n| Some((arm(n, SweepMode::Threads)?, arm(n, SweepMode::Processes)?)))
+        .collect();
+    Design {
+        arms: shapes.len(),
+        contrasts,
+        metrics: METRICS
+            .iter()
+            .map(|m| MetricSpec {
+                name: m.to_string(),
+                higher_is_worse: Metric::named(m).higher_is_worse(),
+                rule: Rule::Difference {
+                    min_effect: sc.min_effect,
+                },
+                floor: 0.0,
+                adjusted: true,
+            })
+            .collect(),
+        control,
+        cycles_per_block: CYCLES_PER_BLOCK,
+        alpha: 0.10,
+        max_blocks: 1000,
+        precision: Some(sc.precision),
+        stop_on_worse: false,
+    }
+}
+
+fn figures(r: &Report) -> Figures {
+    let f = SavedFigures::from(r);
+    Figures {
+        values: METRICS.iter().map(|m| Metric::named(m).of(&f)).collect(),
+        control: Metric::named("DRIVER").of(&f),
+    }
+}
+
+/// A point's figures from its rounds: each a median with its 95 % interval.
+fn point(shape: (usize, SweepMode, usize, usize), rounds: &[Report]) -> Point {
+    let (tasks, mode, processes, threads) = shape;
+    let summary = |v: Vec<f64>| median_interval(&v, 0.05);
+    let mut names: Vec<String> = Vec::new();
+    for r in rounds {
+        for g in &r.groups {
+            if !names.contains(&g.name) {
+                names.push(g.name.clone());
+            }
+        }
+    }
     Point {
         tasks,
         mode,
         flow_processes: processes,
         flow_threads_each: threads,
-        transactions: r.transactions,
-        rate_tps: r.rate_tps,
-        round_trip_mean_us: r.round_trip_us.mean,
-        groups: r
-            .groups
-            .iter()
-            .map(|g| (g.name.clone(), g.total_us_per_tran))
+        rounds: rounds.len(),
+        rate_tps: summary(rounds.iter().map(|r| r.rate_tps).collect()),
+        round_trip_mean_us: summary(rounds.iter().map(|r| r.round_trip_us.mean).collect()),
+        groups: names
+            .into_iter()
+            .map(|name| GroupFigure {
+                us_per_tran: summary(
+                    rounds
+                        .iter()
+                        .filter_map(|r| r.groups.iter().find(|g| g.name == name))
+                        .map(|g| g.total_us_per_tran)
+                        .collect(),
+                ),
+                name,
+            })
             .collect(),
-        captured_us_per_tran: r.captured_us_per_tran,
-        capture_ratio: r.capture_ratio.as_ref().map(|c| c.value),
-        corrected_us_per_tran: r.corrected_us_per_tran,
-        status: r.status,
+        captured_us_per_tran: summary(
+            rounds
+                .iter()
+                .filter_map(|r| r.captured_us_per_tran)
+                .collect(),
+        ),
+        corrected_us_per_tran: summary(
+            rounds
+                .iter()
+                .filter_map(|r| r.corrected_us_per_tran)
+                .collect(),
+        ),
     }
+}
+
+/// Each N's processes ÷ threads per metric, from the engine (the rate turned back from its
+/// "above 1 is worse" orientation into plain processes ÷ threads).
+fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
+    let d = engine.design();
+    engine
+        .outcomes()
+        .iter()
+        .map(|o| {
+            let rate = !d.metrics[o.metric].higher_is_worse;
+            let turn = |x: f64| if rate { 1.0 / x } else { x };
+            let (ratio, low, high) = match o.interval {
+                Some(i) if rate => (Some(turn(i.ratio)), Some(turn(i.high)), Some(turn(i.low))),
+                Some(i) => (Some(i.ratio), Some(i.low), Some(i.high)),
+                None => (None, None, None),
+            };
+            let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+            ModeRatio {
+                tasks: sc.task_counts.get(o.contrast).copied().unwrap_or(0),
+                metric: d.metrics[o.metric].name.clone(),
+                ratio: finite(ratio),
+                low: finite(low),
+                high: finite(high),
+                level: o.level,
+                finding: o.finding,
+                min_effect_pct: 100.0 * o.rule.threshold(),
+                reading: reading(o.finding, rate, o.rule.threshold()),
+            }
+        })
+        .collect()
 }
 
 /// Run the sweep.
 pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
-    let mut cfg = sc.run.clone();
-    let flow_cmd = &sc.flow;
-    // Without a FLOW group of the user's, the flows are accounted by their process ids.
-    let own_flow_group = !cfg.groups.iter().any(|g| g.name == "FLOW");
-    let base_groups = cfg.groups.clone();
-    let quiet = cfg.quiet;
-    cfg.quiet = true;
-    let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
-    let mut points = Vec::new();
-    let mut template = None;
-    'outer: for &n in &sc.task_counts {
-        for &mode in &sc.modes {
-            if interrupt.load(Ordering::Relaxed) {
-                break 'outer;
-            }
-            let (processes, threads) = match mode {
-                SweepMode::Threads => (1, n),
-                SweepMode::Processes => (n, 1),
-            };
-            if !quiet {
-                eprintln!(
-                    "sweep: {n} task(s) against {processes} flow process(es) of {threads} thread(s)"
-                );
-            }
-            let threads_arg = ["--threads".to_string(), threads.to_string()];
-            let mut flows = Flows::start(
-                flow_cmd,
-                &cfg.endpoint,
-                &cfg.request_queue,
-                processes,
-                &threads_arg,
-            )?;
-            flows.wait_ready(processes * threads)?;
-            cfg = cfg.with_tasks(n)?;
-            cfg.groups = base_groups.clone();
-            if own_flow_group {
-                cfg.groups.push(GroupSpec {
-                    name: "FLOW".into(),
-                    selectors: flows.pids().into_iter().map(Selector::Pid).collect(),
-                    host: None,
-                });
-            }
-            let report = crate::measure::measure(&cfg, interrupt.clone())?;
-            drop(flows);
-            points.push(point(n, mode, processes, threads, &report));
-            template.get_or_insert(report);
-        }
+    let shapes = shapes(sc);
+    let pid = std::process::id();
+    let queues: Vec<String> = (0..shapes.len())
+        .map(|i| format!("{}.S{i}.{pid}", sc.run.request_queue))
+        .collect();
+    let _made = MadeQueues {
+        endpoint: sc.run.endpoint.clone(),
+        queues: queues.clone(),
+    };
+    let mut arms = start_arms(sc, &shapes, &queues)?;
+    let quiet = sc.run.quiet;
+    if !quiet {
+        eprintln!(
+            "sweep: {} points ({}), each a flow of its own, in interleaved rounds until each N's processes ÷ threads is within ±{:.1}% or decided, at most {}",
+            shapes.len(),
+            arms.iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            100.0 * sc.precision,
+            humantime::format_duration(sc.max_time)
+        );
     }
-    let Some(first) = template else {
+    let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut engine = Experiment::new(design(sc, &shapes, true))?;
+    let mut run = Interleave::new(
+        &mut arms,
+        Budget {
+            max_time: sc.max_time,
+            max_blocks: 1000,
+        },
+    );
+    let end = run.drive(&mut engine, figures, &interrupt, |look, elapsed| {
+        if !quiet {
+            eprintln!(
+                "sweep: look {} after {} blocks ({:.0} s): {}",
+                look.boundary.look,
+                look.blocks,
+                elapsed.as_secs_f64(),
+                look.items
+                    .iter()
+                    .filter(|i| i.metric == 0)
+                    .filter_map(|i| i.interval.map(|v| (i.contrast, v)))
+                    .map(|(c, v)| format!(
+                        "N={} FLOW {:+.1}% [{:+.1}%, {:+.1}%]",
+                        sc.task_counts.get(c).copied().unwrap_or(0),
+                        100.0 * (v.ratio - 1.0),
+                        100.0 * (v.low - 1.0),
+                        100.0 * (v.high - 1.0)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+    })?;
+    let elapsed = run.elapsed().as_secs_f64();
+    let rounds = std::mem::take(&mut run.rounds);
+    drop(arms);
+    let Some(first) = rounds.iter().find_map(|r| r.first()) else {
         return Ok(crate::exit::Exit::Interrupted);
     };
     let sweep = Sweep {
         schema: SCHEMA,
-        label: format!("{}-sweep", cfg.label),
+        label: format!("{}-sweep", sc.run.label),
         start_utc,
-        // The command as recorded: a password in it (a database URL) never reaches a report.
         flow_cmd: sc.shown_cmd.clone(),
         settings: first.settings.clone(),
-        points,
         host: first.host.clone(),
+        points: shapes
+            .iter()
+            .zip(&rounds)
+            .map(|(s, r)| point(*s, r))
+            .collect(),
+        ratios: ratios(&engine, sc),
+        run_shape: RunShape {
+            blocks: engine.blocks(),
+            cycles: engine.cycles(),
+            cycles_per_block: CYCLES_PER_BLOCK,
+            elapsed_s: elapsed,
+            ended: match end {
+                End::Decided => "decided",
+                End::Budget => "budget",
+                End::Interrupted => "interrupted",
+            },
+            precision_pct: 100.0 * sc.precision,
+        },
     };
-    cfg.quiet = quiet;
-    write_reports(&cfg, sc, &sweep)?;
-    Ok(if interrupt.load(Ordering::Relaxed) {
+    write_reports(&sc.run, sc, &sweep)?;
+    Ok(if end == End::Interrupted {
         crate::exit::Exit::Interrupted
     } else {
         crate::exit::Exit::Ok
@@ -122,14 +301,8 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
         .export_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    if !cfg.quiet {
-        if json_to_stdout {
-            eprint!("{text}");
-        } else {
-            crate::export::print_stdout(&text)?;
-        }
-    }
-    if let Some(p) = &cfg.export_json {
+    // Files first: a full or closed stdout cannot lose them.
+    if let Some(p) = cfg.export_json.as_ref().filter(|_| !json_to_stdout) {
         write(p, "JSON", &json)?;
     }
     if let Some(p) = &e.tsv {
@@ -160,6 +333,16 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
         if !cfg.quiet {
             eprintln!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
         }
+    }
+    if !cfg.quiet {
+        if json_to_stdout {
+            eprint!("{text}");
+        } else {
+            crate::export::print_stdout(&text)?;
+        }
+    }
+    if json_to_stdout {
+        crate::export::print_stdout(&json)?;
     }
     Ok(())
 }

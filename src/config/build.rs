@@ -325,6 +325,22 @@ impl RunConfig {
         Ok(c)
     }
 
+    /// The same run measuring quietly for another command, which reports: nothing printed,
+    /// exported or saved, no progress bar.
+    pub fn silent(&self) -> RunConfig {
+        let mut c = self.clone();
+        c.quiet = true;
+        c.progress_bar = false;
+        c.stats_interval = None;
+        c.export_json = None;
+        c.save_baseline = None;
+        c.exports.tsv = None;
+        c.exports.csv = None;
+        c.exports.markdown = None;
+        c.exports.save_dir = None;
+        c
+    }
+
     /// What the transport refuses of these settings.
     fn check_transport(&self) -> Result<(), ConfigError> {
         self.endpoint

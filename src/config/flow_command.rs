@@ -17,6 +17,8 @@ pub struct FlowCommand {
     pub flag: &'static str,
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Environment variables the flow gets besides oemputx's own (sweep's mode, say).
+    pub env: Vec<(String, String)>,
 }
 
 impl FlowCommand {
@@ -37,6 +39,7 @@ impl FlowCommand {
             flag,
             program: beside.unwrap_or_else(|| PathBuf::from(program)),
             args: args.to_vec(),
+            env: Vec::new(),
         })
     }
 
@@ -49,7 +52,15 @@ impl FlowCommand {
             flag: self.flag,
             program: PathBuf::from(wrapper),
             args,
+            env: self.env.clone(),
         }
+    }
+
+    /// The same command with `key=value` in its environment.
+    pub fn with_env(&self, key: &str, value: &str) -> FlowCommand {
+        let mut c = self.clone();
+        c.env.push((key.to_string(), value.to_string()));
+        c
     }
 
     /// Whether the command sets `flag` itself.

@@ -1,11 +1,19 @@
 //! The options of `oemputx sweep`, checked into a [`SweepConfig`]: the flow to start, the
-//! ways of running N instances, the task counts, and one run's settings, each task count's
-//! checked before any flow starts.
+//! ways of running N instances, the task counts, one round's settings (each task count's
+//! checked before any flow starts), and how long the interleaved rounds may go on.
 
 use super::flow_command::FlowCommand;
+use super::gate::parse_tolerance;
 use super::options::RunOptions;
 use super::{ConfigError, RunConfig, bad};
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// The precision a sweep stops at when not given: each N's processes ÷ threads interval
+/// within ±3 %.
+pub const PRECISION: f64 = 0.03;
+/// The smallest difference between the modes a sweep reports when not given.
+pub const MIN_EFFECT: f64 = 0.02;
 
 /// How a sweep point runs its N flow instances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -46,6 +54,11 @@ pub struct SweepOptions {
     pub tasks: Vec<usize>,
     /// One run's options (its `tasks` is ignored: `tasks` above says).
     pub run: RunOptions,
+    pub max_time: Duration,
+    /// Stop once every N's ratio is known to ± this, e.g. `3%`.
+    pub precision: Option<String>,
+    /// The smallest difference reported, e.g. `2%`.
+    pub min_effect: Option<String>,
 }
 
 /// A sweep, checked.
@@ -59,6 +72,9 @@ pub struct SweepConfig {
     pub task_counts: Vec<usize>,
     /// The run's settings at the first task count; [`RunConfig::with_tasks`] gives the others.
     pub run: RunConfig,
+    pub max_time: Duration,
+    pub precision: f64,
+    pub min_effect: f64,
 }
 
 impl SweepOptions {
@@ -95,7 +111,30 @@ impl SweepOptions {
                 "must not set --threads: sweep sets it for each point",
             ));
         }
+        if self.modes.len() != 2 {
+            return Err(bad(
+                "--modes",
+                "a sweep measures processes against threads at each N: give both modes (the default, threads,processes)",
+            ));
+        }
+        if run.rounds != 1 {
+            return Err(bad(
+                "--rounds",
+                "sweep runs its points in interleaved rounds itself (--max-time, --precision): leave --rounds out",
+            ));
+        }
+        let precision = match &self.precision {
+            Some(p) => parse_tolerance("--precision", p)?,
+            None => PRECISION,
+        };
+        let min_effect = match &self.min_effect {
+            Some(p) => parse_tolerance("--min-effect", p)?,
+            None => MIN_EFFECT,
+        };
         Ok(SweepConfig {
+            max_time: self.max_time,
+            precision,
+            min_effect,
             flow,
             shown_cmd: crate::secret::scrub(&self.flow_cmd),
             modes: self.modes.clone(),

@@ -1,28 +1,13 @@
-//! What `oemputx sweep` reports: one point per (N, mode), each a run's figures.
+//! What `oemputx sweep` reports: every (N, mode) point measured as an arm of the experiment
+//! engine in interleaved rounds — each point's medians with their intervals — and per N the
+//! ratio processes ÷ threads with its paired interval and what it allows.
 
 use crate::config::sweep::SweepMode;
+use crate::experiment::{ArmSummary, Finding};
 use serde::Serialize;
 
 /// The JSON schema tag of a sweep.
-pub const SCHEMA: &str = "oemputx.sweep/1";
-
-/// One point of the sweep.
-#[derive(Debug, Clone, Serialize)]
-pub struct Point {
-    pub tasks: usize,
-    pub mode: SweepMode,
-    pub flow_processes: usize,
-    pub flow_threads_each: usize,
-    pub transactions: u64,
-    pub rate_tps: f64,
-    pub round_trip_mean_us: f64,
-    /// Each group's total µs per transaction (the driver as DRIVER).
-    pub groups: Vec<(String, f64)>,
-    pub captured_us_per_tran: Option<f64>,
-    pub capture_ratio: Option<f64>,
-    pub corrected_us_per_tran: Option<f64>,
-    pub status: crate::driver::Status,
-}
+pub const SCHEMA: &str = "oemputx.sweep/2";
 
 /// A whole sweep, as exported.
 #[derive(Debug, Clone, Serialize)]
@@ -30,8 +15,79 @@ pub struct Sweep {
     pub schema: &'static str,
     pub label: String,
     pub start_utc: String,
+    /// The flow's command, its passwords masked.
     pub flow_cmd: String,
+    /// One round's settings (the first point's first round).
     pub settings: super::Settings,
     pub points: Vec<Point>,
+    /// Per N and metric: processes ÷ threads.
+    pub ratios: Vec<ModeRatio>,
+    pub run_shape: RunShape,
     pub host: super::Host,
+}
+
+/// One (N, mode) point: the medians of its rounds with their 95 % intervals.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub tasks: usize,
+    pub mode: SweepMode,
+    pub flow_processes: usize,
+    pub flow_threads_each: usize,
+    pub rounds: usize,
+    pub rate_tps: Option<ArmSummary>,
+    pub round_trip_mean_us: Option<ArmSummary>,
+    /// Each group's total µs per transaction (the driver as DRIVER).
+    pub groups: Vec<GroupFigure>,
+    pub captured_us_per_tran: Option<ArmSummary>,
+    pub corrected_us_per_tran: Option<ArmSummary>,
+}
+
+/// A group's µs/tran at a point.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupFigure {
+    pub name: String,
+    pub us_per_tran: Option<ArmSummary>,
+}
+
+/// At one N, processes ÷ threads for one metric.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeRatio {
+    pub tasks: usize,
+    pub metric: String,
+    /// The paired Hodges–Lehmann estimate of processes ÷ threads, and its interval.
+    pub ratio: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub level: f64,
+    /// For a cost, `worse`: processes cost more; for the rate, `worse`: processes are
+    /// slower. `within`: no difference as large as `min_effect_pct`; null: none can be
+    /// stated at this precision.
+    pub finding: Option<Finding>,
+    pub min_effect_pct: f64,
+    pub reading: String,
+}
+
+/// How the interleaved run went.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunShape {
+    pub blocks: usize,
+    pub cycles: usize,
+    pub cycles_per_block: usize,
+    pub elapsed_s: f64,
+    /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`.
+    pub ended: &'static str,
+    pub precision_pct: f64,
+}
+
+/// What a ratio's finding says, for a cost (`rate` false) or the rate.
+pub fn reading(f: Option<Finding>, rate: bool, min_effect: f64) -> String {
+    let d = 100.0 * min_effect;
+    match (f, rate) {
+        (Some(Finding::Worse), false) => "processes cost more per message".into(),
+        (Some(Finding::Better), false) => "processes cost less per message".into(),
+        (Some(Finding::Worse), true) => "processes are slower".into(),
+        (Some(Finding::Better), true) => "processes are faster".into(),
+        (Some(Finding::Within), _) => format!("no difference as large as {d:.1}%"),
+        (None, _) => "no difference at this precision".into(),
+    }
 }
