@@ -129,6 +129,7 @@ impl GateArgs {
             },
             run,
             rejudge: self.rejudge.clone(),
+            save_baseline: self.save_baseline.clone(),
         })
     }
 }

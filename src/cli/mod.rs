@@ -244,15 +244,11 @@ pub struct GateArgs {
     /// A/B in one run: the command of flow A (the baseline build), executed directly (no
     /// shell), given its own request queue and the URL as --input-queue Q --url U and as
     /// OEMPUTX_QUEUE and OEMPUTX_URL. Rounds alternate A B B A … against both flows.
-    #[arg(
-        long,
-        value_name = "COMMAND",
-        requires = "flow_b",
-        conflicts_with = "baseline"
-    )]
+    #[arg(long, value_name = "COMMAND", conflicts_with = "baseline")]
     pub flow_a: Option<String>,
-    /// A/B in one run: the command of flow B (the build to judge).
-    #[arg(long, value_name = "COMMAND", requires = "flow_a")]
+    /// A/B in one run: the command of flow B (the build to judge); with --instructions and
+    /// --baseline, alone.
+    #[arg(long, value_name = "COMMAND")]
     pub flow_b: Option<String>,
     /// A/B: stop adding rounds after this many (A and B rounds counted together).
     #[arg(long, value_name = "N", default_value_t = 200, requires = "flow_a")]
@@ -275,9 +271,11 @@ pub struct GateArgs {
         requires = "flow_a"
     )]
     pub control: String,
-    /// With --flow-a/--flow-b: gate on instruction counts under valgrind's callgrind (over 1,
-    /// N and 2N messages, N = --count) instead of CPU time; deterministic, flow only.
-    #[arg(long, requires = "flow_a")]
+    /// Gate on instruction counts under valgrind's callgrind (over 1, N and 2N messages,
+    /// N = --count) instead of CPU time; deterministic, flow only. With --flow-a and
+    /// --flow-b both now; with --flow-a and --save-baseline, A's counts saved; with --flow-b
+    /// and --baseline, B against saved counts.
+    #[arg(long)]
     pub instructions: bool,
     /// --instructions: count each flow this many times; each size's least-disturbed count
     /// is used, and must be confirmed by a second run.
@@ -318,6 +316,10 @@ pub struct GateArgs {
     /// Write the verdicts as JSON.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// --instructions: save flow A's counts here as the baseline of later gates (on main);
+    /// a branch then gives --flow-b and --baseline PATH, and only its flow is counted.
+    #[arg(long, value_name = "PATH", requires = "instructions")]
+    pub save_baseline: Option<PathBuf>,
     /// Judge saved instruction-gate verdicts (--export-json of `gate --instructions`) again
     /// with the current rule and --tolerance, one line each: how calibration runs made by
     /// an earlier build read today.

@@ -2,6 +2,7 @@
 //! the current report, or measures one now), picks the metrics and tolerances, lets
 //! [`crate::gate`] decide, and writes the verdict in the formats asked for.
 
+use crate::config::compare::FLOOR_US;
 use crate::config::gate::{Current, GateConfig};
 use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
@@ -9,15 +10,19 @@ use crate::export;
 use crate::export::gate::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
+use crate::gate::history::{self, MIN_RUNS, Prediction};
+use crate::gate::statistics::median;
 use crate::gate::stored::{self, decide};
 use crate::gate::{Decision, Outcome, Verdict, Worse, overall};
+use crate::report::history::History;
 use crate::report::saved::{Metric, ReportFileError, Saved, differences};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// The stored-baseline gate: this run's rounds against a saved report's.
+/// The stored-baseline gate: this run against main's history of runs (or, with fewer than
+/// three, against the newest run's rounds, never calling a regression).
 pub fn stored(
     cfg: &GateConfig,
     baseline: &Path,
@@ -25,11 +30,11 @@ pub fn stored(
     interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<Exit> {
     let args = cfg;
-    let base = match Saved::load(baseline) {
+    let history = match History::load(baseline) {
         Ok(b) => b,
         Err(ReportFileError::Unreadable { why, .. }) if !baseline.exists() => {
             let msg = format!(
-                "no baseline at {} ({why}); make one on main with --save-baseline {}",
+                "no baseline at {} ({why}); make one on main with --save-baseline {} (each run of main appends to it)",
                 baseline.display(),
                 baseline.display()
             );
@@ -49,32 +54,19 @@ pub fn stored(
         Current::Report(p) => Saved::load(p)?,
         Current::Measure(run) => measure_now(run, interrupt)?,
     };
-    let diffs = differences(&base, &current, true);
+    let base = history.latest();
+    let diffs = differences(base, &current, true);
     if !diffs.is_empty() && !args.force {
         return Err(ReportFileError::Differs(diffs).into());
     }
     let named = cfg.metrics.iter().chain(cfg.tolerances.named_metrics());
-    let metrics = stored::plan(named, |m| cfg.tolerances.for_metric(m), &base, &current)?;
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
-    print_reach(&metrics, &base, &current);
+    let metrics = stored::plan(named, |m| cfg.tolerances.for_metric(m), base, &current)?;
+    print_reach(&metrics, &history, &current)?;
     let decisions: Vec<Decision> = metrics
         .iter()
-        .map(|(m, t)| {
-            let metric = Metric::named(m);
-            let worse = if metric.higher_is_worse() {
-                Worse::Higher
-            } else {
-                Worse::Lower
-            };
-            Ok(decide(
-                m,
-                &base.require(&metric)?,
-                &current.require(&metric)?,
-                *t,
-                worse,
-            ))
-        })
+        .map(|(m, t)| judge(m, *t, &history, &current))
         .collect::<Result<_, ReportFileError>>()?;
     if decisions.is_empty() {
         return Err(ConfigError::BadValue {
@@ -88,33 +80,126 @@ pub fn stored(
         mode: "stored",
         ab_rounds: None,
         instruction_counts: None,
-        baseline: base.name(),
+        baseline_runs: Some(history.runs.len()),
+        baseline: history.name(),
         current: current.name(),
         verdict: overall(&decisions),
         decisions,
     };
     write_verdict(args, &outcome)?;
+    print_ungated(&metrics, &history, &current)?;
     Ok(verdict_exit(args, &outcome))
 }
 
-/// Up front: the smallest regression these rounds could show, metric by metric.
-fn print_reach(metrics: &[(String, f64)], base: &Saved, current: &Saved) {
-    let reaches: Vec<String> = metrics
-        .iter()
-        .filter_map(|(m, t)| {
-            let metric = Metric::named(m);
-            let r = stored::reach(&base.samples(&metric), &current.samples(&metric), *t)?;
-            Some(format!("{m} +{:.1}%", 100.0 * r))
-        })
-        .collect();
-    if !reaches.is_empty() {
-        println!(
-            "Reach: with {} baseline and {} current rounds at their spread, the smallest regression this gate can call: {}",
-            base.report.rounds.len(),
-            current.report.rounds.len(),
-            reaches.join(", ")
-        );
+/// One metric's decision: against the spread of main's runs when the history has three or
+/// more, else by the rounds rule with no regression called.
+fn judge(
+    m: &str,
+    tolerance: f64,
+    history: &History,
+    current: &Saved,
+) -> Result<Decision, ReportFileError> {
+    let metric = Metric::named(m);
+    let worse = if metric.higher_is_worse() {
+        Worse::Higher
+    } else {
+        Worse::Lower
+    };
+    let now = current.require(&metric)?;
+    let figures = run_figures(history, &metric)?;
+    let floor = (metric.unit() == "us/tran").then_some(FLOOR_US);
+    if let Some(d) = history::decide(m, metric.unit(), &figures, &now, tolerance, (worse, floor)) {
+        return Ok(d);
     }
+    let base = history.latest().require(&metric)?;
+    Ok(history::cap(
+        decide(m, &base, &now, tolerance, worse),
+        history.runs.len(),
+    ))
+}
+
+/// Each of main's runs' figure for a metric: the median of its rounds.
+fn run_figures(history: &History, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
+    history
+        .runs
+        .iter()
+        .map(|r| Ok(median(&r.require(metric)?)))
+        .collect()
+}
+
+/// Up front: the smallest regression this gate can call, metric by metric — from the
+/// spread of main's runs, or (fewer than three) the rounds' reach and why no regression
+/// will be called.
+fn print_reach(
+    metrics: &[(String, f64)],
+    history: &History,
+    current: &Saved,
+) -> Result<(), ReportFileError> {
+    let n = history.runs.len();
+    let mut parts = Vec::new();
+    for (m, t) in metrics {
+        let metric = Metric::named(m);
+        let figures = run_figures(history, &metric)?;
+        if let Some(p) = Prediction::of(&figures) {
+            parts.push(match p.reach(*t) {
+                Some(r) => format!("{m} +{:.1}% (drift ±{:.1}%)", 100.0 * r, 100.0 * p.band()),
+                None => format!(
+                    "{m} none at ±{:.0}% (drift ±{:.1}%)",
+                    100.0 * t,
+                    100.0 * p.band()
+                ),
+            });
+        } else if let Some(r) = stored::reach(
+            &history.latest().samples(&metric),
+            &current.samples(&metric),
+            *t,
+        ) {
+            parts.push(format!("{m} +{:.1}%", 100.0 * r));
+        }
+    }
+    let text = if n >= MIN_RUNS {
+        format!(
+            "Reach: from the spread of main's {n} runs, the smallest regression this gate can call: {}\n",
+            parts.join(", ")
+        )
+    } else {
+        format!(
+            "Reach: a baseline of {n} run{} has no spread between runs, so no regression is called (rounds alone would reach {}); append main's runs with --save-baseline until it holds {MIN_RUNS}\n",
+            if n == 1 { "" } else { "s" },
+            if parts.is_empty() {
+                "nothing".to_string()
+            } else {
+                parts.join(", ")
+            }
+        )
+    };
+    crate::export::print_stdout(&text).map_err(|e| ReportFileError::Unreadable {
+        path: "stdout".into(),
+        why: e.to_string(),
+    })
+}
+
+/// DRIVER, oemputx's own cost, is shown but not gated unless named: it is the tool's, not
+/// the flow's, and it moves with the machine more than any group.
+fn print_ungated(
+    metrics: &[(String, f64)],
+    history: &History,
+    current: &Saved,
+) -> anyhow::Result<()> {
+    let driver = Metric::named(stored::UNGATED);
+    if metrics.iter().any(|(m, _)| m == stored::UNGATED) {
+        return Ok(());
+    }
+    let (Ok(figures), Ok(now)) = (run_figures(history, &driver), current.require(&driver)) else {
+        return Ok(());
+    };
+    let (base, now) = (median(&figures), median(&now));
+    crate::export::print_stdout(&format!(
+        "Not gated: {} (oemputx's own cost) {base:.2} -> {now:.2} us/tran ({:+.1}%); --metric {} gates it\n",
+        stored::UNGATED,
+        100.0 * (now / base - 1.0),
+        stored::UNGATED
+    ))
 }
 
 /// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.

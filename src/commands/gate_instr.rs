@@ -28,12 +28,13 @@
 
 use super::gate::{verdict_exit, write_verdict};
 use crate::config::flow_command::FlowCommand;
-use crate::config::gate::{FlowPair, GateConfig};
+use crate::config::gate::{GateConfig, InstrSides, OneFlow};
 use crate::config::{RunConfig, RunLength};
 use crate::exit::Exit;
 use crate::flows::Flows;
 use crate::gate::instructions::{
-    COLD, Counts, Metric, STEADY, decide, parse_totals, rejudge as rejudge_counts,
+    BASELINE_SCHEMA, BaselineSettings, COLD, Counts, InstrBaseline, Library, Metric, Provenance,
+    STEADY, decide, parse_totals, rejudge as rejudge_counts,
 };
 use crate::gate::{GateError, InstructionCounts, Outcome, overall};
 use crate::interleave::flow_arm::MadeQueues;
@@ -47,23 +48,33 @@ use std::time::{Duration, Instant};
 /// A flow under valgrind starts 20–50 times slower than without it.
 const READY_UNDER_VALGRIND: Duration = Duration::from_secs(120);
 
-/// `oemputx gate --instructions`.
+/// `oemputx gate --instructions`: both flows now, flow A saved, or flow B against saved
+/// counts.
 pub fn gate_instructions(
     cfg: &GateConfig,
-    pair: &FlowPair,
+    sides: &InstrSides,
+    base: &RunConfig,
     (runs, n): (usize, u64),
     interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<Exit> {
-    let commands = &pair.flows;
-    let [cmd_a, cmd_b] = &pair.shown;
-    let base = &pair.run;
-    let tolerances = &cfg.tolerances;
     let valgrind = valgrind_version()?;
-
+    // What is counted now: both sides, or the one side (named A or B as in the verdict).
+    let now: Vec<(&str, &OneFlow)> = match sides {
+        InstrSides::Both([a, b]) => vec![("A", a), ("B", b)],
+        InstrSides::Save { a, .. } => vec![("A", a)],
+        InstrSides::Stored { b, .. } => vec![("B", b)],
+    };
+    // A stored baseline is checked before anything is counted.
+    let stored = match sides {
+        InstrSides::Stored { baseline, b } => {
+            Some(load_stored(cfg, baseline, b, &valgrind, base, n)?)
+        }
+        _ => None,
+    };
     let pid = std::process::id();
-    let queues: Vec<String> = ["A", "B"]
+    let queues: Vec<String> = now
         .iter()
-        .map(|s| format!("{}.I{s}.{pid}", base.request_queue))
+        .map(|(name, _)| format!("{}.I{name}.{pid}", base.request_queue))
         .collect();
     let _made = MadeQueues {
         endpoint: base.endpoint.clone(),
@@ -73,18 +84,50 @@ pub fn gate_instructions(
         .prefix("oemputx-callgrind")
         .tempdir()
         .context("making a directory for callgrind's output (set TMPDIR to a writable one)")?;
-    eprintln!(
-        "gate instructions: A = {cmd_a} (queue {})\ngate instructions: B = {cmd_b} (queue {})",
-        queues[0], queues[1]
-    );
+    for ((name, f), q) in now.iter().zip(&queues) {
+        eprintln!("gate instructions: {name} = {} (queue {q})", f.shown);
+    }
     eprintln!(
         "gate instructions: {valgrind} (callgrind); each flow counted {runs} times over 1, {n} and {} messages",
         2 * n
     );
-    let Some(counts) = count_sides(commands, base, &queues, (runs, n), dir.path(), &interrupt)?
-    else {
+    let flows: Vec<(&str, &FlowCommand, &str)> = now
+        .iter()
+        .zip(&queues)
+        .map(|((name, f), q)| (*name, &f.flow, q.as_str()))
+        .collect();
+    let Some(counted) = count_sides(&flows, base, (runs, n), dir.path(), &interrupt)? else {
         return Ok(Exit::Interrupted);
     };
+    let (counts, names) = match (sides, stored) {
+        (InstrSides::Save { a, path }, _) => {
+            save(a, path, &counted[0], &valgrind, base, n)?;
+            return Ok(Exit::Ok);
+        }
+        (InstrSides::Stored { baseline, b }, Some(file)) => (
+            [
+                Counts {
+                    runs: file.runs.clone(),
+                },
+                counted[0].clone(),
+            ],
+            (
+                format!(
+                    "A: {} (counted {}, {})",
+                    file.flow,
+                    file.created_utc,
+                    baseline.display()
+                ),
+                format!("B: {}", b.shown),
+            ),
+        ),
+        (InstrSides::Both([a, b]), _) => (
+            [counted[0].clone(), counted[1].clone()],
+            (format!("A: {}", a.shown), format!("B: {}", b.shown)),
+        ),
+        (InstrSides::Stored { .. }, None) => unreachable_stored()?,
+    };
+    let tolerances = &cfg.tolerances;
     let decisions = vec![
         decide(Metric::Steady(n), &counts, tolerances.for_metric(STEADY)),
         decide(Metric::Cold, &counts, tolerances.for_metric(COLD)),
@@ -92,11 +135,12 @@ pub fn gate_instructions(
     let outcome = Outcome {
         schema: crate::gate::SCHEMA,
         mode: "instructions",
-        baseline: format!("A: {cmd_a}"),
-        current: format!("B: {cmd_b}"),
+        baseline: names.0,
+        current: names.1,
         verdict: overall(&decisions),
         decisions,
         ab_rounds: None,
+        baseline_runs: None,
         instruction_counts: Some(InstructionCounts {
             messages: [1, n, 2 * n],
             a: counts[0].runs.clone(),
@@ -107,25 +151,174 @@ pub fn gate_instructions(
     Ok(verdict_exit(cfg, &outcome))
 }
 
-/// Count both sides `runs` times over 1, `n` and 2`n` messages, A and B alternating; None
-/// when Ctrl-C ended it.
-fn count_sides(
-    commands: &[FlowCommand; 2],
+/// The saved baseline, checked against the conditions of a count now: a difference in
+/// valgrind, CPU, compilers, libraries or settings refuses the gate unless --force.
+fn load_stored(
+    cfg: &GateConfig,
+    baseline: &Path,
+    b: &OneFlow,
+    valgrind: &str,
     base: &RunConfig,
-    queues: &[String],
+    n: u64,
+) -> anyhow::Result<InstrBaseline> {
+    let file = InstrBaseline::load(baseline)?;
+    let here = provenance(valgrind, &b.flow);
+    let diffs = file.differences(&here, base, n);
+    if !diffs.is_empty() && !cfg.force {
+        return Err(GateError::input(
+            "--baseline",
+            format!(
+                "{} was counted under other conditions, so its counts cannot be compared with these: {}; count a new baseline on main with these (or pass --force)",
+                baseline.display(),
+                diffs.join("; ")
+            ),
+        )
+        .into());
+    }
+    for d in &diffs {
+        eprintln!("gate instructions: warning (--force): {d}");
+    }
+    Ok(file)
+}
+
+/// Flow A's counts written as the baseline of later gates.
+fn save(
+    a: &OneFlow,
+    path: &Path,
+    counted: &Counts,
+    valgrind: &str,
+    base: &RunConfig,
+    n: u64,
+) -> anyhow::Result<()> {
+    let file = InstrBaseline {
+        schema: BASELINE_SCHEMA.to_string(),
+        created_utc: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        flow: a.shown.clone(),
+        messages: [1, n, 2 * n],
+        runs: counted.runs.clone(),
+        provenance: provenance(valgrind, &a.flow),
+        settings: BaselineSettings::of(base, n),
+    };
+    let json = serde_json::to_string_pretty(&file)? + "\n";
+    crate::export::write_output(path, "the instruction baseline", &json)?;
+    eprintln!(
+        "gate instructions: flow A's counts saved in {} ({:.0} instructions/msg): gate a branch with --flow-b CMD --baseline {}",
+        path.display(),
+        counted.least(Metric::Steady(n)),
+        path.display()
+    );
+    Ok(())
+}
+
+/// A stored gate always has its baseline loaded before counting; this only keeps the match
+/// total without a panic.
+fn unreachable_stored<T>() -> anyhow::Result<T> {
+    anyhow::bail!("the instruction baseline was not loaded")
+}
+
+/// What a count depends on besides the flow's own code: valgrind, the CPU (glibc picks its
+/// string and memory routines by CPU), the compilers the program was built with and the
+/// libraries it loads.
+fn provenance(valgrind: &str, flow: &FlowCommand) -> Provenance {
+    let program = which(&flow.program);
+    let text = |cmd: &str, args: &[&str]| -> String {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let path = program.display().to_string();
+    let compilers = text("readelf", &["-p", ".comment", &path])
+        .lines()
+        .filter_map(|l| l.split_once(']').map(|(_, c)| c.trim().to_string()))
+        .filter(|c| !c.is_empty())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let libraries = text("ldd", &[&path])
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.trim().split_once(" => ")?;
+            let lib = rest.split_whitespace().next()?;
+            let bytes = std::fs::read(lib).ok()?;
+            Some(Library {
+                name: name.to_string(),
+                path: lib.to_string(),
+                fingerprint: format!("{:016x}", fnv1a(&bytes)),
+            })
+        })
+        .collect();
+    Provenance {
+        valgrind: valgrind.to_string(),
+        cpu: cpu_model(),
+        compilers,
+        libraries,
+    }
+}
+
+/// The program as the flow runs it: found on PATH when it is a bare name.
+fn which(program: &Path) -> std::path::PathBuf {
+    if program.components().count() > 1 {
+        return program.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(program))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.is_file())
+        .unwrap_or_else(|| program.to_path_buf())
+}
+
+/// The CPU's model name and flags (what glibc's routine choice rests on).
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |k: &str| {
+        info.lines()
+            .find(|l| l.starts_with(k))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "{} (flags {:016x})",
+        field("model name"),
+        fnv1a(field("flags").as_bytes())
+    )
+}
+
+/// FNV-1a, 64 bits: a fingerprint of a file's content (identity, not security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Count every side `runs` times over 1, `n` and 2`n` messages, the sides taking turns to go
+/// first; None when Ctrl-C ended it.
+fn count_sides(
+    sides: &[(&str, &FlowCommand, &str)],
+    base: &RunConfig,
     (runs, n): (usize, u64),
     dir: &Path,
     interrupt: &Arc<AtomicBool>,
-) -> anyhow::Result<Option<[Counts; 2]>> {
+) -> anyhow::Result<Option<Vec<Counts>>> {
     let started = Instant::now();
-    let mut counts = [Counts::default(), Counts::default()];
+    let mut counts = vec![Counts::default(); sides.len()];
     for run in 0..runs {
         // A B, B A, A B: neither side always goes first.
-        let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
+        for k in 0..sides.len() {
+            let side = (k + run) % sides.len();
+            let (name, cmd, queue) = sides[side];
             let mut cfg = base.clone();
-            cfg.request_queue = queues[side].clone();
-            let tag = format!("{}{run}", ["a", "b"][side]);
+            cfg.request_queue = queue.to_string();
+            let tag = format!("{}{run}", name.to_ascii_lowercase());
             let mut run_counts = [0; 3];
             for (k, messages) in [1, n, 2 * n].into_iter().enumerate() {
                 if interrupt.load(Ordering::Relaxed) {
@@ -133,12 +326,11 @@ fn count_sides(
                 }
                 cfg.length = RunLength::Count(messages);
                 let file = format!("{tag}-{messages}");
-                run_counts[k] = count(&commands[side], &cfg, dir, &file, interrupt)
-                    .with_context(|| format!("counting flow {}", ["A", "B"][side]))?;
+                run_counts[k] = count(cmd, &cfg, dir, &file, interrupt)
+                    .with_context(|| format!("counting flow {name}"))?;
             }
             eprintln!(
-                "gate instructions: flow {} run {}: {:.0} instructions/msg ({:.0} over messages N+1 to 2N), cold start {} ({:.0} s)",
-                ["A", "B"][side],
+                "gate instructions: flow {name} run {}: {:.0} instructions/msg ({:.0} over messages N+1 to 2N), cold start {} ({:.0} s)",
                 run + 1,
                 (run_counts[1] as f64 - run_counts[0] as f64) / (n as f64 - 1.0),
                 (run_counts[2] as f64 - run_counts[1] as f64) / n as f64,

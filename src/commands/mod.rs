@@ -37,9 +37,12 @@ fn gate(cfg: &GateConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     match &cfg.mode {
         GateMode::Stored { baseline, current } => gate::stored(cfg, baseline, current, interrupt),
         GateMode::Ab(pair) => gate_ab::gate_ab(cfg, pair, interrupt),
-        GateMode::Instructions { flows, runs, count } => {
-            gate_instr::gate_instructions(cfg, flows, (*runs, *count), interrupt)
-        }
+        GateMode::Instructions {
+            sides,
+            run,
+            runs,
+            count,
+        } => gate_instr::gate_instructions(cfg, sides, run, (*runs, *count), interrupt),
         GateMode::Rejudge(files) => gate_instr::rejudge(cfg, files),
     }
 }

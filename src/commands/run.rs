@@ -7,6 +7,8 @@ use crate::exit::Exit;
 use crate::export::{self, delimited::Format};
 use crate::measure::measure;
 use crate::report::Report;
+use crate::report::history::History;
+use crate::report::saved::ReportFileError;
 use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -56,11 +58,29 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         .map(|_| export::markdown::render(report))
         .unwrap_or_default();
     let text = export::text::render(report);
+    // The baseline: this run appended to main's history in that file.
+    let mut failed: Vec<String> = Vec::new();
+    let mut baseline_error = None;
+    let baseline = match &cfg.save_baseline {
+        Some(path) => match baseline_history(path, report, &json) {
+            Ok(body) => body,
+            Err(err) => {
+                failed.push(format!("{err:#}"));
+                baseline_error = Some(err);
+                String::new()
+            }
+        },
+        None => String::new(),
+    };
+    let baseline_path = cfg
+        .save_baseline
+        .clone()
+        .filter(|_| baseline_error.is_none());
     // (path, what, body) of every output the options name.
     let mut outputs: Vec<(&std::path::Path, &str, &str)> = Vec::new();
     for (path, what, body) in [
         (&cfg.export_json, "JSON", json.as_str()),
-        (&cfg.save_baseline, "baseline JSON", json.as_str()),
+        (&baseline_path, "baseline history", baseline.as_str()),
         (&e.tsv, "TSV", tsv.as_str()),
         (&e.csv, "CSV", csv.as_str()),
         (&e.markdown, "Markdown", markdown.as_str()),
@@ -69,7 +89,6 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
             outputs.push((p.as_path(), what, body));
         }
     }
-    let mut failed: Vec<String> = Vec::new();
     for (path, what, body) in outputs.iter().filter(|(p, ..)| !is_stdout(p)) {
         if let Err(err) = export::write_output(path, &format!("the {what} report"), body) {
             failed.push(format!("{err:#}"));
@@ -101,12 +120,43 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     {
         failed.push(format!("{err:#}"));
     }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(anyhow::anyhow!(
+    match (failed.is_empty(), baseline_error) {
+        (true, _) => Ok(()),
+        // The user's file (exit 2), once everything else is safe.
+        (false, Some(err)) if failed.len() == 1 => {
+            Err(anyhow::Error::new(err).context("every other output was written"))
+        }
+        _ => Err(anyhow::anyhow!(
             "{}; every other output was written",
             failed.join("; ")
-        ))
+        )),
+    }
+}
+
+/// The history `path` holds with this run appended (a new one when there is no file); a
+/// run that did not complete is no baseline.
+fn baseline_history(
+    path: &std::path::Path,
+    report: &Report,
+    json: &str,
+) -> Result<String, ReportFileError> {
+    if report.status != Status::Completed {
+        return Err(ReportFileError::Corrupt {
+            path: path.to_path_buf(),
+            why: format!(
+                "this run did not complete ({:?}), so it was not appended to the baseline",
+                report.status
+            ),
+        });
+    }
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| ReportFileError::Corrupt {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+    if path.exists() {
+        History::load(path)?.appended(value)
+    } else {
+        History::first(value)
     }
 }

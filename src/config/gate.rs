@@ -46,6 +46,8 @@ pub struct GateOptions {
     pub run: Option<RunOptions>,
     /// Instruction gates' saved verdicts to judge again with the current rule.
     pub rejudge: Vec<PathBuf>,
+    /// The instruction gate: save flow A's counts here as a baseline.
+    pub save_baseline: Option<PathBuf>,
 }
 
 impl Default for GateOptions {
@@ -68,6 +70,7 @@ impl Default for GateOptions {
             outputs: GateOutputs::default(),
             run: None,
             rejudge: Vec::new(),
+            save_baseline: None,
         }
     }
 }
@@ -105,9 +108,11 @@ pub enum GateMode {
     Stored { baseline: PathBuf, current: Current },
     /// Both flows measured in alternating rounds.
     Ab(FlowPair),
-    /// Both flows' instruction counts under callgrind.
+    /// Instruction counts under callgrind: both flows now, or one stored, or one saved.
     Instructions {
-        flows: FlowPair,
+        sides: InstrSides,
+        /// One count's settings (quiet, unsaved, every message counted).
+        run: RunConfig,
         runs: usize,
         count: u64,
     },
@@ -122,6 +127,24 @@ pub enum Current {
     Report(PathBuf),
     /// Measured now with these settings.
     Measure(Box<RunConfig>),
+}
+
+/// A flow of a gate and its command as recorded (its passwords masked).
+#[derive(Debug, Clone)]
+pub struct OneFlow {
+    pub flow: FlowCommand,
+    pub shown: String,
+}
+
+/// Which flows an instruction gate counts.
+#[derive(Debug, Clone)]
+pub enum InstrSides {
+    /// Both, now, alternating.
+    Both([OneFlow; 2]),
+    /// Flow A only, its counts saved as the baseline of later gates (on main).
+    Save { a: OneFlow, path: PathBuf },
+    /// Flow B only, judged against the counts a baseline holds (on a branch).
+    Stored { baseline: PathBuf, b: OneFlow },
 }
 
 /// The two flows of an A/B or instruction gate, and the run that measures them.
@@ -280,25 +303,38 @@ impl GateOptions {
         })
     }
 
-    /// The two flows and one round's settings; `why` when a flow is missing.
-    fn flow_pair(&self, flag: &'static str, why: &str) -> Result<FlowPair, ConfigError> {
-        let (Some(a), Some(b)) = (&self.flow_a, &self.flow_b) else {
-            return Err(bad(flag, why));
-        };
+    /// One round's settings for a gate that starts flows: quiet, on a broker.
+    fn gate_run(&self) -> Result<RunConfig, ConfigError> {
         let run = self.run.clone().unwrap_or_default();
         if run.rounds != 1 {
             return Err(bad(
                 "--rounds",
-                "the A/B gate sets the rounds itself (--max-rounds, --max-time): leave --rounds out of the run options",
+                "the gate sets the rounds itself (--max-rounds, --max-time, --runs): leave --rounds out of the run options",
             ));
         }
         let run = run.silent().build()?;
         if run.endpoint.kind().url_for_flow().is_none() {
             return Err(bad(
                 "--qmgr",
-                "the gate starts both flows on a broker: give, after --, an amqp:// URL or a profile such as RABBIT",
+                "the gate starts its flows on a broker: give, after --, an amqp:// URL or a profile such as RABBIT",
             ));
         }
+        Ok(run)
+    }
+
+    fn one_flow(flag: &'static str, cmd: &str) -> Result<OneFlow, ConfigError> {
+        Ok(OneFlow {
+            flow: FlowCommand::parse(flag, cmd)?,
+            shown: crate::secret::scrub(cmd),
+        })
+    }
+
+    /// The two flows and one round's settings; `why` when a flow is missing.
+    fn flow_pair(&self, flag: &'static str, why: &str) -> Result<FlowPair, ConfigError> {
+        let (Some(a), Some(b)) = (&self.flow_a, &self.flow_b) else {
+            return Err(bad(flag, why));
+        };
+        let run = self.gate_run()?;
         let control = (!self.control.eq_ignore_ascii_case("none")).then(|| self.control.clone());
         Ok(FlowPair {
             flows: [
@@ -313,12 +349,37 @@ impl GateOptions {
         })
     }
 
+    /// Which flows to count: both; A, saved (--save-baseline); or B against a baseline.
+    fn instr_sides(&self) -> Result<InstrSides, ConfigError> {
+        match (
+            &self.flow_a,
+            &self.flow_b,
+            &self.baseline,
+            &self.save_baseline,
+        ) {
+            (Some(a), Some(b), None, None) => Ok(InstrSides::Both([
+                Self::one_flow("--flow-a", a)?,
+                Self::one_flow("--flow-b", b)?,
+            ])),
+            (Some(a), None, None, Some(path)) => Ok(InstrSides::Save {
+                a: Self::one_flow("--flow-a", a)?,
+                path: path.clone(),
+            }),
+            (None, Some(b), Some(baseline), None) => Ok(InstrSides::Stored {
+                baseline: baseline.clone(),
+                b: Self::one_flow("--flow-b", b)?,
+            }),
+            _ => Err(bad(
+                "--instructions",
+                "counts instructions of two flows now (--flow-a and --flow-b), of the baseline build to save (--flow-a with --save-baseline PATH, on main), or of the build to judge against a saved one (--flow-b with --baseline PATH); and, after --, the run options",
+            )),
+        }
+    }
+
     fn instruction_mode(&self) -> Result<GateMode, ConfigError> {
-        let mut flows = self.flow_pair(
-            "--instructions",
-            "counts instructions of two flows: give --flow-a and --flow-b (and, after --, the run options)",
-        )?;
-        let RunLength::Count(count) = flows.run.length else {
+        let sides = self.instr_sides()?;
+        let mut run = self.gate_run()?;
+        let RunLength::Count(count) = run.length else {
             return Err(bad(
                 "--duration",
                 "the instruction gate counts a fixed number of messages: give --count N (the steady cost comes from N and 2N), not a duration",
@@ -342,11 +403,12 @@ impl GateOptions {
             ));
         }
         // Every message is counted; the first replies wait for valgrind's translation.
-        flows.run.warmup = 0;
-        flows.run.wait = flows.run.wait.max(MIN_INSTRUCTION_WAIT);
-        flows.run.declare = true;
+        run.warmup = 0;
+        run.wait = run.wait.max(MIN_INSTRUCTION_WAIT);
+        run.declare = true;
         Ok(GateMode::Instructions {
-            flows,
+            sides,
+            run,
             runs: self.runs,
             count,
         })
@@ -423,5 +485,61 @@ mod tests {
             }),
             "--qmgr"
         );
+    }
+
+    #[test]
+    fn the_instruction_gate_counts_both_flows_or_saves_one_or_judges_one_against_a_file() {
+        let with = |a: Option<&str>, b: Option<&str>, base: Option<&str>, save: Option<&str>| {
+            GateOptions {
+                instructions: true,
+                flow_a: a.map(str::to_string),
+                flow_b: b.map(str::to_string),
+                baseline: base.map(PathBuf::from),
+                save_baseline: save.map(PathBuf::from),
+                run: Some(RunOptions {
+                    qmgr: Some("amqp://guest:guest@127.0.0.1:5672/%2f".into()),
+                    ..RunOptions::default()
+                }),
+                ..GateOptions::default()
+            }
+            .build()
+            .map(|c| c.mode)
+        };
+        let sides = |m: Result<GateMode, ConfigError>| match m {
+            Ok(GateMode::Instructions { sides, .. }) => Ok(sides),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        let (a, b) = (
+            Some("sample-flow --echo"),
+            Some("sample-flow --echo --extra-work 9"),
+        );
+        assert!(matches!(
+            sides(with(a, b, None, None)),
+            Ok(InstrSides::Both(_))
+        ));
+        assert!(matches!(
+            sides(with(a, None, None, Some("i.json"))),
+            Ok(InstrSides::Save { .. })
+        ));
+        match sides(with(None, b, Some("i.json"), None)) {
+            Ok(InstrSides::Stored { baseline, b }) => {
+                assert_eq!(baseline, PathBuf::from("i.json"));
+                assert!(b.shown.contains("--extra-work 9"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Anything else says which combinations there are.
+        for bad in [
+            with(a, None, None, None),
+            with(None, b, None, None),
+            with(a, b, Some("i.json"), None),
+            with(None, b, None, Some("i.json")),
+        ] {
+            match sides(bad) {
+                Err(e) => assert!(e.to_string().contains("--save-baseline"), "{e}"),
+                Ok(s) => panic!("{s:?}"),
+            }
+        }
     }
 }

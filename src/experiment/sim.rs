@@ -78,11 +78,12 @@ pub struct Run {
     pub blocks: usize,
 }
 
-/// Deterministic draws: xorshift64* for uniforms, Box–Muller for normals.
-struct Draws(u64);
+/// Deterministic draws: xorshift64* for uniforms, Box–Muller for normals (the gate's
+/// simulations use them too).
+pub(crate) struct Draws(pub(crate) u64);
 
 impl Draws {
-    fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         let s = &mut self.0;
         *s ^= *s >> 12;
         *s ^= *s << 25;
@@ -90,7 +91,7 @@ impl Draws {
         ((s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 
-    fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let (a, b) = (self.uniform(), self.uniform());
         (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
     }

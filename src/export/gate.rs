@@ -67,10 +67,12 @@ pub fn render_text(o: &Outcome) -> String {
         "oemputx gate: {} against baseline {}\n{}\n\n{}",
         o.current,
         o.baseline,
-        if o.instruction_counts.is_some() {
-            "(change = B vs A on the least-disturbed counts, + is worse; instructions)"
-        } else {
-            "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)"
+        match (&o.instruction_counts, o.baseline_runs) {
+            (Some(_), _) => "(change = B vs A on the least-disturbed counts, + is worse; instructions)".to_string(),
+            (None, Some(n)) if n >= crate::gate::history::MIN_RUNS => format!(
+                "(change = this run vs the median of main's {n} runs, oriented so + is worse; the interval is where the change lies given their drift; rounds = main's runs / this run's rounds; µs/tran unless the metric is rate)"
+            ),
+            _ => "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)".to_string(),
         },
         cells::text(&rows(o))
     );
@@ -243,6 +245,7 @@ mod tests {
             schema: crate::gate::SCHEMA,
             mode: "stored",
             ab_rounds: None,
+            baseline_runs: None,
             instruction_counts: None,
             baseline: "b.json".into(),
             current: "c.json".into(),

@@ -183,6 +183,7 @@ pub fn outcome(
             a: rounds[0].to_vec(),
             b: rounds[1].to_vec(),
         }),
+        baseline_runs: None,
         instruction_counts: None,
     }
 }

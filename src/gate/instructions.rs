@@ -2,11 +2,203 @@
 //! instructions over 1, N and 2N messages), the least-disturbed figure of each, and the
 //! verdict (the method, and why these figures, in [`crate::commands::gate_instr`]).
 
-use super::{Decision, Verdict};
+use super::{Decision, GateError, Verdict};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// The gated metrics, as named in the verdict table and in a gate file.
 pub const STEADY: &str = "instructions/msg";
 pub const COLD: &str = "cold start";
+
+/// The JSON schema tag of a saved instruction baseline.
+pub const BASELINE_SCHEMA: &str = "oemputx.instructions-baseline/1";
+
+/// Flow A's counts saved on main (`gate --instructions --save-baseline`), for branches to be
+/// judged against without building the base again: counts are deterministic for the same
+/// code, valgrind, compilers, libraries and CPU, so those are recorded with them and a
+/// gate refuses to compare across them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstrBaseline {
+    pub schema: String,
+    pub created_utc: String,
+    /// The flow's command, its passwords masked.
+    pub flow: String,
+    /// The message counts of each run's three counts: 1, N and 2N.
+    pub messages: [u64; 3],
+    /// Per run, the instructions over 1, N and 2N messages.
+    pub runs: Vec<[u64; 3]>,
+    pub provenance: Provenance,
+    pub settings: BaselineSettings,
+}
+
+/// What a count depends on besides the flow's code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `valgrind --version`.
+    pub valgrind: String,
+    /// The CPU's model and a fingerprint of its flags (glibc chooses routines by them).
+    pub cpu: String,
+    /// The compilers the flow's program names in its `.comment` section.
+    pub compilers: Vec<String>,
+    /// The shared libraries it loads (ldd), each with a fingerprint of its content.
+    pub libraries: Vec<Library>,
+}
+
+/// One shared library of the flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Library {
+    pub name: String,
+    pub path: String,
+    pub fingerprint: String,
+}
+
+/// The settings the counts were made with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineSettings {
+    pub count: u64,
+    pub tasks: usize,
+    pub msgs_per_loop: usize,
+    pub transport: String,
+    pub message_bytes: usize,
+    pub persistent: bool,
+}
+
+impl BaselineSettings {
+    pub fn of(run: &crate::config::RunConfig, count: u64) -> BaselineSettings {
+        BaselineSettings {
+            count,
+            tasks: run.tasks,
+            msgs_per_loop: run.msgs_per_loop,
+            transport: run.endpoint.transport().to_string(),
+            message_bytes: run.messages.max_len(),
+            persistent: run.persistent,
+        }
+    }
+}
+
+impl BaselineSettings {
+    /// Each setting that differs, as "--count 40 then, 50 now".
+    fn differences(&self, now: &BaselineSettings) -> Vec<String> {
+        let pairs = [
+            ("--count", self.count.to_string(), now.count.to_string()),
+            ("--tasks", self.tasks.to_string(), now.tasks.to_string()),
+            (
+                "--msgs-per-loop",
+                self.msgs_per_loop.to_string(),
+                now.msgs_per_loop.to_string(),
+            ),
+            ("transport", self.transport.clone(), now.transport.clone()),
+            (
+                "message bytes",
+                self.message_bytes.to_string(),
+                now.message_bytes.to_string(),
+            ),
+            (
+                "--persistent",
+                self.persistent.to_string(),
+                now.persistent.to_string(),
+            ),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, then, now)| then != now)
+            .map(|(what, then, now)| format!("{what} {then} then, {now} now"))
+            .collect()
+    }
+}
+
+impl InstrBaseline {
+    /// Read and check a saved baseline.
+    pub fn load(path: &Path) -> Result<InstrBaseline, GateError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            GateError::input(
+                "--baseline",
+                format!(
+                    "cannot read {} ({e}); count one on main with gate --instructions --flow-a CMD --save-baseline {}",
+                    path.display(),
+                    path.display()
+                ),
+            )
+        })?;
+        let b: InstrBaseline = serde_json::from_str(&text).map_err(|e| {
+            GateError::input(
+                "--baseline",
+                format!(
+                    "{} is no instruction baseline ({e}): give the file gate --instructions --save-baseline wrote",
+                    path.display()
+                ),
+            )
+        })?;
+        if b.schema != BASELINE_SCHEMA {
+            return Err(GateError::input(
+                "--baseline",
+                format!(
+                    "{} has schema '{}', not '{BASELINE_SCHEMA}'",
+                    path.display(),
+                    b.schema
+                ),
+            ));
+        }
+        if b.runs.len() < 2 {
+            return Err(GateError::input(
+                "--baseline",
+                format!(
+                    "{} holds {} run(s): a baseline needs 2 or more",
+                    path.display(),
+                    b.runs.len()
+                ),
+            ));
+        }
+        Ok(b)
+    }
+
+    /// What differs between the conditions of this baseline and of a count now, each in
+    /// words; nothing when the counts can be compared.
+    pub fn differences(
+        &self,
+        now: &Provenance,
+        run: &crate::config::RunConfig,
+        count: u64,
+    ) -> Vec<String> {
+        let mut out = self.provenance.differences(now);
+        out.extend(self.settings.differences(&BaselineSettings::of(run, count)));
+        out
+    }
+}
+
+impl Provenance {
+    /// What differs from `now`, each in words.
+    fn differences(&self, now: &Provenance) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.valgrind != now.valgrind {
+            out.push(format!("{} then, {} now", self.valgrind, now.valgrind));
+        }
+        if self.cpu != now.cpu {
+            out.push(format!("CPU {} then, {} now", self.cpu, now.cpu));
+        }
+        if self.compilers != now.compilers {
+            out.push(format!(
+                "the flow was built by {:?} then, by {:?} now",
+                self.compilers, now.compilers
+            ));
+        }
+        for lib in &self.libraries {
+            match now.libraries.iter().find(|l| l.name == lib.name) {
+                Some(l) if l.fingerprint != lib.fingerprint => {
+                    out.push(format!("library {} changed ({})", lib.name, l.path));
+                }
+                None => out.push(format!("library {} is no longer loaded", lib.name)),
+                _ => {}
+            }
+        }
+        for lib in &now.libraries {
+            if !self.libraries.iter().any(|l| l.name == lib.name) {
+                out.push(format!("library {} is new", lib.name));
+            }
+        }
+        out
+    }
+}
 
 /// One side's counts: per run, the instructions over 1, N and 2N messages.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -214,5 +406,52 @@ mod tests {
         ]);
         let d = decide(steady, &[a, lone], 0.01);
         assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
+    }
+
+    #[test]
+    fn a_baseline_names_every_condition_that_differs() {
+        let lib = |name: &str, fp: &str| Library {
+            name: name.into(),
+            path: format!("/lib/{name}"),
+            fingerprint: fp.into(),
+        };
+        let then = Provenance {
+            valgrind: "valgrind-3.19.0".into(),
+            cpu: "Xeon (flags 1)".into(),
+            compilers: vec!["rustc 1.90".into()],
+            libraries: vec![lib("libc.so.6", "aa"), lib("libm.so.6", "bb")],
+        };
+        assert!(then.differences(&then.clone()).is_empty());
+        let now = Provenance {
+            valgrind: "valgrind-3.20.0".into(),
+            libraries: vec![lib("libc.so.6", "ac"), lib("libz.so.1", "cc")],
+            ..then.clone()
+        };
+        let d = then.differences(&now);
+        assert_eq!(d.len(), 4, "{d:?}");
+        assert!(d[0].contains("3.19.0") && d[0].contains("3.20.0"));
+        assert!(d[1].contains("libc.so.6 changed"));
+        assert!(d[2].contains("libm.so.6 is no longer loaded"));
+        assert!(d[3].contains("libz.so.1 is new"));
+        let s = BaselineSettings {
+            count: 1000,
+            tasks: 1,
+            msgs_per_loop: 1,
+            transport: "amqp".into(),
+            message_bytes: 630,
+            persistent: false,
+        };
+        let changed = BaselineSettings {
+            count: 2000,
+            persistent: true,
+            ..s.clone()
+        };
+        assert_eq!(
+            s.differences(&changed),
+            [
+                "--count 1000 then, 2000 now",
+                "--persistent false then, true now"
+            ]
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The regression gate's decisions, as pure code: from figures to verdicts, never a
 //! process or a file. Three modes, one [`Decision`] shape:
-//! - [`stored`]: the current run's rounds against a stored report's (bootstrap interval of
-//!   the ratio of medians and a Mann-Whitney test, criterion.rs's shape);
+//! - [`history`]: the current run against the spread of main's stored runs (a prediction
+//!   interval), and, while a history holds fewer than three runs, [`stored`]: the current
+//!   run's rounds against the newest run's (bootstrap interval of the ratio of medians and
+//!   a Mann-Whitney test, criterion.rs's shape), never calling a regression;
 //! - [`ab`]: two flows in interleaved rounds, judged by the experiment engine
 //!   ([`crate::experiment`]) on paired log-ratios with repeated confidence intervals;
 //! - [`instructions`]: instruction counts under callgrind, the least-disturbed of runs.
@@ -10,6 +12,7 @@
 //! formats.
 
 pub mod ab;
+pub mod history;
 pub mod instructions;
 pub mod statistics;
 pub mod stored;
@@ -173,6 +176,10 @@ pub struct Outcome {
     /// data behind the verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ab_rounds: Option<AbRounds>,
+    /// Stored gate only: how many of main's runs the baseline holds (each metric's
+    /// `base_median` is then the median of their medians, `base_rounds` the runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_runs: Option<usize>,
     /// Instruction gate only: the counts behind the verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_counts: Option<InstructionCounts>,

@@ -103,7 +103,11 @@ pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
     Some(((1.0 + tolerance).ln() + half).exp() - 1.0)
 }
 
-/// The metrics to gate and their tolerances.
+/// The group shown but not gated unless named: oemputx's own cost.
+pub const UNGATED: &str = "DRIVER";
+
+/// The metrics to gate and their tolerances: every group both runs have but DRIVER, the
+/// CPU total, and the metrics named (DRIVER among them if named).
 pub fn plan<'a>(
     named: impl Iterator<Item = &'a String>,
     tolerance: impl Fn(&str) -> f64,
@@ -113,7 +117,7 @@ pub fn plan<'a>(
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
-        .filter(|g| current.group_names().contains(g))
+        .filter(|g| current.group_names().contains(g) && g != UNGATED)
         .collect();
     // The corrected total when every round of both runs has one (a round too short for
     // /proc/stat's ticks has no capture ratio), else the captured total.

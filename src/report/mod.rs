@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod compare;
+pub mod history;
 pub mod matrix;
 pub mod rounds;
 pub mod saved;

@@ -34,6 +34,8 @@ pub enum ReportFileError {
     },
     #[error("the runs differ in what matters, so their costs do not compare:\n{}\nRun them with the same settings, or pass --force to compare anyway", .0.join("\n"))]
     Differs(Vec<String>),
+    #[error("{path} holds main's runs of other settings than this run's:\n{}\nKeep one history per setting: give --save-baseline another file, or remove this one to start anew", .diffs.join("\n"))]
+    HistoryDiffers { path: PathBuf, diffs: Vec<String> },
 }
 
 /// The settings whose difference makes two runs' costs incomparable.

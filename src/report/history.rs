@@ -1,0 +1,223 @@
+//! A stored CPU-time baseline as a *history* of main's runs (`oemputx.history/1`): each run
+//! of main with `--save-baseline FILE` appends its report, the oldest dropped beyond
+//! [`MAX_RUNS`], so that a branch is judged against how far main's own runs spread —
+//! their drift from run to run included — rather than against one run's rounds
+//! ([`crate::gate::history`] has the rule). A plain saved report (`oemputx.report/2`) reads
+//! as a history of one run, and appending to one turns it into a history.
+
+use super::saved::{ReportFileError, Saved, differences};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The JSON schema tag of a history file.
+pub const HISTORY_SCHEMA: &str = "oemputx.history/1";
+/// The most runs a history keeps: a month of daily runs on main; older runs describe a
+/// machine and a code base that may have moved on.
+pub const MAX_RUNS: usize = 30;
+
+/// The file as written.
+#[derive(Debug, Serialize, Deserialize)]
+struct HistoryFile {
+    schema: String,
+    /// Main's runs' reports, oldest first.
+    runs: Vec<serde_json::Value>,
+}
+
+/// Main's runs, read back.
+#[derive(Debug, Clone)]
+pub struct History {
+    pub path: PathBuf,
+    /// Oldest first; never empty.
+    pub runs: Vec<Saved>,
+    /// Each run's start (UTC), as its report gives it.
+    pub started: Vec<String>,
+    raw: Vec<serde_json::Value>,
+}
+
+impl History {
+    /// Read a history, or a single saved report as a history of one run.
+    pub fn load(path: &Path) -> Result<History, ReportFileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReportFileError::Unreadable {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
+        let raw = if json.get("schema").and_then(|s| s.as_str()) == Some(HISTORY_SCHEMA) {
+            let file: HistoryFile =
+                serde_json::from_value(json).map_err(|e| ReportFileError::Corrupt {
+                    path: path.to_path_buf(),
+                    why: e.to_string(),
+                })?;
+            file.runs
+        } else {
+            vec![json]
+        };
+        History::of(path, raw)
+    }
+
+    fn of(path: &Path, raw: Vec<serde_json::Value>) -> Result<History, ReportFileError> {
+        if raw.is_empty() {
+            return Err(ReportFileError::Corrupt {
+                path: path.to_path_buf(),
+                why: "the history holds no runs".into(),
+            });
+        }
+        let n = raw.len();
+        let mut runs = Vec::with_capacity(n);
+        let mut started = Vec::with_capacity(n);
+        for (i, j) in raw.iter().enumerate() {
+            // Each run is named FILE#i in errors, FILE alone when it is the only one.
+            let name = if n == 1 {
+                path.to_path_buf()
+            } else {
+                PathBuf::from(format!("{}#{}", path.display(), i + 1))
+            };
+            runs.push(Saved::from_json(name, j.clone())?);
+            started.push(
+                j.get("start_utc")
+                    .and_then(|s| s.as_str())
+                    .unwrap_or("?")
+                    .to_string(),
+            );
+        }
+        Ok(History {
+            path: path.to_path_buf(),
+            runs,
+            started,
+            raw,
+        })
+    }
+
+    /// The newest run: the one whose settings and groups a run is checked against.
+    pub fn latest(&self) -> &Saved {
+        // `of` refuses an empty history.
+        &self.runs[self.runs.len() - 1]
+    }
+
+    /// This history with `report` appended (the oldest dropped beyond [`MAX_RUNS`]), as the
+    /// JSON to write; a report of other settings or groups than the newest run's is refused.
+    pub fn appended(&self, report: serde_json::Value) -> Result<String, ReportFileError> {
+        let new = Saved::from_json(PathBuf::from("this run"), report.clone())?;
+        let diffs = differences(self.latest(), &new, true);
+        if !diffs.is_empty() {
+            return Err(ReportFileError::HistoryDiffers {
+                path: self.path.clone(),
+                diffs,
+            });
+        }
+        let mut runs = self.raw.clone();
+        runs.push(report);
+        let drop = runs.len().saturating_sub(MAX_RUNS);
+        runs.drain(..drop);
+        encode(runs)
+    }
+
+    /// A new history of one run.
+    pub fn first(report: serde_json::Value) -> Result<String, ReportFileError> {
+        Saved::from_json(PathBuf::from("this run"), report.clone())?;
+        encode(vec![report])
+    }
+
+    /// How the baseline is named in a verdict.
+    pub fn name(&self) -> String {
+        let file = self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        match self.runs.len() {
+            1 => format!("{file} (1 run of main, {})", self.started[0]),
+            n => format!(
+                "{file} ({n} runs of main, {} to {})",
+                self.started[0],
+                self.started[n - 1]
+            ),
+        }
+    }
+}
+
+fn encode(runs: Vec<serde_json::Value>) -> Result<String, ReportFileError> {
+    let file = HistoryFile {
+        schema: HISTORY_SCHEMA.to_string(),
+        runs,
+    };
+    serde_json::to_string_pretty(&file)
+        .map(|s| s + "\n")
+        .map_err(|e| ReportFileError::Corrupt {
+            path: PathBuf::from("this run"),
+            why: e.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(flow: f64, tasks: u64) -> serde_json::Value {
+        let figures = serde_json::json!({
+            "rate_tps": 1000.0,
+            "round_trip_us": {"p99": 900.0},
+            "captured_us_per_tran": flow + 40.0,
+            "corrected_us_per_tran": null,
+            "groups": [{"name": "FLOW", "total_us_per_tran": flow},
+                       {"name": "DRIVER", "total_us_per_tran": 40.0}],
+        });
+        let mut j = figures.clone();
+        j["schema"] = "oemputx.report/2".into();
+        j["start_utc"] = format!("2026-12-02T0{}:00:00Z", flow as u64 % 10).into();
+        j["settings"] = serde_json::json!({
+            "transport": "amqp", "message_source": "default", "msg_bytes_max": 630,
+            "tasks": tasks, "persistent": false, "syncpoint": false, "msgs_per_loop": 1,
+        });
+        j["rounds"] = serde_json::json!([figures.clone(), figures]);
+        j
+    }
+
+    #[test]
+    fn a_report_reads_as_one_run_and_appending_makes_a_bounded_history() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("base.json");
+        std::fs::write(&path, report(101.0, 2).to_string()).expect("write");
+        let h = History::load(&path).expect("a report is a history of one");
+        assert_eq!(h.runs.len(), 1);
+        assert!(h.name().contains("1 run of main"), "{}", h.name());
+        let mut text = h.appended(report(102.0, 2)).expect("append");
+        for i in 0..MAX_RUNS + 5 {
+            std::fs::write(&path, &text).expect("write");
+            let h = History::load(&path).expect("history");
+            assert_eq!(h.runs.len(), (i + 2).min(MAX_RUNS));
+            text = h.appended(report(103.0 + i as f64, 2)).expect("append");
+        }
+        let h = History::load(&path).expect("history");
+        assert_eq!(h.runs.len(), MAX_RUNS);
+        // The oldest went first: the newest is the last appended before the final one.
+        let flow = h
+            .latest()
+            .samples(&crate::report::saved::Metric::named("FLOW"));
+        assert_eq!(flow, [103.0 + (MAX_RUNS + 3) as f64; 2]);
+        assert!(h.runs[1].path.display().to_string().ends_with("#2"));
+    }
+
+    #[test]
+    fn a_run_of_other_settings_is_not_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("base.json");
+        std::fs::write(&path, History::first(report(101.0, 2)).expect("first")).expect("write");
+        let h = History::load(&path).expect("history");
+        match h.appended(report(101.0, 4)) {
+            Err(ReportFileError::HistoryDiffers { diffs, .. }) => {
+                assert!(diffs.iter().any(|d| d.contains("tasks")), "{diffs:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // An empty history is damaged, not a pass.
+        std::fs::write(&path, r#"{"schema":"oemputx.history/1","runs":[]}"#).expect("write");
+        assert!(matches!(
+            History::load(&path),
+            Err(ReportFileError::Corrupt { .. })
+        ));
+    }
+}
