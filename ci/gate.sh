@@ -6,7 +6,7 @@
 #                                     #   (default HEAD~1) against this checkout's, under callgrind
 #   bash ci/gate.sh --ab              # A/B on CPU time: the same two builds in alternating rounds
 #   bash ci/gate.sh --stored          # this build against the committed ci/baseline.json
-#   bash ci/gate.sh --save-baseline   # measure and write ci/baseline.json (on main)
+#   bash ci/gate.sh --save-baseline   # measure and append to ci/baseline.json (on main)
 #
 # Instruction counts are the default: they do not move with the machine's load, so the gate
 # decides in one run what CPU time decides only some of the time in CI's minutes (docs/gate.md
@@ -110,7 +110,7 @@ stored() {
   # the hardware, not the change. There it says so and stops (make a baseline on that machine).
   if [ -f "$baseline" ]; then
     here="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)"
-    there=$(python3 -c "import json,sys; h=json.load(open(sys.argv[1]))['host']; print(f\"{h.get('cpu_model')} x {h.get('cpus')}\")" "$baseline" 2>/dev/null || echo unknown)
+    there=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); h=(j['runs'][-1] if 'runs' in j else j)['host']; print(f\"{h.get('cpu_model')} x {h.get('cpus')}\")" "$baseline" 2>/dev/null || echo unknown)
     if [ "$here" != "$there" ]; then
       echo "gate: $baseline was measured on '$there', this machine is '$here': not comparable, skipping." >&2
       echo "gate: make a baseline here with: bash ci/gate.sh --save-baseline" >&2
@@ -133,7 +133,7 @@ measured_run() {
     --tasks 2 --group "FLOW=pid:$flow" "${group_opts[@]}" --label gate --no-save --quiet)
   if [ "$1" = save ]; then
     "$bin/oemputx" "${run[@]}" --save-baseline "$baseline"
-    echo "gate: wrote $baseline"
+    echo "gate: appended this run to main's history in $baseline"
   else
     "$bin/oemputx" "$@" "${run[@]}"
   fi
