@@ -333,12 +333,15 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
     );
 }
 
+/// The matrix on both brokers; on RabbitMQ in three rounds, each cell then the median of
+/// its rounds with its spread.
 #[test]
 fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
     live!(RabbitMq, Nats);
     let dir = tempfile::tempdir().expect("tempdir");
     let svg = dir.path().join("matrix.svg");
-    for url in [amqp_url(), nats_url()] {
+    let tsv = dir.path().join("matrix.tsv");
+    for (url, rounds) in [(amqp_url(), 3), (nats_url(), 1)] {
         let exchange = ExchangeGuard(fresh_queue("matrix"));
         let _stream = StreamGuard(exchange.0.clone());
         let out = oemputx()
@@ -350,25 +353,60 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
                 &exchange.0,
                 "--declare",
             ])
-            .args(["--count", "300", "--export-json", "-"])
+            .args([
+                "--count",
+                "300",
+                "--rounds",
+                &rounds.to_string(),
+                "--export-json",
+                "-",
+            ])
             .args(["--export-svg", svg.to_str().expect("utf-8 path")])
+            .args(["--export-tsv", tsv.to_str().expect("utf-8 path")])
             .output()
             .expect("oemputx runs");
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{url}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{url}: {stderr}");
         let j: serde_json::Value = json_after_table(&text);
+        oemputx_test_support::schema::assert_matches_schema(&j);
+        assert_eq!(j["rounds"], rounds);
         let cells = j["cells"].as_array().expect("cells");
         assert_eq!(cells.len(), 8);
         for c in cells {
             // NATS's persistent cells go through JetStream.
-            assert!(c["received_mps"].as_f64().is_some(), "{url}: {c}");
+            let rate = c["received_mps"].as_f64();
+            assert!(rate.is_some(), "{url}: {c}");
             assert_eq!(c["lost"], 0, "{c}");
+            if rounds > 1 {
+                let s = &c["spread"];
+                assert_eq!(s["rounds"], rounds, "{c}");
+                let r = &s["received_mps"];
+                let (lo, hi) = (r["low"].as_f64(), r["high"].as_f64());
+                assert!(lo <= rate && rate <= hi, "{c}");
+            } else {
+                assert!(c.get("spread").is_none(), "{c}");
+            }
         }
+        if rounds > 1 {
+            assert!(
+                text.contains(&format!("the median of {rounds} rounds")),
+                "{text}"
+            );
+            assert!(text.contains('±'), "{text}");
+            // Each round ran every cell: eight lines a round on stderr.
+            assert_eq!(stderr.matches("round 3 of 3:").count(), 8, "{stderr}");
+        }
+        let table = std::fs::read_to_string(&tsv).expect("tsv");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 9, "{table}");
+        assert!(lines[0].contains("received_mps_low"), "{table}");
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.split('\t').nth(3) == Some(&rounds.to_string()[..])),
+            "{table}"
+        );
     }
 }
 

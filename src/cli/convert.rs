@@ -172,6 +172,7 @@ impl MatrixArgs {
         MatrixOptions {
             qmgr: self.qmgr.clone(),
             count: self.count,
+            rounds: self.rounds as usize,
             topic: self.topic.clone(),
             declare: self.declare,
             pattern: self.pattern.clone(),

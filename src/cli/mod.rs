@@ -118,6 +118,10 @@ pub struct MatrixArgs {
     /// Messages the sender sends in each cell.
     #[arg(long, default_value_t = 500)]
     pub count: u64,
+    /// Measure every cell this many times, the cells in a balanced order each round
+    /// (Williams): each cell is then the median of its rounds with its interval.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub rounds: u64,
     /// The stream's name (RabbitMQ exchange, NATS subject prefix, MQTT topic prefix).
     #[arg(long, default_value = "matrix")]
     pub topic: String,

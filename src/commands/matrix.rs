@@ -3,7 +3,9 @@
 //! persistent; each cell reports messages received per second per receiver (the median
 //! receiver) and the broker's CPU per message published and delivered. Each cell is an
 //! `oemputx pubsub` run with one symbol that every receiver selects (the `topic` pattern:
-//! every receiver gets every message).
+//! every receiver gets every message). With `--rounds N` every cell is measured N times,
+//! the cells in a balanced order each round, and reported as the median of its rounds with
+//! its interval.
 
 use super::pubsub::{broker, measure};
 use crate::config::tools::MatrixConfig;
@@ -11,7 +13,6 @@ use crate::exit::Exit;
 use crate::export::write_atomic;
 use crate::report::matrix::{Cell, Matrix, SCHEMA};
 use anyhow::Context;
-use std::fmt::Write as _;
 
 /// Run one cell; a broker without persistence gives an empty cell, not an error.
 fn run_cell(
@@ -31,6 +32,7 @@ fn run_cell(
         broker_us_per_delivered: None,
         lost: 0,
         note: None,
+        spread: None,
     };
     let b = match broker(&args) {
         Ok(b) => b,
@@ -57,22 +59,53 @@ fn run_cell(
 
 /// `oemputx matrix`.
 pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
-    let mut cells = Vec::new();
-    for (persistent, size, receivers) in m.cells() {
-        eprintln!(
-            "oemputx matrix: {size} bytes, {receivers} receiver(s), {}",
-            if persistent {
-                "persistent"
-            } else {
-                "non-persistent"
+    let plan = m.cells();
+    let rounds = m.options.rounds.max(1);
+    // Each round runs the cells in a row of a Williams design: every cell follows every
+    // other equally often, so the machine's drift and what one cell leaves behind (a
+    // broker's queues, its page cache) fall on all of them alike.
+    let orders = crate::experiment::order::williams(plan.len());
+    let mut measured: Vec<Vec<Cell>> = vec![Vec::new(); plan.len()];
+    let mut empty = vec![false; plan.len()];
+    for round in 0..rounds {
+        let order: Vec<usize> = if rounds == 1 {
+            (0..plan.len()).collect()
+        } else {
+            orders[round % orders.len()].clone()
+        };
+        for i in order {
+            // A mode the broker lacks (persistence) stays empty after its first try.
+            if empty[i] {
+                continue;
             }
-        );
-        cells.push(run_cell(m, persistent, size, receivers)?);
+            let (persistent, size, receivers) = plan[i];
+            eprintln!(
+                "oemputx matrix: {}{size} bytes, {receivers} receiver(s), {}",
+                if rounds > 1 {
+                    format!("round {} of {rounds}: ", round + 1)
+                } else {
+                    String::new()
+                },
+                if persistent {
+                    "persistent"
+                } else {
+                    "non-persistent"
+                }
+            );
+            let cell = run_cell(m, persistent, size, receivers)?;
+            empty[i] = cell.received_mps.is_none() && cell.note.is_some();
+            measured[i].push(cell);
+        }
     }
+    let cells = measured
+        .iter()
+        .filter_map(|rounds| Cell::of_rounds(rounds))
+        .collect();
     let matrix = Matrix {
         schema: SCHEMA,
         broker: crate::secret::scrub(&m.options.qmgr),
         count: m.options.count,
+        rounds,
         pattern: m.options.pattern.clone(),
         cells,
     };
@@ -84,7 +117,6 @@ pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
 
 fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> anyhow::Result<()> {
     let m = &mc.options;
-    let cells = &matrix.cells;
     if let Some(path) = &m.export_json {
         let json = serde_json::to_string_pretty(matrix)? + "\n";
         if path.as_os_str() == "-" {
@@ -100,24 +132,8 @@ fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &m.export_tsv {
-        let mut t = String::from(
-            "persistent\tmsg_size\treceivers\treceived_mps\tpublish_mps\tbroker_us_per_published\tbroker_us_per_delivered\tlost\n",
-        );
-        for c in cells {
-            let _ = writeln!(
-                t,
-                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                c.persistent,
-                c.msg_size,
-                c.receivers,
-                crate::export::matrix::fmt(c.received_mps),
-                crate::export::matrix::fmt(c.publish_mps),
-                crate::export::matrix::fmt(c.broker_us_per_published),
-                crate::export::matrix::fmt(c.broker_us_per_delivered),
-                c.lost
-            );
-        }
-        write_atomic(path, t.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        write_atomic(path, crate::export::matrix::tsv(matrix).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

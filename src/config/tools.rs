@@ -17,6 +17,8 @@ use std::time::Duration;
 pub struct MatrixOptions {
     pub qmgr: String,
     pub count: u64,
+    /// Times every cell is measured, in a balanced order each round.
+    pub rounds: usize,
     pub topic: String,
     pub declare: bool,
     /// `topic` or `queue`.
@@ -32,6 +34,7 @@ impl Default for MatrixOptions {
         MatrixOptions {
             qmgr: String::new(),
             count: 500,
+            rounds: 1,
             topic: "matrix".into(),
             declare: false,
             pattern: "topic".into(),

@@ -1,10 +1,56 @@
 //! The matrix rendered: the CJMQ layout as text, and its bar chart (SVG).
 
-use crate::report::matrix::{Cell, Matrix};
+use crate::report::matrix::{Cell, Matrix, Spread};
 use std::fmt::Write as _;
 
 pub fn fmt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+/// A figure with its spread over the rounds: "1234.5 ±3%".
+fn with_spread(v: Option<f64>, s: Option<&Spread>) -> String {
+    match (v, s) {
+        (Some(v), Some(s)) => format!("{v:.1} ±{:.0}%", 100.0 * s.relative_half(v)),
+        _ => fmt(v),
+    }
+}
+
+/// The matrix as TSV, one value per cell: with rounds, each figure's interval and range in
+/// columns of their own.
+pub fn tsv(matrix: &Matrix) -> String {
+    let mut t = String::from(
+        "persistent\tmsg_size\treceivers\trounds\treceived_mps\treceived_mps_low\treceived_mps_high\tpublish_mps\tbroker_us_per_published\tbroker_us_per_published_low\tbroker_us_per_published_high\tbroker_us_per_delivered\tbroker_us_per_delivered_low\tbroker_us_per_delivered_high\tlost\n",
+    );
+    for c in &matrix.cells {
+        let sp = c.spread.as_ref();
+        let ends = |s: Option<&Spread>, v: Option<f64>| match s {
+            Some(s) => (fmt(Some(s.low)), fmt(Some(s.high))),
+            None => (fmt(v), fmt(v)),
+        };
+        let (rl, rh) = ends(sp.and_then(|s| s.received_mps.as_ref()), c.received_mps);
+        let (pl, ph) = ends(
+            sp.and_then(|s| s.broker_us_per_published.as_ref()),
+            c.broker_us_per_published,
+        );
+        let (dl, dh) = ends(
+            sp.and_then(|s| s.broker_us_per_delivered.as_ref()),
+            c.broker_us_per_delivered,
+        );
+        let _ = writeln!(
+            t,
+            "{}\t{}\t{}\t{}\t{}\t{rl}\t{rh}\t{}\t{}\t{pl}\t{ph}\t{}\t{dl}\t{dh}\t{}",
+            c.persistent,
+            c.msg_size,
+            c.receivers,
+            sp.map_or(1, |s| s.rounds),
+            fmt(c.received_mps),
+            fmt(c.publish_mps),
+            fmt(c.broker_us_per_published),
+            fmt(c.broker_us_per_delivered),
+            c.lost
+        );
+    }
+    t
 }
 
 /// The CJMQ layout: rows size × receivers, columns non-persistent / persistent.
@@ -21,9 +67,18 @@ pub fn text(matrix: &Matrix) -> String {
             "every receiver gets every message"
         }
     );
+    // Wider columns when each figure carries its spread.
+    let (w, v) = if m.rounds > 1 { (17, 16) } else { (12, 14) };
+    if m.rounds > 1 {
+        let _ = writeln!(
+            o,
+            "Each cell: the median of {} rounds ± the larger half of its 95% interval (with under 9 rounds, their range); the cells in a balanced order each round",
+            m.rounds
+        );
+    }
     let _ = writeln!(
         o,
-        "{:>6} {:>9} | {:>12} {:>14} {:>14} | {:>12} {:>14} {:>14}",
+        "{:>6} {:>9} | {:>w$} {:>v$} {:>v$} | {:>w$} {:>v$} {:>v$}",
         "bytes",
         "receivers",
         "non-pers.",
@@ -31,7 +86,9 @@ pub fn text(matrix: &Matrix) -> String {
         "broker µs/dlv",
         "persistent",
         "broker µs/pub",
-        "broker µs/dlv"
+        "broker µs/dlv",
+        w = w,
+        v = v
     );
     for size in [128, 1024] {
         for receivers in [1, 5] {
@@ -41,13 +98,24 @@ pub fn text(matrix: &Matrix) -> String {
                     .find(|c| c.persistent == p && c.msg_size == size && c.receivers == receivers)
             };
             let cols = |c: Option<&Cell>| match c {
-                Some(c) => format!(
-                    "{:>12} {:>14} {:>14}",
-                    fmt(c.received_mps),
-                    fmt(c.broker_us_per_published),
-                    fmt(c.broker_us_per_delivered)
-                ),
-                None => format!("{:>12} {:>14} {:>14}", "-", "-", "-"),
+                Some(c) => {
+                    let sp = c.spread.as_ref();
+                    format!(
+                        "{:>w$} {:>v$} {:>v$}",
+                        with_spread(c.received_mps, sp.and_then(|s| s.received_mps.as_ref())),
+                        with_spread(
+                            c.broker_us_per_published,
+                            sp.and_then(|s| s.broker_us_per_published.as_ref())
+                        ),
+                        with_spread(
+                            c.broker_us_per_delivered,
+                            sp.and_then(|s| s.broker_us_per_delivered.as_ref())
+                        ),
+                        w = w,
+                        v = v
+                    )
+                }
+                None => format!("{:>w$} {:>v$} {:>v$}", "-", "-", "-", w = w, v = v),
             };
             let _ = writeln!(
                 o,
@@ -57,8 +125,22 @@ pub fn text(matrix: &Matrix) -> String {
             );
         }
     }
-    // The shape the paper reports: five receivers each got about a third of one receiver's
-    // rate on CJMQ, not a fifth. Shapes compare across machines; absolute rates do not.
+    ratios(&mut o, cells, (w, v));
+    for c in cells.iter().filter(|c| c.note.is_some()) {
+        let _ = writeln!(
+            o,
+            "note: {} bytes, {} receiver(s), persistent: {}",
+            c.msg_size,
+            c.receivers,
+            c.note.as_deref().unwrap_or_default()
+        );
+    }
+    o
+}
+
+/// The shape the paper reports: five receivers each got about a third of one receiver's
+/// rate on CJMQ, not a fifth. Shapes compare across machines; absolute rates do not.
+fn ratios(o: &mut String, cells: &[Cell], (w, v): (usize, usize)) {
     let rate = |p: bool, size: usize, r: usize| {
         cells
             .iter()
@@ -72,23 +154,15 @@ pub fn text(matrix: &Matrix) -> String {
     for size in [128, 1024] {
         let _ = writeln!(
             o,
-            "{size:>6} {:>9} | {:>12} {:>29} | {:>12}",
+            "{size:>6} {:>9} | {:>w$} {:>gap$} | {:>w$}",
             "5 / 1",
             ratio(false, size),
             "",
-            ratio(true, size)
+            ratio(true, size),
+            w = w,
+            gap = 2 * v + 1
         );
     }
-    for c in cells.iter().filter(|c| c.note.is_some()) {
-        let _ = writeln!(
-            o,
-            "note: {} bytes, {} receiver(s), persistent: {}",
-            c.msg_size,
-            c.receivers,
-            c.note.as_deref().unwrap_or_default()
-        );
-    }
-    o
 }
 
 /// Received msg/s per receiver, one bar per cell (blue non-persistent, red persistent).
