@@ -1,11 +1,11 @@
 //! The experiment engine's error rates on simulated runs (`src/experiment/sim.rs`): for 2
-//! and 5 arms, under the noise measured on this kind of machine and with its drift and its
-//! bursts taken out one at a time, how many A/A runs call a difference that is not there,
+//! and 5 arms, under the noise measured on this kind of machine and with its drift, its
+//! bursts and the restart's cost taken one at a time, how many A/A runs call a difference that is not there,
 //! and how often a +3 % and a +5 % change are found.
 //!
 //!   cargo bench --bench experiment -- [RUNS]        (default 1000 per configuration)
 //!
-//! Deterministic: the same numbers every time. docs/compare.md quotes the table.
+//! Deterministic: the same numbers every time. docs/sweep-compare.md quotes the table.
 
 use oemputx::experiment::Rule;
 use oemputx::experiment::sim::{Case, Noise, false_verdicts, tally};
@@ -39,23 +39,32 @@ fn main() {
         println!("smoke run (no --bench): the figures below are not a measurement");
     }
     let measured = Noise::measured();
+    let calm = Noise::calm();
     let noises = [
-        ("calm (no drift, no bursts)", Noise::calm()),
+        ("calm (no drift, no bursts, no restart cost)", calm),
         (
             "drift",
             Noise {
-                outlier_p: 0.0,
-                ..measured
+                drift: measured.drift,
+                ..calm
             },
         ),
         (
             "bursts",
             Noise {
-                drift: 0.0,
-                ..measured
+                outlier_p: measured.outlier_p,
+                ..calm
             },
         ),
-        ("drift and bursts (as measured)", measured),
+        (
+            "restart cost (first round of a block)",
+            Noise {
+                restart: measured.restart,
+                restart_control: measured.restart_control,
+                ..calm
+            },
+        ),
+        ("all of them (as measured)", measured),
     ];
     let rules = [
         (

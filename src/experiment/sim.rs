@@ -2,8 +2,8 @@
 //! often it finds one that is, under the kinds of noise measured on this kind of machine
 //! (docs/history.md): round-to-round spread, a slow drift of the whole machine, a common
 //! "weather" that moves every process's cost in a round (and the control's), a lasting
-//! bias of each flow process (restarted every block), and now and then a round caught by a
-//! burst of other work. Deterministic for a seed. `cargo bench --bench experiment` prints
+//! bias of each flow process (restarted every block), the cost of the first round after a
+//! restart, and now and then a round caught by a burst of other work. Deterministic for a seed. `cargo bench --bench experiment` prints
 //! the table the docs quote; the unit tests run a smaller one.
 
 use super::{Design, Experiment, FIRST_LOOK, Figures, Finding, MetricSpec, Rule};
@@ -26,13 +26,21 @@ pub struct Noise {
     /// The chance a round is caught by a burst, and the burst's mean size (ln).
     pub outlier_p: f64,
     pub outlier: f64,
+    /// What the first round after the flows restart costs more (ln), the flow's and the
+    /// control's: whatever the restart leaves behind (exiting processes, fresh connections)
+    /// falls on the arm measured first in a block.
+    pub restart: f64,
+    pub restart_control: f64,
 }
 
 impl Noise {
     /// The spread measured on this machine in the A/B calibrations: rounds of 4,000
     /// messages spread by ~6 % of ln cost, blocks' means by ~3.5 %, weather r ≈ 0.6 with the
     /// driver, a slow drift of 10–20 % over an hour, a few rounds in a hundred caught by
-    /// other work.
+    /// other work; and the first round after the flows restart dearer, by what one A/A
+    /// compare showed between two identical arms when one of them always came first (the
+    /// driver −2.0 %, the flow −0.7 % over blocks of four rounds an arm, so about 8 % and
+    /// 3 % on that one round).
     pub fn measured() -> Noise {
         Noise {
             round: 0.04,
@@ -43,14 +51,18 @@ impl Noise {
             process: 0.02,
             outlier_p: 0.03,
             outlier: 0.4,
+            restart: 0.03,
+            restart_control: 0.08,
         }
     }
 
-    /// The same without drift and bursts.
+    /// The same without drift, bursts and the restart's cost.
     pub fn calm() -> Noise {
         Noise {
             drift: 0.0,
             outlier_p: 0.0,
+            restart: 0.0,
+            restart_control: 0.0,
             ..Noise::measured()
         }
     }
@@ -130,6 +142,7 @@ pub fn run(case: &Case, seed: u64) -> Run {
     let mut bias: Vec<f64> = (0..case.arms).map(|_| n.process * rng.normal()).collect();
     loop {
         let order = e.order().to_vec();
+        let block_begins = e.cycles().is_multiple_of(case.cycles_per_block.max(1));
         let mut figures = vec![
             Figures {
                 values: vec![None],
@@ -137,7 +150,8 @@ pub fn run(case: &Case, seed: u64) -> Run {
             };
             case.arms
         ];
-        for arm in order {
+        for (k, arm) in order.into_iter().enumerate() {
+            let first = block_begins && k == 0;
             drift += n.drift * rng.normal();
             let weather = n.weather * rng.normal();
             let burst = if rng.uniform() < n.outlier_p {
@@ -151,8 +165,14 @@ pub fn run(case: &Case, seed: u64) -> Run {
                 + bias[arm]
                 + n.weather_share * weather
                 + n.round * rng.normal()
-                + burst;
-            let control = (40.0f64).ln() + drift + weather + n.control * rng.normal() + burst;
+                + burst
+                + if first { n.restart } else { 0.0 };
+            let control = (40.0f64).ln()
+                + drift
+                + weather
+                + n.control * rng.normal()
+                + burst
+                + if first { n.restart_control } else { 0.0 };
             figures[arm] = Figures {
                 values: vec![Some(cost.exp())],
                 control: Some(control.exp()),

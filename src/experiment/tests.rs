@@ -77,6 +77,40 @@ fn cycles_follow_the_balanced_order_and_close_blocks() {
 }
 
 #[test]
+fn every_arm_begins_a_block_equally_often_and_every_row_is_taken_equally_often() {
+    for arms in 2..=8 {
+        for per_block in 1..=10 {
+            let mut e = Experiment::new(Design {
+                cycles_per_block: per_block,
+                max_blocks: 1000,
+                ..design(arms, Rule::Gate { tolerance: 0.02 })
+            })
+            .expect("runs");
+            let rows = order::williams(arms);
+            let mut first = vec![0usize; arms];
+            let mut taken = vec![0usize; rows.len()];
+            // One full period: as many blocks as the design has rows.
+            for _ in 0..rows.len() * per_block {
+                let o = e.order().to_vec();
+                if e.cycles().is_multiple_of(per_block) {
+                    first[o[0]] += 1;
+                }
+                taken[rows.iter().position(|r| *r == o).expect("a row")] += 1;
+                e.record(figures(&vec![100.0; arms])).expect("cycle");
+            }
+            assert!(
+                first.iter().all(|&n| n == first[0]),
+                "{arms} arms, blocks of {per_block}: first after a restart {first:?}"
+            );
+            assert!(
+                taken.iter().all(|&n| n == per_block),
+                "{arms} arms, blocks of {per_block}: rows taken {taken:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_clear_change_is_found_and_a_missing_figure_is_counted_not_paired() {
     let mut e = Experiment::new(Design {
         stop_on_worse: true,
@@ -204,4 +238,52 @@ fn a_five_percent_change_is_found_and_estimated_near_its_size() {
     assert!(t[0][0] >= 80, "{t:?}");
     let r = run(&case, 42);
     assert!((r.estimates[0] - 0.05).abs() < 0.03, "{r:?}");
+}
+
+#[test]
+fn a_decided_change_goes_on_narrowing_while_the_run_goes_on() {
+    // +4 % in the first blocks, +3 % after: decided early, then every later
+    // block joins the estimate and narrows the deciding interval.
+    let mut e = Experiment::new(Design {
+        max_blocks: 30,
+        ..design(2, Rule::Difference { min_effect: 0.01 })
+    })
+    .expect("runs");
+    e.plan(30);
+    let mut deciding = None;
+    for c in 0..60 {
+        let wobble = 1.0 + 0.01 * ((c * 7 % 5) as f64 - 2.0) / 2.0;
+        let change = if c < 16 { 1.04 } else { 1.03 };
+        if e.record(figures(&[100.0, 100.0 * change * wobble]))
+            .expect("cycle")
+            && e.look_due()
+        {
+            let look = e.look(e.blocks() == 30);
+            if deciding.is_none() && look.items[0].decided.is_some() {
+                deciding = look.items[0].interval.map(|i| (i, e.blocks()));
+            }
+        }
+    }
+    let (deciding, after) = deciding.expect("decided");
+    let o = &e.outcomes()[0];
+    let i = o.interval.expect("an interval");
+    assert_eq!(
+        (o.finding, o.decided_after),
+        (Some(Finding::Worse), Some(after))
+    );
+    assert!(
+        after < 20,
+        "decided while the change was +4 %: after {after} blocks"
+    );
+    assert_eq!(i.pairs, 30, "every block is in the estimate");
+    assert!(
+        i.low >= deciding.low && i.high <= deciding.high,
+        "{i:?} within {deciding:?}"
+    );
+    assert!(i.high < deciding.high, "narrowed: {i:?} from {deciding:?}");
+    assert!(
+        (i.ratio - 1.03).abs() < (deciding.ratio - 1.03).abs(),
+        "nearer +3 %: {i:?} against {deciding:?}"
+    );
+    assert!(i.low <= i.ratio && i.ratio <= i.high);
 }

@@ -133,8 +133,10 @@ impl<'a, A: Arm> Interleave<'a, A> {
                 if let Some(end) = self.after_block(engine, &mut on_look) {
                     return Ok(end);
                 }
-                for arm in self.arms.iter_mut() {
-                    arm.restart()?;
+                // In the order the new block measures them, so that the arm measured
+                // first is also the one restarted first, whichever arm that is.
+                for &a in engine.order() {
+                    self.arms[a].restart()?;
                 }
             }
             let order = engine.order().to_vec();
