@@ -104,7 +104,7 @@ pub fn build(
     let (other_cpu, all_tasks_ns) = b.other_cpu();
     let capture_ratio = b.capture_ratio(ratio, all_tasks_ns);
     b.warn_denied();
-    let verdict = b.verdict(captured, other_cpu.us_per_tran);
+    let verdict = b.verdict(captured);
     let snapshot_cpu_s = (start.cost + end.cost).as_secs_f64();
     let captured_s = captured * traffic.transactions as f64 / 1e6;
     let tck = machine.clk_tck as f64;
@@ -508,8 +508,10 @@ impl Builder<'_> {
     }
 
     /// Step 6: CPU-bound or waiting, with the arithmetic. Concurrent request streams can
-    /// keep at most min(streams, CPUs) CPUs busy.
-    fn verdict(&self, captured: f64, other_us_per_tran: f64) -> String {
+    /// keep at most min(streams, CPUs) CPUs busy. Only the measured groups weigh: CPU
+    /// outside them (a compiler on the same machine) is not the transactions' cost, and
+    /// adding it called a run that spent 10 µs of a 134 µs round trip "CPU-bound".
+    fn verdict(&self, captured: f64) -> String {
         // No transaction, no figure per transaction: a rate of zero made the arithmetic
         // say "kept 497% busy" and "a round trip takes 0.0 us".
         if self.traffic.transactions == 0 {
@@ -517,8 +519,7 @@ impl Builder<'_> {
         }
         let cpus = self.machine.cpus;
         let usable = self.traffic.concurrency.map_or(cpus, |c| c.clamp(1, cpus));
-        let (bound, used) =
-            math::cpu_bound(captured + other_us_per_tran, self.traffic.rate_tps, usable);
+        let (bound, used) = math::cpu_bound(captured, self.traffic.rate_tps, usable);
         if bound {
             format!(
                 "CPU-bound: each transaction's CPU kept {:.0}% of the {usable} CPU(s) its request streams can use busy",

@@ -223,8 +223,8 @@ fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Sa
     crate::commands::run::write_reports(cfg, &report)?;
     if report.status != crate::driver::Status::Completed {
         anyhow::bail!(
-            "the run did not complete ({:?}), so there is nothing to gate",
-            report.status
+            "the run did not complete ({}), so there is nothing to gate",
+            report.status.describe()
         );
     }
     let json = serde_json::to_value(&report).context("encoding the run's report")?;

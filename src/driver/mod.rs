@@ -514,6 +514,9 @@ mod loop_tests {
         drop_every: u64,
         repeat_every: u64,
         stray_every: u64,
+        /// Every reply held back this long after the queue manager sent it (later than
+        /// --wait: each request times out, and its reply comes late).
+        late_by: Option<Duration>,
     }
 
     struct Faulty {
@@ -530,8 +533,16 @@ mod loop_tests {
                     drop_every: k,
                     repeat_every: u64::MAX,
                     stray_every: u64::MAX,
+                    late_by: None,
                 },
             }
+        }
+
+        /// The embedded queue manager for `cfg`, every reply `delay` late and none lost.
+        fn late_by(cfg: &RunConfig, delay: Duration) -> Faulty {
+            let mut f = Faulty::dropping_every(cfg, u64::MAX);
+            f.faults.late_by = Some(delay);
+            f
         }
     }
 
@@ -540,6 +551,8 @@ mod loop_tests {
         faults: Faults,
         seen: u64,
         pending: VecDeque<Reply>,
+        /// Replies held back (`late_by`), with when each may go.
+        held: VecDeque<(Instant, Reply)>,
     }
 
     impl Transport for Faulty {
@@ -555,10 +568,35 @@ mod loop_tests {
                 faults: self.faults,
                 seen: 0,
                 pending: VecDeque::new(),
+                held: VecDeque::new(),
             })))
         }
         fn max_message_size(&self) -> usize {
             self.inner.max_message_size()
+        }
+    }
+
+    impl FaultySession {
+        /// Each reply `delay` after the queue manager sent it.
+        fn get_late(
+            &mut self,
+            wait: Duration,
+            delay: Duration,
+        ) -> Result<Option<Reply>, TransportError> {
+            let now = Instant::now();
+            if self.held.front().is_some_and(|(at, _)| *at <= now) {
+                return Ok(self.held.pop_front().map(|(_, r)| r));
+            }
+            let until = self.held.front().map_or(now + wait, |(at, _)| *at);
+            if let Some(r) = self
+                .inner
+                .get(until.saturating_duration_since(now).min(wait))?
+            {
+                self.held.push_back((Instant::now() + delay, r));
+            } else {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()).min(wait));
+            }
+            Ok(None)
         }
     }
 
@@ -569,6 +607,9 @@ mod loop_tests {
         fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
             if let Some(r) = self.pending.pop_front() {
                 return Ok(Some(r));
+            }
+            if let Some(delay) = self.faults.late_by {
+                return self.get_late(wait, delay);
             }
             let Some(reply) = self.inner.get(wait)? else {
                 return Ok(None);
@@ -608,6 +649,7 @@ mod loop_tests {
             drop_every: 10,
             repeat_every: 7,
             stray_every: 9,
+            late_by: None,
         };
         let t = Faulty {
             inner: Embedded::start(cfg.queue_setup()),
@@ -647,6 +689,25 @@ mod loop_tests {
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::TimedOut);
         assert_eq!(out.integrity.timed_out, 30);
+    }
+
+    #[test]
+    fn late_replies_reset_the_timeouts_in_a_row_as_any_reply_does() {
+        // Every reply comes 15 ms after a 10 ms --wait: each request times out, and its
+        // reply arrives late. The responder is alive, so the run goes on to its count
+        // (issue 30, item 16: it stopped after TIMEOUTS_IN_A_ROW).
+        let cfg = config(RunOptions {
+            count: Some(20),
+            wait: Duration::from_millis(10),
+            ..RunOptions::default()
+        });
+        let t = Faulty::late_by(&cfg, Duration::from_millis(15));
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        let i = out.integrity;
+        assert_eq!(out.status, Status::TimedOut, "{i:?}");
+        assert_eq!((i.sent, i.timed_out, i.matched), (20, 20, 0), "{i:?}");
+        assert!(i.late >= 15, "{i:?}");
+        assert!(i.balanced(), "{i:?}");
     }
 
     #[test]

@@ -224,10 +224,14 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             stats.record(now - sent);
             return true;
         }
+        // A late or repeated reply to one of this run's requests still shows the responder
+        // alive: like a matched one, it resets the timeouts in a row (docs/run.md).
         if self.timed_out.remove(&seq) {
             s.late += 1;
+            self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
         } else if seq < self.next_seq {
             s.duplicates += 1;
+            self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
         } else {
             s.unmatched += 1;
         }

@@ -32,6 +32,14 @@ pub enum ReportFileError {
         metric: String,
         field: String,
     },
+    #[error(
+        "{path} is the report of a run that did not complete ({status}{detail}): its figures cover only part of the run and do not compare; measure again, or give the report of a completed run"
+    )]
+    NotCompleted {
+        path: PathBuf,
+        status: String,
+        detail: String,
+    },
     #[error("the runs differ in what matters, so their costs do not compare:\n{}\nRun them with the same settings, or pass --force to compare anyway", .0.join("\n"))]
     Differs(Vec<String>),
     #[error("{path} holds main's runs of other settings than this run's:\n{}\nKeep one history per setting: give --save-baseline another file, or remove this one to start anew", .diffs.join("\n"))]
@@ -207,6 +215,22 @@ impl Saved {
             return Err(ReportFileError::Schema {
                 path,
                 found: found.to_string(),
+            });
+        }
+        // A run that failed, timed out or was interrupted has figures for part of its
+        // messages only: gating or comparing them reads a partial run as a whole one.
+        // (Reports before the status field are of completed runs: others were not saved.)
+        let status = json.get("status").and_then(|s| s.as_str());
+        if let Some(status) = status.filter(|s| *s != "completed") {
+            let detail = json
+                .get("status_detail")
+                .and_then(|d| d.as_str())
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            return Err(ReportFileError::NotCompleted {
+                path,
+                status: status.replace('_', " "),
+                detail,
             });
         }
         match serde_json::from_value::<SavedReport>(json) {
@@ -391,6 +415,23 @@ mod tests {
         r["schema"] = json!("oemputx.report/0");
         let err = Saved::from_json("r.json".into(), r).expect_err("schema");
         assert!(matches!(err, ReportFileError::Schema { .. }));
+    }
+
+    #[test]
+    fn the_report_of_a_run_that_did_not_complete_is_refused() {
+        let mut r = report(1);
+        r["status"] = json!("completed");
+        assert!(Saved::from_json("ok.json".into(), r.clone()).is_ok());
+        r["status"] = json!("stopped_after_timeouts");
+        r["status_detail"] = json!("5 timeouts in a row");
+        let err = Saved::from_json("cut.json".into(), r).expect_err("not completed");
+        assert!(matches!(err, ReportFileError::NotCompleted { .. }));
+        let text = err.to_string();
+        assert!(
+            text.contains("cut.json")
+                && text.contains("stopped after timeouts: 5 timeouts in a row"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -420,6 +420,38 @@ fn the_verdict_weighs_the_cpu_per_transaction_against_the_usable_cpus() {
 }
 
 #[test]
+fn the_verdict_weighs_the_measured_groups_only_not_other_cpu() {
+    // 100 µs per transaction in the group at 1000 tps on one stream: 10% of one CPU,
+    // while another program burns 2 s of CPU in the same second (issue 30, item 12).
+    let k = (18, 500);
+    let (mut a, mut b) = flow_window(
+        &[(k, sample(18, "flow", 0, 0, 0))],
+        &[(k, sample(18, "flow", 100, 10, 0))],
+    );
+    a.procs.insert((40, 1), sample(40, "rustc", 0, 0, 0));
+    b.procs.insert((40, 1), sample(40, "rustc", 2000, 200, 0));
+    let t = table(
+        &groups(&["FLOW=pid:18"]),
+        &a,
+        &b,
+        Traffic {
+            transactions: 1000,
+            concurrency: Some(1),
+            round_trip_us: 1000.0,
+            rate_tps: 1000.0,
+            ..Traffic::default()
+        },
+        RatioMode::Fixed(1.0),
+    );
+    assert!(t.other_cpu.us_per_tran > 1000.0, "{:?}", t.other_cpu);
+    assert!(
+        t.info.verdict.starts_with("waiting") && t.info.verdict.contains("10% busy"),
+        "{}",
+        t.info.verdict
+    );
+}
+
+#[test]
 fn no_transactions_give_zeros_not_infinities() {
     let k = (19, 500);
     let (a, b) = flow_window(
