@@ -62,7 +62,12 @@ pub fn stored(
     let named = cfg.metrics.iter().chain(cfg.tolerances.named_metrics());
     // A metric either report lacks is an error naming it (exit 2), never a silent
     // "inconclusive" that would let CI pass.
-    let metrics = stored::plan(named, |m| cfg.tolerances.for_metric(m), base, &current)?;
+    let metrics = stored::plan(
+        named,
+        |m| cfg.tolerances.for_metric(m),
+        &history.runs,
+        &current,
+    )?;
     print_reach(&metrics, &history, &current)?;
     let decisions: Vec<Decision> = metrics
         .iter()

@@ -106,24 +106,29 @@ pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
 /// The group shown but not gated unless named: oemputx's own cost.
 pub const UNGATED: &str = "DRIVER";
 
-/// The metrics to gate and their tolerances: every group both runs have but DRIVER, the
-/// CPU total, and the metrics named (DRIVER among them if named).
+/// The metrics to gate and their tolerances: every group main's runs (`runs`, the baseline's
+/// history, newest last) and the current run all have but DRIVER, the CPU total, and the
+/// metrics named (DRIVER among them if named).
 pub fn plan<'a>(
     named: impl Iterator<Item = &'a String>,
     tolerance: impl Fn(&str) -> f64,
-    base: &Saved,
+    runs: &[Saved],
     current: &Saved,
 ) -> Result<Vec<(String, f64)>, GateError> {
+    let Some(base) = runs.last() else {
+        return Ok(Vec::new());
+    };
+    let all = || runs.iter().chain(std::iter::once(current));
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
-        .filter(|g| current.group_names().contains(g) && g != UNGATED)
+        .filter(|g| all().all(|s| s.group_names().contains(g)) && g != UNGATED)
         .collect();
-    // The corrected total when every round of both runs has one (a round too short for
-    // /proc/stat's ticks has no capture ratio), else the captured total.
-    let total = if base.require(&Metric::Corrected).is_ok()
-        && current.require(&Metric::Corrected).is_ok()
-    {
+    // The corrected total when every round of every run has one (a round too short for
+    // /proc/stat's ticks, or too busy a machine, has no capture ratio), else the captured
+    // total. Checking the newest run only made a history whose older run lacked it in one
+    // round an error.
+    let total = if all().all(|s| s.require(&Metric::Corrected).is_ok()) {
         "corrected"
     } else {
         "captured"
@@ -133,8 +138,8 @@ pub fn plan<'a>(
     }
     for m in named {
         if !metrics.contains(m) {
-            // A metric the user named must be in both reports: a typo is not a pass.
-            for saved in [base, current] {
+            // A metric the user named must be in every report: a typo is not a pass.
+            for saved in all() {
                 saved.require(&Metric::named(m)).map_err(|e| {
                     GateError::input(
                         "--metric",
@@ -149,7 +154,7 @@ pub fn plan<'a>(
         }
     }
     for m in &metrics {
-        for saved in [base, current] {
+        for saved in all() {
             check_values(saved, m)?;
         }
     }
@@ -181,4 +186,42 @@ fn check_values(saved: &Saved, metric: &str) -> Result<(), GateError> {
         return Ok(());
     };
     Err(GateError::input("--baseline", why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A saved run of two rounds, with the corrected total each round has.
+    fn run(corrected: [Option<f64>; 2]) -> Saved {
+        let round = |c: Option<f64>| {
+            json!({"rate_tps": 100.0, "round_trip_us": {"p99": 10.0},
+                "captured_us_per_tran": 5.0, "corrected_us_per_tran": c,
+                "groups": [{"name": "FLOW", "total_us_per_tran": 4.0}]})
+        };
+        let mut r = round(corrected[0]);
+        r["schema"] = json!(crate::report::SCHEMA);
+        r["settings"] = json!({"transport": "amqp", "message_source": "m", "msg_bytes_max": 630,
+            "tasks": 1, "persistent": false, "syncpoint": false, "msgs_per_loop": 1});
+        r["rounds"] = json!([round(corrected[0]), round(corrected[1])]);
+        Saved::from_json("r.json".into(), r).expect("valid")
+    }
+
+    fn names(plan: Vec<(String, f64)>) -> Vec<String> {
+        plan.into_iter().map(|(m, _)| m).collect()
+    }
+
+    #[test]
+    fn the_corrected_total_is_gated_only_when_every_run_of_main_has_it_in_every_round() {
+        let full = run([Some(6.0), Some(6.0)]);
+        let gap = run([Some(6.0), None]);
+        let none = std::iter::empty::<&String>;
+        let p = plan(none(), |_| 0.05, &[full.clone(), full.clone()], &full).expect("plan");
+        assert_eq!(names(p), ["FLOW", "corrected"]);
+        // An older run of main with one round too short for a capture ratio: the captured
+        // total, not an error (it was exit 2 when only the newest run was looked at).
+        let p = plan(none(), |_| 0.05, &[gap, full.clone()], &full).expect("plan");
+        assert_eq!(names(p), ["FLOW", "captured"]);
+    }
 }
