@@ -711,3 +711,23 @@ fn the_layout_page_names_every_folder_and_script_there_is() {
         "docs/layout.md names what is not there: {stale:?}"
     );
 }
+
+#[test]
+fn an_empty_no_save_variable_is_as_if_unset_and_a_bad_one_is_named() {
+    // OEMPUTX_NO_SAVE= (empty) was a usage error (issue 30, item 21).
+    let dir = tempfile::tempdir().expect("temp dir");
+    oemputx()
+        .current_dir(dir.path())
+        .env("OEMPUTX_NO_SAVE", "")
+        .args(["--count", "20", "--quiet"])
+        .assert()
+        .code(0);
+    assert!(dir.path().join("reports/latest.json").is_file());
+    oemputx()
+        .current_dir(dir.path())
+        .env("OEMPUTX_NO_SAVE", "maybe")
+        .args(["--count", "20", "--quiet"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'maybe' is not yes or no"));
+}

@@ -95,7 +95,7 @@ pub struct RatioArgs {
 #[derive(Debug, Args, Clone)]
 pub struct SaveArgs {
     /// Do not save the run under the reports folder.
-    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "OEMPUTX_NO_SAVE", value_parser = boolish_or_empty)]
     pub no_save: bool,
 
     /// Folder where every run is saved as <UTC time>-<label>.{txt,tsv,json}, with latest.json
@@ -644,4 +644,16 @@ pub struct RunArgs {
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// A yes/no value from the environment, where an empty variable (`OEMPUTX_NO_SAVE=`, as CI
+/// templates leave one they do not set) means no, as if it were unset.
+fn boolish_or_empty(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "false" | "no" | "n" | "off" | "f" => Ok(false),
+        "1" | "true" | "yes" | "y" | "on" | "t" => Ok(true),
+        other => Err(format!(
+            "'{other}' is not yes or no: give 1 or 0 (or true/false, yes/no, on/off), or leave it empty"
+        )),
+    }
 }
