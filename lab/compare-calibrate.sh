@@ -47,7 +47,7 @@ import json; j=json.load(open('$out/sizing.json'))
 i=j['metrics'].index('FLOW'); print(j['arms'][0]['figures'][i]['median'])")
 echo "base FLOW cost: $flow_us us/tran; rounds of $count, $tasks tasks; at most $max_time a compare; min effect $min_effect; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 
-printf 'case\trun\textra_cpu_us\tnominal_pct\texit\tseconds\tblocks\tended\tflow_change_pct\tflow_low_pct\tflow_high_pct\tflow_finding\tdifferences\n' >"$tsv"
+printf 'case\trun\textra_cpu_us\tnominal_pct\texit\tseconds\tblocks\tended\tflow_change_pct\tflow_low_pct\tflow_high_pct\tflow_finding\tdifferences\tsized_in_run_pct\n' >"$tsv"
 for i in $(seq "$runs"); do
   for c in $cases; do
     pct=${c#plus}; [ "$c" = aa ] && pct=0
@@ -66,7 +66,9 @@ ch={c['metric']: c for c in j['changes']}
 f=ch['FLOW']
 fmt=lambda v: '' if v is None else format(v, '.2f')
 diffs=' '.join(m+'='+c['finding'] for m, c in ch.items() if c['finding'] in ('worse','better'))
-print('\t'.join([str(j['run_shape']['blocks']), j['run_shape']['ended'], fmt(f['change_pct']), fmt(f['low_pct']), fmt(f['high_pct']), str(f['finding']), diffs or '-']))" 2>/dev/null || echo "0	error					-")
+# The change as sized against this run's own base (the sizing used the run before's).
+base=j['arms'][0]['figures'][j['metrics'].index('FLOW')]['median']
+print('\t'.join([str(j['run_shape']['blocks']), j['run_shape']['ended'], fmt(f['change_pct']), fmt(f['low_pct']), fmt(f['high_pct']), str(f['finding']), diffs or '-', fmt(100 * $extra / base)]))" 2>/dev/null || echo "0	error					-	")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$pct" "$code" "$secs" "$summary" | tee -a "$tsv"
     # The flow's cost drifts over the hours: the next change is sized from what the
     # unchanged base cost in this run.
@@ -88,7 +90,10 @@ for case, rs in by.items():
     nominal = float(rs[0]['nominal_pct'])
     differences = sum(r['differences'] != '-' for r in rs)
     within = sum(abs(float(r['flow_change_pct']) - nominal) <= 1.0 for r in rs if r['flow_change_pct'])
+    sized = sum(abs(float(r['flow_change_pct']) - float(r['sized_in_run_pct'])) <= 1.0
+                for r in rs if r['flow_change_pct'] and r.get('sized_in_run_pct'))
     print(f"{case}: {len(rs)} runs; a difference reported (any metric) in {differences}; "
           f"FLOW estimate {est[0]:+.2f} .. {est[-1]:+.2f} % (median {est[len(est)//2]:+.2f}), "
-          f"within {nominal:g} +- 1 % in {within}; seconds median {secs[len(secs)//2]}, max {secs[-1]}")
+          f"within {nominal:g} +- 1 % in {within}, within 1 % of the change as sized against the run's own base in {sized}; "
+          f"seconds median {secs[len(secs)//2]}, max {secs[-1]}")
 PY
