@@ -97,7 +97,7 @@ fn design(sc: &SweepConfig, shapes: &[(usize, SweepMode, usize, usize)], control
             .collect(),
         control,
         cycles_per_block: CYCLES_PER_BLOCK,
-        alpha: crate::report::compare::family_alpha(METRICS.len()),
+        alpha: crate::experiment::family_alpha(METRICS.len()),
         max_blocks: 1000,
         precision: Some(sc.precision),
         stop_on_worse: false,

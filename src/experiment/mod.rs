@@ -524,6 +524,15 @@ impl Experiment {
     }
 }
 
+/// The error level of each metric's intervals: 10 % over every group a compare or sweep
+/// reports (the engine splits it further over the contrasts), since a user reads any one
+/// of them as a finding. Split over the contrasts only, each of five groups carried the
+/// whole 10 %: an A/A compare on RabbitMQ called the broker's group 1.8 % cheaper
+/// (lab/calibration/compare-20261202-1333, aa 3).
+pub fn family_alpha(metrics: usize) -> f64 {
+    0.10 / metrics.max(1) as f64
+}
+
 /// A decided metric's interval after a later look: the intersection of the two, since
 /// repeated confidence intervals cover the true ratio at every look together, so their
 /// intersection covers it with the same probability (Jennison & Turnbull, *Group Sequential

@@ -162,20 +162,11 @@ pub fn design(
             .collect(),
         control: control.is_some(),
         cycles_per_block: cycles_per_block(arms),
-        alpha: family_alpha(metrics.len()),
+        alpha: experiment::family_alpha(metrics.len()),
         max_blocks,
         precision: None,
         stop_on_worse: false,
     }
-}
-
-/// The error level of each metric's intervals: 10 % over every group a compare or sweep
-/// reports (the engine splits it further over the contrasts), since a user reads any one
-/// of them as a finding. Split over the contrasts only, each of five groups carried the
-/// whole 10 %: an A/A compare on RabbitMQ called the broker's group 1.8 % cheaper
-/// (lab/calibration/compare-20261202-1333, aa 3).
-pub fn family_alpha(metrics: usize) -> f64 {
-    0.10 / metrics.max(1) as f64
 }
 
 /// Cycles per block: a whole balanced design (every order of the Williams square), and at
