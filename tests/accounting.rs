@@ -330,3 +330,29 @@ fn account_reports_a_failing_command_and_exits_1() {
         .code(2)
         .stderr(predicate::str::contains("cannot run"));
 }
+
+#[test]
+fn a_process_in_two_groups_is_counted_once_in_the_captured_total() {
+    let (code, j, err) = run_json(&[
+        "--count",
+        "3000",
+        "--group",
+        "T=comm:oemputx",
+        "--group",
+        "U=comm:oemputx",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let t = group(&j, "T")["total_us_per_tran"].as_f64().unwrap_or(0.0);
+    let u = group(&j, "U")["total_us_per_tran"].as_f64().unwrap_or(0.0);
+    let captured = j["captured_us_per_tran"].as_f64().unwrap_or(0.0);
+    // T and U hold the same process; the driver is inside it too.
+    assert!(t > 0.0 && (t - u).abs() < 1e-9, "{t} {u}");
+    assert!((captured - t).abs() < 1e-6, "captured {captured}, T {t}");
+    let notes: Vec<&str> = j["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["note"].as_str())
+        .collect();
+    assert!(notes.contains(&"counted under T"), "{notes:?}");
+}

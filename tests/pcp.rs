@@ -346,3 +346,48 @@ fn cpu_lists_a_remote_group_s_processes_with_their_host() {
         "the same postgres processes: {text}"
     );
 }
+
+#[test]
+fn a_host_that_fails_at_the_end_costs_its_own_groups_only_and_the_run_exits_1() {
+    live!(Pcp);
+    let target = pcp_url().replacen("pcp://", "", 1);
+    let proxy = FaultProxy::start(&target);
+    let host = format!("db=pcp://{}", proxy.addr());
+    // Readable at the run's start, cut before its end.
+    proxy.set_after(std::time::Duration::from_millis(2500), Fault::Cut);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        "embedded:",
+        "--duration",
+        "5s",
+        "--host",
+        &host,
+        "--group",
+        "DB@db=@postgresql",
+        "--group",
+        "ME=comm:oemputx",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("CPU accounting failed"), "{err}");
+    assert_eq!(j["status"], "completed", "{err}");
+    // The local groups were measured and stay; the host's are not there, and a warning
+    // names the host and its groups.
+    let names: Vec<&str> = j["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"ME") && names.contains(&"DRIVER"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"DB"), "{names:?}");
+    assert!(j["captured_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0);
+    let warnings = j["accounting"]["warnings"].to_string();
+    assert!(
+        warnings.contains("host db could not be read at the window's end"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("(DB)"), "{warnings}");
+}

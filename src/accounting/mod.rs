@@ -339,8 +339,9 @@ impl Accounting {
         self.table_between((a, b), (0, last), traffic)
     }
 
-    /// The table from window `first`'s start to window `last`'s end, on every host; `None`
-    /// when a host's snapshot is missing (the error says why).
+    /// The table from window `first`'s start to window `last`'s end, on every host that
+    /// could be read (a warning names each that could not); `None` when this machine's
+    /// snapshot is missing (the error says why).
     fn table_between(
         &self,
         (a, b): (&Snapshot, &Snapshot),
@@ -357,9 +358,24 @@ impl Accounting {
         );
         let mut remote = Vec::new();
         for r in &self.remote {
-            let start = r.windows.get(first)?.0.as_ref()?;
-            let end = r.windows.get(last)?.1.as_ref()?;
-            remote.push((r, start, end));
+            let start = r.windows.get(first).and_then(|w| w.0.as_ref());
+            let end = r.windows.get(last).and_then(|w| w.1.as_ref());
+            match (start, end) {
+                (Some(start), Some(end)) => remote.push((r, start, end)),
+                // A host that could not be read costs its own groups only: the local
+                // groups and the other hosts' were measured and stay.
+                (start, _) => t.info.warnings.push(format!(
+                    "host {} could not be read at the window's {}: its groups ({}) are not in this table, and the totals are without them ({})",
+                    r.host.name,
+                    if start.is_none() { "start" } else { "end" },
+                    r.groups
+                        .iter()
+                        .map(|g| g.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    self.error.as_deref().unwrap_or("see the accounting error"),
+                )),
+            }
         }
         hosts::merge(&mut t, (a, b), &remote, traffic, self.source, self.ratio);
         Some(t)

@@ -56,6 +56,19 @@ struct Cpu {
     sys_ticks: u64,
 }
 
+/// What a row measures: a process two groups hold is one thing measured twice.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Measured {
+    Process(Key),
+    /// Children the process reaped in the window.
+    Children(Key),
+    /// One of oemputx's own threads.
+    Thread(Key),
+    Cgroup(String),
+    /// oemputx less its grouped threads, or the command `oemputx account` ran (its pid).
+    Driver(i32),
+}
+
 /// The table under construction.
 struct Builder<'a> {
     start: &'a Snapshot,
@@ -65,6 +78,8 @@ struct Builder<'a> {
     /// Whether process totals come from CPU clocks (exact) or from ticks.
     exact: bool,
     rows: Vec<ProcessRow>,
+    /// What each row measures (same index as `rows`), to count each process once.
+    measured: Vec<Measured>,
     warnings: Vec<String>,
     /// Every process some group holds, so that the rest count as "other".
     grouped: HashSet<Key>,
@@ -86,6 +101,7 @@ pub fn build(
         machine,
         exact: source == CpuSource::Exact,
         rows: Vec::new(),
+        measured: Vec::new(),
         warnings: Vec::new(),
         grouped: HashSet::new(),
     };
@@ -100,7 +116,8 @@ pub fn build(
         .map(|g| g.name.as_str())
         .chain(traffic.driver.map(|d| d.group))
         .collect();
-    let (captured, group_rows) = b.group_totals(&names);
+    let counted = b.count_each_once();
+    let (captured, group_rows) = b.group_totals(&names, &counted);
     let (other_cpu, all_tasks_ns) = b.other_cpu();
     let capture_ratio = b.capture_ratio(ratio, all_tasks_ns);
     b.warn_denied();
@@ -261,17 +278,23 @@ impl Builder<'_> {
             match (self.start.procs.get(&key), self.end.procs.get(&key)) {
                 (start, Some(end)) => {
                     let row = self.live(group, &key, end, start);
-                    self.rows.push(row);
-                    self.reaped_children_row(group, end, start);
+                    self.push(row, Measured::Process(key));
+                    self.reaped_children_row(group, &key, end, start);
                 }
-                (Some(start), None) => self.exited_row(group, start),
+                (Some(start), None) => self.exited_row(group, &key, start),
                 (None, None) => {}
             }
         }
     }
 
     /// Children a member reaped in the window: their CPU, at tick precision.
-    fn reaped_children_row(&mut self, group: &str, end: &Sample, start: Option<&Sample>) {
+    fn reaped_children_row(
+        &mut self,
+        group: &str,
+        key: &Key,
+        end: &Sample,
+        start: Option<&Sample>,
+    ) {
         let reaped = start.map_or(0, |s| end.children_ticks.saturating_sub(s.children_ticks));
         if reaped == 0 {
             return;
@@ -288,11 +311,11 @@ impl Builder<'_> {
         );
         row.exact = false;
         row.note = Some("reaped children (ticks)".into());
-        self.rows.push(row);
+        self.push(row, Measured::Children(*key));
     }
 
     /// A member gone by the end: its CPU after the first snapshot is in no snapshot.
-    fn exited_row(&mut self, group: &str, start: &Sample) {
+    fn exited_row(&mut self, group: &str, key: &Key, start: &Sample) {
         self.warnings.push(format!(
             "{group} {}.{} exited in the window: its CPU after the first snapshot is missing (partly counted if a group member reaped it)",
             start.name, start.pid
@@ -300,7 +323,7 @@ impl Builder<'_> {
         let name = format!("{}.{}", start.name, start.pid);
         let mut row = self.row(group, name, Some(start.pid), Cpu::default());
         row.note = Some("exited in the window".into());
-        self.rows.push(row);
+        self.push(row, Measured::Process(*key));
     }
 
     fn thread_rows(
@@ -311,7 +334,7 @@ impl Builder<'_> {
     ) {
         for (key, end) in at_end {
             let row = self.live(group, key, end, at_start.get(key));
-            self.rows.push(row);
+            self.push(row, Measured::Thread(*key));
         }
         for (key, start) in at_start.iter().filter(|(k, _)| !at_end.contains_key(k)) {
             self.warnings.push(format!(
@@ -334,7 +357,7 @@ impl Builder<'_> {
             .unwrap_or_default();
         let mut row = self.row(&spec.name, format!("cgroup:{path}"), None, cpu);
         row.exact = true;
-        self.rows.push(row);
+        self.push(row, Measured::Cgroup(path));
     }
 
     /// Step 2: the driver — this process (less the threads that belong to a group), split
@@ -360,12 +383,81 @@ impl Builder<'_> {
         };
         let mut row = self.row(d.group, d.name.clone(), d.pid, cpu);
         row.exact = true;
-        self.rows.push(row);
+        self.push(row, Measured::Driver(d.pid.unwrap_or(me)));
     }
 
-    /// Step 3: each row's share of the captured total, and one total row per group.
-    fn group_totals(&mut self, names: &[&str]) -> (f64, Vec<GroupRow>) {
-        let captured = sum(self.rows.iter().map(|r| r.total_us_per_tran));
+    fn push(&mut self, row: ProcessRow, measured: Measured) {
+        self.rows.push(row);
+        self.measured.push(measured);
+    }
+
+    /// Step 3: which rows the captured total counts. A process two groups hold is a row in
+    /// each (each group's total is what it holds) but counted once, under the first; the
+    /// driver and oemputx's own threads are inside oemputx's process, so a group that holds
+    /// that process counts them. Returns one flag per row.
+    fn count_each_once(&mut self) -> Vec<bool> {
+        let mut first: HashMap<&Measured, &str> = HashMap::new();
+        // On this machine a group that holds a process holds its threads too.
+        let holder = |pid: i32, first: &HashMap<&Measured, &str>| -> Option<String> {
+            first.iter().find_map(|(m, g)| match m {
+                Measured::Process((p, _)) if *p == pid => Some(g.to_string()),
+                _ => None,
+            })
+        };
+        for (m, r) in self.measured.iter().zip(&self.rows) {
+            if matches!(m, Measured::Process(_)) {
+                first.entry(m).or_insert(r.group.as_str());
+            }
+        }
+        let local = self.machine.host.is_none();
+        let me = std::process::id() as i32;
+        let mut counted = Vec::with_capacity(self.rows.len());
+        let mut notes = Vec::new();
+        let mut seen: HashSet<&Measured> = HashSet::new();
+        for (i, m) in self.measured.iter().enumerate() {
+            let inside = match m {
+                Measured::Thread(_) if local => holder(me, &first),
+                Measured::Driver(pid) if local => holder(*pid, &first),
+                _ => None,
+            };
+            let again = !seen.insert(m);
+            let count = inside.is_none() && !again;
+            counted.push(count);
+            if count {
+                continue;
+            }
+            let by =
+                inside.unwrap_or_else(|| first.get(m).map_or(String::new(), |g| g.to_string()));
+            notes.push((i, by));
+        }
+        for (i, by) in notes {
+            let r = &mut self.rows[i];
+            let what = if r.group == by {
+                format!("also in group {by}")
+            } else {
+                format!("held by group {by} too")
+            };
+            self.warnings.push(format!(
+                "{} {} is {what}: the captured total counts it once, under {by}; each group's own total includes it",
+                r.group, r.name
+            ));
+            let note = format!("counted under {by}");
+            r.note = Some(match r.note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note,
+            });
+        }
+        counted
+    }
+
+    /// Step 4: each row's share of the captured total, and one total row per group.
+    fn group_totals(&mut self, names: &[&str], counted: &[bool]) -> (f64, Vec<GroupRow>) {
+        let captured = sum(self
+            .rows
+            .iter()
+            .zip(counted)
+            .filter(|(_, c)| **c)
+            .map(|(r, _)| r.total_us_per_tran));
         let share = |v: f64| share_of(v, captured);
         for r in &mut self.rows {
             r.pct = share(r.total_us_per_tran);
@@ -396,7 +488,7 @@ impl Builder<'_> {
         (captured, groups)
     }
 
-    /// Step 4: CPU of every process outside the groups and the driver (the three largest
+    /// Step 5: CPU of every process outside the groups and the driver (the three largest
     /// named), and the CPU of all tasks on the machine, for the capture ratio.
     fn other_cpu(&self) -> (OtherCpu, u64) {
         let me = std::process::id() as i32;
@@ -432,7 +524,7 @@ impl Builder<'_> {
         (other, all_ns)
     }
 
-    /// Step 5: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
+    /// Step 6: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
     /// time). A measured ratio is applied only when /proc/stat's tick counting leaves it
     /// within ±3% (1σ); above 1 it is tick noise and is clamped.
     fn capture_ratio(&mut self, mode: RatioMode, all_tasks_ns: u64) -> Option<CaptureRatio> {
@@ -507,7 +599,7 @@ impl Builder<'_> {
         ));
     }
 
-    /// Step 6: CPU-bound or waiting, with the arithmetic. Concurrent request streams can
+    /// Step 7: CPU-bound or waiting, with the arithmetic. Concurrent request streams can
     /// keep at most min(streams, CPUs) CPUs busy. Only the measured groups weigh: CPU
     /// outside them (a compiler on the same machine) is not the transactions' cost, and
     /// adding it called a run that spent 10 µs of a 134 µs round trip "CPU-bound".

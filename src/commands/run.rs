@@ -10,6 +10,7 @@ use crate::report::Report;
 use crate::report::history::History;
 use crate::report::saved::ReportFileError;
 use anyhow::Context;
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -17,7 +18,26 @@ use std::sync::atomic::AtomicBool;
 pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let report = measure(cfg, interrupt)?;
     write_reports(cfg, &report)?;
-    Ok(exit_of(report.status))
+    Ok(exit_of_report(&report))
+}
+
+/// A run's exit code: its status's, except that a completed run whose CPU could not all be
+/// read (a host that failed at an edge, /proc unreadable) is a runtime failure, exit 1 —
+/// its report is written and says what is missing, but a CI job must not take it for a
+/// whole measurement.
+pub fn exit_of_report(report: &Report) -> Exit {
+    let failed = report.accounting.as_ref().and_then(|a| a.error.as_deref());
+    match (report.status, failed) {
+        (Status::Completed, Some(e)) => {
+            // A full or closed stderr must not turn this into a panic.
+            let _ = writeln!(
+                std::io::stderr(),
+                "Error: the run completed but part of its CPU accounting failed: {e}; the report leaves those figures out (its warnings say which)"
+            );
+            Exit::Failure
+        }
+        (status, _) => exit_of(status),
+    }
 }
 
 /// The exit code a finished run's status calls for.

@@ -476,3 +476,67 @@ fn no_transactions_give_zeros_not_infinities() {
         t.info.verdict
     );
 }
+
+#[test]
+fn a_process_two_groups_hold_is_counted_once_in_the_captured_total() {
+    let (flow, db) = ((15, 500), (16, 500));
+    let t0 = Instant::now();
+    let (mut a, mut b) = (snap(t0, 0.0, 1000, 0), snap(t0, 1.0, 1100, 0));
+    a.procs.insert(flow, sample(15, "flow", 0, 0, 0));
+    a.procs.insert(db, sample(16, "db", 0, 0, 0));
+    b.procs.insert(flow, sample(15, "flow", 30, 3, 0));
+    b.procs.insert(db, sample(16, "db", 10, 1, 0));
+    // T and U both hold the flow; U holds the database too.
+    a.groups = vec![Members::Procs(vec![flow]), Members::Procs(vec![flow, db])];
+    b.groups = a.groups.clone();
+    let t = table(
+        &groups(&["T=pid:15", "U=pid:15,pid:16"]),
+        &a,
+        &b,
+        traffic(10),
+        RatioMode::Fixed(0.5),
+    );
+    // Each group's own total is what it holds...
+    assert!((t.groups[0].total_us_per_tran - 3000.0).abs() < 1e-9);
+    assert!((t.groups[1].total_us_per_tran - 4000.0).abs() < 1e-9);
+    // ... the captured total counts the flow once: 3000 + 1000, not 7000.
+    assert!((t.captured_us_per_tran - 4000.0).abs() < 1e-9);
+    assert!((t.corrected_us_per_tran.unwrap_or_default() - 8000.0).abs() < 1e-9);
+    let second = t
+        .processes
+        .iter()
+        .filter(|r| r.pid == Some(15))
+        .nth(1)
+        .and_then(|r| r.note.clone());
+    assert_eq!(second.as_deref(), Some("counted under T"));
+    assert!(
+        t.info
+            .warnings
+            .iter()
+            .any(|w| w.contains("counts it once, under T"))
+    );
+}
+
+#[test]
+fn the_driver_inside_a_group_that_holds_oemputx_is_counted_once() {
+    let me = (std::process::id() as i32, 500);
+    let (a, b) = flow_window(
+        &[(me, sample(me.0, "oemputx", 0, 0, 0))],
+        &[(me, sample(me.0, "oemputx", 30, 3, 0))],
+    );
+    let driver = DriverRow::oemputx(Duration::from_millis(20));
+    let t = table(
+        &groups(&[&format!("T=pid:{}", me.0)]),
+        &a,
+        &b,
+        Traffic {
+            transactions: 10,
+            driver: Some(&driver),
+            ..Traffic::default()
+        },
+        RatioMode::Fixed(1.0),
+    );
+    // The process row (30 ms) holds the driver's 20 ms: 3000 us/tran captured, not 5000.
+    assert!((t.captured_us_per_tran - 3000.0).abs() < 1e-9);
+    assert!((t.groups[1].total_us_per_tran - 2000.0).abs() < 1e-9);
+}

@@ -4,6 +4,7 @@
 
 pub mod amqp;
 pub mod bin;
+pub mod fault_proxy;
 pub mod flow;
 pub mod live;
 pub mod pg;
@@ -11,6 +12,7 @@ pub mod schema;
 
 pub use amqp::*;
 pub use bin::*;
+pub use fault_proxy::{Fault, FaultProxy};
 pub use flow::{SampleFlow, sample_flow_bin};
 pub use live::Service;
 pub use pg::*;
