@@ -421,3 +421,27 @@ fn ctrl_c_mid_run_on_rabbitmq_exits_130_with_every_request_accounted_for() {
     assert_eq!(matched + timed_out + abandoned, sent, "{}", j["integrity"]);
     assert_eq!(unmatched, 0);
 }
+
+#[test]
+fn a_flow_that_replies_twice_makes_the_run_exit_1_with_a_warning() {
+    live!(RabbitMq);
+    let q = fresh_queue("twice");
+    let _responder = BadResponder::start(&q, Misbehaviour::ReplyTwice);
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "300",
+        "--wait",
+        "5s",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(j["status"], "completed");
+    assert_eq!(j["integrity"]["matched"], 300);
+    assert!(j["integrity"]["duplicates"].as_u64().unwrap_or(0) >= 290);
+    assert!(err.contains("replied more than once"), "{err}");
+    let warnings = j["accounting"]["warnings"].to_string();
+    assert!(warnings.contains("duplicate replies"), "{warnings}");
+}

@@ -22,22 +22,35 @@ pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 }
 
 /// A run's exit code: its status's, except that a completed run whose CPU could not all be
-/// read (a host that failed at an edge, /proc unreadable) is a runtime failure, exit 1 —
-/// its report is written and says what is missing, but a CI job must not take it for a
-/// whole measurement.
+/// read (a host that failed at an edge, /proc unreadable) or whose flow answered some
+/// requests twice is a runtime failure, exit 1: its report is written and says what is
+/// wrong, but a CI job must not take it for a whole measurement.
 pub fn exit_of_report(report: &Report) -> Exit {
-    let failed = report.accounting.as_ref().and_then(|a| a.error.as_deref());
-    match (report.status, failed) {
-        (Status::Completed, Some(e)) => {
-            // A full or closed stderr must not turn this into a panic.
-            let _ = writeln!(
-                std::io::stderr(),
-                "Error: the run completed but part of its CPU accounting failed: {e}; the report leaves those figures out (its warnings say which)"
-            );
-            Exit::Failure
-        }
-        (status, _) => exit_of(status),
+    if report.status != Status::Completed {
+        return exit_of(report.status);
     }
+    let mut failures = Vec::new();
+    if let Some(e) = report.accounting.as_ref().and_then(|a| a.error.as_deref()) {
+        failures.push(format!(
+            "part of its CPU accounting failed: {e}; the report leaves those figures out (its warnings say which)"
+        ));
+    }
+    // As in pub/sub: a reply given twice is work done twice, in every figure per message.
+    let i = &report.integrity;
+    if i.duplicates > 0 {
+        failures.push(format!(
+            "the flow replied more than once to some requests ({} duplicate replies for {} matched): its CPU per transaction includes the repeated work; check that it answers each request once",
+            i.duplicates, i.matched
+        ));
+    }
+    if failures.is_empty() {
+        return Exit::Ok;
+    }
+    for f in failures {
+        // A full or closed stderr must not turn this into a panic.
+        let _ = writeln!(std::io::stderr(), "Error: the run completed but {f}");
+    }
+    Exit::Failure
 }
 
 /// The exit code a finished run's status calls for.

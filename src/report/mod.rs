@@ -489,10 +489,16 @@ impl Report {
                 "none of the {} replies received answered a request of this run ({} duplicates, {} unmatched, {} late): is the flow replying to another run, or echoing the wrong correlation id?",
                 i.received, i.duplicates, i.unmatched, i.late
             ));
-        } else if i.duplicates > 0 && i.duplicates >= i.matched {
+        } else if i.duplicates > 0 {
             warnings.push(format!(
-                "{} duplicate replies for {} matched: the flow answers each request more than once",
-                i.duplicates, i.matched
+                "{} duplicate replies for {} matched: the flow answered {} more than once, so the CPU per transaction includes work done twice (the run exits 1)",
+                i.duplicates,
+                i.matched,
+                if i.duplicates >= i.matched {
+                    "each request"
+                } else {
+                    "some requests"
+                }
             ));
         }
         if !warnings.is_empty() {

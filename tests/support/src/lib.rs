@@ -3,6 +3,7 @@
 //! `tests/common` module each test file compiles a part of), so nothing in it is dead code.
 
 pub mod amqp;
+pub mod bad_responder;
 pub mod bin;
 pub mod fault_proxy;
 pub mod flow;
@@ -11,6 +12,7 @@ pub mod pg;
 pub mod schema;
 
 pub use amqp::*;
+pub use bad_responder::{BadResponder, Misbehaviour};
 pub use bin::*;
 pub use fault_proxy::{Fault, FaultProxy};
 pub use flow::{SampleFlow, sample_flow_bin};
