@@ -391,3 +391,86 @@ fn a_host_that_fails_at_the_end_costs_its_own_groups_only_and_the_run_exits_1() 
     );
     assert!(warnings.contains("(DB)"), "{warnings}");
 }
+
+/// A hostile pmproxy on 127.0.0.1: every connection gets `answer` written, then `then`
+/// repeated until the client goes away. Returns its port and how many connections it took.
+fn hostile_pmproxy(
+    answer: String,
+    then: &'static [u8],
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = c.read(&mut buf);
+                if c.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+                while !then.is_empty() && c.write_all(then).is_ok() {}
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn pcp_credentials_never_follow_a_redirect() {
+    let (elsewhere, asked) =
+        hostile_pmproxy("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}".into(), b"");
+    let (port, _) = hostile_pmproxy(
+        format!(
+            "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{elsewhere}/pmapi/context\r\nContent-Length: 0\r\n\r\n"
+        ),
+        b"",
+    );
+    let host = format!("db=pcp://ops:s3cret@127.0.0.1:{port}");
+    let out = oemputx()
+        .args(["--qmgr", "embedded:", "--count", "10", "--host", &host])
+        .args(["--group", "DB@db=@postgresql"])
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("redirect") && err.contains("not followed"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret"), "{err}");
+    assert_eq!(
+        asked.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "followed: {err}"
+    );
+}
+
+#[test]
+fn an_endless_pmproxy_answer_is_cut_off_at_a_bounded_size_and_time() {
+    let (port, _) = hostile_pmproxy(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[".into(),
+        b"0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,",
+    );
+    let host = format!("db=pcp://127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    let out = oemputx()
+        .args(["--qmgr", "embedded:", "--count", "10", "--host", &host])
+        .args(["--group", "DB@db=@postgresql"])
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("too large") || err.contains("too slow"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(40),
+        "{err}"
+    );
+}

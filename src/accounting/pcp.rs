@@ -34,6 +34,9 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_PORT: u16 = 44322;
 /// A request to pmproxy that takes longer has failed (a snapshot is 10-70 ms here).
 const REQUEST_TIMEOUT_S: u64 = 10;
+/// The largest answer read from pmproxy: a fetch of every process's counters on a host with
+/// tens of thousands of processes is a few MiB.
+const MAX_ANSWER_BYTES: usize = 64 << 20;
 /// The environment variable a PCP password comes from when the URL has none.
 pub const PASSWORD_ENV: &str = "OEMPUTX_PCP_PASSWORD";
 /// Counters in a host's snapshot are in ms: its "ticks" per second.
@@ -254,12 +257,15 @@ impl PcpHost {
     /// built on the `http` crate (ureq 3, hyper) send it, so credentials never reached pmcd
     /// through them.
     fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
-        let mut req =
-            minreq::get(format!("{}{path_and_query}", self.base)).with_timeout(REQUEST_TIMEOUT_S);
+        // Redirects are not followed: the credentials go to the pmproxy named, never to
+        // wherever an answer points.
+        let mut req = minreq::get(format!("{}{path_and_query}", self.base))
+            .with_timeout(REQUEST_TIMEOUT_S)
+            .with_follow_redirects(false);
         if let Some(a) = &self.auth {
             req = req.with_header("Authorization", a.expose());
         }
-        let resp = req.send().map_err(|e| PcpError::Unreachable {
+        let resp = req.send_lazy().map_err(|e| PcpError::Unreachable {
             name: self.name.clone(),
             url: self.shown.clone(),
             port: self.port,
@@ -273,9 +279,23 @@ impl PcpHost {
                 status,
             });
         }
-        let body = resp
-            .as_str()
-            .map_err(|e| self.protocol("reading pmproxy's answer", e))?;
+        if (300..400).contains(&status) {
+            let to = resp
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+                .map_or("nowhere said", |(_, v)| v.as_str());
+            return Err(self.protocol(
+                "pmproxy answered with a redirect",
+                format!(
+                    "HTTP {status} to {}, not followed (credentials go to the pmproxy named only): give --host the address of the pmproxy itself",
+                    crate::secret::scrub(to)
+                ),
+            ));
+        }
+        let body = self.read_body(resp)?;
+        let body =
+            std::str::from_utf8(&body).map_err(|e| self.protocol("reading pmproxy's answer", e))?;
         let v: Value = serde_json::from_str(body)
             .map_err(|e| self.protocol("pmproxy's answer is not JSON", e))?;
         if status >= 400 || v.get("success") == Some(&Value::Bool(false)) {
@@ -291,6 +311,40 @@ impl PcpHost {
             return Err(self.protocol("pmproxy refused the request", msg));
         }
         Ok(v)
+    }
+
+    /// An answer's body, at most [`MAX_ANSWER_BYTES`] and within [`REQUEST_TIMEOUT_S`] in
+    /// all: a server that streams without end costs a bounded memory and time.
+    fn read_body(&self, mut resp: minreq::ResponseLazy) -> Result<Vec<u8>, PcpError> {
+        use std::io::Read;
+        let deadline = Instant::now() + Duration::from_secs(REQUEST_TIMEOUT_S);
+        let mut body = Vec::new();
+        let mut chunk = vec![0u8; 65_536];
+        loop {
+            let n = resp
+                .read(&mut chunk)
+                .map_err(|e| self.protocol("reading pmproxy's answer", e))?;
+            if n == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..n]);
+            if body.len() > MAX_ANSWER_BYTES {
+                return Err(self.protocol(
+                    "pmproxy's answer is too large",
+                    format!(
+                        "over {} MiB (no answer oemputx asks for is near that): is this a pmproxy?",
+                        MAX_ANSWER_BYTES >> 20
+                    ),
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(self.protocol(
+                    "pmproxy's answer is too slow",
+                    format!("not complete after {REQUEST_TIMEOUT_S} s"),
+                ));
+            }
+        }
+        Ok(body)
     }
 
     /// A pmproxy context for the host's local pmcd, kept across snapshots.
