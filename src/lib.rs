@@ -19,6 +19,7 @@ pub mod driver;
 pub mod exit;
 pub mod experiment;
 pub mod export;
+pub mod files;
 pub mod flows;
 pub mod gate;
 pub mod interleave;

@@ -14,6 +14,8 @@ pub const DEFAULT_PATH: &str = "msgfiles/request-630.xml";
 
 /// The largest body any transport takes (RabbitMQ's default 128 MiB).
 pub const MAX_GENERATED: usize = 128 * 1024 * 1024;
+/// The largest file read with `--lines`.
+const MAX_LINES_FILE: u64 = 1 << 30;
 /// The most distinct messages a run cycles through (--lines, several --msgfile): each is a
 /// body of its own in memory, so a file of a hundred million one-byte lines would take
 /// gigabytes. A million distinct bodies is far more than a measurement needs.
@@ -49,6 +51,8 @@ pub enum MsgFileError {
     NoLines { path: PathBuf },
     #[error("--msg-size 0 makes empty messages: give a size of at least 1 byte")]
     ZeroSize,
+    #[error("message file: {0} (--msgfile takes regular files)")]
+    Refused(crate::files::ReadError),
 }
 
 /// The set of request bodies a run sends, in turn.
@@ -108,13 +112,23 @@ impl Messages {
     pub fn from_files(paths: &[PathBuf], lines: bool) -> Result<Self, MsgFileError> {
         let mut bodies = Vec::new();
         for path in paths {
-            let data = std::fs::read(path).map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => MsgFileError::Missing { path: path.clone() },
-                _ => MsgFileError::Unreadable {
-                    path: path.clone(),
-                    source,
-                },
-            })?;
+            // A body is at most what a transport takes; a file of lines, a million of them.
+            let max = if lines {
+                MAX_LINES_FILE
+            } else {
+                MAX_GENERATED as u64
+            };
+            let data =
+                crate::files::read_regular(path, max, "message file").map_err(|e| match e {
+                    crate::files::ReadError::Missing { .. } => {
+                        MsgFileError::Missing { path: path.clone() }
+                    }
+                    crate::files::ReadError::Io { source, .. } => MsgFileError::Unreadable {
+                        path: path.clone(),
+                        source,
+                    },
+                    e => MsgFileError::Refused(e),
+                })?;
             if data.is_empty() {
                 return Err(MsgFileError::Empty { path: path.clone() });
             }

@@ -319,7 +319,10 @@ fn bad_message_files_are_usage_errors() {
     usage_error(&["--msgfile", "/no/such/file.xml"], "does not exist");
     usage_error(&["--msgfile", &p(&empty)], "is empty");
     usage_error(&["--msgfile", &p(&blank), "--lines"], "no non-empty lines");
-    usage_error(&["--msgfile", &p(dir.path())], "cannot be read");
+    usage_error(
+        &["--msgfile", &p(dir.path())],
+        "is a directory, not a regular file",
+    );
     usage_error(&["--msg-size", "0"], "--msg-size 0");
 }
 
@@ -730,4 +733,38 @@ fn an_empty_no_save_variable_is_as_if_unset_and_a_bad_one_is_named() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("'maybe' is not yes or no"));
+}
+
+#[test]
+fn devices_and_fifos_named_as_files_are_refused_at_once_not_read_or_waited_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let fifo = fifo.to_string_lossy().into_owned();
+    let started = std::time::Instant::now();
+    usage_error(
+        &["--msgfile", "/dev/zero"],
+        "a character device, not a regular file",
+    );
+    usage_error(
+        &["--msgfile", &fifo],
+        "a FIFO (named pipe), not a regular file",
+    );
+    usage_error(&["compare", "/dev/zero", "/dev/zero"], "not a regular file");
+    usage_error(
+        &["gate", "--baseline", &fifo, "--current", &fifo],
+        "not a regular file",
+    );
+    // A FIFO as a pid file holds no pid: the group matches nothing, and the run goes on.
+    oemputx()
+        .args(["--count", "10", "--no-save", "--group"])
+        .arg(format!("P=pidfile:{fifo}"))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("group P matched nothing"));
+    assert!(started.elapsed() < Duration::from_secs(30));
 }

@@ -123,8 +123,13 @@ fn read_cgroup(dir: &Path) -> Option<CgroupSample> {
     })
 }
 
-fn read_pidfile(path: &PathBuf) -> Option<i32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+/// A pid file's pid; a FIFO or device named as one is no pid file (and is not waited on).
+fn read_pidfile(path: &Path) -> Option<i32> {
+    crate::files::read_text(path, 4096, "pid file")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn uptime_ticks() -> u64 {

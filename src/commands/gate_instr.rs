@@ -424,9 +424,8 @@ pub fn rejudge(cfg: &GateConfig, files: &[std::path::PathBuf]) -> anyhow::Result
     let mut out =
         String::from("file\tsteady_ratio\tsteady_verdict\tcold_ratio\tcold_verdict\tverdict\n");
     for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| {
-            GateError::input("--rejudge", format!("cannot read {}: {e}", f.display()))
-        })?;
+        let text = crate::files::read_text(f, crate::files::MAX_REPORT_BYTES, "verdict file")
+            .map_err(|e| GateError::input("--rejudge", e.to_string()))?;
         let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             GateError::input("--rejudge", format!("{} is not JSON: {e}", f.display()))
         })?;

@@ -242,8 +242,8 @@ fn gate_file(o: &GateOptions) -> Result<GateFile, ConfigError> {
     let Some(p) = &o.gate_file else {
         return Ok(GateFile::default());
     };
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| bad("--gate-file", format!("cannot read {}: {e}", p.display())))?;
+    let text = crate::files::read_text(p, crate::files::MAX_CONFIG_BYTES, "gate file")
+        .map_err(|e| bad("--gate-file", e.to_string()))?;
     toml::from_str(&text).map_err(|e| {
         bad(
             "--gate-file",

@@ -47,13 +47,13 @@ pub fn profile_paths(explicit: Option<&Path>) -> Vec<PathBuf> {
 
 /// Read the profiles of one file; a missing file has none.
 pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_text(path, crate::files::MAX_CONFIG_BYTES, "profile file") {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if e.is_missing() => return Ok(BTreeMap::new()),
         Err(e) => {
             return Err(ConfigError::BadProfileFile {
                 path: path.into(),
-                why: format!("cannot read it: {e}"),
+                why: e.to_string(),
             });
         }
     };

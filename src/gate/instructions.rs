@@ -110,12 +110,16 @@ impl BaselineSettings {
 impl InstrBaseline {
     /// Read and check a saved baseline.
     pub fn load(path: &Path) -> Result<InstrBaseline, GateError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = crate::files::read_text(
+            path,
+            crate::files::MAX_REPORT_BYTES,
+            "instruction baseline",
+        )
+        .map_err(|e| {
             GateError::input(
                 "--baseline",
                 format!(
-                    "cannot read {} ({e}); count one on main with gate --instructions --flow-a CMD --save-baseline {}",
-                    path.display(),
+                    "{e}; count one on main with gate --instructions --flow-a CMD --save-baseline {}",
                     path.display()
                 ),
             )

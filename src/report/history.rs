@@ -37,10 +37,11 @@ pub struct History {
 impl History {
     /// Read a history, or a single saved report as a history of one run.
     pub fn load(path: &Path) -> Result<History, ReportFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ReportFileError::Unreadable {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        })?;
+        let text = crate::files::read_text(path, crate::files::MAX_REPORT_BYTES, "saved report")
+            .map_err(|e| ReportFileError::Unreadable {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
                 path: path.to_path_buf(),

@@ -192,10 +192,11 @@ pub struct Saved {
 impl Saved {
     /// Read and check a report file.
     pub fn load(path: &Path) -> Result<Saved, ReportFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ReportFileError::Unreadable {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        })?;
+        let text = crate::files::read_text(path, crate::files::MAX_REPORT_BYTES, "saved report")
+            .map_err(|e| ReportFileError::Unreadable {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            })?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
                 path: path.to_path_buf(),

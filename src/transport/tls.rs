@@ -80,8 +80,8 @@ pub async fn connect(
     let mut roots = rustls::RootCertStore::empty();
     match &tls.ca_file {
         Some(ca) => {
-            let pem = std::fs::read(ca)
-                .map_err(|e| format!("cannot read cacertfile {}: {e}", ca.display()))?;
+            let pem = crate::files::read_regular(ca, crate::files::MAX_CONFIG_BYTES, "cacertfile")
+                .map_err(|e| format!("cacertfile: {e}"))?;
             for cert in <rustls::pki_types::CertificateDer as rustls::pki_types::pem::PemObject>::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
                 roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;

@@ -1,0 +1,142 @@
+//! Reading the files a user names (message files, saved reports and histories, baselines,
+//! profiles, gate files, CA certificates, pid files): a regular file only where a file is
+//! meant, and at most a stated size, so that `/dev/zero`, a FIFO or a runaway file is one
+//! clear error instead of a hang or unbounded memory.
+
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a named file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{} does not exist", path.display())]
+    Missing { path: PathBuf },
+    #[error("{} is {kind}, not a regular file: name a file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{} is larger than the {} MiB a {what} may be: is it the right file?", path.display(), max >> 20)]
+    TooLarge {
+        path: PathBuf,
+        what: &'static str,
+        max: u64,
+    },
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl ReadError {
+    pub fn is_missing(&self) -> bool {
+        matches!(self, ReadError::Missing { .. })
+    }
+}
+
+/// The whole of `path`, which must be a regular file of at most `max` bytes (`what` names
+/// it in the error). Opened without blocking, so that a FIFO with no writer is refused at
+/// once rather than waited on.
+pub fn read_regular(path: &Path, max: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
+    let io = |source: std::io::Error| match source.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Missing {
+            path: path.to_path_buf(),
+        },
+        _ => ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let t = meta.file_type();
+    if !t.is_file() {
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(ReadError::NotRegular {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    let too_large = || ReadError::TooLarge {
+        path: path.to_path_buf(),
+        what,
+        max,
+    };
+    if meta.len() > max {
+        return Err(too_large());
+    }
+    // A file that grows while it is read is still bounded.
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut data).map_err(io)?;
+    if data.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(data)
+}
+
+/// [`read_regular`] as UTF-8 text.
+pub fn read_text(path: &Path, max: u64, what: &'static str) -> Result<String, ReadError> {
+    let data = read_regular(path, max, what)?;
+    String::from_utf8(data).map_err(|e| ReadError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
+    })
+}
+
+/// The largest saved report, history or baseline read back (a report of a million rounds
+/// is far smaller).
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+/// The largest profile, gate file or certificate file.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_by_kind_and_a_large_file_by_size() {
+        let dir = std::env::temp_dir().join(format!("oemputx-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'x'; 2048]).expect("write");
+        let cases: [(&Path, &str); 3] = [
+            (Path::new("/dev/zero"), "a character device"),
+            (&fifo, "a FIFO"),
+            (&dir, "a directory"),
+        ];
+        for (p, kind) in cases {
+            let e = read_regular(p, 1024, "message file").expect_err("refused");
+            assert!(e.to_string().contains(kind), "{e}");
+        }
+        let e = read_regular(&big, 1024, "message file").expect_err("too large");
+        assert!(matches!(e, ReadError::TooLarge { .. }), "{e}");
+        assert_eq!(
+            read_regular(&big, 4096, "x").map(|d| d.len()).ok(),
+            Some(2048)
+        );
+        assert!(read_regular(&dir.join("none"), 1, "x").is_err_and(|e| e.is_missing()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
