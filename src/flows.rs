@@ -36,6 +36,28 @@ pub struct Flows {
     queue: String,
 }
 
+/// Have the kernel send the child SIGTERM when oemputx dies, SIGKILL included, so that no
+/// flow or wrapped command outlives the run that started it. The signal follows the thread
+/// that forked: children are started from the main thread, which lives as long as the
+/// process.
+pub fn dies_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
+    // calls (prctl, getppid, _exit) and no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)?;
+            // The parent died before the line above: nobody will send the signal.
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                nix::libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 impl Flows {
     /// Start `processes` copies of `cmd` on `queue` at `endpoint`, each with `extra`
     /// arguments (e.g. `--threads N`).
@@ -77,6 +99,7 @@ impl Flows {
                 }
                 c.env("OEMPUTX_URL", url);
             }
+            dies_with_parent(&mut c);
             let mut child = c
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())

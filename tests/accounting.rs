@@ -356,3 +356,81 @@ fn a_process_in_two_groups_is_counted_once_in_the_captured_total() {
         .collect();
     assert!(notes.contains(&"counted under T"), "{notes:?}");
 }
+
+/// The pids of `pid`'s children.
+fn children_of(pid: u32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie (exited, not yet reaped by init) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[test]
+fn account_passes_a_signal_on_to_its_command_and_exits_130() {
+    let child = oemputx_process()
+        .args([
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            "INIT=pid:1",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let sleeper = children_of(child.id());
+    assert_eq!(sleeper.len(), 1, "{sleeper:?}");
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(signalled.elapsed() < std::time::Duration::from_secs(3));
+    assert!(!alive(sleeper[0]), "the command outlived oemputx");
+}
+
+#[test]
+fn a_command_oemputx_started_dies_with_it_even_when_it_is_killed() {
+    let mut child = oemputx_process()
+        .args([
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            "INIT=pid:1",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let sleeper = children_of(child.id());
+    assert_eq!(sleeper.len(), 1, "{sleeper:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let gone = std::time::Instant::now();
+    while alive(sleeper[0]) && gone.elapsed() < std::time::Duration::from_secs(3) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !alive(sleeper[0]),
+        "the command outlived a SIGKILLed oemputx"
+    );
+}

@@ -614,3 +614,116 @@ fn rounds_repeat_the_window_and_report_the_spread() {
     assert!(b <= m && m <= w && b.is_some(), "{s}");
     assert!(text.contains("best") && text.contains("spread"), "{text}");
 }
+
+#[test]
+fn sigint_stops_a_pubsub_run_at_once_with_its_report_marked_interrupted() {
+    live!(Nats);
+    // A think time of 20 s: the signal used to wait it out, and the run went on publishing.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("pubsub.json");
+    let child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["pubsub", "--qmgr", &nats_url(), "--topic"])
+        .arg(format!("oemputx.test.sigint.{}", std::process::id()))
+        .args(["--subscribers", "2", "--count", "100", "--think", "20s"])
+        .arg("--export-json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(3),
+        "took {:?} after the signal",
+        signalled.elapsed()
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_matches_schema(&j);
+    assert_eq!(j["interrupted"], true);
+    assert!(
+        j["published"].as_u64().unwrap_or(99) <= 2,
+        "{}",
+        j["published"]
+    );
+}
+
+#[test]
+fn duration_bounds_a_pubsub_run_whatever_its_pacing() {
+    live!(Nats);
+    for pacing in [["--rate", "0.0001"], ["--think", "5s"]] {
+        let started = std::time::Instant::now();
+        let (code, j, err) = pubsub(&[
+            "--qmgr",
+            &nats_url(),
+            "--topic",
+            &format!("oemputx.test.duration.{}", std::process::id()),
+            "--subscribers",
+            "2",
+            "--duration",
+            "1s",
+            "--drain-timeout",
+            "500ms",
+            pacing[0],
+            pacing[1],
+            "--no-save",
+        ]);
+        // Publishing ends at the deadline; the drain is bounded too.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(8),
+            "{pacing:?} took {:?}: {err}",
+            started.elapsed()
+        );
+        assert_ne!(code, 130, "{err}");
+        assert_eq!(j["interrupted"], false, "{err}");
+    }
+}
+
+#[test]
+fn sigint_stops_the_matrix_in_its_cell_and_reports_the_cells_measured() {
+    live!(Nats);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("matrix.json");
+    let topic = fresh_queue("matrix-sigint");
+    let _stream = StreamGuard(topic.clone());
+    let child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args([
+            "matrix",
+            "--qmgr",
+            &nats_url(),
+            "--topic",
+            &topic,
+            "--declare",
+        ])
+        // A cell of 10 million messages: the signal comes in the first.
+        .args(["--count", "10000000", "--export-json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(signalled.elapsed() < std::time::Duration::from_secs(5));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_matches_schema(&j);
+    assert_eq!(j["interrupted"], true);
+    assert_eq!(j["cells"].as_array().map(Vec::len), Some(0), "{j}");
+}

@@ -10,7 +10,9 @@ use crate::report::Host;
 use crate::report::account::AccountReport;
 use crate::window::Window;
 use anyhow::Context;
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// User and system CPU of reaped children (µs resolution; the kernel scales the tick split
 /// to the exact runtime, as for a live process).
@@ -34,20 +36,21 @@ fn command_split(c: (Duration, Duration)) -> (u64, u64) {
 }
 
 /// `oemputx account`.
-pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
+pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let mut acc = Accounting::new(args.groups.clone(), args.cpu_source, args.ratio)
         .with_hosts(&args.hosts)
         .map_err(ConfigError::from)?;
     let (program, rest) = (&args.program, &args.args);
     let before = children_cpu();
     acc.start();
-    let status = std::process::Command::new(program)
-        .args(rest)
-        .status()
-        .map_err(|e| ConfigError::BadValue {
-            flag: "account",
-            why: format!("cannot run '{program}': {e}; check the command and its PATH"),
-        })?;
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    crate::flows::dies_with_parent(&mut command);
+    let child = command.spawn().map_err(|e| ConfigError::BadValue {
+        flag: "account",
+        why: format!("cannot run '{program}': {e}; check the command and its PATH"),
+    })?;
+    let (status, interrupted) = wait_or_pass_on(child, &interrupt)?;
     acc.end();
     let command_cpu = sub(children_cpu(), before);
     let name = std::path::Path::new(program)
@@ -113,6 +116,12 @@ pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
         write_atomic(path, json.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
+    if interrupted {
+        eprintln!(
+            "oemputx account: interrupted; the signal was passed on to the command, and the figures cover its run up to then"
+        );
+        return Ok(Exit::Interrupted);
+    }
     if !status.success() {
         eprintln!(
             "oemputx account: the command failed ({status}); the figures cover its run anyway"
@@ -120,4 +129,40 @@ pub fn account(args: &AccountConfig) -> anyhow::Result<Exit> {
         return Ok(Exit::Failure);
     }
     Ok(Exit::Ok)
+}
+
+/// Wait for the command; on Ctrl-C or SIGTERM pass the signal on to it and wait at most
+/// [`GRACE`] more before SIGKILL. Returns its status and whether it was interrupted.
+fn wait_or_pass_on(
+    mut child: std::process::Child,
+    interrupt: &AtomicBool,
+) -> anyhow::Result<(std::process::ExitStatus, bool)> {
+    use nix::sys::signal::{Signal, kill};
+    const GRACE: Duration = Duration::from_secs(5);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut passed_on: Option<Instant> = None;
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for the command")? {
+            // A terminal's Ctrl-C reaches the command too, which may end first.
+            return Ok((
+                status,
+                passed_on.is_some() || interrupt.load(Ordering::Relaxed),
+            ));
+        }
+        match passed_on {
+            None if interrupt.load(Ordering::Relaxed) => {
+                let sig = match crate::exit::interrupted_by() {
+                    "SIGTERM" => Signal::SIGTERM,
+                    _ => Signal::SIGINT,
+                };
+                let _ = kill(pid, sig);
+                passed_on = Some(Instant::now());
+            }
+            Some(t) if t.elapsed() > GRACE => {
+                let _ = child.kill();
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -13,14 +13,16 @@ use crate::exit::Exit;
 use crate::export::write_atomic;
 use crate::report::matrix::{Cell, Matrix, SCHEMA};
 use anyhow::Context;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Run one cell; a broker without persistence gives an empty cell, not an error.
+/// `None` when the cell was interrupted.
 fn run_cell(
     m: &MatrixConfig,
-    persistent: bool,
-    size: usize,
-    receivers: usize,
-) -> anyhow::Result<Cell> {
+    (persistent, size, receivers): (bool, usize, usize),
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<Option<Cell>> {
     let args = m.cell(persistent, size, receivers)?;
     let mut cell = Cell {
         persistent,
@@ -38,12 +40,15 @@ fn run_cell(
         Ok(b) => b,
         Err(e) if persistent => {
             cell.note = Some(format!("{e:#}"));
-            return Ok(cell);
+            return Ok(Some(cell));
         }
         Err(e) => return Err(e),
     };
     b.prepare()?;
-    let r = measure(&args, b, None)?;
+    let r = measure(&args, b, None, interrupt.clone())?;
+    if r.interrupted {
+        return Ok(None);
+    }
     let first = |c: &Option<crate::pubsub::report::PerMessage>| {
         c.as_ref()
             .and_then(|c| c.groups.first())
@@ -54,11 +59,11 @@ fn run_cell(
     cell.broker_us_per_published = first(&r.cpu_per_published);
     cell.broker_us_per_delivered = first(&r.cpu_per_delivered);
     cell.lost = r.lost + r.duplicates;
-    Ok(cell)
+    Ok(Some(cell))
 }
 
 /// `oemputx matrix`.
-pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
+pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let plan = m.cells();
     let rounds = m.options.rounds.max(1);
     // Each round runs the cells in a row of a Williams design: every cell follows every
@@ -67,7 +72,7 @@ pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
     let orders = crate::experiment::order::williams(plan.len());
     let mut measured: Vec<Vec<Cell>> = vec![Vec::new(); plan.len()];
     let mut empty = vec![false; plan.len()];
-    for round in 0..rounds {
+    'rounds: for round in 0..rounds {
         let order: Vec<usize> = if rounds == 1 {
             (0..plan.len()).collect()
         } else {
@@ -92,11 +97,20 @@ pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
                     "non-persistent"
                 }
             );
-            let cell = run_cell(m, persistent, size, receivers)?;
+            if interrupt.load(Ordering::Relaxed) {
+                break 'rounds;
+            }
+            let Some(cell) = run_cell(m, plan[i], &interrupt)? else {
+                eprintln!(
+                    "oemputx matrix: interrupted; that cell is left out, the cells measured are reported"
+                );
+                break 'rounds;
+            };
             empty[i] = cell.received_mps.is_none() && cell.note.is_some();
             measured[i].push(cell);
         }
     }
+    let interrupted = interrupt.load(Ordering::Relaxed);
     let cells = measured
         .iter()
         .filter_map(|rounds| Cell::of_rounds(rounds))
@@ -107,12 +121,19 @@ pub fn matrix(m: &MatrixConfig) -> anyhow::Result<Exit> {
         count: m.options.count,
         rounds,
         pattern: m.options.pattern.clone(),
+        interrupted,
         cells,
     };
     crate::export::print_stdout(&crate::export::matrix::text(&matrix))?;
     write_exports(m, &matrix)?;
     let lost: u64 = matrix.cells.iter().map(|c| c.lost).sum();
-    Ok(if lost == 0 { Exit::Ok } else { Exit::Failure })
+    Ok(if interrupted {
+        Exit::Interrupted
+    } else if lost == 0 {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
 }
 
 fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> anyhow::Result<()> {

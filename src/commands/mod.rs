@@ -22,9 +22,9 @@ use std::sync::atomic::AtomicBool;
 pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     match &cli.command {
         Some(Command::Cpu(args)) => cpu::cpu(&args.options().build()?, interrupt),
-        Some(Command::Account(args)) => account::account(&args.options().build()?),
-        Some(Command::Pubsub(args)) => pubsub::pubsub(&args.options().build()?),
-        Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?),
+        Some(Command::Account(args)) => account::account(&args.options().build()?, interrupt),
+        Some(Command::Pubsub(args)) => pubsub::pubsub(&args.options().build()?, interrupt),
+        Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?, interrupt),
         Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
         Some(Command::Compare(args)) => compare::compare(&args.options()?.build()?, interrupt),
         Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),

@@ -22,6 +22,7 @@ use crate::transport::parse_url;
 use crate::window::Window as _;
 use anyhow::Context;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
@@ -79,17 +80,20 @@ pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
 }
 
 /// `oemputx pubsub`.
-pub fn pubsub(args: &PubsubConfig) -> anyhow::Result<Exit> {
+pub fn pubsub(args: &PubsubConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let broker = broker(args)?;
     broker.prepare()?;
     if args.find_capacity {
-        return find_capacity(args, broker);
+        return find_capacity(args, broker, &interrupt);
     }
     if args.rounds > 1 {
-        return rounds(args, broker);
+        return rounds(args, broker, &interrupt);
     }
-    let report = measure(args, broker, args.pacing.rate)?;
+    let report = measure(args, broker, args.pacing.rate, interrupt)?;
     write(args, &report)?;
+    if report.interrupted {
+        return Ok(Exit::Interrupted);
+    }
     if report.complete() {
         Ok(Exit::Ok)
     } else {
@@ -112,6 +116,7 @@ pub(crate) fn measure(
     args: &PubsubConfig,
     broker: Arc<dyn Broker>,
     rate: Option<f64>,
+    interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<PubSubReport> {
     let plan = &args.plan;
     let transport = if args.qmgr.starts_with("mqtt://") {
@@ -132,7 +137,7 @@ pub(crate) fn measure(
         rate,
         ..args.pacing
     };
-    let out = engine::run(broker.clone(), plan, pacing, &mut |open| {
+    let out = engine::run(broker.clone(), (plan, pacing), interrupt, &mut |open| {
         let cpu = crate::accounting::clock::self_process().unwrap_or_default();
         if open {
             own.0 = cpu;
@@ -210,7 +215,11 @@ fn step_header(first: &str, last: &str) -> String {
 
 /// `--rounds N`: the same run N times; each round's line, then best/median/worst of the
 /// CPU per message published, the spread a gate would judge.
-fn rounds(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+fn rounds(
+    args: &PubsubConfig,
+    broker: Arc<dyn Broker>,
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<Exit> {
     let plan = &args.plan;
     println!(
         "oemputx pubsub on {}: {} rounds of {} messages",
@@ -221,10 +230,15 @@ fn rounds(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> 
     println!("{}", step_header("round", "complete"));
     let mut all = Vec::new();
     for i in 1..=args.rounds {
-        let r = measure(args, broker.clone(), args.pacing.rate)?;
+        let r = measure(args, broker.clone(), args.pacing.rate, interrupt.clone())?;
         let done = if r.complete() { "yes" } else { "no" };
         println!("{}", step_line(i.to_string(), &r, done));
+        let stop = r.interrupted;
         all.push(r);
+        if stop {
+            println!("interrupted in round {i}: the rounds after it are not run");
+            break;
+        }
     }
     let mut captured: Vec<f64> = all
         .iter()
@@ -270,7 +284,9 @@ fn rounds(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> 
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    Ok(if all.iter().all(PubSubReport::complete) {
+    Ok(if all.iter().any(|r| r.interrupted) {
+        Exit::Interrupted
+    } else if all.iter().all(PubSubReport::complete) {
         Exit::Ok
     } else {
         Exit::Failure
@@ -285,7 +301,11 @@ fn sustained(r: &PubSubReport) -> bool {
 
 /// `--find-capacity`: raise the rate by half each step (from --rate, or 500 a second)
 /// until a step does not keep up; the capacity is the last step that did.
-fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result<Exit> {
+fn find_capacity(
+    args: &PubsubConfig,
+    broker: Arc<dyn Broker>,
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<Exit> {
     const MAX_STEPS: usize = 20;
     let plan = &args.plan;
     let mut rate = args.pacing.rate.unwrap_or(500.0);
@@ -297,14 +317,15 @@ fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result
     );
     println!("{}", step_header("rate asked", "keeps up"));
     for _ in 0..MAX_STEPS {
-        let r = measure(args, broker.clone(), Some(rate))?;
+        let r = measure(args, broker.clone(), Some(rate), interrupt.clone())?;
         let ok = sustained(&r);
         println!(
             "{}",
             step_line(format!("{rate:.0}"), &r, if ok { "yes" } else { "no" })
         );
+        let stop = r.interrupted;
         steps.push((rate, r));
-        if !ok {
+        if !ok || stop {
             break;
         }
         rate *= 1.5;
@@ -343,7 +364,9 @@ fn find_capacity(args: &PubsubConfig, broker: Arc<dyn Broker>) -> anyhow::Result
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    Ok(if best.is_some() {
+    Ok(if steps.iter().any(|(_, r)| r.interrupted) {
+        Exit::Interrupted
+    } else if best.is_some() {
         Exit::Ok
     } else {
         Exit::Failure

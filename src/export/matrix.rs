@@ -57,6 +57,12 @@ pub fn tsv(matrix: &Matrix) -> String {
 pub fn text(matrix: &Matrix) -> String {
     let (m, cells) = (matrix, &matrix.cells);
     let mut o = String::new();
+    if m.interrupted {
+        let _ = writeln!(
+            o,
+            "INTERRUPTED: the cells not reached are missing, and the cell it stopped in is left out"
+        );
+    }
     let _ = writeln!(
         o,
         "Messages received per second per receiver (median), {} messages from one sender, {}",

@@ -160,6 +160,12 @@ pub fn text(r: &PubSubReport) -> String {
     if let Some(e) = &r.error {
         let _ = writeln!(o, "\nError             : {e}");
     }
+    if r.interrupted {
+        let _ = writeln!(
+            o,
+            "\nINTERRUPTED       : publishing stopped and the subscribers did not drain, so the figures cover the run up to then"
+        );
+    }
     o
 }
 

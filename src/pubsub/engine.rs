@@ -65,6 +65,8 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// The first failure of a publisher or subscriber.
     pub error: Option<String>,
+    /// Ctrl-C or SIGTERM stopped the run: publishers stopped, subscribers did not drain.
+    pub interrupted: bool,
 }
 
 /// What the threads share.
@@ -78,14 +80,26 @@ struct Shared {
     distinct: AtomicU64,
     /// Each subscriber's queue depth at the broker, last sampled (`u64::MAX`: not told).
     depth: Vec<AtomicU64>,
+    /// Set by Ctrl-C or SIGTERM.
+    interrupt: Arc<AtomicBool>,
+}
+
+/// The longest a publisher paces or a subscriber waits before it looks at the interrupt
+/// and the deadline again: a stop takes effect within about this.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+impl Shared {
+    fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
 }
 
 /// Run `plan` on `broker`; `window(true)` when the measured window opens, `window(false)`
 /// when it closes (the caller takes its CPU snapshots there).
 pub fn run(
     broker: Arc<dyn Broker>,
-    plan: &Plan,
-    pacing: Pacing,
+    (plan, pacing): (&Plan, Pacing),
+    interrupt: Arc<AtomicBool>,
     window: &mut dyn FnMut(bool),
 ) -> Result<Outcome, TransportError> {
     let shared = Arc::new(Shared {
@@ -98,6 +112,7 @@ pub fn run(
         depth: (0..plan.subscribers)
             .map(|_| AtomicU64::new(u64::MAX))
             .collect(),
+        interrupt,
     });
     // Everyone connected (and subscribed) before the window opens; the main thread is the
     // last party, so that it opens the window between the two barriers.
@@ -139,6 +154,7 @@ pub fn run(
     let elapsed = start.elapsed();
     let mut out = collect(pubs, subs, backlog, elapsed)?;
     out.broker_depth = broker_depth;
+    out.interrupted = shared.interrupted();
     Ok(out)
 }
 
@@ -205,6 +221,7 @@ fn collect(
         drain,
         elapsed,
         error,
+        interrupted: false,
     })
 }
 
@@ -292,20 +309,26 @@ fn publish(
         .rate
         .map(|r| Duration::from_secs_f64(s.plan.publishers as f64 / r.max(f64::MIN_POSITIVE)));
     let start = Instant::now();
+    let deadline = s.plan.duration.map(|d| start + d);
     let mut sent = 0;
     for seq in 0..share {
-        if s.plan.duration.is_some_and(|d| start.elapsed() >= d) {
+        if s.interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        if !pacing.think.is_zero() {
-            publisher.pause(pacing.think);
+        if !pacing.think.is_zero()
+            && !pace(&mut *publisher, s, Instant::now() + pacing.think, deadline)
+        {
+            break;
         }
-        if let Some(every) = interval {
-            let due = start + every.mul_f64(seq as f64);
-            let now = Instant::now();
-            if due > now {
-                publisher.pause(due - now);
-            }
+        if let Some(every) = interval
+            && !pace(
+                &mut *publisher,
+                s,
+                start + every.mul_f64(seq as f64),
+                deadline,
+            )
+        {
+            break;
         }
         let stamp = Stamp {
             publisher: p as u32,
@@ -328,6 +351,34 @@ fn publish(
         },
         end,
     ))
+}
+
+/// Pause until `until`, in steps of at most [`LOOK_EVERY`]; false when the run must stop
+/// first (interrupted, or the `--duration` deadline falls before `until`), so that neither
+/// a long think time nor a slow rate outlives the run.
+fn pace(
+    publisher: &mut dyn Publisher,
+    s: &Shared,
+    until: Instant,
+    deadline: Option<Instant>,
+) -> bool {
+    loop {
+        if s.interrupted() {
+            return false;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        if now >= until {
+            return true;
+        }
+        let mut step = (until - now).min(LOOK_EVERY);
+        if let Some(d) = deadline {
+            step = step.min(d - now);
+        }
+        publisher.pause(step);
+    }
 }
 
 impl Delivered {
@@ -407,7 +458,7 @@ fn subscribe(
     let wait = Duration::from_millis(if s.plan.competing { 5 } else { 100 });
     // Sampled at once, then every 100 ms: a short run still has a figure.
     let mut sampled: Option<Instant> = None;
-    while !done(&d) {
+    while !done(&d) && !s.interrupted() {
         if sampled.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
             sampled = Some(Instant::now());
             if let Some(depth) = sub.broker_depth() {

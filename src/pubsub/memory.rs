@@ -212,6 +212,7 @@ mod tests {
     use super::super::engine::{Pacing, run};
     use super::super::plan::Plan;
     use super::*;
+    use std::time::Instant;
 
     fn plan(subscribers: usize, count: u64) -> Plan {
         Plan {
@@ -237,16 +238,69 @@ mod tests {
     }
 
     fn go(broker: Memory, plan: &Plan) -> super::super::engine::Outcome {
+        go_paced(broker, plan, pacing(), Arc::default())
+    }
+
+    fn go_paced(
+        broker: Memory,
+        plan: &Plan,
+        pacing: Pacing,
+        interrupt: Arc<std::sync::atomic::AtomicBool>,
+    ) -> super::super::engine::Outcome {
         let mut windows = Vec::new();
         let out = run(
             Arc::new(MemoryBroker(Arc::new(broker))),
-            plan,
-            pacing(),
+            (plan, pacing),
+            interrupt,
             &mut |open| windows.push(open),
         )
         .expect("the run");
         assert_eq!(windows, [true, false], "one window, opened then closed");
         out
+    }
+
+    #[test]
+    fn duration_ends_publishing_on_time_whatever_the_pacing() {
+        let timed = Plan {
+            duration: Some(Duration::from_millis(500)),
+            ..plan(2, 1_000_000)
+        };
+        for pacing in [
+            // One message a day, and a think time ten times the duration.
+            Pacing {
+                rate: Some(1.0 / 86_400.0),
+                ..pacing()
+            },
+            Pacing {
+                think: Duration::from_secs(5),
+                ..pacing()
+            },
+        ] {
+            let started = Instant::now();
+            let out = go_paced(Memory::default(), &timed, pacing, Arc::default());
+            // Publishing stops at the deadline; the drain waits its 300 ms at most.
+            assert!(started.elapsed() < Duration::from_secs(2), "{pacing:?}");
+            assert!(!out.interrupted);
+        }
+    }
+
+    #[test]
+    fn an_interrupt_stops_publishers_and_subscribers_at_once() {
+        let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = interrupt.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let slow = Pacing {
+            think: Duration::from_secs(20),
+            drain_timeout: Duration::from_secs(60),
+            ..pacing()
+        };
+        let started = Instant::now();
+        let out = go_paced(Memory::default(), &plan(3, 1000), slow, interrupt);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(out.interrupted);
     }
 
     #[test]

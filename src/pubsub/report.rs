@@ -176,6 +176,8 @@ pub struct PubSubReport {
     #[serde(skip)]
     pub table: Option<CpuTable>,
     pub error: Option<String>,
+    /// Ctrl-C or SIGTERM stopped the run; its figures cover it up to then.
+    pub interrupted: bool,
 }
 
 /// The accounting verdict speaks of transactions and round trips; a pub/sub window counts
@@ -302,12 +304,14 @@ impl PubSubReport {
             cpu_per_delivered: per_delivered.map(|t| PerMessage::of(t, delivered)),
             table: per_published.cloned().map(per_message_wording),
             error: out.error.clone(),
+            interrupted: out.interrupted,
         }
     }
 
     /// Whether every subscriber got exactly its messages.
     pub fn complete(&self) -> bool {
         self.error.is_none()
+            && !self.interrupted
             && self.lost == 0
             && self.duplicates == 0
             && self

@@ -18,6 +18,9 @@ pub struct Matrix {
     pub rounds: usize,
     /// `topic` (every receiver gets every message) or `queue` (they compete).
     pub pattern: String,
+    /// Ctrl-C or SIGTERM stopped it: the cells not reached are missing, and the cell it
+    /// stopped in is left out (its figures cover part of it).
+    pub interrupted: bool,
     pub cells: Vec<Cell>,
 }
 
