@@ -235,6 +235,11 @@ fn what_pubsub_cannot_do_is_one_line_each() {
         ),
         (vec!["--qmgr", "mqtts://127.0.0.1:8883"], "not yet"),
         (
+            // It made 16,361 threads and hung (issue 30, item 7).
+            vec!["--qmgr", "nats://127.0.0.1:4222", "--subscribers", "100000"],
+            "at most 1000 together",
+        ),
+        (
             vec![
                 "--qmgr",
                 "nats://127.0.0.1:4222",

@@ -104,6 +104,9 @@ pub struct PubsubConfig {
     pub find_capacity: bool,
 }
 
+/// The most publishers and subscribers one run may have together.
+pub const MAX_CLIENTS: usize = 1000;
+
 impl PubsubOptions {
     /// Check the options, first one that makes no sense first.
     pub fn build(&self) -> Result<PubsubConfig, ConfigError> {
@@ -170,6 +173,17 @@ impl PubsubOptions {
         if self.publishers == 0 || self.subscribers == 0 {
             return Err(bad("--publishers/--subscribers", "at least one of each"));
         }
+        // Each is a thread and a connection of this process: past a few hundred the
+        // driver measures itself, and past the machine's thread limit nothing runs.
+        if self.publishers + self.subscribers > MAX_CLIENTS {
+            return Err(bad(
+                "--publishers/--subscribers",
+                format!(
+                    "at most {MAX_CLIENTS} together ({} given): each is a thread and a broker connection of this one process; drive more from several hosts",
+                    self.publishers + self.subscribers
+                ),
+            ));
+        }
         if self.symbols == 0 || self.select == 0 || self.select > self.symbols {
             return Err(bad(
                 "--select",
@@ -222,6 +236,13 @@ mod tests {
             (
                 PubsubOptions {
                     subscribers: 0,
+                    ..Default::default()
+                },
+                "--publishers/--subscribers",
+            ),
+            (
+                PubsubOptions {
+                    subscribers: 100_000,
                     ..Default::default()
                 },
                 "--publishers/--subscribers",

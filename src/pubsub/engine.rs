@@ -118,18 +118,22 @@ pub fn run(
     // last party, so that it opens the window between the two barriers.
     let ready = Arc::new(Barrier::new(plan.publishers + plan.subscribers + 1));
     let go = Arc::new(Barrier::new(plan.publishers + plan.subscribers + 1));
-    let subs: Vec<_> = (0..plan.subscribers)
+    let subs = (0..plan.subscribers)
         .map(|i| {
             let (b, s, r, g) = (broker.clone(), shared.clone(), ready.clone(), go.clone());
-            std::thread::spawn(move || subscribe(&*b, i, &s, &r, &g, pacing.drain_timeout))
+            spawn(format!("subscriber {i}"), move || {
+                subscribe(&*b, i, &s, &r, &g, pacing.drain_timeout)
+            })
         })
-        .collect();
-    let pubs: Vec<_> = (0..plan.publishers)
+        .collect::<Result<Vec<_>, _>>()?;
+    let pubs = (0..plan.publishers)
         .map(|p| {
             let (b, s, r, g) = (broker.clone(), shared.clone(), ready.clone(), go.clone());
-            std::thread::spawn(move || publish(&*b, p, &s, &r, &g, pacing))
+            spawn(format!("publisher {p}"), move || {
+                publish(&*b, p, &s, &r, &g, pacing)
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     ready.wait();
     window(true);
     let start = Instant::now();
@@ -156,6 +160,25 @@ pub fn run(
     out.broker_depth = broker_depth;
     out.interrupted = shared.interrupted();
     Ok(out)
+}
+
+/// A publisher's or subscriber's thread; the machine's refusal (its thread or memory limit)
+/// is an error naming it, not a panic. The threads already started wait at the first
+/// barrier and end with the process.
+fn spawn<T: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<std::thread::JoinHandle<T>, TransportError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(f)
+        .map_err(|e| TransportError::Broker {
+            what: format!("starting {name}'s thread"),
+            target: "this machine".into(),
+            why: format!(
+                "{e}: the machine refused another thread; run fewer publishers and subscribers"
+            ),
+        })
 }
 
 /// Join the threads and put their results together.
