@@ -240,4 +240,31 @@ mod tests {
             "{environ}"
         );
     }
+
+    #[test]
+    fn a_keyword_password_leaves_the_command_line_and_a_dying_flow_does_not_show_it() {
+        // The flow prints its bare password and dies: oemputx's error must not repeat it.
+        let cmd = FlowCommand::parse(
+            "--flow-cmd",
+            "sh -c 'echo \"login failed for $PGPASSWORD\" >&2; sleep 0.3; exit 3' flow --db 'host=127.0.0.1 password=SeCrEt77x dbname=test'",
+        )
+        .expect("parses");
+        let Ok(endpoint) = crate::transport::parse_url("embedded:") else {
+            panic!("URL parses");
+        };
+        let mut flows = Flows::start(&cmd, &endpoint, "q.secret.kw", 1, &[]).expect("starts");
+        let pid = flows.pids()[0];
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default();
+        assert!(!cmdline.contains("SeCrEt77x"), "{cmdline}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut why = None;
+        while why.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            why = flows.exited();
+        }
+        let why = why.expect("the flow exited");
+        assert!(why.contains("login failed for ***"), "{why}");
+    }
 }

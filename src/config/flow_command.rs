@@ -87,46 +87,170 @@ pub(crate) fn secret_of(url: &url::Url) -> Option<String> {
     (!(url.username() == "guest" && password == "guest")).then_some(password)
 }
 
-/// Take the passwords out of a flow command's arguments (see the module's notes).
+/// Take the passwords out of a flow command's arguments (see the module's notes): a
+/// PostgreSQL password, in a URL's userinfo, a URL's `?password=` or a keyword connection
+/// string's `password=`, moves to `PGPASSWORD`; any other password is refused.
 pub fn without_secrets(args: &[String]) -> Result<SecretFree, String> {
     let mut out = SecretFree {
         args: Vec::with_capacity(args.len()),
         env: Vec::new(),
     };
     for arg in args {
-        // `--db=URL` as well as `URL`.
+        // `--db=VALUE` as well as `VALUE`.
         let (prefix, value) = match arg.split_once('=') {
-            Some((flag, v)) if flag.starts_with("--") && v.contains("://") => {
+            Some((flag, v)) if flag.starts_with("--") && (v.contains("://") || v.contains('=')) => {
                 (format!("{flag}="), v)
             }
             _ => (String::new(), arg.as_str()),
         };
-        let parsed = value
-            .contains("://")
-            .then(|| url::Url::parse(value).ok())
-            .flatten();
-        let Some((mut url, secret)) = parsed.and_then(|u| secret_of(&u).map(|p| (u, p))) else {
+        let Some((freed, secret)) = take_password(value)? else {
             out.args.push(arg.clone());
             continue;
         };
-        if !matches!(url.scheme(), "postgres" | "postgresql") {
-            return Err(format!(
-                "the flow command carries a password in {}: on a command line every local user can read it. Leave the broker URL out (oemputx passes it, in OEMPUTX_URL), or give the flow its password through its own environment or configuration",
-                crate::secret::redact_url(value)
-            ));
-        }
+        crate::secret::remember(&secret);
         if let Some((_, earlier)) = out.env.iter().find(|(k, _)| k == "PGPASSWORD")
             && *earlier != secret
         {
-            return Err("the flow command has two PostgreSQL URLs with different passwords; only one can travel in PGPASSWORD: give the flow the other through its own configuration".into());
+            return Err("the flow command has two PostgreSQL connection strings with different passwords; only one can travel in PGPASSWORD: give the flow the other through its own configuration".into());
         }
-        let _ = url.set_password(None);
-        out.args.push(format!("{prefix}{url}"));
+        out.args.push(format!("{prefix}{freed}"));
         if !out.env.iter().any(|(k, _)| k == "PGPASSWORD") {
             out.env.push(("PGPASSWORD".into(), secret));
         }
     }
     Ok(out)
+}
+
+/// The refusal for a password that cannot leave the command line.
+fn refused(shown: &str) -> String {
+    format!(
+        "the flow command carries a password in {}: on a command line every local user can read it. Leave the broker URL out (oemputx passes it, in OEMPUTX_URL), or give the flow its password through its own environment or configuration",
+        crate::secret::scrub(shown)
+    )
+}
+
+/// `value` without its PostgreSQL password, and the password; `None` when it holds none.
+fn take_password(value: &str) -> Result<Option<(String, String)>, String> {
+    if value.contains("://") {
+        let Ok(mut url) = url::Url::parse(value) else {
+            return Ok(None);
+        };
+        let postgres = matches!(url.scheme(), "postgres" | "postgresql");
+        if let Some(secret) = secret_of(&url) {
+            if !postgres {
+                return Err(refused(value));
+            }
+            let _ = url.set_password(None);
+            // A query password as well: it is the same server's, and must go too.
+            if let Some((freed, _)) = take_query_password(&url) {
+                return Ok(Some((freed, secret)));
+            }
+            return Ok(Some((url.to_string(), secret)));
+        }
+        return match take_query_password(&url) {
+            Some(_) if !postgres => Err(refused(value)),
+            found => Ok(found),
+        };
+    }
+    match keyword_password(value) {
+        // A libpq keyword string (`host=… password=…`): the pair leaves it.
+        Some((freed, secret)) if is_keyword_conninfo(&freed) => Ok(Some((freed, secret))),
+        Some(_) => Err(refused(value)),
+        None => Ok(None),
+    }
+}
+
+/// The URL without its `password` query parameter, and that password.
+fn take_query_password(url: &url::Url) -> Option<(String, String)> {
+    let mut secret = None;
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter_map(|(k, v)| {
+            if k.eq_ignore_ascii_case("password") {
+                secret = Some(v.into_owned());
+                None
+            } else {
+                Some((k.into_owned(), v.into_owned()))
+            }
+        })
+        .collect();
+    let secret = secret.filter(|s| !s.is_empty())?;
+    let mut freed = url.clone();
+    if kept.is_empty() {
+        freed.set_query(None);
+    } else {
+        freed.query_pairs_mut().clear().extend_pairs(kept);
+    }
+    Some((freed.to_string(), secret))
+}
+
+/// Whether what is left is a libpq keyword connection string: `key=value` pairs, one of them
+/// a connection keyword.
+fn is_keyword_conninfo(s: &str) -> bool {
+    const KEYS: [&str; 6] = [
+        "host=",
+        "hostaddr=",
+        "dbname=",
+        "user=",
+        "port=",
+        "sslmode=",
+    ];
+    let lower = s.to_ascii_lowercase().replace(" =", "=");
+    lower
+        .split_whitespace()
+        .any(|w| KEYS.iter().any(|k| w.starts_with(k)))
+}
+
+/// `s` without its `password = value` pair (libpq's keyword syntax: spaces around `=`, a
+/// value bare or in single quotes with `\'` and `\\` escapes), and the value.
+fn keyword_password(s: &str) -> Option<(String, String)> {
+    let lower = s.to_ascii_lowercase();
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(k) = lower[from..].find("password") {
+        let i = from + k;
+        from = i + "password".len();
+        if i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') {
+            continue;
+        }
+        let mut j = from;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        if j >= b.len() || b[j] != b'=' {
+            continue;
+        }
+        j += 1;
+        while j < b.len() && b[j] == b' ' {
+            j += 1;
+        }
+        let (value, end) = if b.get(j) == Some(&b'\'') {
+            let mut v = String::new();
+            let mut chars = s[j + 1..].char_indices();
+            let mut end = b.len();
+            while let Some((n, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, e)) = chars.next() {
+                            v.push(e);
+                        }
+                    }
+                    '\'' => {
+                        end = j + 1 + n + 1;
+                        break;
+                    }
+                    c => v.push(c),
+                }
+            }
+            (v, end)
+        } else {
+            let end = s[j..].find(char::is_whitespace).map_or(b.len(), |n| j + n);
+            (s[j..end].to_string(), end)
+        };
+        let freed = format!("{} {}", s[..i].trim_end(), s[end..].trim_start());
+        return Some((freed.trim().to_string(), value)).filter(|(_, v)| !v.is_empty());
+    }
+    None
 }
 
 #[cfg(test)]
@@ -192,5 +316,41 @@ mod tests {
             "two different database passwords"
         );
         assert!(FlowCommand::parse("--flow-cmd", "f --url amqp://a:SeCrEt99@h").is_err());
+    }
+
+    #[test]
+    fn keyword_and_query_passwords_leave_the_command_line_too() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let free = without_secrets(&args(&[
+            "--db",
+            "host=127.0.0.1 password = 'Se cr\\'et99' dbname=test",
+        ]))
+        .expect("keyword form moves");
+        assert_eq!(free.args, args(&["--db", "host=127.0.0.1 dbname=test"]));
+        assert_eq!(free.env, [("PGPASSWORD".into(), "Se cr'et99".into())]);
+        let free = without_secrets(&args(&[
+            "--db=postgres://u@h/test?sslmode=disable&password=SeCrEt99",
+        ]))
+        .expect("query form moves");
+        assert_eq!(
+            free.args,
+            args(&["--db=postgres://u@h/test?sslmode=disable"])
+        );
+        assert_eq!(free.env, [("PGPASSWORD".into(), "SeCrEt99".into())]);
+        let free = without_secrets(&args(&["postgres://u@h/test?password=SeCrEt99"]))
+            .expect("query form moves");
+        assert_eq!(free.args, args(&["postgres://u@h/test"]));
+        // Elsewhere a password on the command line is refused, and not shown.
+        for bad in [
+            "--password=SeCrEt99",
+            "amqp://u@mq/%2f?password=SeCrEt99",
+            "password=SeCrEt99",
+        ] {
+            let err = without_secrets(&args(&[bad])).expect_err(bad);
+            assert!(!err.contains("SeCrEt99"), "{err}");
+        }
+        // Words that merely contain the key stay.
+        let plain = args(&["--mypassword-file", "/etc/x", "passwords.txt"]);
+        assert_eq!(without_secrets(&plain).map(|f| f.args), Ok(plain.clone()));
     }
 }
