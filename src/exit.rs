@@ -11,6 +11,52 @@ use crate::report::saved::ReportFileError;
 use crate::transport::{EndpointError, TransportError};
 use std::process::ExitCode;
 
+/// `eprintln!` that cannot panic: a full or closed stderr loses the line, never the run
+/// (the report files are written before anything is said).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that cannot panic (see [`say!`]).
+#[macro_export]
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Set when a line could not be written to stdout (not when its reader went away): `main`
+/// then ends with exit 1 naming stdout, once the files are written.
+pub static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `print!` that cannot panic: a full stdout is remembered in [`STDOUT_LOST`], a reader
+/// that went away (`| head`) is no error.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let mut o = ::std::io::stdout().lock();
+        if let Err(e) = ::std::write!(o, $($arg)*).and_then(|()| o.flush()) {
+            if e.kind() != ::std::io::ErrorKind::BrokenPipe {
+                $crate::exit::STDOUT_LOST.store(true, ::std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }};
+}
+
+/// `println!` that cannot panic (see [`out!`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        $crate::out!("{}\n", ::std::format_args!($($arg)*))
+    }};
+}
+
 /// Every exit status oemputx can end with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {

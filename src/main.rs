@@ -12,9 +12,15 @@ use std::sync::atomic::AtomicBool;
 
 fn main() -> ExitCode {
     match run() {
+        Ok(Exit::Ok) if oemputx::exit::STDOUT_LOST.load(std::sync::atomic::Ordering::Relaxed) => {
+            oemputx::say!(
+                "Error: cannot write to stdout (is the device full?); the report files were written: check where stdout goes"
+            );
+            Exit::Failure.into()
+        }
         Ok(code) => code.into(),
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            oemputx::say!("Error: {e:#}");
             exit_for(&e).into()
         }
     }

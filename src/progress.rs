@@ -140,7 +140,7 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
             );
             match &bar {
                 Some(b) => b.println(line),
-                None => eprintln!("{line}"),
+                None => crate::say!("{line}"),
             }
             (last_line, last_done) = (now, done);
         }

@@ -768,3 +768,54 @@ fn devices_and_fifos_named_as_files_are_refused_at_once_not_read_or_waited_on() 
         .stdout(predicate::str::contains("group P matched nothing"));
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn a_full_stdout_loses_no_file_of_the_gate_or_account_either() {
+    // The gate panicked (rc 101) and wrote none of its files; account said "the report
+    // files were written" and had written none (issue 30, item 17).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    for name in ["a.json", "b.json"] {
+        oemputx()
+            .args(["--count", "200", "--rounds", "2", "--quiet", "--export-json"])
+            .arg(p(name))
+            .assert()
+            .code(0);
+    }
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full")
+    };
+    let out = oemputx_process()
+        .args(["gate", "--baseline", &p("a.json"), "--current", &p("b.json")])
+        .args(["--tolerance", "50%", "--export-junit", &p("v.xml")])
+        .args(["--export-markdown", &p("v.md"), "--export-json", &p("v.json")])
+        .stdout(full())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stdout") && !stderr.contains("panicked"), "{stderr}");
+    for f in ["v.xml", "v.md", "v.json"] {
+        assert!(dir.path().join(f).is_file(), "{f} missing: {stderr}");
+    }
+    let out = oemputx_process()
+        .args(["account", "--messages", "10", "--group", "INIT=pid:1"])
+        .args(["--export-json", &p("acc.json"), "--", "true"])
+        .stdout(full())
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(dir.path().join("acc.json").is_file(), "{stderr}");
+    // A full stderr as well: no panic, the exit code still says what happened.
+    let out = oemputx_process()
+        .args(["--count", "10", "--no-save", "--group", "BAD"])
+        .stdout(full())
+        .stderr(full())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+}

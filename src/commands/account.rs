@@ -106,24 +106,32 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
         .export_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
+    let json = serde_json::to_string_pretty(&report)? + "\n";
+    // The file first: a full or closed stdout cannot lose it.
+    let mut failed = Vec::new();
+    if let Some(path) = args.export_json.as_ref().filter(|_| !to_stdout)
+        && let Err(e) = write_atomic(path, json.as_bytes())
+    {
+        failed.push(format!(
+            "writing the account JSON to {}: {e}",
+            path.display()
+        ));
+    }
     if to_stdout {
-        eprint!("{o}");
-    } else {
-        crate::export::print_stdout(&o)?;
+        crate::say_raw!("{o}");
+        crate::out!("{json}");
+    } else if let Err(e) = crate::export::print_stdout(&o) {
+        failed.push(format!("{e:#}"));
     }
-    if let Some(path) = &args.export_json {
-        let json = serde_json::to_string_pretty(&report)? + "\n";
-        write_atomic(path, json.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
+    crate::export::all_written(failed)?;
     if interrupted {
-        eprintln!(
+        crate::say!(
             "oemputx account: interrupted; the signal was passed on to the command, and the figures cover its run up to then"
         );
         return Ok(Exit::Interrupted);
     }
     if !status.success() {
-        eprintln!(
+        crate::say!(
             "oemputx account: the command failed ({status}); the figures cover its run anyway"
         );
         return Ok(Exit::Failure);

@@ -64,7 +64,7 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
         .iter()
         .any(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"));
     if machine_on_stdout {
-        eprint!("{text}");
+        crate::say_raw!("{text}");
     } else {
         crate::export::print_stdout(&text)?;
     }
@@ -167,7 +167,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
     let mut arms = start_arms(l, &queues)?;
     let per_block = model::cycles_per_block(k);
     let max_blocks = (l.max_rounds / (k * per_block)).max(crate::experiment::FIRST_LOOK);
-    eprintln!(
+    crate::say!(
         "compare: {k} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
         humantime::format_duration(l.max_time),
         l.max_rounds
@@ -182,7 +182,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
     );
     let first_order = crate::experiment::order::williams(k)[0].clone();
     if !run.cycle(&first_order, &interrupt)? {
-        eprintln!("compare: interrupted before the first cycle");
+        crate::say!("compare: interrupted before the first cycle");
         return Ok(Exit::Interrupted);
     }
     let firsts: Vec<&Report> = run.rounds.iter().filter_map(|r| r.last()).collect();
@@ -192,7 +192,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
         .as_deref()
         .filter(|c| firsts.iter().all(|r| r.groups.iter().any(|g| g.name == *c)));
     if l.control.is_some() && control.is_none() {
-        eprintln!(
+        crate::say!(
             "compare: the rounds have no group {} to adjust the pairs by: judged as measured",
             l.control.as_deref().unwrap_or_default()
         );
@@ -205,7 +205,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
         |r| figures(&metrics, control, r),
         &interrupt,
         |look, elapsed| {
-            eprintln!(
+            crate::say!(
                 "{}",
                 look_line(look, &names, &metrics, elapsed.as_secs_f64())
             )
@@ -271,7 +271,7 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
         }
     }
     if [&o.json, &o.tsv, &o.markdown].iter().any(|p| is_stdout(p)) {
-        eprint!("{text}");
+        crate::say_raw!("{text}");
     } else {
         export::print_stdout(&text)?;
     }

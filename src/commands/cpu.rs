@@ -127,7 +127,7 @@ pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
             rows.extend(rows_so_far(&r.groups, &snap, &format!("@{}", r.host.name)));
         }
         if rows.is_empty() {
-            eprintln!(
+            crate::say!(
                 "oemputx cpu: no process matched the groups; give --group NAME=SEL (see oemputx --help)"
             );
         }

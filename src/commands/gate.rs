@@ -39,12 +39,12 @@ pub fn stored(
                 baseline.display()
             );
             if args.strict {
-                eprintln!("Error: {msg}");
+                crate::say!("Error: {msg}");
                 return Ok(Exit::Inconclusive);
             }
-            eprintln!("Warning: {msg}; the gate passes without one (use --strict to fail)");
+            crate::say!("Warning: {msg}; the gate passes without one (use --strict to fail)");
             if args.outputs.github {
-                println!("::warning title=oemputx gate::{}", msg.replace('%', "%25"));
+                crate::outln!("::warning title=oemputx gate::{}", msg.replace('%', "%25"));
             }
             return Ok(Exit::Ok);
         }
@@ -178,10 +178,9 @@ fn print_reach(
             }
         )
     };
-    crate::export::print_stdout(&text).map_err(|e| ReportFileError::Unreadable {
-        path: "stdout".into(),
-        why: e.to_string(),
-    })
+    // Before the verdict's files: a full stdout must not keep them from being written.
+    crate::out!("{text}");
+    Ok(())
 }
 
 /// DRIVER, oemputx's own cost, is shown but not gated unless named: it is the tool's, not
@@ -199,18 +198,19 @@ fn print_ungated(
         return Ok(());
     };
     let (base, now) = (median(&figures), median(&now));
-    crate::export::print_stdout(&format!(
+    crate::out!(
         "Not gated: {} (oemputx's own cost) {base:.2} -> {now:.2} us/tran ({:+.1}%); --metric {} gates it\n",
         stored::UNGATED,
         100.0 * (now / base - 1.0),
         stored::UNGATED
-    ))
+    );
+    Ok(())
 }
 
 /// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
 pub(super) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
     if outcome.verdict == Verdict::Inconclusive {
-        eprintln!(
+        crate::say!(
             "Warning: the gate is inconclusive (see the notes above){}",
             if args.strict {
                 ""
@@ -239,31 +239,36 @@ fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Sa
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
 pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
     let args = &cfg.outputs;
-    let text = render_text(outcome);
-    crate::export::print_stdout(&text)?;
-    if args.github {
-        crate::export::print_stdout(&render_github(outcome))?;
-    }
-    let write = |path: &Path, what: &str, body: &str| {
-        export::write_output(path, &format!("the gate's {what}"), body)
+    // Files first, each failure named without stopping the others; stdout last, so that a
+    // full or closed stdout loses none of them.
+    let mut failed = Vec::new();
+    let mut write = |path: &Option<std::path::PathBuf>,
+                     what: &str,
+                     body: &dyn Fn() -> anyhow::Result<String>| {
+        let Some(path) = path else { return };
+        let written =
+            body().and_then(|b| export::write_output(path, &format!("the gate's {what}"), &b));
+        if let Err(e) = written {
+            failed.push(format!("{e:#}"));
+        }
     };
-    if let Some(p) = &args.markdown {
-        write(p, "Markdown", &render_markdown(outcome))?;
+    write(&args.markdown, "Markdown", &|| Ok(render_markdown(outcome)));
+    write(&args.junit, "JUnit XML", &|| Ok(render_junit(outcome)));
+    write(&args.bmf, "Bencher metrics", &|| render_bmf(outcome));
+    write(&args.gha, "github-action-benchmark JSON", &|| {
+        render_gha(outcome)
+    });
+    write(&args.json, "JSON", &|| {
+        Ok(serde_json::to_string_pretty(outcome)?)
+    });
+    let mut stdout = render_text(outcome);
+    if args.github {
+        stdout.push_str(&render_github(outcome));
     }
-    if let Some(p) = &args.junit {
-        write(p, "JUnit XML", &render_junit(outcome))?;
+    if let Err(e) = crate::export::print_stdout(&stdout) {
+        failed.push(format!("{e:#}"));
     }
-    if let Some(p) = &args.bmf {
-        write(p, "Bencher metrics", &render_bmf(outcome)?)?;
-    }
-    if let Some(p) = &args.gha {
-        write(p, "github-action-benchmark JSON", &render_gha(outcome)?)?;
-    }
-    if let Some(p) = &args.json {
-        let json = serde_json::to_string_pretty(outcome)?;
-        write(p, "JSON", &json)?;
-    }
-    Ok(())
+    export::all_written(failed)
 }
 
 /// The exit code of a verdict.

@@ -60,7 +60,7 @@ pub fn gate_ab(
     };
     let mut sides = start_sides(pair, &queues)?;
     let control = pair.control.as_deref();
-    eprintln!(
+    crate::say!(
         "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
         queues[0],
         queues[1],
@@ -80,7 +80,7 @@ pub fn gate_ab(
     let mut run = Interleave::new(&mut sides, budget);
     // The first pair shows which metrics the rounds carry.
     if !run.cycle(&[0, 1], &interrupt)? {
-        eprintln!("gate A/B: interrupted before the first pair");
+        crate::say!("gate A/B: interrupted before the first pair");
         return Ok(Exit::Interrupted);
     }
     let first: Vec<SavedFigures> = run
@@ -97,7 +97,7 @@ pub fn gate_ab(
     let mut engine = Experiment::new(ab::design(specs.clone(), control.is_some(), max_blocks))?;
     let figures = |r: &crate::report::Report| ab::figures(&specs, control, &SavedFigures::from(r));
     let end = run.drive(&mut engine, figures, &interrupt, |look, elapsed| {
-        eprintln!("{}", ab::look_line(look, &specs, elapsed));
+        crate::say!("{}", ab::look_line(look, &specs, elapsed));
     })?;
     let elapsed = run.elapsed();
     let rounds: Vec<Vec<SavedFigures>> = run
@@ -107,7 +107,7 @@ pub fn gate_ab(
         .collect();
     let a_first: Vec<bool> = run.orders.iter().map(|o| o.first() == Some(&0)).collect();
     let pairs = a_first.len();
-    eprintln!(
+    crate::say!(
         "gate A/B: {pairs} pairs (A {} rounds, B {} rounds) in {:.0} s",
         rounds[0].len(),
         rounds[1].len(),
@@ -123,7 +123,7 @@ pub fn gate_ab(
     write_verdict(cfg, &outcome)?;
     drop(sides);
     if end == End::Interrupted {
-        eprintln!("gate A/B: interrupted after {pairs} pairs; the verdicts above cover them");
+        crate::say!("gate A/B: interrupted after {pairs} pairs; the verdicts above cover them");
         return Ok(Exit::Interrupted);
     }
     Ok(verdict_exit(cfg, &outcome))

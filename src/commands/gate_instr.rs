@@ -85,9 +85,9 @@ pub fn gate_instructions(
         .tempdir()
         .context("making a directory for callgrind's output (set TMPDIR to a writable one)")?;
     for ((name, f), q) in now.iter().zip(&queues) {
-        eprintln!("gate instructions: {name} = {} (queue {q})", f.shown);
+        crate::say!("gate instructions: {name} = {} (queue {q})", f.shown);
     }
-    eprintln!(
+    crate::say!(
         "gate instructions: {valgrind} (callgrind); each flow counted {runs} times over 1, {n} and {} messages",
         2 * n
     );
@@ -176,7 +176,7 @@ fn load_stored(
         .into());
     }
     for d in &diffs {
-        eprintln!("gate instructions: warning (--force): {d}");
+        crate::say!("gate instructions: warning (--force): {d}");
     }
     Ok(file)
 }
@@ -201,7 +201,7 @@ fn save(
     };
     let json = serde_json::to_string_pretty(&file)? + "\n";
     crate::export::write_output(path, "the instruction baseline", &json)?;
-    eprintln!(
+    crate::say!(
         "gate instructions: flow A's counts saved in {} ({:.0} instructions/msg): gate a branch with --flow-b CMD --baseline {}",
         path.display(),
         counted.least(Metric::Steady(n)),
@@ -329,7 +329,7 @@ fn count_sides(
                 run_counts[k] = count(cmd, &cfg, dir, &file, interrupt)
                     .with_context(|| format!("counting flow {name}"))?;
             }
-            eprintln!(
+            crate::say!(
                 "gate instructions: flow {name} run {}: {:.0} instructions/msg ({:.0} over messages N+1 to 2N), cold start {} ({:.0} s)",
                 run + 1,
                 (run_counts[1] as f64 - run_counts[0] as f64) / (n as f64 - 1.0),

@@ -84,7 +84,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
                 continue;
             }
             let (persistent, size, receivers) = plan[i];
-            eprintln!(
+            crate::say!(
                 "oemputx matrix: {}{size} bytes, {receivers} receiver(s), {}",
                 if rounds > 1 {
                     format!("round {} of {rounds}: ", round + 1)
@@ -101,7 +101,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
                 break 'rounds;
             }
             let Some(cell) = run_cell(m, plan[i], &interrupt)? else {
-                eprintln!(
+                crate::say!(
                     "oemputx matrix: interrupted; that cell is left out, the cells measured are reported"
                 );
                 break 'rounds;
@@ -124,8 +124,22 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         interrupted,
         cells,
     };
-    crate::export::print_stdout(&crate::export::matrix::text(&matrix))?;
-    write_exports(m, &matrix)?;
+    // Files first: a full or closed stdout cannot lose them.
+    let mut failed = write_exports(m, &matrix);
+    if let Err(e) = crate::export::print_stdout(&crate::export::matrix::text(&matrix)) {
+        failed.push(format!("{e:#}"));
+    }
+    if m.options
+        .export_json
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-")
+    {
+        match serde_json::to_string_pretty(&matrix) {
+            Ok(json) => crate::out!("{json}\n"),
+            Err(e) => failed.push(format!("encoding the matrix JSON: {e}")),
+        }
+    }
+    crate::export::all_written(failed)?;
     let lost: u64 = matrix.cells.iter().map(|c| c.lost).sum();
     Ok(if interrupted {
         Exit::Interrupted
@@ -136,25 +150,32 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     })
 }
 
-fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> anyhow::Result<()> {
+/// Every file asked for; returns the failures, each named (one does not stop the others).
+fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Vec<String> {
     let m = &mc.options;
-    if let Some(path) = &m.export_json {
-        let json = serde_json::to_string_pretty(matrix)? + "\n";
-        if path.as_os_str() == "-" {
-            print!("{json}");
-        } else {
-            write_atomic(path, json.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
+    let mut failed = Vec::new();
+    let mut write = |path: &Option<std::path::PathBuf>,
+                     what: &str,
+                     body: &dyn Fn() -> anyhow::Result<String>| {
+        let Some(path) = path.as_ref().filter(|p| p.as_os_str() != "-") else {
+            return;
+        };
+        let written = body().and_then(|b| {
+            write_atomic(path, b.as_bytes())
+                .with_context(|| format!("writing the matrix {what} to {}", path.display()))
+        });
+        if let Err(e) = written {
+            failed.push(format!("{e:#}"));
         }
-    }
-    if let Some(path) = &m.export_svg {
-        let svg = crate::export::matrix::svg(matrix).context("drawing the matrix chart")?;
-        write_atomic(path, svg.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if let Some(path) = &m.export_tsv {
-        write_atomic(path, crate::export::matrix::tsv(matrix).as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    };
+    write(&m.export_json, "JSON", &|| {
+        Ok(serde_json::to_string_pretty(matrix)? + "\n")
+    });
+    write(&m.export_svg, "chart", &|| {
+        crate::export::matrix::svg(matrix).context("drawing the matrix chart")
+    });
+    write(&m.export_tsv, "TSV", &|| {
+        Ok(crate::export::matrix::tsv(matrix))
+    });
+    failed
 }

@@ -58,7 +58,7 @@ pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
     }
     if let Some(endpoint) = endpoint.downcast::<NatsEndpoint>() {
         if args.select_by == SelectBy::Header {
-            eprintln!(
+            crate::say!(
                 "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
             );
         }
@@ -97,7 +97,7 @@ pub fn pubsub(args: &PubsubConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result
     if report.complete() {
         Ok(Exit::Ok)
     } else {
-        eprintln!(
+        crate::say!(
             "oemputx pubsub: not every subscriber got exactly its messages ({} lost, {} duplicated){}",
             report.lost,
             report.duplicates,
@@ -221,22 +221,22 @@ fn rounds(
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Exit> {
     let plan = &args.plan;
-    println!(
+    crate::outln!(
         "oemputx pubsub on {}: {} rounds of {} messages",
         broker.describe(),
         args.rounds,
         plan.count
     );
-    println!("{}", step_header("round", "complete"));
+    crate::outln!("{}", step_header("round", "complete"));
     let mut all = Vec::new();
     for i in 1..=args.rounds {
         let r = measure(args, broker.clone(), args.pacing.rate, interrupt.clone())?;
         let done = if r.complete() { "yes" } else { "no" };
-        println!("{}", step_line(i.to_string(), &r, done));
+        crate::outln!("{}", step_line(i.to_string(), &r, done));
         let stop = r.interrupted;
         all.push(r);
         if stop {
-            println!("interrupted in round {i}: the rounds after it are not run");
+            crate::outln!("interrupted in round {i}: the rounds after it are not run");
             break;
         }
     }
@@ -252,7 +252,7 @@ fn rounds(
     };
     let (best, median, worst) = (pick(0.0), pick(0.5), pick(1.0));
     if let (Some(b), Some(m), Some(w)) = (best, median, worst) {
-        println!(
+        crate::outln!(
             "Captured CPU per message published: best {b:.2}  median {m:.2}  worst {w:.2} µs ({:.1} % spread)",
             100.0 * (w - b) / m.max(f64::MIN_POSITIVE)
         );
@@ -278,7 +278,7 @@ fn rounds(
     }
     if let Some(path) = &args.export_json {
         if path.as_os_str() == "-" {
-            print!("{text}");
+            crate::out!("{text}");
         } else {
             write_atomic(path, text.as_bytes())
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -310,16 +310,16 @@ fn find_capacity(
     let plan = &args.plan;
     let mut rate = args.pacing.rate.unwrap_or(500.0);
     let mut steps: Vec<(f64, PubSubReport)> = Vec::new();
-    println!(
+    crate::outln!(
         "oemputx pubsub --find-capacity on {}: {} messages a step, rate ×1.5 until a step does not keep up",
         broker.describe(),
         plan.count
     );
-    println!("{}", step_header("rate asked", "keeps up"));
+    crate::outln!("{}", step_header("rate asked", "keeps up"));
     for _ in 0..MAX_STEPS {
         let r = measure(args, broker.clone(), Some(rate), interrupt.clone())?;
         let ok = sustained(&r);
-        println!(
+        crate::outln!(
             "{}",
             step_line(format!("{rate:.0}"), &r, if ok { "yes" } else { "no" })
         );
@@ -332,14 +332,14 @@ fn find_capacity(
     }
     let best = steps.iter().rev().find(|(_, r)| sustained(r));
     match best {
-        Some((rate, r)) => println!(
+        Some((rate, r)) => crate::outln!(
             "Capacity: {:.1} messages a second published ({rate:.0} asked), {} µs of captured CPU per message published",
             r.publish_mps,
             r.cpu_per_published
                 .as_ref()
                 .map_or("-".into(), |c| format!("{:.2}", c.captured_us))
         ),
-        None => println!(
+        None => crate::outln!(
             "Capacity: not found: even the first step did not keep up; start lower with --rate"
         ),
     }
@@ -358,7 +358,7 @@ fn find_capacity(
         };
         let text = serde_json::to_string_pretty(&json)? + "\n";
         if path.as_os_str() == "-" {
-            print!("{text}");
+            crate::out!("{text}");
         } else {
             write_atomic(path, text.as_bytes())
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -408,7 +408,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
         )?;
     }
     if json_to_stdout {
-        eprint!("{text}");
+        crate::say_raw!("{text}");
         crate::export::print_stdout(&json)
     } else {
         crate::export::print_stdout(&text)

@@ -133,9 +133,15 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
             ("tsv", "the TSV report", tsv.as_str()),
             ("json", "the JSON report", json.as_str()),
         ];
-        let saved = export::save_in_folder(dir, &report.start_utc, &report.label, &files)
-            .and_then(|_| export::write_output(&dir.join("latest.json"), "the JSON report", &json));
+        // latest.json is written even when a stamped file failed: it is what tools read.
+        let saved = export::save_in_folder(dir, &report.start_utc, &report.label, &files);
         if let Err(err) = saved {
+            failed.push(format!("{err:#}"));
+        }
+        if dir.is_dir()
+            && let Err(err) =
+                export::write_output(&dir.join("latest.json"), "the JSON report", &json)
+        {
             failed.push(format!("{err:#}"));
         }
     }
@@ -143,7 +149,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
     if !cfg.quiet {
         if machine.is_some() {
-            eprint!("{text}");
+            crate::say_raw!("{text}");
         } else if let Err(err) = export::print_stdout(&text) {
             failed.push(format!("{err:#}"));
         }

@@ -205,7 +205,7 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
     let mut arms = start_arms(sc, &shapes, &queues)?;
     let quiet = sc.run.quiet;
     if !quiet {
-        eprintln!(
+        crate::say!(
             "sweep: {} points ({}), each a flow of its own, in interleaved rounds until each N's processes ÷ threads is within ±{:.1}% or decided, at most {}",
             shapes.len(),
             arms.iter()
@@ -227,7 +227,7 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
     );
     let end = run.drive(&mut engine, figures, &interrupt, |look, elapsed| {
         if !quiet {
-            eprintln!(
+            crate::say!(
                 "sweep: look {} after {} blocks ({:.0} s): {}",
                 look.boundary.look,
                 look.blocks,
@@ -301,15 +301,26 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
         .export_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    // Files first: a full or closed stdout cannot lose them.
+    // Files first, each failure named without stopping the others: a full or closed stdout
+    // cannot lose them.
+    let mut failed = Vec::new();
+    let mut keep = |r: anyhow::Result<()>| {
+        if let Err(e) = r {
+            failed.push(format!("{e:#}"));
+        }
+    };
     if let Some(p) = cfg.export_json.as_ref().filter(|_| !json_to_stdout) {
-        write(p, "JSON", &json)?;
+        keep(write(p, "JSON", &json));
     }
     if let Some(p) = &e.tsv {
-        write(p, "TSV", &tsv)?;
+        keep(write(p, "TSV", &tsv));
     }
     if let Some(p) = &e.csv {
-        write(p, "CSV", &export::cells::delimited(&rows(s), e.delimiter)?)?;
+        keep(
+            export::cells::delimited(&rows(s), e.delimiter)
+                .map_err(anyhow::Error::from)
+                .and_then(|csv| write(p, "CSV", &csv)),
+        );
     }
     if let Some(p) = &e.markdown {
         let md = format!(
@@ -317,10 +328,10 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
             s.flow_cmd,
             export::cells::markdown(&rows(s))
         );
-        write(p, "Markdown", &md)?;
+        keep(write(p, "Markdown", &md));
     }
     if let Some(p) = &sc.chart {
-        write(p, "chart", &svg)?;
+        keep(write(p, "chart", &svg));
     }
     if let Some(dir) = &e.save_dir {
         let files = [
@@ -329,20 +340,23 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
             ("json", "the sweep JSON", json.as_str()),
             ("svg", "the sweep chart", svg.as_str()),
         ];
-        let base = export::save_in_folder(dir, &s.start_utc, &s.label, &files)?;
-        if !cfg.quiet {
-            eprintln!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
+        match export::save_in_folder(dir, &s.start_utc, &s.label, &files) {
+            Ok(base) if !cfg.quiet => {
+                crate::say!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
+            }
+            Ok(_) => {}
+            Err(e) => keep(Err(e)),
         }
     }
     if !cfg.quiet {
         if json_to_stdout {
-            eprint!("{text}");
+            crate::say_raw!("{text}");
         } else {
-            crate::export::print_stdout(&text)?;
+            keep(crate::export::print_stdout(&text));
         }
     }
     if json_to_stdout {
-        crate::export::print_stdout(&json)?;
+        keep(crate::export::print_stdout(&json));
     }
-    Ok(())
+    export::all_written(failed)
 }

@@ -231,7 +231,7 @@ pub fn parse_tolerance(flag: &'static str, v: &str) -> Result<f64, ConfigError> 
     if !(0.0..1.0).contains(&x) {
         return Err(ConfigError::BadValue {
             flag,
-            why: format!("'{v}' must be between 0% and 100%"),
+            why: format!("'{v}' must be at least 0% and below 100%"),
         });
     }
     Ok(x)

@@ -41,13 +41,35 @@ pub fn save_in_folder(
     })?;
     let stamp = start_utc.replace([':', '-', '.'], "");
     let base = dir.join(format!("{stamp}-{label}"));
-    for (ext, what, body) in files {
-        // Appended, not with_extension: a label may contain dots.
-        let mut name = base.clone().into_os_string();
-        name.push(format!(".{ext}"));
-        write_output(std::path::Path::new(&name), what, body)?;
+    // One file that cannot be written does not keep the others from being written.
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|(ext, what, body)| {
+            // Appended, not with_extension: a label may contain dots.
+            let mut name = base.clone().into_os_string();
+            name.push(format!(".{ext}"));
+            write_output(std::path::Path::new(&name), what, body)
+                .err()
+                .map(|e| format!("{e:#}"))
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(base)
+    } else {
+        Err(anyhow::anyhow!("{}", failed.join("; ")))
     }
-    Ok(base)
+}
+
+/// The one way a command's outputs end: every failure, named, in one error (the exit says
+/// runtime failure); nothing when all were written.
+pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow::anyhow!(
+        "{}; every other output was written",
+        failed.join("; ")
+    ))
 }
 
 /// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),

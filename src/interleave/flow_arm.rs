@@ -137,7 +137,7 @@ impl Drop for MadeQueues {
     fn drop(&mut self) {
         for q in &self.queues {
             if let Err(e) = self.endpoint.kind().delete_queue(q) {
-                eprintln!("Warning: could not delete the queue {q} oemputx made: {e}");
+                crate::say!("Warning: could not delete the queue {q} oemputx made: {e}");
             }
         }
     }
