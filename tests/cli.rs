@@ -777,7 +777,14 @@ fn a_full_stdout_loses_no_file_of_the_gate_or_account_either() {
     let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     for name in ["a.json", "b.json"] {
         oemputx()
-            .args(["--count", "200", "--rounds", "2", "--quiet", "--export-json"])
+            .args([
+                "--count",
+                "200",
+                "--rounds",
+                "2",
+                "--quiet",
+                "--export-json",
+            ])
             .arg(p(name))
             .assert()
             .code(0);
@@ -789,15 +796,29 @@ fn a_full_stdout_loses_no_file_of_the_gate_or_account_either() {
             .expect("/dev/full")
     };
     let out = oemputx_process()
-        .args(["gate", "--baseline", &p("a.json"), "--current", &p("b.json")])
+        .args([
+            "gate",
+            "--baseline",
+            &p("a.json"),
+            "--current",
+            &p("b.json"),
+        ])
         .args(["--tolerance", "50%", "--export-junit", &p("v.xml")])
-        .args(["--export-markdown", &p("v.md"), "--export-json", &p("v.json")])
+        .args([
+            "--export-markdown",
+            &p("v.md"),
+            "--export-json",
+            &p("v.json"),
+        ])
         .stdout(full())
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("stdout") && !stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("stdout") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
     for f in ["v.xml", "v.md", "v.json"] {
         assert!(dir.path().join(f).is_file(), "{f} missing: {stderr}");
     }
@@ -818,4 +839,60 @@ fn a_full_stdout_loses_no_file_of_the_gate_or_account_either() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn output_paths_are_checked_before_the_run_and_never_collide_or_replace_an_input() {
+    // Each was found only after the measurement, or silently lost a file (issue 30, item 20).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    std::fs::write(p("file"), "x").expect("write");
+    std::os::unix::fs::symlink(p("nowhere"), p("dangling")).expect("symlink");
+    for (reports, says) in [
+        (p("file"), "is a file, not a folder"),
+        (p("dangling"), "symbolic link to nothing"),
+    ] {
+        oemputx()
+            .env_remove("OEMPUTX_NO_SAVE")
+            .args(["--count", "1", "--reports-dir", &reports])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+    usage_error(
+        &["--count", "1", "--no-save", "--export-json", &p("")],
+        "is a folder",
+    );
+    usage_error(
+        &[
+            "--count",
+            "1",
+            "--no-save",
+            "--export-json",
+            &p("r"),
+            "--export-tsv",
+            &p("r"),
+        ],
+        "also --export-json's file",
+    );
+    oemputx()
+        .args(["--count", "20", "--quiet", "--no-save", "--export-json"])
+        .arg(p("a.json"))
+        .assert()
+        .code(0);
+    usage_error(
+        &[
+            "compare",
+            &p("a.json"),
+            &p("a.json"),
+            "--export-tsv",
+            &p("a.json"),
+        ],
+        "one of this command's inputs",
+    );
+    assert!(
+        std::fs::read_to_string(p("a.json"))
+            .expect("still there")
+            .starts_with('{')
+    );
 }

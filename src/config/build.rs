@@ -393,37 +393,20 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
             "with CSV needs another delimiter: add --delimiter ';'",
         ));
     }
-    let on_stdout: Vec<&str> = [
-        ("--export-json", &args.export_json),
-        ("--export-tsv", &args.export_tsv),
-        ("--export-csv", &args.export_csv),
-        ("--export-markdown", &args.export_markdown),
-        ("--save-baseline", &args.save_baseline),
-    ]
-    .into_iter()
-    .filter(|(_, p)| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
-    .map(|(flag, _)| flag)
-    .collect();
-    for (flag, path) in [
-        ("--export-json", &args.export_json),
-        ("--export-tsv", &args.export_tsv),
-        ("--export-csv", &args.export_csv),
-        ("--export-markdown", &args.export_markdown),
-        ("--save-baseline", &args.save_baseline),
-    ] {
-        if let Some(p) = path {
-            check_output(flag, p)?;
-        }
-    }
-    if on_stdout.len() > 1 {
-        return Err(bad(
-            on_stdout[1],
-            format!(
-                "{} all write to stdout (-), where they would run together: send one there and the others to files",
-                on_stdout.join(" and ")
-            ),
-        ));
-    }
+    super::outputs::check(
+        &[
+            ("--export-json", args.export_json.as_deref()),
+            ("--export-tsv", args.export_tsv.as_deref()),
+            ("--export-csv", args.export_csv.as_deref()),
+            ("--export-markdown", args.export_markdown.as_deref()),
+            ("--save-baseline", args.save_baseline.as_deref()),
+        ],
+        (!args.no_save).then_some(args.reports_dir.as_path()),
+        &o.msgfile
+            .iter()
+            .map(std::path::PathBuf::as_path)
+            .collect::<Vec<_>>(),
+    )?;
     Ok(Exports {
         tsv: args.export_tsv.clone(),
         csv: args.export_csv.clone(),
@@ -469,32 +452,3 @@ fn label(
 
 /// The longest --label: 255-byte file names less the time stamp and the extension.
 const MAX_LABEL: usize = 200;
-
-/// Check, before the run, that an output can be written where it is asked: its folder
-/// exists and its name is not too long. `-` (stdout) and devices are fine.
-fn check_output(flag: &'static str, path: &std::path::Path) -> Result<(), ConfigError> {
-    if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return Ok(());
-    }
-    if path.file_name().is_some_and(|n| n.len() > 255) {
-        return Err(bad(
-            flag,
-            format!("{}: the file name is longer than 255 bytes", path.display()),
-        ));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(bad(
-            flag,
-            format!(
-                "{}: the folder {} does not exist; create it or give another path (checked before the run, so that no measurement is lost)",
-                path.display(),
-                dir.display()
-            ),
-        ));
-    }
-    Ok(())
-}

@@ -112,6 +112,19 @@ pub struct LiveCompare {
 
 impl CompareOptions {
     pub fn build(&self) -> Result<CompareConfig, ConfigError> {
+        super::outputs::check(
+            &[
+                ("--export-tsv", self.export_tsv.as_deref()),
+                ("--export-markdown", self.export_markdown.as_deref()),
+                ("--export-json", self.export_json.as_deref()),
+            ],
+            None,
+            &self
+                .reports
+                .iter()
+                .map(PathBuf::as_path)
+                .collect::<Vec<_>>(),
+        )?;
         let outputs = CompareOutputs {
             tsv: self.export_tsv.clone(),
             markdown: self.export_markdown.clone(),

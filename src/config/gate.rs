@@ -255,6 +255,25 @@ fn gate_file(o: &GateOptions) -> Result<GateFile, ConfigError> {
 impl GateOptions {
     /// Check the options into the gate they ask for.
     pub fn build(&self) -> Result<GateConfig, ConfigError> {
+        let o = &self.outputs;
+        let inputs: Vec<&std::path::Path> = [&self.baseline, &self.current, &self.gate_file]
+            .into_iter()
+            .flatten()
+            .chain(&self.rejudge)
+            .map(PathBuf::as_path)
+            .collect();
+        super::outputs::check(
+            &[
+                ("--export-markdown", o.markdown.as_deref()),
+                ("--export-junit", o.junit.as_deref()),
+                ("--export-bmf", o.bmf.as_deref()),
+                ("--export-gha", o.gha.as_deref()),
+                ("--export-json", o.json.as_deref()),
+                ("--save-baseline", self.save_baseline.as_deref()),
+            ],
+            None,
+            &inputs,
+        )?;
         let (mode, fallback) = if !self.rejudge.is_empty() {
             (
                 GateMode::Rejudge(self.rejudge.clone()),

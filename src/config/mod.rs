@@ -7,6 +7,7 @@ pub mod compare;
 pub mod flow_command;
 pub mod gate;
 pub mod options;
+pub mod outputs;
 pub mod profile;
 pub mod pubsub;
 pub mod sweep;

@@ -111,6 +111,15 @@ impl PubsubOptions {
     /// Check the options, first one that makes no sense first.
     pub fn build(&self) -> Result<PubsubConfig, ConfigError> {
         self.check_shape()?;
+        super::outputs::check(
+            &[
+                ("--export-json", self.export_json.as_deref()),
+                ("--export-tsv", self.export_tsv.as_deref()),
+                ("--export-markdown", self.export_markdown.as_deref()),
+            ],
+            (!self.no_save).then_some(self.reports_dir.as_path()),
+            &[],
+        )?;
         if let Some(why) = crate::transport::nats::url::subject_problem(&self.topic) {
             return Err(bad("--topic", why));
         }

@@ -131,6 +131,18 @@ impl SweepOptions {
             Some(p) => parse_tolerance("--min-effect", p)?,
             None => MIN_EFFECT,
         };
+        let out = &self.run.outputs;
+        super::outputs::check(
+            &[
+                ("--export-json", out.export_json.as_deref()),
+                ("--export-tsv", out.export_tsv.as_deref()),
+                ("--export-csv", out.export_csv.as_deref()),
+                ("--export-markdown", out.export_markdown.as_deref()),
+                ("--chart", self.chart.as_deref()),
+            ],
+            None,
+            &[],
+        )?;
         Ok(SweepConfig {
             max_time: self.max_time,
             precision,

@@ -56,6 +56,15 @@ pub struct MatrixConfig {
 
 impl MatrixOptions {
     pub fn build(&self) -> Result<MatrixConfig, ConfigError> {
+        super::outputs::check(
+            &[
+                ("--export-json", self.export_json.as_deref()),
+                ("--export-tsv", self.export_tsv.as_deref()),
+                ("--export-svg", self.export_svg.as_deref()),
+            ],
+            None,
+            &[],
+        )?;
         let compete = match self.pattern.as_str() {
             "topic" => false,
             "queue" => true,
@@ -212,6 +221,7 @@ impl AccountOptions {
                 "give the command to run after --, e.g. oemputx account --messages 1000 --group Q=@rabbitmq -- perf-test ...",
             )
         })?;
+        super::outputs::check(&[("--export-json", self.export_json.as_deref())], None, &[])?;
         Ok(AccountConfig {
             messages: self.messages,
             groups: selector::parse_groups(self.accounting.groups.iter().map(String::as_str))?,

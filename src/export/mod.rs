@@ -116,6 +116,13 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
             .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)?
     };
+    // A file that is replaced keeps its mode: a report someone made private (0600)
+    // stays private.
+    if let Ok(old) = std::fs::metadata(path)
+        && old.is_file()
+    {
+        tmp.as_file().set_permissions(old.permissions())?;
+    }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -126,6 +133,19 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 mod tests {
     use super::write_atomic;
     use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("private.json");
+        std::fs::write(&path, "old").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        write_atomic(&path, b"new").expect("write");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new");
+    }
 
     #[test]
     fn a_regular_file_is_replaced_whole() {

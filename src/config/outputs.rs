@@ -1,0 +1,193 @@
+//! The outputs a command is asked for, checked before anything is measured: each can be
+//! written where it is asked (its folder exists, it is no folder itself, its name is not
+//! too long), no two land on one file, none replaces one of the command's inputs, and the
+//! reports folder is a folder. A problem found after a five-minute run costs the run.
+
+use super::{ConfigError, bad};
+use std::path::{Path, PathBuf};
+
+/// One output: its flag and its path (`-` is stdout).
+pub type Output<'a> = (&'static str, Option<&'a Path>);
+
+/// Check `outputs`, the reports folder (`None` under --no-save) and that no output is one
+/// of `inputs`.
+pub fn check(
+    outputs: &[Output],
+    reports_dir: Option<&Path>,
+    inputs: &[&Path],
+) -> Result<(), ConfigError> {
+    let given: Vec<(&'static str, &Path)> = outputs
+        .iter()
+        .filter_map(|(flag, p)| p.map(|p| (*flag, p)))
+        .collect();
+    for (flag, path) in &given {
+        check_output(flag, path)?;
+    }
+    let stdout: Vec<&str> = given
+        .iter()
+        .filter(|(_, p)| p.as_os_str() == "-")
+        .map(|(f, _)| *f)
+        .collect();
+    if stdout.len() > 1 {
+        return Err(bad(
+            stdout[1],
+            format!(
+                "{} all write to stdout (-), where they would run together: send one there and the others to files",
+                stdout.join(" and ")
+            ),
+        ));
+    }
+    let files: Vec<(&'static str, PathBuf)> = given
+        .iter()
+        .filter(|(_, p)| p.as_os_str() != "-" && !is_device(p))
+        .map(|(f, p)| (*f, resolved(p)))
+        .collect();
+    for (i, (flag, path)) in files.iter().enumerate() {
+        if let Some((other, _)) = files[..i].iter().find(|(_, q)| q == path) {
+            return Err(bad(
+                flag,
+                format!(
+                    "{} is also {other}'s file: one would overwrite the other; give each output a path of its own",
+                    path.display()
+                ),
+            ));
+        }
+        if inputs.iter().any(|input| resolved(input) == *path) {
+            return Err(bad(
+                flag,
+                format!(
+                    "{} is one of this command's inputs: writing it would replace what is read; give the output another path",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    if let Some(dir) = reports_dir {
+        check_reports_dir(dir)?;
+    }
+    Ok(())
+}
+
+fn is_device(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// The path as the file system will resolve it: its folder canonical (symlinks followed),
+/// so that `./a.json`, `a.json` and `sub/../a.json` are one file; the file itself too when
+/// it exists (a symlink to the input is the input).
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), p.file_name()) {
+        (Ok(d), Some(n)) => d.join(n),
+        _ => p.to_path_buf(),
+    }
+}
+
+/// An output can be written where it is asked: its folder exists, it is not a folder, its
+/// name is not too long. `-` (stdout) and devices are fine.
+pub fn check_output(flag: &'static str, path: &Path) -> Result<(), ConfigError> {
+    if path.as_os_str() == "-" || is_device(path) {
+        return Ok(());
+    }
+    if path.is_dir() {
+        return Err(bad(
+            flag,
+            format!(
+                "{} is a folder: give a file name in it (checked before the run)",
+                path.display()
+            ),
+        ));
+    }
+    if path.file_name().is_some_and(|n| n.len() > 255) {
+        return Err(bad(
+            flag,
+            format!("{}: the file name is longer than 255 bytes", path.display()),
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(bad(
+            flag,
+            format!(
+                "{}: the folder {} does not exist; create it or give another path (checked before the run, so that no measurement is lost)",
+                path.display(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The reports folder is a folder, or can be made one: not a file, not a symlink to
+/// nowhere.
+fn check_reports_dir(dir: &Path) -> Result<(), ConfigError> {
+    let flag = "--reports-dir";
+    match (std::fs::symlink_metadata(dir), std::fs::metadata(dir)) {
+        (Err(_), _) => Ok(()),
+        (Ok(_), Ok(m)) if m.is_dir() => Ok(()),
+        (Ok(_), Ok(_)) => Err(bad(
+            flag,
+            format!(
+                "{} is a file, not a folder: give another --reports-dir, or --no-save",
+                dir.display()
+            ),
+        )),
+        (Ok(_), Err(_)) => Err(bad(
+            flag,
+            format!(
+                "{} is a symbolic link to nothing: point it at a folder, give another --reports-dir, or --no-save",
+                dir.display()
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_on_one_file_onto_an_input_or_into_a_file_as_folder_are_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        let a = d.join("a.json");
+        std::fs::write(&a, "{}").expect("write");
+        let same = d.join(".").join("b.json");
+        let b = d.join("b.json");
+        let err = |r: Result<(), ConfigError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        let e = err(check(
+            &[("--export-json", Some(&b)), ("--export-tsv", Some(&same))],
+            None,
+            &[],
+        ));
+        assert!(e.contains("also --export-json's file"), "{e}");
+        let e = err(check(&[("--export-tsv", Some(&a))], None, &[&a]));
+        assert!(e.contains("one of this command's inputs"), "{e}");
+        let e = err(check(&[("--export-json", Some(d))], None, &[]));
+        assert!(e.contains("is a folder"), "{e}");
+        let e = err(check(&[], Some(&a), &[]));
+        assert!(e.contains("is a file, not a folder"), "{e}");
+        let dangling = d.join("gone");
+        std::os::unix::fs::symlink(d.join("nowhere"), &dangling).expect("symlink");
+        let e = err(check(&[], Some(&dangling), &[]));
+        assert!(e.contains("symbolic link to nothing"), "{e}");
+        let dev = Path::new("/dev/null");
+        assert!(
+            check(
+                &[("--export-json", Some(dev)), ("--export-tsv", Some(dev))],
+                Some(&d.join("reports")),
+                &[],
+            )
+            .is_ok()
+        );
+    }
+}
