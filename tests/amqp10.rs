@@ -162,3 +162,92 @@ fn declare_creates_the_queue_durable_for_a_flow_that_comes_later() {
 }
 
 use predicates::prelude::PredicateBooleanExt;
+
+/// An AMQP 1.0 run through a fault proxy that stalls 2 s in, with `--wait 2s`.
+fn stalled_run(
+    queue: &str,
+) -> (
+    std::process::Child,
+    FaultProxy,
+    std::path::PathBuf,
+    tempfile::TempDir,
+) {
+    let proxy = FaultProxy::start("127.0.0.1:5672");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("stalled.json");
+    let child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["--qmgr", &format!("amqp10://guest:guest@{}", proxy.addr())])
+        .args([
+            "--request-queue",
+            queue,
+            "--duration",
+            "60s",
+            "--wait",
+            "2s",
+        ])
+        .args(["--quiet", "--export-json"])
+        .arg(&json)
+        .spawn()
+        .expect("spawn");
+    proxy.set_after(std::time::Duration::from_secs(2), Fault::Stall);
+    (child, proxy, json, dir)
+}
+
+#[test]
+fn a_stalled_connection_ends_the_run_with_its_report_within_a_bounded_time() {
+    live!(RabbitMq, Amqp10);
+    // After the five timeouts the process stayed up, ignored SIGTERM and saved nothing
+    // (issue 30, item 1).
+    let queue = QueueGuard(fresh_queue("amqp10-stall"));
+    let _flow = amqp10_flow(&queue.0, &["--echo"], "echoing");
+    let (child, _proxy, json, _dir) = stalled_run(&queue.0);
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Five --wait timeouts in a row, and the close bounded: well within 30 s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_ne!(j["status"], "completed", "{}", j["status"]);
+    assert!(j["integrity"]["matched"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn sigterm_during_a_stall_ends_the_run_at_once_with_its_report() {
+    live!(RabbitMq, Amqp10);
+    let queue = QueueGuard(fresh_queue("amqp10-stall-term"));
+    let _flow = amqp10_flow(&queue.0, &["--echo"], "echoing");
+    let (child, _proxy, json, _dir) = stalled_run(&queue.0);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        signalled.elapsed()
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_eq!(j["status"], "interrupted");
+}

@@ -15,17 +15,33 @@ fn with_admin_channel<T>(
     call: impl AsyncFnOnce(&Amqp, &Channel) -> Result<T, TransportError>,
 ) -> Result<T, TransportError> {
     let admin = Amqp::new(ep.clone(), QueueSetup::for_queue(queue));
+    let within = ADMIN_TIMEOUT;
     admin.runtime()?.block_on(async {
-        let conn = admin.connect(connection_name).await?;
-        let ch = conn
-            .open_channel(None)
-            .await
-            .map_err(|e| admin.broker_error("opening a channel", e))?;
-        let result = call(&admin, &ch).await;
-        let _ = conn.close().await;
-        result
+        // Bounded: a broker (or a path to it) that stalls must not hold up the run's end.
+        tokio::time::timeout(within, async {
+            let conn = admin.connect(connection_name).await?;
+            let ch = conn
+                .open_channel(None)
+                .await
+                .map_err(|e| admin.broker_error("opening a channel", e))?;
+            let result = call(&admin, &ch).await;
+            let _ = conn.close().await;
+            result
+        })
+        .await
+        .unwrap_or_else(|_| {
+            Err(TransportError::broker(
+                &admin.target(),
+                &format!("the administrative call on queue '{queue}'"),
+                format!("no answer within {} s", within.as_secs()),
+            ))
+        })
     })
 }
+
+/// The longest one administrative call (connect, call, close) may take: the broker answers
+/// in milliseconds when it answers at all.
+const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Delete a queue oemputx made (the A/B gate's request queues); a missing one is fine.
 pub fn delete_queue(ep: &AmqpEndpoint, queue: &str) -> Result<(), TransportError> {

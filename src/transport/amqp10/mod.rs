@@ -193,6 +193,9 @@ fn link_name(what: &str, task: usize) -> String {
     format!("oemputx-{what}-{task}-{}", std::process::id())
 }
 
+/// The longest closing a session waits for the broker's answers, all steps together.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// Close a connection quietly (the run's outcome is already decided).
 async fn close_quietly(mut o: Opened) {
     let _ = o.session.end().await;
@@ -323,7 +326,7 @@ impl Transport for Amqp10 {
             reply_to,
             persistent,
             target,
-            unsent: Vec::new(),
+            unsent: std::collections::VecDeque::new(),
             last_body: Binary::default(),
             timer: Deadline::default(),
             delete_after,
@@ -346,7 +349,7 @@ pub struct Amqp10Session {
     persistent: bool,
     target: String,
     /// Requests `put` left to send in the next get or close.
-    unsent: Vec<Message<Data>>,
+    unsent: std::collections::VecDeque<Message<Data>>,
     /// The last body put: a run sends the same few bodies again and again.
     last_body: Binary,
     timer: Deadline,
@@ -366,7 +369,9 @@ impl Amqp10Session {
         let Some(sender) = &mut self.sender else {
             return Err(self.lost("session already closed"));
         };
-        for message in self.unsent.drain(..) {
+        // One at a time, so that a send cut short by the caller's deadline (a stalled
+        // connection holds back the link's credit) leaves the rest for the next call.
+        while let Some(message) = self.unsent.pop_front() {
             // Pre-settled unless --persistent; then this waits for the broker's outcome.
             let outcome =
                 sender
@@ -390,7 +395,12 @@ impl Amqp10Session {
     }
 
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        self.send_all().await?;
+        // Sending is bounded by the same wait as receiving: on a stalled connection it waits
+        // for credit that never comes, and the run must still see its timeouts and signals.
+        match tokio::time::timeout(wait, self.send_all()).await {
+            Ok(sent) => sent?,
+            Err(_) => return Ok(None),
+        }
         let Some(receiver) = &mut self.receiver else {
             return Err(self.lost("session already closed"));
         };
@@ -415,16 +425,29 @@ impl Amqp10Session {
     }
 
     async fn shut(&mut self) -> Result<(), TransportError> {
-        let sent = self.send_all().await;
-        if let Some(s) = self.sender.take() {
-            let _ = s.close().await;
-        }
-        if let Some(r) = self.receiver.take() {
-            let _ = r.close().await;
-        }
-        if let Some(o) = self.opened.take() {
-            close_quietly(o).await;
-        }
+        // Bounded as a whole: a stalled connection answers no close, and the run's report
+        // (or its exit after a signal) must not wait on it.
+        let deadline = tokio::time::Instant::now() + CLOSE_TIMEOUT;
+        let sent = match tokio::time::timeout_at(deadline, self.send_all()).await {
+            Ok(sent) => sent,
+            Err(_) => {
+                Err(self.lost("the last requests could not be sent: the connection is stalled"))
+            }
+        };
+        let (sender, receiver, opened) =
+            (self.sender.take(), self.receiver.take(), self.opened.take());
+        let _ = tokio::time::timeout_at(deadline, async move {
+            if let Some(s) = sender {
+                let _ = s.close().await;
+            }
+            if let Some(r) = receiver {
+                let _ = r.close().await;
+            }
+            if let Some(o) = opened {
+                close_quietly(o).await;
+            }
+        })
+        .await;
         sent
     }
 }
@@ -490,7 +513,7 @@ impl AsyncSession for Amqp10Session {
         } else {
             message
         };
-        self.unsent.push(message.build());
+        self.unsent.push_back(message.build());
         Ok(())
     }
     fn get(&mut self, wait: Duration) -> SessionFuture<'_, Result<Option<Reply>, TransportError>> {
