@@ -732,3 +732,55 @@ fn sigint_stops_the_matrix_in_its_cell_and_reports_the_cells_measured() {
     assert_eq!(j["interrupted"], true);
     assert_eq!(j["cells"].as_array().map(Vec::len), Some(0), "{j}");
 }
+
+/// A pub/sub run on RabbitMQ through a fault proxy that stalls 1.5 s in.
+fn stalled_pubsub(exchange: &str, json: &std::path::Path) -> (std::process::Child, FaultProxy) {
+    let proxy = FaultProxy::start("127.0.0.1:5672");
+    let child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args([
+            "pubsub",
+            "--qmgr",
+            &format!("amqp://guest:guest@{}/%2f", proxy.addr()),
+        ])
+        .args(["--topic", exchange, "--declare", "--subscribers", "2"])
+        .args(["--count", "1000000", "--rate", "500", "--export-json"])
+        .arg(json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    proxy.set_after(std::time::Duration::from_millis(1500), Fault::Stall);
+    (child, proxy)
+}
+
+#[test]
+fn sigterm_ends_a_stalled_pubsub_run_with_what_it_counted() {
+    live!(RabbitMq);
+    // No output and SIGTERM ignored on a stalled connection (issue 30, item 2).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exchange = ExchangeGuard(fresh_queue("pubsub-stall"));
+    let json = dir.path().join("term.json");
+    let (child, _proxy) = stalled_pubsub(&exchange.0, &json);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(6),
+        "{err}"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert_matches_schema(&j);
+    assert_eq!(j["interrupted"], true);
+    assert!(j["published"].as_u64().unwrap_or(0) > 0, "{j}");
+    // Without a signal the run ends when the client's heartbeat gives the connection up
+    // (about two minutes here), with its report: too slow for the suite, checked by hand.
+}

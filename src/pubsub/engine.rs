@@ -82,6 +82,8 @@ struct Shared {
     depth: Vec<AtomicU64>,
     /// Set by Ctrl-C or SIGTERM.
     interrupt: Arc<AtomicBool>,
+    /// Set by the run itself when nothing moved for too long (a stalled connection).
+    stop: AtomicBool,
 }
 
 /// The longest a publisher paces or a subscriber waits before it looks at the interrupt
@@ -92,6 +94,42 @@ impl Shared {
     fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed)
     }
+    /// Publishers and subscribers stop: interrupted, or the run found itself stalled.
+    fn stopping(&self) -> bool {
+        self.interrupted() || self.stop.load(Ordering::Relaxed)
+    }
+    /// Messages published and received so far: what moves while the run is alive.
+    fn moved(&self) -> u64 {
+        let sum = |v: &[AtomicU64]| v.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
+        sum(&self.sent) + sum(&self.received) + self.distinct.load(Ordering::Relaxed)
+    }
+}
+
+/// How long the threads get to end after the run stops them; one that has not (blocked in
+/// a write to a connection that passes nothing) is left behind and named.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long nothing may be published or received before the run takes its connections for
+/// stalled: well past any pause the pacing makes, and once publishing is over, past the
+/// subscribers' own drain timeout.
+fn stall_limit(plan: &Plan, pacing: &Pacing, draining: bool) -> Duration {
+    let interval = pacing
+        .rate
+        .map(|r| Duration::from_secs_f64((plan.publishers as f64 / r.max(1e-9)).min(86_400.0)))
+        .unwrap_or_default();
+    [
+        Duration::from_secs(20),
+        pacing.think * 3,
+        interval * 3,
+        if draining {
+            pacing.drain_timeout + Duration::from_secs(10)
+        } else {
+            Duration::ZERO
+        },
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or_default()
 }
 
 /// Run `plan` on `broker`; `window(true)` when the measured window opens, `window(false)`
@@ -113,6 +151,7 @@ pub fn run(
             .map(|_| AtomicU64::new(u64::MAX))
             .collect(),
         interrupt,
+        stop: AtomicBool::new(false),
     });
     // Everyone connected (and subscribed) before the window opens; the main thread is the
     // last party, so that it opens the window between the two barriers.
@@ -139,7 +178,31 @@ pub fn run(
     let start = Instant::now();
     go.wait();
     let (mut backlog, mut broker_depth) = (Vec::new(), Vec::new());
+    let (mut moved, mut last_move) = (shared.moved(), Instant::now());
+    let mut stopped_at: Option<Instant> = None;
+    let mut stalled = None;
     while !pubs.iter().all(|h| h.is_finished()) || !subs.iter().all(|h| h.is_finished()) {
+        if shared.moved() != moved {
+            (moved, last_move) = (shared.moved(), Instant::now());
+        } else if let limit = stall_limit(
+            plan,
+            &pacing,
+            shared.publishing_done.load(Ordering::Relaxed),
+        ) && stalled.is_none()
+            && last_move.elapsed() > limit
+        {
+            stalled = Some(format!(
+                "nothing was published or received for {} s: the broker connection looks stalled; the run was stopped",
+                limit.as_secs()
+            ));
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        if shared.stopping() {
+            let at = *stopped_at.get_or_insert_with(Instant::now);
+            if at.elapsed() > STOP_GRACE {
+                break;
+            }
+        }
         if !shared.publishing_done.load(Ordering::Relaxed) && pubs.iter().all(|h| h.is_finished()) {
             shared.publishing_done.store(true, Ordering::Relaxed);
         }
@@ -156,9 +219,15 @@ pub fn run(
     }
     window(false);
     let elapsed = start.elapsed();
-    let mut out = collect(pubs, subs, backlog, elapsed)?;
+    let mut out = collect(pubs, subs, (backlog, elapsed), &shared)?;
     out.broker_depth = broker_depth;
     out.interrupted = shared.interrupted();
+    if let Some(why) = stalled {
+        out.error = Some(match out.error.take() {
+            Some(e) => format!("{why}; {e}"),
+            None => why,
+        });
+    }
     Ok(out)
 }
 
@@ -185,13 +254,31 @@ fn spawn<T: Send + 'static>(
 fn collect(
     pubs: Vec<std::thread::JoinHandle<Result<(Published, Instant), TransportError>>>,
     subs: Vec<std::thread::JoinHandle<Result<(Delivered, Instant), TransportError>>>,
-    backlog: Vec<(f64, u64)>,
-    elapsed: Duration,
+    (backlog, elapsed): (Vec<(f64, u64)>, Duration),
+    s: &Shared,
 ) -> Result<Outcome, TransportError> {
+    let anything_moved = s.moved() > 0;
     let mut error = None;
     let (mut published, mut delivered) = (Vec::new(), Vec::new());
     let (mut pub_end, mut sub_end) = (None::<Instant>, None::<Instant>);
-    for h in pubs {
+    // A thread still blocked after the stop is left behind (it ends with the process);
+    // what it counted is read from the shared counters.
+    let stuck = pubs.iter().filter(|h| !h.is_finished()).count()
+        + subs.iter().filter(|h| !h.is_finished()).count();
+    if stuck > 0 {
+        error = Some(format!(
+            "{stuck} publisher(s) or subscriber(s) did not end within {} s of the stop: their connections are stalled (their counts are as far as they got)",
+            STOP_GRACE.as_secs()
+        ));
+    }
+    for (p, h) in pubs.into_iter().enumerate() {
+        if !h.is_finished() {
+            published.push(Published {
+                sent: s.sent[p].load(Ordering::Relaxed),
+                elapsed,
+            });
+            continue;
+        }
         match h.join() {
             Ok(Ok((p, end))) => {
                 pub_end = Some(pub_end.map_or(end, |e| e.max(end)));
@@ -205,7 +292,19 @@ fn collect(
             }
         }
     }
-    for h in subs {
+    for (i, h) in subs.into_iter().enumerate() {
+        if !h.is_finished() {
+            let expected = if s.plan.competing || s.plan.duration.is_some() {
+                0
+            } else {
+                s.plan.expected(i)
+            };
+            let mut d = Delivered::new(s.plan.selection(i), expected)?;
+            d.received = s.received[i].load(Ordering::Relaxed);
+            d.active = elapsed;
+            delivered.push(d);
+            continue;
+        }
         match h.join() {
             Ok(Ok((d, end))) => {
                 sub_end = Some(sub_end.map_or(end, |e| e.max(end)));
@@ -219,7 +318,9 @@ fn collect(
             }
         }
     }
-    if published.is_empty() || delivered.is_empty() {
+    // Nothing ever moved: the run did not start (a refused connection, say), and that is
+    // the error. Once messages moved, a failure mid-run is reported with what was counted.
+    if (published.is_empty() || delivered.is_empty()) && !anything_moved {
         return Err(TransportError::Broker {
             what: "the pub/sub run".into(),
             target: "the broker".into(),
@@ -335,7 +436,7 @@ fn publish(
     let deadline = s.plan.duration.map(|d| start + d);
     let mut sent = 0;
     for seq in 0..share {
-        if s.interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+        if s.stopping() || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         if !pacing.think.is_zero()
@@ -386,7 +487,7 @@ fn pace(
     deadline: Option<Instant>,
 ) -> bool {
     loop {
-        if s.interrupted() {
+        if s.stopping() {
             return false;
         }
         let now = Instant::now();
@@ -481,7 +582,7 @@ fn subscribe(
     let wait = Duration::from_millis(if s.plan.competing { 5 } else { 100 });
     // Sampled at once, then every 100 ms: a short run still has a figure.
     let mut sampled: Option<Instant> = None;
-    while !done(&d) && !s.interrupted() {
+    while !done(&d) && !s.stopping() {
         if sampled.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
             sampled = Some(Instant::now());
             if let Some(depth) = sub.broker_depth() {
