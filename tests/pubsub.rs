@@ -226,7 +226,7 @@ fn mqtt_subscribers_on_mosquitto_each_get_exactly_their_block_at_qos_0_and_1() {
 
 #[test]
 fn what_pubsub_cannot_do_is_one_line_each() {
-    live!(RabbitMq);
+    live!(RabbitMq, Nats);
     let missing = fresh_queue("no-such-exchange");
     for (args, says) in [
         (
@@ -287,6 +287,18 @@ fn what_pubsub_cannot_do_is_one_line_each() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("`topic`"));
+    // A missing JetStream stream is found before any cell is measured, not at the
+    // persistent cells with everything measured lost (issue 30, item 18).
+    let started = std::time::Instant::now();
+    oemputx()
+        .args(["matrix", "--qmgr", "nats://127.0.0.1:4222", "--topic"])
+        .arg(fresh_queue("no-stream"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "persistent cells cannot run (checked before any cell is measured)",
+        ));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 #[test]

@@ -45,7 +45,14 @@ fn run_cell(
         Err(e) => return Err(e),
     };
     b.prepare()?;
-    let r = measure(&args, b, None, interrupt.clone())?;
+    // A cell that fails mid-matrix is a note in its place: the cells measured are kept.
+    let r = match measure(&args, b, None, interrupt.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            cell.note = Some(format!("failed: {e:#}"));
+            return Ok(Some(cell));
+        }
+    };
     if r.interrupted {
         return Ok(None);
     }
@@ -62,9 +69,35 @@ fn run_cell(
     Ok(Some(cell))
 }
 
+/// Every kind of cell prepared once before any is measured, so that what would fail at
+/// the persistent cells (a missing JetStream stream, a missing exchange) is found before
+/// minutes of measuring. A broker that has no persistence at all is no error: its
+/// persistent cells stay empty.
+fn preflight(m: &MatrixConfig, plan: &[(bool, usize, usize)]) -> anyhow::Result<()> {
+    for persistent in [false, true] {
+        let Some(&(p, size, receivers)) = plan.iter().find(|c| c.0 == persistent) else {
+            continue;
+        };
+        let args = m.cell(p, size, receivers)?;
+        let b = match broker(&args) {
+            Ok(b) => b,
+            Err(_) if p => continue,
+            Err(e) => return Err(e),
+        };
+        b.prepare().map_err(|e| {
+            anyhow::Error::new(e).context(format!(
+                "the matrix's {} cells cannot run (checked before any cell is measured)",
+                if p { "persistent" } else { "non-persistent" }
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// `oemputx matrix`.
 pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let plan = m.cells();
+    preflight(m, &plan)?;
     let rounds = m.options.rounds.max(1);
     // Each round runs the cells in a row of a Williams design: every cell follows every
     // other equally often, so the machine's drift and what one cell leaves behind (a
@@ -141,9 +174,13 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     }
     crate::export::all_written(failed)?;
     let lost: u64 = matrix.cells.iter().map(|c| c.lost).sum();
+    let failed = matrix
+        .cells
+        .iter()
+        .any(|c| c.note.as_deref().is_some_and(|n| n.starts_with("failed")));
     Ok(if interrupted {
         Exit::Interrupted
-    } else if lost == 0 {
+    } else if lost == 0 && !failed {
         Exit::Ok
     } else {
         Exit::Failure
