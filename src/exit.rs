@@ -89,6 +89,9 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
             || cause.downcast_ref::<EndpointError>().is_some()
             || cause.downcast_ref::<crate::gate::GateError>().is_some()
             || cause
+                .downcast_ref::<crate::accounting::selector::SelectorError>()
+                .is_some()
+            || cause
                 .downcast_ref::<crate::experiment::DesignError>()
                 .is_some()
         {

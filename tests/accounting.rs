@@ -172,6 +172,10 @@ fn bad_groups_are_usage_errors() {
         ("Q=@nosuch", "unknown preset"),
         ("Q=cgroup:/sys/fs/cgroup/no/such/dir", "does not exist"),
         ("Q=user:no-such-user-x", "no user named"),
+        // A newline in a name broke the table and let `gate --github` print workflow
+        // commands (issue 30, item 21).
+        ("A\n::error::B=comm:x", "a group name is 1 to 64 letters"),
+        ("A B=comm:x", "a group name is 1 to 64 letters"),
     ] {
         oemputx()
             .args(["--count", "5", "--group", group])
@@ -179,6 +183,12 @@ fn bad_groups_are_usage_errors() {
             .code(2)
             .stderr(predicate::str::contains(says));
     }
+    // The same errors are usage errors from `cpu` too.
+    oemputx()
+        .args(["cpu", "--group", "Q=user:no-such-user-x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no user named"));
     oemputx()
         .args(["--capture-ratio", "1.5"])
         .assert()

@@ -15,6 +15,10 @@ pub enum SelectorError {
     )]
     Reserved(String),
     #[error(
+        "--group {0:?}: a group name is 1 to 64 letters, digits, '_', '-' or '.' (it heads table rows, TSV columns and CI annotations): choose e.g. FLOW or QMGR_2"
+    )]
+    BadName(String),
+    #[error(
         "--group {0}: write NAME=SELECTOR[,SELECTOR…], e.g. QMGR=comm:beam.smp,comm:epmd or QMGR=@rabbitmq"
     )]
     NoName(String),
@@ -263,6 +267,15 @@ pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     }
     if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
         return Err(SelectorError::Reserved(name.into()));
+    }
+    // A newline or a control character in a name broke the table and the TSV, and turned
+    // `gate --github` lines into workflow commands.
+    if name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(SelectorError::BadName(name.into()));
     }
     let mut selectors = Vec::new();
     for sel in sels.split(',').map(str::trim).filter(|s| !s.is_empty()) {
