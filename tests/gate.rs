@@ -292,11 +292,18 @@ fn a_metric_that_is_not_there_or_impossible_figures_are_usage_errors() {
 fn an_export_that_cannot_be_written_is_a_runtime_failure() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cur = report(dir.path(), "cur.json", 1.0, 5, &[]);
+    // A device that refuses the write fails at run time (exit 1), naming the output...
     gate(&cur, &cur)
-        .args(["--export-junit", "/nonexistent-dir/gate.xml"])
+        .args(["--export-junit", "/dev/full"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("writing the gate's JUnit XML"));
+    // ... a folder that does not exist is found before anything is judged (exit 2).
+    gate(&cur, &cur)
+        .args(["--export-junit", "/nonexistent-dir/gate.xml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
 }
 
 #[test]

@@ -101,13 +101,30 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
         accounting: table.info,
         host: Host::current(),
     };
-    let o = crate::export::account::text(&report);
+    write(args, &report)?;
+    if interrupted {
+        crate::say!(
+            "oemputx account: interrupted; the signal was passed on to the command, and the figures cover its run up to then"
+        );
+        return Ok(Exit::Interrupted);
+    }
+    if !status.success() {
+        crate::say!(
+            "oemputx account: the command failed ({status}); the figures cover its run anyway"
+        );
+        return Ok(Exit::Failure);
+    }
+    Ok(Exit::Ok)
+}
+
+/// The JSON file first (a full or closed stdout cannot lose it), then the text.
+fn write(args: &AccountConfig, report: &AccountReport) -> anyhow::Result<()> {
+    let o = crate::export::account::text(report);
     let to_stdout = args
         .export_json
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    let json = serde_json::to_string_pretty(&report)? + "\n";
-    // The file first: a full or closed stdout cannot lose it.
+    let json = serde_json::to_string_pretty(report)? + "\n";
     let mut failed = Vec::new();
     if let Some(path) = args.export_json.as_ref().filter(|_| !to_stdout)
         && let Err(e) = write_atomic(path, json.as_bytes())
@@ -123,20 +140,7 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
     } else if let Err(e) = crate::export::print_stdout(&o) {
         failed.push(format!("{e:#}"));
     }
-    crate::export::all_written(failed)?;
-    if interrupted {
-        crate::say!(
-            "oemputx account: interrupted; the signal was passed on to the command, and the figures cover its run up to then"
-        );
-        return Ok(Exit::Interrupted);
-    }
-    if !status.success() {
-        crate::say!(
-            "oemputx account: the command failed ({status}); the figures cover its run anyway"
-        );
-        return Ok(Exit::Failure);
-    }
-    Ok(Exit::Ok)
+    crate::export::all_written(failed)
 }
 
 /// Wait for the command; on Ctrl-C or SIGTERM pass the signal on to it and wait at most

@@ -128,22 +128,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = &e.save_dir {
-        let files = [
-            ("txt", "the text report", text.as_str()),
-            ("tsv", "the TSV report", tsv.as_str()),
-            ("json", "the JSON report", json.as_str()),
-        ];
-        // latest.json is written even when a stamped file failed: it is what tools read.
-        let saved = export::save_in_folder(dir, &report.start_utc, &report.label, &files);
-        if let Err(err) = saved {
-            failed.push(format!("{err:#}"));
-        }
-        if dir.is_dir()
-            && let Err(err) =
-                export::write_output(&dir.join("latest.json"), "the JSON report", &json)
-        {
-            failed.push(format!("{err:#}"));
-        }
+        failed.extend(save_in_reports_dir(dir, report, [&text, &tsv, &json]));
     }
     // Stdout last. Keep it clean for a machine format when one goes there.
     let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
@@ -170,6 +155,31 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
             failed.join("; ")
         )),
     }
+}
+
+/// The run's text, TSV and JSON stamped in the reports folder, and latest.json: the
+/// failures, each named. latest.json is written even when a stamped file failed: it is what
+/// tools read.
+fn save_in_reports_dir(
+    dir: &std::path::Path,
+    report: &Report,
+    [text, tsv, json]: [&str; 3],
+) -> Vec<String> {
+    let mut failed = Vec::new();
+    let files = [
+        ("txt", "the text report", text),
+        ("tsv", "the TSV report", tsv),
+        ("json", "the JSON report", json),
+    ];
+    if let Err(err) = export::save_in_folder(dir, &report.start_utc, &report.label, &files) {
+        failed.push(format!("{err:#}"));
+    }
+    if dir.is_dir()
+        && let Err(err) = export::write_output(&dir.join("latest.json"), "the JSON report", json)
+    {
+        failed.push(format!("{err:#}"));
+    }
+    failed
 }
 
 /// The history `path` holds with this run appended (a new one when there is no file); a
