@@ -397,9 +397,12 @@ impl Amqp10Session {
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
         // Sending is bounded by the same wait as receiving: on a stalled connection it waits
         // for credit that never comes, and the run must still see its timeouts and signals.
-        match tokio::time::timeout(wait, self.send_all()).await {
-            Ok(sent) => sent?,
-            Err(_) => return Ok(None),
+        // (A timer only when there is something to send: most gets of a loop have nothing.)
+        if !self.unsent.is_empty() {
+            match tokio::time::timeout(wait, self.send_all()).await {
+                Ok(sent) => sent?,
+                Err(_) => return Ok(None),
+            }
         }
         let Some(receiver) = &mut self.receiver else {
             return Err(self.lost("session already closed"));
