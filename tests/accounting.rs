@@ -402,15 +402,9 @@ fn account_passes_a_signal_on_to_its_command_and_exits_130() {
     std::thread::sleep(std::time::Duration::from_millis(800));
     let sleeper = children_of(child.id());
     assert_eq!(sleeper.len(), 1, "{sleeper:?}");
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(out.status.code(), Some(130));
-    assert!(signalled.elapsed() < std::time::Duration::from_secs(3));
+    assert!(after < std::time::Duration::from_secs(3));
     assert!(!alive(sleeper[0]), "the command outlived oemputx");
 }
 

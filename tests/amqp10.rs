@@ -216,8 +216,7 @@ fn a_stalled_connection_ends_the_run_with_its_report_within_a_bounded_time() {
         "{:?}",
         started.elapsed()
     );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let j = read_json(&json);
     assert_ne!(j["status"], "completed", "{}", j["status"]);
     assert!(j["integrity"]["matched"].as_u64().unwrap_or(0) > 0);
 }
@@ -229,25 +228,14 @@ fn sigterm_during_a_stall_ends_the_run_at_once_with_its_report() {
     let _flow = amqp10_flow(&queue.0, &["--echo"], "echoing");
     let (child, _proxy, json, _dir) = stalled_run(&queue.0);
     std::thread::sleep(std::time::Duration::from_millis(3500));
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(
         out.status.code(),
         Some(130),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        signalled.elapsed() < std::time::Duration::from_secs(5),
-        "{:?}",
-        signalled.elapsed()
-    );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert!(after < std::time::Duration::from_secs(5), "{:?}", after);
+    let j = read_json(&json);
     assert_eq!(j["status"], "interrupted");
 }

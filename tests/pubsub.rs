@@ -649,21 +649,14 @@ fn sigint_stops_a_pubsub_run_at_once_with_its_report_marked_interrupted() {
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGINT);
     assert_eq!(out.status.code(), Some(130));
     assert!(
-        signalled.elapsed() < std::time::Duration::from_secs(3),
+        after < std::time::Duration::from_secs(3),
         "took {:?} after the signal",
-        signalled.elapsed()
+        after
     );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let j = read_json(&json);
     assert_matches_schema(&j);
     assert_eq!(j["interrupted"], true);
     assert!(
@@ -729,17 +722,10 @@ fn sigint_stops_the_matrix_in_its_cell_and_reports_the_cells_measured() {
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGINT);
     assert_eq!(out.status.code(), Some(130));
-    assert!(signalled.elapsed() < std::time::Duration::from_secs(5));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert!(after < std::time::Duration::from_secs(5));
+    let j = read_json(&json);
     assert_matches_schema(&j);
     assert_eq!(j["interrupted"], true);
     assert_eq!(j["cells"].as_array().map(Vec::len), Some(0), "{j}");
@@ -775,21 +761,11 @@ fn sigterm_ends_a_stalled_pubsub_run_with_what_it_counted() {
     let json = dir.path().join("term.json");
     let (child, _proxy) = stalled_pubsub(&exchange.0, &json);
     std::thread::sleep(std::time::Duration::from_millis(3500));
-    let signalled = std::time::Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("signal");
-    let out = child.wait_with_output().expect("wait");
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(
-        signalled.elapsed() < std::time::Duration::from_secs(6),
-        "{err}"
-    );
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    assert!(after < std::time::Duration::from_secs(6), "{err}");
+    let j = read_json(&json);
     assert_matches_schema(&j);
     assert_eq!(j["interrupted"], true);
     assert!(j["published"].as_u64().unwrap_or(0) > 0, "{j}");

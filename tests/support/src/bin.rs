@@ -73,3 +73,21 @@ pub fn integrity5(j: &serde_json::Value) -> (u64, u64, u64, u64, u64) {
         n("duplicates"),
     )
 }
+
+/// Send `signal` to a running oemputx and wait for it to end: its output, and how long it
+/// took after the signal.
+pub fn signal_and_wait(
+    child: std::process::Child,
+    signal: nix::sys::signal::Signal,
+) -> (std::process::Output, Duration) {
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).expect("signal");
+    let out = child.wait_with_output().expect("wait");
+    (out, signalled.elapsed())
+}
+
+/// The JSON a run wrote to `path`.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("the JSON file was written");
+    serde_json::from_str(&text).expect("the JSON parses")
+}
