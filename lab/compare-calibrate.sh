@@ -4,7 +4,9 @@
 # per message (plusN: flow B burns N % of the base's FLOW cost more, sample-flow
 # --extra-cpu-us, sized to 0.01 µs from the base's median in the run before it). Both
 # settings are the reference flow (sample-flow with PostgreSQL, --db-async-commit
-# --threads 2); cases interleaved.
+# --threads 2) writing to the same table: A/A is the same setting twice (a table of its
+# own per setting is a lasting difference between them that no interleaving removes);
+# cases interleaved.
 #
 #   bash lab/compare-calibrate.sh [RUNS] [CASES]        (defaults: 20, "aa plus3")
 #   COMPARE_COUNT (2000 a round), COMPARE_TASKS (2), COMPARE_MAX_TIME (5m), COMPARE_MIN_EFFECT (1%)
@@ -34,7 +36,7 @@ flow="$bin/sample-flow --db $db --db-async-commit --threads 2"
 run_opts=(--qmgr "$url" --count "$count" --warmup 100 --tasks "$tasks"
   --group QMGR=@rabbitmq --group DB=@postgresql)
 cleanup() {
-  for t in calib_c_a calib_c_b calib_c_size; do psql "$db" -qc "DROP TABLE IF EXISTS $t" >/dev/null 2>&1 || true; done
+  for t in calib_c calib_c_size; do psql "$db" -qc "DROP TABLE IF EXISTS $t" >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 
@@ -56,8 +58,8 @@ for i in $(seq "$runs"); do
     start=$(date +%s)
     code=0
     "$bin/oemputx" compare --flow-cmd "$flow" --max-time "$max_time" --min-effect "$min_effect" \
-      --setting "base=--db-table calib_c_a --extra-cpu-us 0" \
-      --setting "changed=--db-table calib_c_b --extra-cpu-us $extra" \
+      --setting "base=--db-table calib_c --extra-cpu-us 0" \
+      --setting "changed=--db-table calib_c --extra-cpu-us $extra" \
       --export-json "$json" -- "${run_opts[@]}" >"$out/$c-$i.txt" 2>&1 || code=$?
     secs=$(( $(date +%s) - start ))
     summary=$(python3 -c "

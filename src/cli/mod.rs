@@ -389,9 +389,10 @@ pub struct CompareArgs {
     /// with its interval as "no difference at this precision".
     #[arg(long, value_name = "DURATION", default_value = "5m")]
     pub max_time: humantime::Duration,
-    /// Live: stop adding rounds after this many (all settings together).
-    #[arg(long, value_name = "N", default_value_t = 400)]
-    pub max_rounds: usize,
+    /// Live: stop adding rounds after this many (all settings together). [default: 400, or
+    /// the first look's blocks where more settings need more]
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<usize>,
     /// Live: the smallest change reported, as a share of the base setting's cost (a
     /// difference smaller than this is not reported however sure). [default: 1%]
     #[arg(long, value_name = "PERCENT")]

@@ -10,7 +10,7 @@ use crate::config::compare::{CompareConfig, CompareOutputs, LiveCompare};
 use crate::exit::Exit;
 use crate::experiment::{Experiment, Figures, Look};
 use crate::export::{self, cells};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
+use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::compare::{self as model, Comparison, SettingRow, TOTAL};
@@ -160,17 +160,29 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
     let queues: Vec<String> = (0..k)
         .map(|i| format!("{}.C{i}.{pid}", l.run.request_queue))
         .collect();
-    let _made = MadeQueues {
-        endpoint: l.run.endpoint.clone(),
-        queues: queues.clone(),
-    };
-    let mut arms = start_arms(l, &queues)?;
     let per_block = model::cycles_per_block(k);
-    let max_blocks = (l.max_rounds / (k * per_block)).max(crate::experiment::FIRST_LOOK);
+    let first_look = crate::experiment::FIRST_LOOK;
+    // As the gate's: a bound below the first look would be overridden without a word.
+    let least = k * per_block * first_look;
+    let max_rounds = l
+        .max_rounds
+        .unwrap_or(crate::config::compare::MAX_ROUNDS.max(least));
+    let max_blocks = max_rounds / (k * per_block);
+    if max_rounds < least {
+        return Err(crate::config::bad(
+            "--max-rounds",
+            format!(
+                "{max_rounds} rounds cannot decide anything: with {k} settings the first look comes after {first_look} blocks of {} rounds, so give {least} or more (default 400), or bound the run with --max-time",
+                k * per_block
+            ),
+        )
+        .into());
+    }
+    let mut arms = start_arms(l, &queues)?;
     crate::say!(
         "compare: {k} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
         humantime::format_duration(l.max_time),
-        l.max_rounds
+        max_rounds
     );
     let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut run = Interleave::new(
@@ -212,6 +224,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
         },
     )?;
     let elapsed = run.elapsed().as_secs_f64();
+    let orders = std::mem::take(&mut run.orders);
     drop(arms);
     let comparison = Comparison {
         schema: model::SCHEMA,
@@ -240,6 +253,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
             },
             control: control.map(String::from),
             floor_us: l.floor_us,
+            orders,
         },
         host,
     };

@@ -13,7 +13,7 @@ use crate::config::gate::{FlowPair, GateConfig};
 use crate::exit::Exit;
 use crate::experiment::{Experiment, FIRST_LOOK};
 use crate::gate::ab::{self, PAIRS_PER_BLOCK};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
+use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::saved::SavedFigures;
 use std::sync::Arc;
@@ -48,20 +48,30 @@ pub fn gate_ab(
     let [cmd_a, cmd_b] = &pair.shown;
     let base = &pair.run;
     let max_blocks = (pair.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
+    // Fewer rounds than the first look needs would be overridden without a word (a
+    // `--max-rounds 1` ran 64): refused, naming the least that can decide.
+    let least = 2 * PAIRS_PER_BLOCK * FIRST_LOOK;
+    if pair.max_rounds < least {
+        return Err(crate::config::bad(
+            "--max-rounds",
+            format!(
+                "{} rounds cannot decide anything: the first look comes after {FIRST_LOOK} blocks of {} rounds (A and B), so give {least} or more (default 200), or bound the run with --max-time",
+                pair.max_rounds,
+                2 * PAIRS_PER_BLOCK
+            ),
+        )
+        .into());
+    }
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
         .iter()
         .map(|s| format!("{}.{s}.{pid}", base.request_queue))
         .collect();
-    // Declared first so that it drops last: the queues go after the flows have stopped.
-    let _made = MadeQueues {
-        endpoint: base.endpoint.clone(),
-        queues: queues.clone(),
-    };
+    // Each side deletes its queue after stopping its flow (also on an error or Ctrl-C).
     let mut sides = start_sides(pair, &queues)?;
     let control = pair.control.as_deref();
     crate::say!(
-        "gate A/B: A = {cmd_a} (queue {})\ngate A/B: B = {cmd_b} (queue {})\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
+        "gate A/B: A = {cmd_a} (queue {}.bN, a new one each block)\ngate A/B: B = {cmd_b} (queue {}.bN)\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
         queues[0],
         queues[1],
         2 * max_blocks * PAIRS_PER_BLOCK,

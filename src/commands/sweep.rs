@@ -11,7 +11,7 @@ use crate::config::sweep::{SweepConfig, SweepMode};
 use crate::experiment::{Design, Experiment, Figures, MetricSpec, Rule, median_interval};
 use crate::export;
 use crate::export::sweep::{render_svg, render_text, rows};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup, MadeQueues};
+use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
@@ -198,10 +198,6 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
     let queues: Vec<String> = (0..shapes.len())
         .map(|i| format!("{}.S{i}.{pid}", sc.run.request_queue))
         .collect();
-    let _made = MadeQueues {
-        endpoint: sc.run.endpoint.clone(),
-        queues: queues.clone(),
-    };
     let mut arms = start_arms(sc, &shapes, &queues)?;
     let quiet = sc.run.quiet;
     if !quiet {

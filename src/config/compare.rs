@@ -15,6 +15,8 @@ pub const MIN_EFFECT: f64 = 0.01;
 /// A live compare's smallest change reported in µs/tran, when not given: a group that costs
 /// almost nothing does not report a large relative change of nearly nothing.
 pub const FLOOR_US: f64 = 0.5;
+/// Rounds at most of a live compare, all settings together, unless `--max-rounds` says.
+pub const MAX_ROUNDS: usize = 400;
 
 /// What `oemputx compare` asks for, as given. `Default` is the command line's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +32,8 @@ pub struct CompareOptions {
     /// The run options given after `--` (live).
     pub run: Option<RunOptions>,
     pub max_time: Duration,
-    pub max_rounds: usize,
+    /// None: [`MAX_ROUNDS`], or what the first look needs when that is more.
+    pub max_rounds: Option<usize>,
     /// The smallest change reported, e.g. `1%`.
     pub min_effect: Option<String>,
     /// The smallest change reported in µs/tran.
@@ -52,7 +55,7 @@ impl Default for CompareOptions {
             flows: Vec::new(),
             run: None,
             max_time: Duration::from_secs(300),
-            max_rounds: 400,
+            max_rounds: None,
             min_effect: None,
             floor_us: FLOOR_US,
             control: "DRIVER".into(),
@@ -103,7 +106,8 @@ pub struct LiveCompare {
     /// One round's settings (quiet, unsaved).
     pub run: RunConfig,
     pub max_time: Duration,
-    pub max_rounds: usize,
+    /// As given (None: the default, [`MAX_ROUNDS`] or the first look's need).
+    pub max_rounds: Option<usize>,
     pub min_effect: f64,
     pub floor_us: f64,
     pub control: Option<String>,

@@ -482,6 +482,20 @@ impl Experiment {
             .collect()
     }
 
+    /// Arm `arm`'s figure of metric `mi` in every cycle, in the order measured (None where a
+    /// round had none): what a report keeps so that a run can be judged again offline.
+    pub fn round_values(&self, arm: usize, mi: usize) -> Vec<Option<f64>> {
+        self.rounds[arm]
+            .iter()
+            .map(|f| f.values.get(mi).copied().flatten())
+            .collect()
+    }
+
+    /// Arm `arm`'s control figure in every cycle, in the order measured.
+    pub fn round_controls(&self, arm: usize) -> Vec<Option<f64>> {
+        self.rounds[arm].iter().map(|f| f.control).collect()
+    }
+
     /// Arm `arm`'s median of metric `mi` with a distribution-free interval at 1 − `alpha`.
     pub fn arm_summary(&self, arm: usize, mi: usize, alpha: f64) -> Option<ArmSummary> {
         median_interval(&self.values(arm, mi), alpha)

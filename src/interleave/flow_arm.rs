@@ -1,7 +1,15 @@
-//! An arm that is a flow oemputx starts itself: its processes on their own request queue,
-//! restarted each block, and a put/get round measured against them with their processes
+//! An arm that is a flow oemputx starts itself: its processes on a request queue of their
+//! own, both new each block, and a put/get round measured against them with their processes
 //! (and their descendants) as the FLOW group. The A/B gate's sides, `compare`'s settings
 //! and `sweep`'s points are flow arms.
+//!
+//! **Why a new queue each block.** A queue kept for the whole experiment carries lasting
+//! state of its own into every round of its arm (the broker's process for it, where its
+//! messages sit, how it batches deliveries), and the flow's and the broker's cost per
+//! message follow it: an A/A compare whose two identical settings kept their queues for
+//! five minutes called one of them 2.4 % cheaper [−3.6 %, −1.0 %], a difference already
+//! there at the first look (lab/calibration/compare-20261203-0354). Made anew with the
+//! processes, a queue's lasting state is one block's noise, as a process's is.
 
 use super::Arm;
 use crate::accounting::selector::{GroupSpec, Selector};
@@ -35,15 +43,19 @@ pub struct FlowArm {
     /// Consumers to wait for before a block (processes × threads).
     ready: usize,
     group: FlowGroup,
-    /// The run's settings, on the arm's own queue.
+    /// The run's settings, on the arm's queue of this block.
     pub cfg: RunConfig,
+    /// The arm's queue name; each block's queue is this with `.bN`.
+    queue_base: String,
+    /// Blocks begun (the queue of block N is `queue_base.bN`).
+    block: u64,
     base_groups: Vec<GroupSpec>,
     flows: Option<Flows>,
 }
 
 impl FlowArm {
-    /// Start the arm's flow: `processes` copies of `cmd` with `extra`, on `cfg`'s request
-    /// queue, waiting for `ready` consumers.
+    /// Start the arm's flow: `processes` copies of `cmd` with `extra`, on a request queue
+    /// named after `cfg`'s (`.b1`, `.b2`, … a block), waiting for `ready` consumers.
     pub fn start(
         name: impl Into<String>,
         cmd: &FlowCommand,
@@ -52,6 +64,8 @@ impl FlowArm {
         group: FlowGroup,
         cfg: RunConfig,
     ) -> anyhow::Result<FlowArm> {
+        // The longest block queue name must be one the broker takes.
+        cfg.on_own_queue(&format!("{}.b{}", cfg.request_queue, u32::MAX))?;
         let mut arm = FlowArm {
             name: name.into(),
             cmd: cmd.clone(),
@@ -60,6 +74,8 @@ impl FlowArm {
             ready,
             group,
             base_groups: cfg.groups.clone(),
+            queue_base: cfg.request_queue.clone(),
+            block: 0,
             cfg,
             flows: None,
         };
@@ -72,9 +88,28 @@ impl FlowArm {
         self.flows.as_ref().map(Flows::pids).unwrap_or_default()
     }
 
-    /// Stop the flow (before its queue is deleted).
+    /// Stop the flow and delete its queue (the block's, made for it).
     pub fn stop(&mut self) {
         drop(self.flows.take());
+        if self.block > 0
+            && let Err(e) = self
+                .cfg
+                .endpoint
+                .kind()
+                .delete_queue(&self.cfg.request_queue)
+        {
+            crate::say!(
+                "Warning: could not delete the queue {} oemputx made: {e}",
+                self.cfg.request_queue
+            );
+        }
+    }
+}
+
+impl Drop for FlowArm {
+    /// The flows first, then their queue: also after an error or Ctrl-C.
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -82,7 +117,9 @@ impl Arm for FlowArm {
     type Round = Report;
 
     fn restart(&mut self) -> anyhow::Result<()> {
-        drop(self.flows.take());
+        self.stop();
+        self.block += 1;
+        self.cfg.request_queue = format!("{}.b{}", self.queue_base, self.block);
         let mut flows = Flows::start(
             &self.cmd,
             &self.cfg.endpoint,

@@ -47,6 +47,11 @@ pub struct Arm {
     pub rounds: usize,
     /// Per metric: median and the 95 % interval of its rounds (None without figures).
     pub figures: Vec<Option<ArmSummary>>,
+    /// Per metric, the figure of every round in the order measured (cycle by cycle; the
+    /// order of each cycle is in `run_shape.orders`): the run can be judged again offline.
+    pub round_figures: Vec<Vec<Option<f64>>>,
+    /// The control's figure (`run_shape.control`) in every round, when there is one.
+    pub round_controls: Vec<Option<f64>>,
 }
 
 /// One setting against the base on one metric.
@@ -83,6 +88,8 @@ pub struct RunShape {
     pub ended: &'static str,
     pub control: Option<String>,
     pub floor_us: f64,
+    /// The order the settings were measured in, cycle by cycle (indices into `settings`).
+    pub orders: Vec<Vec<usize>>,
 }
 
 /// The reading of a finding under a difference rule.
@@ -134,6 +141,8 @@ pub fn arms(engine: &Experiment, names: &[String]) -> Vec<Arm> {
             figures: (0..metrics)
                 .map(|m| engine.arm_summary(a, m, 0.05))
                 .collect(),
+            round_figures: (0..metrics).map(|m| engine.round_values(a, m)).collect(),
+            round_controls: engine.round_controls(a),
         })
         .collect()
 }
