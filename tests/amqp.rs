@@ -184,6 +184,11 @@ fn without_a_responder_a_long_run_stops_after_a_few_timeouts_in_a_row_and_says_w
         detail.contains("in a row") && detail.contains("--max-timeouts"),
         "{detail}"
     );
+    // Under --quiet the reason is on stderr too: it was nowhere (issue 30, item 21).
+    assert!(
+        err.contains("the run did not complete") && err.contains(detail),
+        "{err}"
+    );
 }
 
 #[test]

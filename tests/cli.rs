@@ -169,6 +169,10 @@ fn out_of_range_values_are_usage_errors_not_panics() {
         (&["--msg-size", "1073741824"][..], "--msg-size"),
         (&["--rate", "1e-300"][..], "--rate"),
         (&["--wait", "500000000000y"][..], "--wait"),
+        // It printed 300-digit totals (issue 30, item 21).
+        (&["--capture-ratio", "1e-300"][..], "--capture-ratio"),
+        // A second "local" beside this machine's row (issue 30, item 21).
+        (&["--host", "local=pcp://127.0.0.1"][..], "--host"),
     ] {
         let out = oemputx()
             .args(["--count", "5", "--quiet"])

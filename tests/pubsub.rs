@@ -268,6 +268,37 @@ fn what_pubsub_cannot_do_is_one_line_each() {
             ],
             "pass --declare",
         ),
+        // These three failed after the start as a lost connection, exit 1 (issue 30,
+        // item 21): a body above the server's max_payload, a wildcard topic, and an
+        // exchange of the other type (a headers selection on a topic exchange).
+        (
+            vec![
+                "--qmgr",
+                "nats://127.0.0.1:4222",
+                "--msg-size",
+                "2000000",
+                "--duration",
+                "1s",
+            ],
+            "max_payload",
+        ),
+        (
+            vec!["--qmgr", "mqtt://127.0.0.1:1883", "--topic", "tick/+"],
+            "has a wildcard",
+        ),
+        (
+            vec![
+                "--qmgr",
+                amqp_url().leak(),
+                "--topic",
+                "amq.topic",
+                "--select-by",
+                "header",
+                "--duration",
+                "1s",
+            ],
+            "is not a durable headers exchange",
+        ),
     ] {
         oemputx()
             .arg("pubsub")

@@ -89,6 +89,53 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
 }
 
 #[test]
+fn an_interrupted_sweep_says_so_in_every_output() {
+    live!(RabbitMq, PostgreSql);
+    let q = QueueGuard(fresh_queue("sweep-int"));
+    let table = TableGuard::fresh("sweep_int");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (json, tsv, chart) = (
+        dir.path().join("s.json"),
+        dir.path().join("s.tsv"),
+        dir.path().join("s.svg"),
+    );
+    let flow_cmd = format!("sample-flow --db {} --db-table {}", pg_url(), table.0);
+    let child = oemputx_process()
+        .args(["sweep", "--tasks", "1", "--flow-cmd", &flow_cmd])
+        .args(["--qmgr", &amqp_url(), "--request-queue", &q.0])
+        .args(["--count", "100", "--max-time", "5m", "--quiet"])
+        .arg("--export-json")
+        .arg(&json)
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .arg("--chart")
+        .arg(&chart)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Some cycles in, well before any ratio can be decided.
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGINT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(after < std::time::Duration::from_secs(15), "{after:?}");
+    let j = read_json(&json);
+    assert_eq!(j["run_shape"]["ended"], "interrupted", "{j}");
+    // A pasted row and the chart say it too: neither may pass for a whole sweep.
+    let tsv = std::fs::read_to_string(&tsv).expect("TSV written");
+    let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+    let ended = rows[0]
+        .iter()
+        .position(|c| *c == "ended")
+        .expect("ended column");
+    assert!(rows.len() > 1, "{tsv}");
+    assert!(rows[1..].iter().all(|r| r[ended] == "interrupted"), "{tsv}");
+    let svg = std::fs::read_to_string(&chart).expect("chart written");
+    assert!(svg.contains("INTERRUPTED"), "{svg:.300}");
+}
+
+#[test]
 fn sweep_needs_a_broker_and_a_flow_command_without_threads() {
     oemputx()
         .args(["sweep", "--tasks", "1", "--flow-cmd", "sample-flow"])
@@ -167,6 +214,27 @@ fn compare_prints_the_overhead_table_and_refuses_runs_that_differ() {
         .assert()
         .success()
         .stdout(predicate::str::contains("Compared with --force"));
+
+    // A figure no run gives (negative, or absurdly large) is refused as the gate refuses
+    // it, not compared (issue 30, item 21).
+    let mut damaged: serde_json::Value = read_json(&b);
+    damaged["rounds"][1]["groups"][0]["total_us_per_tran"] = serde_json::json!(-3.0);
+    let negative = dir.path().join("negative.json");
+    std::fs::write(&negative, damaged.to_string()).expect("write");
+    damaged["rounds"][1]["groups"][0]["total_us_per_tran"] = serde_json::json!(1e308);
+    let huge = dir.path().join("huge.json");
+    std::fs::write(&huge, damaged.to_string()).expect("write");
+    for bad in [&negative, &huge] {
+        let out = oemputx()
+            .arg("compare")
+            .args([&a, bad])
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("damaged") && err.len() < 600, "{err}");
+        assert!(out.stdout.is_empty(), "nothing compared");
+    }
 
     let corrupt = dir.path().join("corrupt.json");
     std::fs::write(&corrupt, "{ not json").expect("write");

@@ -52,6 +52,10 @@ pub enum PcpError {
     #[error("--host {name}: {why}")]
     BadUrl { name: String, why: String },
     #[error(
+        "--host {0:?}: a host name is 1 to 64 letters, digits, '_', '-' or '.', and not 'local' (the name of this machine's row in the Hosts lines): choose e.g. broker or db1"
+    )]
+    BadName(String),
+    #[error(
         "host {name} ({url}): pmproxy does not answer: {why}. Start PCP there (/etc/init.d/pmcd start && /etc/init.d/pmproxy start, or systemctl start pmcd pmproxy) and check that port {port} is open to this machine"
     )]
     Unreachable {
@@ -182,6 +186,11 @@ impl PcpHost {
             .map(|(n, u)| (n.trim(), u.trim()))
             .filter(|(n, u)| !n.is_empty() && !u.is_empty())
             .ok_or_else(|| PcpError::BadSpec(spec.into()))?;
+        // The name heads the host's rows and its line in the Hosts list beside this
+        // machine's, which is "local": a second "local" could not be told from it.
+        if name.eq_ignore_ascii_case("local") || !crate::accounting::selector::plain_name(name) {
+            return Err(PcpError::BadName(name.into()));
+        }
         let bad = |why: String| PcpError::BadUrl {
             name: name.into(),
             why,
@@ -718,6 +727,24 @@ mod tests {
             .expect_err("scheme")
             .to_string();
         assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn a_host_is_never_a_second_local_and_its_name_is_plain() {
+        for bad in [
+            "local=pcp://x",
+            "LOCAL=pcp://x",
+            "a b=pcp://x",
+            "bro\nker=pcp://x",
+        ] {
+            match PcpHost::parse(bad) {
+                Err(e @ PcpError::BadName(_)) => {
+                    assert!(e.to_string().contains("not 'local'"), "{e}")
+                }
+                other => panic!("{bad}: {:?}", other.map(|h| h.name)),
+            }
+        }
+        assert!(PcpHost::parse("db-1.eu=pcp://x").is_ok());
     }
 
     #[test]

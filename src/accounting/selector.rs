@@ -7,6 +7,15 @@
 use regex::Regex;
 use std::path::PathBuf;
 
+/// Whether `name` may head a row, a TSV column and a CI annotation: 1 to 64 letters,
+/// digits, '_', '-' or '.' (group and host names).
+pub fn plain_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
 /// A wrong group or selector: the user's input (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum SelectorError {
@@ -270,11 +279,7 @@ pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     }
     // A newline or a control character in a name broke the table and the TSV, and turned
     // `gate --github` lines into workflow commands.
-    if name.len() > 64
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-    {
+    if !plain_name(name) {
         return Err(SelectorError::BadName(name.into()));
     }
     let mut selectors = Vec::new();

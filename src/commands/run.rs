@@ -27,6 +27,15 @@ pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 /// wrong, but a CI job must not take it for a whole measurement.
 pub fn exit_of_report(report: &Report) -> Exit {
     if report.status != Status::Completed {
+        // Also on stderr: with --quiet, or stdout in a file, the report's INCOMPLETE line
+        // is not where a CI log shows why the job failed. (An interrupt is its own reason.)
+        if report.status != Status::Interrupted {
+            crate::say!(
+                "Error: the run did not complete ({}): {}",
+                report.status.describe(),
+                report.status_detail.as_deref().unwrap_or("see the report")
+            );
+        }
         return exit_of(report.status);
     }
     let mut failures = Vec::new();
@@ -193,8 +202,8 @@ fn baseline_history(
         return Err(ReportFileError::Corrupt {
             path: path.to_path_buf(),
             why: format!(
-                "this run did not complete ({:?}), so it was not appended to the baseline",
-                report.status
+                "this run did not complete ({}), so it was not appended to the baseline",
+                report.status.describe()
             ),
         });
     }

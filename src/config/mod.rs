@@ -171,16 +171,23 @@ pub struct Exports {
     pub save_dir: Option<PathBuf>,
 }
 
-/// `measured`, or a fixed ratio in (0, 1].
+/// The smallest fixed capture ratio taken: below it the correction would multiply every
+/// figure by more than 100 (a ratio of 1e-300 printed 300-digit totals); measured ratios
+/// on real hosts lie between about 0.5 and 1.
+pub const MIN_CAPTURE_RATIO: f64 = 0.01;
+
+/// `measured`, or a fixed ratio in [0.01, 1].
 pub fn parse_ratio(v: &str) -> Result<RatioMode, ConfigError> {
     if v.eq_ignore_ascii_case("measured") {
         return Ok(RatioMode::Measured);
     }
     match v.parse::<f64>() {
-        Ok(r) if r > 0.0 && r <= 1.0 => Ok(RatioMode::Fixed(r)),
+        Ok(r) if (MIN_CAPTURE_RATIO..=1.0).contains(&r) => Ok(RatioMode::Fixed(r)),
         _ => Err(bad(
             "--capture-ratio",
-            format!("'{v}' is neither 'measured' nor a ratio in (0, 1] such as 0.9"),
+            format!(
+                "'{v}' is neither 'measured' nor a ratio from {MIN_CAPTURE_RATIO} to 1 such as 0.9 (the share of the host's CPU the groups' processes account for)"
+            ),
         )),
     }
 }
@@ -188,6 +195,16 @@ pub fn parse_ratio(v: &str) -> Result<RatioMode, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fixed_capture_ratio_is_a_share_from_a_hundredth_to_one() {
+        assert_eq!(parse_ratio("0.9").ok(), Some(RatioMode::Fixed(0.9)));
+        assert_eq!(parse_ratio("Measured").ok(), Some(RatioMode::Measured));
+        for bad in ["1e-300", "0", "-0.5", "1.01", "NaN", "inf", "x"] {
+            let e = parse_ratio(bad).expect_err(bad).to_string();
+            assert!(e.contains("--capture-ratio") && e.contains("0.01"), "{e}");
+        }
+    }
 
     #[test]
     fn a_queue_manager_by_name_accounts_the_queue_manager_broker_and_database() {

@@ -123,6 +123,17 @@ impl PubsubOptions {
         if let Some(why) = crate::transport::nats::url::subject_problem(&self.topic) {
             return Err(bad("--topic", why));
         }
+        // MQTT takes + and # as wildcards in a topic (a publish to one is refused, and the
+        // run failed as a lost connection); RabbitMQ's topic bindings take # too.
+        if self.topic.contains(['+', '#']) {
+            return Err(bad(
+                "--topic",
+                format!(
+                    "'{}' has a wildcard (+ or #): messages are published to one topic, and MQTT and RabbitMQ's topic bindings read these as wildcards; name it with letters, digits, '-' or '_'",
+                    self.topic
+                ),
+            ));
+        }
         let ratio = parse_ratio(&self.accounting.capture_ratio)?;
         let hosts = crate::accounting::pcp::parse_hosts(&self.accounting.hosts, None)?;
         // Checked now, not when the run is over.
@@ -266,6 +277,20 @@ mod tests {
             (
                 PubsubOptions {
                     topic: "a b".into(),
+                    ..Default::default()
+                },
+                "--topic",
+            ),
+            (
+                PubsubOptions {
+                    topic: "tick/+".into(),
+                    ..Default::default()
+                },
+                "--topic",
+            ),
+            (
+                PubsubOptions {
+                    topic: "tick#".into(),
                     ..Default::default()
                 },
                 "--topic",

@@ -30,9 +30,18 @@ fn group<'a>(p: &'a Point, name: &str) -> Option<&'a ArmSummary> {
 /// its interval's ends in columns of their own.
 pub fn rows(s: &Sweep) -> Vec<Vec<String>> {
     let names = group_names(s);
-    let mut header: Vec<String> = ["tasks", "mode", "flow_processes", "flow_threads", "rounds"]
-        .map(String::from)
-        .to_vec();
+    // `ended` on every row: a pasted row of an interrupted sweep must not pass for a whole
+    // one (decided, budget or interrupted).
+    let mut header: Vec<String> = [
+        "tasks",
+        "mode",
+        "flow_processes",
+        "flow_threads",
+        "rounds",
+        "ended",
+    ]
+    .map(String::from)
+    .to_vec();
     let mut figures: Vec<String> = vec!["rate_tps".into(), "round_trip_us".into()];
     figures.extend(names.iter().map(|g| format!("{g}_us_per_tran")));
     figures.extend([
@@ -52,6 +61,7 @@ pub fn rows(s: &Sweep) -> Vec<Vec<String>> {
             p.flow_processes.to_string(),
             p.flow_threads_each.to_string(),
             p.rounds.to_string(),
+            s.run_shape.ended.to_string(),
         ];
         let mut cells: Vec<Option<&ArmSummary>> =
             vec![p.rate_tps.as_ref(), p.round_trip_mean_us.as_ref()];
@@ -174,7 +184,13 @@ pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
             (&left, "Transaction rate (per s)", rate),
             (&right, "FLOW CPU per transaction (us)", cpu),
         ];
+        let interrupted = s.run_shape.ended == "interrupted";
         for (area, title, value) in panels {
+            let title = if interrupted {
+                format!("{title}, INTERRUPTED")
+            } else {
+                title.to_string()
+            };
             // Headroom above the highest bar keeps the legend off the data.
             let top = s
                 .points
@@ -184,7 +200,7 @@ pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
                 .fold(0.0f64, f64::max)
                 * 1.45;
             let mut chart = ChartBuilder::on(area)
-                .caption(title, ("sans-serif", 18))
+                .caption(&title, ("sans-serif", 18))
                 .margin(12)
                 .x_label_area_size(36)
                 .y_label_area_size(60)

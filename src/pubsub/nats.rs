@@ -14,6 +14,10 @@ use std::ops::Range;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
+/// Room left in a message for the headers oemputx sets (symbol, publisher, sequence, time;
+/// about 75 bytes) when a body is checked against the server's max_payload.
+const HEADER_ROOM: usize = 256;
+
 /// NATS as a pub/sub broker.
 pub struct NatsPubSub {
     pub endpoint: NatsEndpoint,
@@ -137,6 +141,18 @@ impl Broker for NatsPubSub {
         let target = self.endpoint.redacted();
         let rt = client_runtime(&target, "NATS")?;
         let client = self.connect(&rt, "oemputx-pubsub-setup")?;
+        // A body the server will not take failed the first publish as a lost connection
+        // (exit 1): known now from the server's INFO, it is the user's --msg-size (exit 2).
+        let max = client.server_info().max_payload.saturating_sub(HEADER_ROOM);
+        if self.plan.msg_size > max {
+            return Err(TransportError::TooLarge {
+                size: self.plan.msg_size,
+                max,
+                transport: format!(
+                    "the NATS server at {target} (its max_payload less {HEADER_ROOM} bytes for the message's headers)"
+                ),
+            });
+        }
         rt.block_on(async {
             let prepared = if self.persistent {
                 let ctx = async_nats::jetstream::new(client.clone());

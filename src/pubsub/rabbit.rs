@@ -113,30 +113,37 @@ impl Broker for RabbitPubSub {
         let rt = client_runtime(&target, "AMQP")?;
         let (conn, ch) = self.open(&rt, "oemputx-pubsub-setup")?;
         rt.block_on(async move {
-            let mut args = ExchangeDeclareArguments::new(&self.plan.topic, self.exchange_type());
-            args.durable = true;
-            args.passive = !self.declare;
-            let declared = ch.exchange_declare(args).await;
+            let args = |passive: bool| {
+                let mut a = ExchangeDeclareArguments::new(&self.plan.topic, self.exchange_type());
+                a.durable = true;
+                a.passive = passive;
+                a
+            };
+            // Without --declare, first whether it exists: a passive declare of a missing
+            // exchange closes the channel, the one thing it can mean.
+            if !self.declare && ch.exchange_declare(args(true)).await.is_err() {
+                let _ = conn.close().await;
+                return Err(TransportError::MissingExchange {
+                    exchange: self.plan.topic.clone(),
+                    kind: self.exchange_type(),
+                    target: target.clone(),
+                });
+            }
+            // Then as the run needs it: a passive declare takes an exchange of any type, and
+            // a headers selection on a topic exchange delivered nothing (the run failed on
+            // its integrity, exit 1). Declaring it as it is changes nothing; declaring it
+            // otherwise is refused by the broker: the user's choice of name (exit 2).
+            let declared = ch.exchange_declare(args(false)).await;
             let _ = ch.close().await;
             let _ = conn.close().await;
-            declared.map_err(|e| {
-                if self.declare {
-                    TransportError::Broker {
-                        what: format!("declaring exchange '{}'", self.plan.topic),
-                        target: target.clone(),
-                        why: format!(
-                            "{e}; an exchange of another type cannot be reused: name another with --topic"
-                        ),
-                    }
-                } else {
-                    // A passive declare of a missing exchange closes the channel: the
-                    // one thing it can mean.
-                    TransportError::MissingExchange {
-                        exchange: self.plan.topic.clone(),
-                        kind: self.exchange_type(),
-                        target: target.clone(),
-                    }
-                }
+            declared.map_err(|_| TransportError::ExchangeClash {
+                exchange: self.plan.topic.clone(),
+                kind: self.exchange_type(),
+                select_by: match self.select_by {
+                    SelectBy::Header => "header",
+                    SelectBy::Topic => "topic",
+                },
+                target: target.clone(),
             })
         })
     }

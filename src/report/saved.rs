@@ -114,6 +114,59 @@ pub struct SavedReport {
     pub rounds: Vec<SavedFigures>,
 }
 
+/// The largest figure a report can hold (µs/tran, µs, transactions a second): 10^12 µs is
+/// eleven days. Above it a report is damaged or hand-made; its figures would print as
+/// hundreds of digits and compare as nonsense.
+pub const MAX_FIGURE: f64 = 1e12;
+
+impl SavedFigures {
+    /// Each figure with its name, for checking.
+    fn named(&self) -> Vec<(String, f64)> {
+        let mut v = vec![
+            ("rate_tps".to_string(), self.rate_tps),
+            ("round_trip_us.p99".to_string(), self.round_trip_us.p99),
+        ];
+        v.extend(
+            [
+                ("captured_us_per_tran", self.captured_us_per_tran),
+                ("corrected_us_per_tran", self.corrected_us_per_tran),
+            ]
+            .into_iter()
+            .filter_map(|(n, x)| x.map(|x| (n.to_string(), x))),
+        );
+        v.extend(
+            self.groups
+                .iter()
+                .map(|g| (format!("group {}", g.name), g.total_us_per_tran)),
+        );
+        v
+    }
+}
+
+impl SavedReport {
+    /// Why the report's figures cannot be a run's, if they cannot: a negative, infinite or
+    /// absurdly large figure anywhere (the gate and compare read the same checks).
+    fn implausible(&self) -> Option<String> {
+        let rounds = self
+            .rounds
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("round {}", i + 1), r));
+        std::iter::once(("the whole run".to_string(), &self.whole))
+            .chain(rounds)
+            .find_map(|(place, f)| {
+                f.named()
+                    .into_iter()
+                    .find(|(_, x)| !(x.is_finite() && (0.0..=MAX_FIGURE).contains(x)))
+                    .map(|(name, x)| {
+                        format!(
+                            "{name} is {x:e} in {place}: a run's figures are never negative, infinite or above {MAX_FIGURE:e}; the report is damaged or hand-edited, make it again"
+                        )
+                    })
+            })
+    }
+}
+
 /// What can be gated or compared: a figure per round.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Metric {
@@ -235,7 +288,10 @@ impl Saved {
             });
         }
         match serde_json::from_value::<SavedReport>(json) {
-            Ok(report) => Ok(Saved { path, report }),
+            Ok(report) => match report.implausible() {
+                Some(why) => Err(ReportFileError::Corrupt { path, why }),
+                None => Ok(Saved { path, report }),
+            },
             Err(e) => Err(ReportFileError::Corrupt {
                 path,
                 why: e.to_string(),
@@ -432,6 +488,31 @@ mod tests {
             text.contains("cut.json")
                 && text.contains("stopped after timeouts: 5 timeouts in a row"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn negative_infinite_or_absurd_figures_are_a_damaged_report_for_gate_and_compare_alike() {
+        for (field, bad) in [
+            ("/rounds/1/groups/0/total_us_per_tran", json!(-4.0)),
+            ("/captured_us_per_tran", json!(1e308)),
+            ("/rounds/0/rate_tps", json!(2e12)),
+        ] {
+            let mut r = report(1);
+            *r.pointer_mut(field).expect("field") = bad.clone();
+            let err = Saved::from_json("d.json".into(), r).expect_err(field);
+            let text = err.to_string();
+            assert!(matches!(err, ReportFileError::Corrupt { .. }), "{text}");
+            assert!(
+                text.contains("damaged") && text.len() < 400,
+                "{field}: {text}"
+            );
+        }
+        let mut r = report(1);
+        r["rounds"][0]["groups"][0]["total_us_per_tran"] = json!(0.0);
+        assert!(
+            Saved::from_json("zero.json".into(), r).is_ok(),
+            "0 is a figure"
         );
     }
 

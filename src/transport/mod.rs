@@ -54,6 +54,15 @@ pub enum TransportError {
         target: String,
     },
     #[error(
+        "exchange '{exchange}' on {target} is not a durable {kind} exchange, which --select-by {select_by} needs (the broker refused to take it as one): name another with --topic (with --declare to create it), or choose the --select-by its type serves"
+    )]
+    ExchangeClash {
+        exchange: String,
+        kind: &'static str,
+        select_by: &'static str,
+        target: String,
+    },
+    #[error(
         "message of {size} bytes is larger than {transport} allows ({max} bytes): use a smaller --msgfile or --msg-size"
     )]
     TooLarge {
@@ -148,6 +157,7 @@ impl TransportError {
                 | TransportError::VhostRefused { .. }
                 | TransportError::MissingQueue { .. }
                 | TransportError::MissingExchange { .. }
+                | TransportError::ExchangeClash { .. }
                 | TransportError::TooLarge { .. }
                 | TransportError::MqLibrary { .. }
                 | TransportError::MqRefused { .. }
