@@ -53,12 +53,14 @@ printf 'case\trun\textra_cpu_us\tnominal_pct\texit\tseconds\tblocks\tended\tflow
 for i in $(seq "$runs"); do
   for c in $cases; do
     pct=${c#plus}; [ "$c" = aa ] && pct=0
-    extra=$(python3 -c "print(round($flow_us * $pct / 100, 2))")
+    # Two decimals always: the A/A settings are byte for byte the same command ("0" against
+    # "0.0" made their command lines differ), and a change's no longer than its base's.
+    extra=$(python3 -c "print('%.2f' % ($flow_us * $pct / 100))")
     json="$out/$c-$i.json"
     start=$(date +%s)
     code=0
     "$bin/oemputx" compare --flow-cmd "$flow" --max-time "$max_time" --min-effect "$min_effect" \
-      --setting "base=--db-table calib_c --extra-cpu-us 0" \
+      --setting "base=--db-table calib_c --extra-cpu-us 0.00" \
       --setting "changed=--db-table calib_c --extra-cpu-us $extra" \
       --export-json "$json" -- "${run_opts[@]}" >"$out/$c-$i.txt" 2>&1 || code=$?
     secs=$(( $(date +%s) - start ))

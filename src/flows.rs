@@ -68,6 +68,18 @@ impl Flows {
         processes: usize,
         extra: &[String],
     ) -> Result<Flows, ConfigError> {
+        Flows::start_with_env(cmd, endpoint, queue, processes, extra, &[])
+    }
+
+    /// [`Flows::start`] with these environment variables set too.
+    pub fn start_with_env(
+        cmd: &FlowCommand,
+        endpoint: &Endpoint,
+        queue: &str,
+        processes: usize,
+        extra: &[String],
+        env: &[(&str, String)],
+    ) -> Result<Flows, ConfigError> {
         let mut flows = Flows {
             children: Vec::new(),
             logs: Vec::new(),
@@ -89,6 +101,7 @@ impl Flows {
             c.args(&free.args).args(extra);
             c.envs(free.env.iter().map(|(k, v)| (k, v)));
             c.envs(cmd.env.iter().map(|(k, v)| (k, v)));
+            c.envs(env.iter().map(|(k, v)| (k, v)));
             if !cmd.sets("--input-queue") {
                 c.args(["--input-queue", queue]);
             }

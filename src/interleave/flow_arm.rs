@@ -9,7 +9,10 @@
 //! message follow it: an A/A compare whose two identical settings kept their queues for
 //! five minutes called one of them 2.4 % cheaper [−3.6 %, −1.0 %], a difference already
 //! there at the first look (lab/calibration/compare-20261203-0354). Made anew with the
-//! processes, a queue's lasting state is one block's noise, as a process's is.
+//! processes, a queue's lasting state is one block's noise, as a process's is. So is where
+//! a flow's stack lies: each block's flows get an environment padded to a random size
+//! ([`LAYOUT_PAD`]), so that settings whose command lines differ in length do not keep an
+//! alignment of their own for the whole run.
 
 use super::Arm;
 use crate::accounting::selector::{GroupSpec, Selector};
@@ -21,6 +24,24 @@ use crate::report::Report;
 use crate::transport::Endpoint;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+
+/// The environment variable whose random length moves a flow's stack each block.
+pub const LAYOUT_PAD: &str = "OEMPUTX_LAYOUT_PAD";
+
+/// A random padding of 0 to 4095 bytes for a flow's environment. The environment's size
+/// decides where a process's stack begins, and with it cache-line and page alignments that
+/// can move a program's speed by a few per cent (Mytkowicz et al., "Producing wrong data
+/// without doing anything obviously wrong!", ASPLOS 2009). Two settings whose command lines
+/// differ by a few bytes would keep such a difference for the whole run as if it were
+/// theirs; a new random size each block makes it noise that averages out, as a new process
+/// does for its own lasting bias (Curtsinger and Berger's STABILIZER randomizes layout for
+/// the same reason).
+fn layout_pad() -> String {
+    use std::hash::BuildHasher;
+    // RandomState's keys are random per instance: a random number from std alone.
+    let n = std::collections::hash_map::RandomState::new().hash_one(std::process::id()) % 4096;
+    "x".repeat(n as usize)
+}
 
 /// How the FLOW group of an arm's rounds is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +141,13 @@ impl Arm for FlowArm {
         self.stop();
         self.block += 1;
         self.cfg.request_queue = format!("{}.b{}", self.queue_base, self.block);
-        let mut flows = Flows::start(
+        let mut flows = Flows::start_with_env(
             &self.cmd,
             &self.cfg.endpoint,
             &self.cfg.request_queue,
             self.processes,
             &self.extra,
+            &[(LAYOUT_PAD, layout_pad())],
         )?;
         flows.wait_ready(self.ready)?;
         self.cfg.groups = self.base_groups.clone();
