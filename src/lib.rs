@@ -29,6 +29,7 @@ pub mod progress;
 pub mod pubsub;
 pub mod report;
 pub mod secret;
+pub mod serving;
 pub mod transport;
 pub mod url_parts;
 pub mod window;

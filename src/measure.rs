@@ -75,6 +75,18 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let mut report = report;
     report.rounds = round_rows(cfg, &outcome, &window, &accounting);
     report.rounds_summary = RoundsSummary::of(&report.rounds);
+    if cfg.check_serving
+        && let Some((serving, warnings)) = crate::serving::check(cfg, &report)
+    {
+        if !warnings.is_empty() {
+            report
+                .accounting
+                .get_or_insert_with(Default::default)
+                .warnings
+                .extend(warnings);
+        }
+        report.serving = Some(serving);
+    }
     Ok(report)
 }
 

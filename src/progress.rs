@@ -98,9 +98,9 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
         if let Some(b) = &bar {
             let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
             match (s.total, s.duration) {
-                (Some(_), _) => {
+                (Some(total), _) => {
                     b.set_position(done);
-                    b.set_message(format!("{rate:.0} msgs/s"));
+                    b.set_message(format!("{rate:.0} msgs/s, {}", eta(total, done, rate)));
                 }
                 (None, Some(d)) => {
                     b.set_position(elapsed.as_millis() as u64);
@@ -150,9 +150,23 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
     }
 }
 
+/// The time left at the rate measured since the window began. indicatif's own estimate
+/// starts when the bar appears, two seconds in, and took the jump from 0 to the messages
+/// already done for its rate: "ETA 0s" at 5,007 of 20,000 with 6 s to go.
+fn eta(total: u64, done: u64, rate: f64) -> String {
+    if rate <= 0.0 || !rate.is_finite() {
+        return "ETA -".into();
+    }
+    let left = total.saturating_sub(done) as f64 / rate;
+    format!(
+        "ETA {}",
+        humantime::format_duration(Duration::from_secs(left.ceil() as u64))
+    )
+}
+
 fn new_bar(s: &ProgressSettings) -> ProgressBar {
     let (len, template) = match (s.total, s.duration) {
-        (Some(n), _) => (n, "{bar:40} {pos}/{len} {msg} ETA {eta}"),
+        (Some(n), _) => (n, "{bar:40} {pos}/{len} {msg}"),
         (None, Some(d)) => (d.as_millis() as u64, "{bar:40} {msg}"),
         (None, None) => (0, "{spinner} {msg}"),
     };
@@ -163,4 +177,18 @@ fn new_bar(s: &ProgressSettings) -> ProgressBar {
         b.set_style(style);
     }
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eta;
+
+    #[test]
+    fn the_eta_comes_from_the_rate_measured_since_the_start() {
+        // 5,007 of 20,000 at 2,500 msgs/s: 6 s left (it said 0s).
+        assert_eq!(eta(20_000, 5_007, 2_500.0), "ETA 6s");
+        assert_eq!(eta(1_000_000, 0, 1_000.0), "ETA 16m 40s");
+        assert_eq!(eta(10, 10, 5.0), "ETA 0s");
+        assert_eq!(eta(10, 0, 0.0), "ETA -");
+    }
 }

@@ -900,3 +900,83 @@ fn output_paths_are_checked_before_the_run_and_never_collide_or_replace_an_input
             .starts_with('{')
     );
 }
+
+#[test]
+fn the_shipped_profiles_travel_with_the_binary_and_init_writes_them_to_edit() {
+    // Run from a directory with no oemputx.toml and no config folder (issue 31: after
+    // `cargo install`, --qmgr RABBIT was taken for an IBM MQ queue manager).
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    oemputx()
+        .current_dir(cwd.path())
+        .args(["--qmgr", "EMBEDDED", "--count", "5", "--quiet"])
+        .assert()
+        .success();
+    oemputx()
+        .current_dir(cwd.path())
+        .arg("profiles")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::is_match(
+                r"(?m)^RABBIT +amqp://guest:\*\*\*@127\.0\.0\.1:5672/%2f +MQSI\.IN +built in$",
+            )
+            .expect("regex"),
+        )
+        .stdout(predicate::str::contains("MQSI.IN.AMQP10"));
+    let written = home.path().join("oemputx/oemputx.toml");
+    oemputx()
+        .current_dir(cwd.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .arg("init")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(written.display().to_string()));
+    let text = std::fs::read_to_string(&written).expect("init wrote the file");
+    assert!(text.contains("[profile.RABBIT]"), "{text}");
+    // The file is the user's now: a profile added to it works, and it overrides the
+    // built-in one of its name.
+    std::fs::write(
+        &written,
+        format!("{text}\n[profile.MINE]\nurl = \"embedded:\"\n"),
+    )
+    .expect("edit");
+    oemputx()
+        .current_dir(cwd.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(["--qmgr", "MINE", "--count", "5", "--quiet"])
+        .assert()
+        .success();
+    oemputx()
+        .current_dir(cwd.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .arg("profiles")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("MINE"))
+        .stdout(predicate::str::contains("(overrides built in)"));
+    // Never over the user's file without --force.
+    oemputx()
+        .current_dir(cwd.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .arg("init")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--force"));
+    assert!(
+        std::fs::read_to_string(&written)
+            .expect("kept")
+            .contains("MINE")
+    );
+    oemputx()
+        .current_dir(cwd.path())
+        .args(["init", "--force", "--path"])
+        .arg(&written)
+        .assert()
+        .success();
+    assert!(
+        !std::fs::read_to_string(&written)
+            .expect("replaced")
+            .contains("MINE")
+    );
+}

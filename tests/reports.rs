@@ -148,9 +148,69 @@ fn a_pasted_tsv_parses_back_into_the_reports_numbers() {
         j["processes"].as_array().map_or(0, Vec::len)
     );
     // Units are in the column names, no thousands separators anywhere.
+    // (Text columns may hold words: a ratio "not applied".)
+    let text = ["capture_ratio_source", "name", "label", "group"];
+    assert!(rows.iter().all(|r| {
+        r.iter()
+            .filter(|(k, _)| !text.contains(&k.as_str()))
+            .all(|(_, v)| !v.contains(' ') || v.contains(':'))
+    }));
+}
+
+#[test]
+fn every_tsv_row_says_which_run_it_is_and_rounds_have_each_group() {
+    // Two pasted runs could not be told apart, round rows had no group's CPU, and a capture
+    // ratio that was not applied showed as a plain 1.000 (issue 31).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (tsv, json) = (dir.path().join("run.tsv"), dir.path().join("run.json"));
+    oemputx()
+        .args(["--count", "200", "--rounds", "3", "--tasks", "2", "--quiet"])
+        .args(["--label", "paste-me", "--export-tsv"])
+        .arg(&tsv)
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("JSON");
+    let rows = read_table(&tsv, b'\t');
+    let bytes = j["settings"]["msg_bytes_max"].to_string();
+    for r in &rows {
+        assert_eq!(
+            (
+                r["label"].as_str(),
+                r["transport"].as_str(),
+                r["tasks"].as_str(),
+                r["msg_bytes"].as_str(),
+                r["persistent"].as_str()
+            ),
+            ("paste-me", "embedded", "2", bytes.as_str(), "false"),
+            "{r:?}"
+        );
+        assert_eq!(r["start_utc"], j["start_utc"].as_str().unwrap_or("-"));
+    }
+    for g in j["groups"].as_array().expect("groups") {
+        let name = g["name"].as_str().unwrap_or("");
+        let per_round: Vec<&String> = rows
+            .iter()
+            .filter(|r| r["row"] == "round" && r["group"] == name)
+            .map(|r| &r["total_us_per_tran"])
+            .collect();
+        assert_eq!(per_round.len(), 3, "{name}: {rows:?}");
+        assert!(
+            per_round.iter().all(|v| v.parse::<f64>().is_ok()),
+            "{per_round:?}"
+        );
+    }
+    let summary = rows
+        .iter()
+        .find(|r| r["row"] == "summary")
+        .expect("summary");
+    let source = j["capture_ratio"]["source"].as_str().unwrap_or("");
+    assert_eq!(summary["capture_ratio_source"], source);
     assert!(
-        rows.iter()
-            .all(|r| r.values().all(|v| !v.contains(' ') || v.contains(':')))
+        ["measured", "fixed", "not applied"].contains(&source),
+        "{source}"
     );
 }
 

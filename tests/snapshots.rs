@@ -108,6 +108,7 @@ fn report_of(integrity: Integrity) -> Report {
             snapshot_cpu_s: 0.0018,
             snapshot_share_pct: 1.38,
             verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
+            load: None,
             warnings: vec![],
             error: None,
             hosts: vec![],

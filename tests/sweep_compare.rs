@@ -190,11 +190,31 @@ fn compare_prints_the_overhead_table_and_refuses_runs_that_differ() {
     assert_eq!(out.status.code(), Some(0));
     let tsv = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
-    assert_eq!(rows[0][1..], ["a.json", "b.json"]);
-    assert!(rows.iter().any(|r| r[0] == "DRIVER"), "{tsv}");
+    // One value per cell, a row per report and metric (it was "29.22 [26.47-41.95]
+    // (-54.6%)" in one cell; issue 31).
+    assert_eq!(
+        rows[0],
+        [
+            "report",
+            "metric",
+            "rounds",
+            "median_us_per_tran",
+            "min_us_per_tran",
+            "max_us_per_tran",
+            "change_pct"
+        ]
+    );
+    let driver_b = rows
+        .iter()
+        .find(|r| r[0] == "b.json" && r[1] == "DRIVER")
+        .expect("DRIVER of b");
+    assert_eq!(driver_b[2], "3", "{tsv}");
+    for cell in &driver_b[3..] {
+        assert!(cell.parse::<f64>().is_ok(), "{tsv}");
+    }
     let total = rows.last().expect("rows");
-    assert_eq!(total[0], "Total Overhead %");
-    assert!(total[2].ends_with('%'), "{tsv}");
+    assert_eq!(total[..2], ["b.json", "total_overhead"]);
+    assert!(total[6].parse::<f64>().is_ok(), "{tsv}");
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("Total Overhead %"), "{text}");
 

@@ -11,6 +11,7 @@ pub mod math;
 pub mod pcp;
 pub mod selector;
 pub mod snapshot;
+pub mod sockets;
 pub mod table;
 
 use crate::window::Window;
@@ -111,6 +112,27 @@ pub struct CpuTable {
     pub info: AccountingInfo,
 }
 
+/// The verdict as figures: its kind, and how busy the measured processes kept the CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Load {
+    pub kind: LoadKind,
+    /// CPUs' worth the measured groups kept busy on average: captured µs/tran × tps ÷ 10^6.
+    pub busy_cpus: f64,
+    /// The CPUs the run's concurrent request streams can keep busy: min(streams, CPUs).
+    pub usable_cpus: usize,
+    /// busy_cpus ÷ usable_cpus; above 1 when the processes work on a transaction in
+    /// parallel (the flow, the broker and the database each on a CPU of its own).
+    pub busy_share: f64,
+}
+
+/// CPU-bound: the measured processes kept at least 80 % of the usable CPUs busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadKind {
+    CpuBound,
+    Waiting,
+}
+
 /// How the CPU table was measured.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct AccountingInfo {
@@ -125,6 +147,8 @@ pub struct AccountingInfo {
     pub snapshot_share_pct: f64,
     /// CPU-bound or waiting, with the arithmetic.
     pub verdict: String,
+    /// The verdict as figures (none without transactions).
+    pub load: Option<Load>,
     /// Groups that matched nothing, processes that could not be read, processes that came or went.
     pub warnings: Vec<String>,
     /// Set when the snapshots could not be taken.

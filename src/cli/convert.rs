@@ -79,6 +79,7 @@ impl RunArgs {
             label: self.label.clone(),
             stats_interval: self.stats_interval.map(Duration::from),
             no_progress: self.no_progress,
+            progress: self.progress,
         }
     }
 }

@@ -49,12 +49,40 @@ pub enum Command {
     /// Publish/subscribe (the JMS stock-ticker study): publishers send symbols' trades in
     /// order, each subscriber has the broker select a block of symbols; publisher and
     /// subscriber rates apart, lost/duplicated per subscriber, backlog, drain, latency, and
-    /// the groups' CPU per message published and delivered. RabbitMQ and NATS.
+    /// the groups' CPU per message published and delivered. RabbitMQ, NATS (and JetStream)
+    /// and MQTT.
     Pubsub(Box<PubsubArgs>),
     /// The CJMQ throughput table: one sender, 1 or 5 receivers, 128 or 1024 bytes,
     /// non-persistent or persistent; messages received per second per receiver and the
     /// broker's CPU per message, cell by cell.
     Matrix(MatrixArgs),
+    /// The profiles `--qmgr NAME` takes: each one's URL (password masked), request queue,
+    /// and where it comes from (./oemputx.toml, ~/.config/oemputx/oemputx.toml, or built
+    /// in), with what it overrides.
+    Profiles(ProfilesArgs),
+    /// Write the shipped profiles to ~/.config/oemputx/oemputx.toml (or --path) to edit for
+    /// your own brokers; an existing file is kept unless --force.
+    Init(InitArgs),
+}
+
+/// Options of `oemputx profiles`.
+#[derive(Debug, Args, Clone)]
+pub struct ProfilesArgs {
+    /// Read profiles from this file only (and the built-in ones), as --config does for a run.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Options of `oemputx init`.
+#[derive(Debug, Args, Clone)]
+pub struct InitArgs {
+    /// The file to write. [default: $XDG_CONFIG_HOME/oemputx/oemputx.toml, else
+    /// ~/.config/oemputx/oemputx.toml]
+    #[arg(long, value_name = "FILE")]
+    pub path: Option<PathBuf>,
+    /// Replace the file when it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Process groups and the hosts they may be on: every command that accounts CPU.
@@ -112,8 +140,8 @@ pub struct SaveArgs {
 /// Options of `oemputx matrix`.
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
-    /// The broker: amqp://… (RabbitMQ), nats://… or mqtt://….
-    #[arg(long, value_name = "URL")]
+    /// The broker: amqp://… (RabbitMQ), nats://… or mqtt://…, or a profile naming one.
+    #[arg(long, value_name = "URL|PROFILE")]
     pub qmgr: String,
     /// Messages the sender sends in each cell.
     #[arg(long, default_value_t = 500)]
@@ -152,14 +180,16 @@ pub struct MatrixArgs {
 /// Options of `oemputx pubsub`.
 #[derive(Debug, Args, Clone)]
 pub struct PubsubArgs {
-    /// The broker: amqp://user:pass@host:5672/vhost (RabbitMQ) or nats://host:4222.
-    /// (mqtt:// is not yet.)
-    #[arg(long, value_name = "URL")]
+    /// The broker: amqp://user:pass@host:5672/vhost (RabbitMQ), nats://host:4222 (NATS),
+    /// mqtt://[user:pass@]host:1883 (MQTT 5), or a profile naming one (oemputx profiles).
+    #[arg(long, value_name = "URL|PROFILE")]
     pub qmgr: String,
-    /// The stream's name: RabbitMQ exchange, NATS subject prefix (ticker.S07).
+    /// The stream's name: RabbitMQ exchange, NATS subject prefix (ticker.S07), MQTT topic
+    /// prefix (ticker/S07).
     #[arg(long, default_value = "ticker")]
     pub topic: String,
-    /// RabbitMQ: create the exchange (durable) when missing; it is not deleted at the end.
+    /// Create what the stream needs when missing, and leave it at the end: RabbitMQ the
+    /// exchange (durable); NATS with --persistent the JetStream stream. (MQTT needs none.)
     #[arg(long)]
     pub declare: bool,
     #[arg(long, default_value_t = 1)]
@@ -186,14 +216,15 @@ pub struct PubsubArgs {
     /// All publishers together at most this many messages a second.
     #[arg(long, value_name = "MSG_PER_S")]
     pub rate: Option<f64>,
-    /// RabbitMQ: delivery mode 2.
+    /// Persistent messages: RabbitMQ delivery mode 2; NATS JetStream (each publish stored
+    /// and acknowledged); MQTT QoS 1.
     #[arg(long)]
     pub persistent: bool,
     /// Subscriber acknowledgement, mapped to the broker's nearest mode (the report says which).
     #[arg(long, value_enum, default_value_t = crate::pubsub::Ack::None)]
     pub ack: crate::pubsub::Ack,
-    /// How the broker selects symbols (RabbitMQ: headers or topic exchange; NATS: always
-    /// subjects).
+    /// How the broker selects symbols (RabbitMQ: headers or topic exchange; NATS and MQTT:
+    /// always by subject or topic).
     #[arg(long, value_enum, default_value_t = crate::pubsub::SelectBy::Header)]
     pub select_by: crate::pubsub::SelectBy,
     /// Subscribers stop waiting when nothing has come for this long after publishing ended.
@@ -465,10 +496,13 @@ pub struct AccountArgs {
 /// The options of a put/get run.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Queue manager: nothing for the embedded one, a URL (`embedded:`, `amqp://user:pass@host:port/vhost`,
-    /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), the name of a profile in
-    /// oemputx.toml, or else the name of an IBM MQ queue manager (client through MQSERVER or
-    /// MQCCDTURL, bindings when local).
+    /// Queue manager: nothing for the embedded one, a URL (`embedded:`,
+    /// `amqp://user:pass@host:port/vhost` or `amqps://…`, `amqp10://user:pass@host:5672` or
+    /// `amqps10://…`, `nats://host:4222` or `tls://…`,
+    /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), a profile
+    /// (`oemputx profiles` lists them; RABBIT, NATS, AMQP10 and EMBEDDED are built in), or
+    /// else the name of an IBM MQ queue manager (client through MQSERVER or MQCCDTURL,
+    /// bindings when local).
     #[arg(long, value_name = "NAME|URL")]
     pub qmgr: Option<String>,
 
@@ -639,8 +673,13 @@ pub struct RunArgs {
     pub stats_interval: Option<humantime::Duration>,
 
     /// No progress bar (it shows only on a terminal, for runs longer than two seconds).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "progress")]
     pub no_progress: bool,
+
+    /// The progress bar even with --quiet (which otherwise hides it with the report): on a
+    /// terminal, on stderr, for runs longer than two seconds.
+    #[arg(long)]
+    pub progress: bool,
 
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]

@@ -69,7 +69,11 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
         crate::export::print_stdout(&text)?;
     }
     if let Some(p) = &args.tsv {
-        write(p, "TSV", &cells::delimited(&rows, b'\t')?)?;
+        write(
+            p,
+            "TSV",
+            &cells::delimited(&crate::export::compare::saved_tsv_rows(&runs), b'\t')?,
+        )?;
     }
     if let Some(p) = &args.markdown {
         write(p, "Markdown", &cells::markdown(&rows))?;
@@ -152,22 +156,13 @@ fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Vec<FlowArm>
         .collect()
 }
 
-/// `oemputx compare --flow-cmd CMD --setting NAME=ARGS … -- RUN OPTIONS`.
-fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let k = l.settings.len();
-    let names: Vec<String> = l.settings.iter().map(|s| s.name.clone()).collect();
-    let pid = std::process::id();
-    let queues: Vec<String> = (0..k)
-        .map(|i| format!("{}.C{i}.{pid}", l.run.request_queue))
-        .collect();
-    let per_block = model::cycles_per_block(k);
+/// The rounds a live compare may take: as given, or the default (raised to what the first
+/// look needs with many settings). As the gate's, a bound below the first look would be
+/// overridden without a word, so it is refused, naming the least.
+fn max_rounds(given: Option<usize>, k: usize, per_block: usize) -> anyhow::Result<usize> {
     let first_look = crate::experiment::FIRST_LOOK;
-    // As the gate's: a bound below the first look would be overridden without a word.
     let least = k * per_block * first_look;
-    let max_rounds = l
-        .max_rounds
-        .unwrap_or(crate::config::compare::MAX_ROUNDS.max(least));
-    let max_blocks = max_rounds / (k * per_block);
+    let max_rounds = given.unwrap_or(crate::config::compare::MAX_ROUNDS.max(least));
     if max_rounds < least {
         return Err(crate::config::bad(
             "--max-rounds",
@@ -178,6 +173,20 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
         )
         .into());
     }
+    Ok(max_rounds)
+}
+
+/// `oemputx compare --flow-cmd CMD --setting NAME=ARGS … -- RUN OPTIONS`.
+fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let k = l.settings.len();
+    let names: Vec<String> = l.settings.iter().map(|s| s.name.clone()).collect();
+    let pid = std::process::id();
+    let queues: Vec<String> = (0..k)
+        .map(|i| format!("{}.C{i}.{pid}", l.run.request_queue))
+        .collect();
+    let per_block = model::cycles_per_block(k);
+    let max_rounds = max_rounds(l.max_rounds, k, per_block)?;
+    let max_blocks = max_rounds / (k * per_block);
     let mut arms = start_arms(l, &queues)?;
     crate::say!(
         "compare: {k} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",

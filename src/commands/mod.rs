@@ -7,6 +7,7 @@ pub mod gate;
 pub mod gate_ab;
 pub mod gate_instr;
 pub mod matrix;
+pub mod profiles;
 pub mod pubsub;
 pub mod run;
 pub mod sweep;
@@ -28,6 +29,8 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
         Some(Command::Compare(args)) => compare::compare(&args.options()?.build()?, interrupt),
         Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),
+        Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),
+        Some(Command::Init(args)) => profiles::init(args.path.as_deref(), args.force),
         None => run::put_get(&cli.run.options()?.build()?, interrupt),
     }
 }

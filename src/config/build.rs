@@ -41,6 +41,7 @@ impl RunOptions {
             profile: profile_name,
             label,
             request_queue,
+            check_serving: true,
             reply_queue,
             clear_reply_queue: !args.no_clear,
             declare: args.declare,
@@ -65,7 +66,7 @@ impl RunOptions {
             groups,
             hosts,
             exports,
-            progress_bar: !args.no_progress && !args.outputs.quiet,
+            progress_bar: args.progress || (!args.no_progress && !args.outputs.quiet),
             stats_interval: args.stats_interval.filter(|d| !d.is_zero()),
             cpu_source: args.accounting.cpu_source,
             capture_ratio,
@@ -321,6 +322,7 @@ impl RunConfig {
         let mut c = self.clone();
         c.request_queue = queue.to_string();
         c.declare = true;
+        c.check_serving = false;
         c.check_transport()?;
         Ok(c)
     }

@@ -84,6 +84,9 @@ pub struct RunConfig {
     pub label: String,
     /// The flow's input queue.
     pub request_queue: String,
+    /// Check after the run who served the request queue (src/serving.rs): not on a queue
+    /// oemputx made for flows it started (no one else knows its name).
+    pub check_serving: bool,
     /// Where replies come back.
     pub reply_queue: ReplyQueue,
     /// Clear a named reply queue before the run.

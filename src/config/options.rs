@@ -112,6 +112,8 @@ pub struct RunOptions {
     pub label: Option<String>,
     pub stats_interval: Option<Duration>,
     pub no_progress: bool,
+    /// The bar even under --quiet (still only on a terminal).
+    pub progress: bool,
 }
 
 impl Default for RunOptions {
@@ -146,6 +148,7 @@ impl Default for RunOptions {
             label: None,
             stats_interval: None,
             no_progress: false,
+            progress: false,
         }
     }
 }
@@ -168,6 +171,7 @@ impl RunOptions {
             ..OutputOptions::default()
         };
         self.no_progress = true;
+        self.progress = false;
         self.stats_interval = None;
         self
     }

@@ -1,5 +1,10 @@
 //! Profiles: `[profile.NAME]` tables of oemputx.toml, so that `--qmgr RABBIT` names a URL,
 //! its queues, label and process groups once.
+//!
+//! The profiles shipped with oemputx (the checkout's oemputx.toml) are built into the
+//! binary, so that `--qmgr RABBIT` works from any directory after `cargo install`; a
+//! profile of the same name in a file overrides the built-in one (./oemputx.toml first,
+//! then ~/.config/oemputx/oemputx.toml, or the one file `--config` names).
 
 use super::ConfigError;
 use serde::Deserialize;
@@ -27,6 +32,71 @@ pub struct Profile {
 struct ProfileFile {
     #[serde(default)]
     profile: BTreeMap<String, Profile>,
+}
+
+/// The profiles shipped with oemputx, as `oemputx init` writes them.
+pub const BUILT_IN: &str = include_str!("../../oemputx.toml");
+
+/// Where a profile came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    File(PathBuf),
+    BuiltIn,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::BuiltIn => f.write_str("built in"),
+        }
+    }
+}
+
+/// A profile known by name, where it comes from, and the sources whose profile of that name
+/// it overrides.
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub name: String,
+    pub profile: Profile,
+    pub source: Source,
+    pub overrides: Vec<Source>,
+}
+
+/// The built-in profiles.
+pub fn built_in() -> Result<BTreeMap<String, Profile>, ConfigError> {
+    parse_profiles(BUILT_IN, Path::new("(built in)"))
+}
+
+/// Every profile of `paths` and the built-in ones, the first source of a name winning, in
+/// the order found (each file's profiles by name, then the built-in ones not overridden).
+pub fn known_profiles(paths: &[PathBuf], explicit: bool) -> Result<Vec<Known>, ConfigError> {
+    let mut sources: Vec<(Source, BTreeMap<String, Profile>)> = Vec::new();
+    for path in paths {
+        if explicit && !path.exists() {
+            return Err(ConfigError::BadProfileFile {
+                path: path.clone(),
+                why: "no such file (from --config)".into(),
+            });
+        }
+        sources.push((Source::File(path.clone()), read_profiles(path)?));
+    }
+    sources.push((Source::BuiltIn, built_in()?));
+    let mut known: Vec<Known> = Vec::new();
+    for (source, profiles) in sources {
+        for (name, profile) in profiles {
+            match known.iter_mut().find(|k| k.name == name) {
+                Some(k) => k.overrides.push(source.clone()),
+                None => known.push(Known {
+                    name,
+                    profile,
+                    source: source.clone(),
+                    overrides: Vec::new(),
+                }),
+            }
+        }
+    }
+    Ok(known)
 }
 
 /// The profile files looked at, in order: an explicit --config, else ./oemputx.toml and
@@ -57,11 +127,15 @@ pub fn read_profiles(path: &Path) -> Result<BTreeMap<String, Profile>, ConfigErr
             });
         }
     };
-    let file: ProfileFile = toml::from_str(&text).map_err(|e| ConfigError::BadProfileFile {
+    parse_profiles(&text, path)
+}
+
+fn parse_profiles(text: &str, path: &Path) -> Result<BTreeMap<String, Profile>, ConfigError> {
+    let file: ProfileFile = toml::from_str(text).map_err(|e| ConfigError::BadProfileFile {
         path: path.into(),
         why: format!(
-            "{}; see the oemputx.toml shipped with oemputx for the format",
-            toml_error(&text, &e)
+            "{}; `oemputx init --path FILE` writes the shipped profiles there to start from",
+            toml_error(text, &e)
         ),
     })?;
     Ok(file.profile)
@@ -82,37 +156,69 @@ pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
-/// Find a profile by name in the profile files, first file first.
+/// Find a profile by name in the profile files, first file first, then the built-in ones.
 pub(super) fn find_profile(
     name: &str,
     paths: &[PathBuf],
     explicit: bool,
 ) -> Result<Profile, ConfigError> {
-    let mut known = Vec::new();
-    for path in paths {
-        if explicit && !path.exists() {
-            return Err(ConfigError::BadProfileFile {
-                path: path.clone(),
-                why: "no such file (from --config)".into(),
-            });
-        }
-        let mut profiles = read_profiles(path)?;
-        if let Some(p) = profiles.remove(name) {
-            return Ok(p);
-        }
-        known.extend(profiles.into_keys());
+    let known = known_profiles(paths, explicit)?;
+    if let Some(k) = known.iter().find(|k| k.name == name) {
+        return Ok(k.profile.clone());
     }
+    let mut searched: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    searched.push("the built-in profiles".into());
     Err(ConfigError::UnknownProfile {
         name: name.into(),
-        searched: paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        searched: searched.join(", "),
         known: if known.is_empty() {
             "none".into()
         } else {
-            known.join(", ")
+            known
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_profiles_are_built_in_and_a_file_overrides_them() {
+        let b = built_in().expect("the built-in profiles parse");
+        for name in ["RABBIT", "NATS", "AMQP10", "EMBEDDED"] {
+            assert!(b.contains_key(name), "{name}");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("oemputx.toml");
+        std::fs::write(
+            &file,
+            "[profile.RABBIT]\nurl = \"embedded:\"\n[profile.MINE]\nurl = \"embedded:\"\n",
+        )
+        .expect("write");
+        let known =
+            known_profiles(&[file.clone(), dir.path().join("missing.toml")], false).expect("known");
+        let rabbit = known.iter().find(|k| k.name == "RABBIT").expect("RABBIT");
+        assert_eq!(rabbit.profile.url, "embedded:");
+        assert_eq!(rabbit.source, Source::File(file.clone()));
+        assert_eq!(rabbit.overrides, [Source::BuiltIn]);
+        let nats = known.iter().find(|k| k.name == "NATS").expect("NATS");
+        assert_eq!(nats.source, Source::BuiltIn);
+        // The file's first, by name; then the built-in ones it does not override.
+        assert_eq!(known[0].name, "MINE");
+        assert_eq!(known[1].name, "RABBIT");
+        let p = find_profile("NATS", &[file], false).expect("built in");
+        assert!(p.url.starts_with("nats://"));
+        let e = find_profile("NOPE", &[], false)
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            e.contains("the built-in profiles") && e.contains("RABBIT"),
+            "{e}"
+        );
+    }
 }

@@ -104,6 +104,33 @@ pub struct PubsubConfig {
     pub find_capacity: bool,
 }
 
+/// The broker's URL: `--qmgr` as given when it is a URL, else the URL of the profile of that
+/// name (a file's, or a built-in one): `pubsub --qmgr RABBIT` as a run takes it.
+pub fn broker_url(qmgr: &str) -> Result<String, ConfigError> {
+    if qmgr.is_empty() || qmgr.contains("://") {
+        return Ok(qmgr.to_string());
+    }
+    match super::profile::find_profile(qmgr, &super::profile_paths(None), false) {
+        Ok(p) if p.url.contains("://") => Ok(p.url),
+        Ok(p) => Err(bad(
+            "--qmgr",
+            format!(
+                "profile {qmgr} names {}, which has no publish/subscribe: pub/sub runs on RabbitMQ (amqp://), NATS (nats://) and MQTT (mqtt://); give one of those, or a profile naming one (oemputx profiles lists them)",
+                crate::secret::scrub(&p.url)
+            ),
+        )),
+        Err(ConfigError::UnknownProfile {
+            searched, known, ..
+        }) => Err(bad(
+            "--qmgr",
+            format!(
+                "{qmgr} is neither a broker URL nor a profile (searched {searched}; known: {known}): give amqp://user:pass@host:5672/vhost, nats://host:4222 or mqtt://host:1883, or one of those profiles"
+            ),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// The most publishers and subscribers one run may have together.
 pub const MAX_CLIENTS: usize = 1000;
 
@@ -141,7 +168,7 @@ impl PubsubOptions {
             self.accounting.groups.iter().map(String::as_str),
         )?;
         Ok(PubsubConfig {
-            qmgr: self.qmgr.clone(),
+            qmgr: broker_url(&self.qmgr)?,
             plan: Plan {
                 topic: self.topic.clone(),
                 symbols: self.symbols,
@@ -232,6 +259,23 @@ impl PubsubOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_name_gives_its_broker_url_and_an_unknown_name_says_what_it_takes() {
+        assert_eq!(
+            broker_url("NATS").expect("built in"),
+            "nats://127.0.0.1:4222"
+        );
+        assert_eq!(broker_url("mqtt://h:1883").expect("url"), "mqtt://h:1883");
+        let e = broker_url("EMBEDDED").expect_err("no pub/sub").to_string();
+        assert!(
+            e.contains("no publish/subscribe") && e.contains("mqtt://"),
+            "{e}"
+        );
+        let e = broker_url("NO_SUCH").expect_err("unknown").to_string();
+        assert!(e.contains("neither a broker URL nor a profile"), "{e}");
+        assert!(!e.contains("embedded:"), "{e}");
+    }
 
     #[test]
     fn the_defaults_make_a_plan_and_nonsense_names_its_flag() {

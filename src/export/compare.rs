@@ -165,8 +165,26 @@ pub fn live_text(c: &Comparison) -> String {
     s
 }
 
-/// The overhead table as rows of cells.
-pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
+/// One metric of one saved run: the median of its rounds, their range, and the change of
+/// the median against the first run's.
+#[derive(Debug, Clone, Copy)]
+struct SavedCell {
+    median: f64,
+    low: f64,
+    high: f64,
+    rounds: usize,
+    change_pct: Option<f64>,
+}
+
+/// Each metric of the saved runs (name, label, a cell per run), then each run's Total
+/// Overhead % against the first (the corrected total's, else the captured total's).
+#[allow(clippy::type_complexity)]
+fn saved_table(
+    runs: &[Saved],
+) -> (
+    Vec<(String, String, Vec<Option<SavedCell>>)>,
+    Vec<Option<f64>>,
+) {
     let mut metrics: Vec<String> = Vec::new();
     for r in runs {
         for g in r.group_names() {
@@ -175,30 +193,6 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
             }
         }
     }
-    let mut header = vec!["us/tran (median [min-max] of rounds)".to_string()];
-    header.extend(runs.iter().map(Saved::name));
-    let mut out = vec![header];
-    let cell = |v: &[f64], base: Option<f64>| -> String {
-        if v.is_empty() {
-            return "-".into();
-        }
-        let m = median(v);
-        let (lo, hi) = v
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-                (l.min(x), h.max(x))
-            });
-        let spread = if v.len() > 1 {
-            format!(" [{lo:.2}-{hi:.2}]")
-        } else {
-            String::new()
-        };
-        let delta = match base {
-            Some(b) if b > 0.0 => format!(" ({:+.1}%)", 100.0 * (m - b) / b),
-            _ => String::new(),
-        };
-        format!("{m:.2}{spread}{delta}")
-    };
     let labelled: Vec<(String, String)> = metrics
         .iter()
         .map(|g| (g.clone(), g.clone()))
@@ -207,14 +201,37 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
             ("corrected".to_string(), "Corrected total".to_string()),
         ])
         .collect();
-    for (metric, label) in &labelled {
-        let metric = Metric::named(metric);
+    let mut table = Vec::new();
+    for (name, label) in labelled {
+        let metric = Metric::named(&name);
         let base = runs.first().map(|b| median(&b.samples(&metric)));
-        let mut row = vec![label.clone()];
-        for (i, r) in runs.iter().enumerate() {
-            row.push(cell(&r.samples(&metric), base.filter(|_| i > 0)));
-        }
-        out.push(row);
+        let cells = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let v = r.samples(&metric);
+                if v.is_empty() {
+                    return None;
+                }
+                let m = median(&v);
+                let (low, high) = v
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                        (l.min(x), h.max(x))
+                    });
+                let change_pct = base
+                    .filter(|b| i > 0 && *b > 0.0)
+                    .map(|b| 100.0 * (m - b) / b);
+                Some(SavedCell {
+                    median: m,
+                    low,
+                    high,
+                    rounds: v.len(),
+                    change_pct,
+                })
+            })
+            .collect();
+        table.push((name, label, cells));
     }
     // The paper's last line: how much more each run costs in all than the first.
     let total = |r: &Saved| -> Option<f64> {
@@ -224,15 +241,96 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
             .find(|v| v.is_finite())
     };
     let base_total = runs.first().and_then(total);
-    let mut row = vec!["Total Overhead %".to_string()];
-    for (i, r) in runs.iter().enumerate() {
-        row.push(match (i, base_total, total(r)) {
-            (0, _, _) => "-".into(),
-            (_, Some(b), Some(t)) if b > 0.0 => format!("{:+.1}%", 100.0 * (t - b) / b),
-            _ => "n/a".into(),
-        });
+    let overhead = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match (i, base_total, total(r)) {
+            (0, _, _) => None,
+            (_, Some(b), Some(t)) if b > 0.0 => Some(100.0 * (t - b) / b),
+            _ => None,
+        })
+        .collect();
+    (table, overhead)
+}
+
+/// The overhead table as rows of cells, for a person: `median [min-max] (change)`.
+pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
+    let mut header = vec!["us/tran (median [min-max] of rounds)".to_string()];
+    header.extend(runs.iter().map(Saved::name));
+    let mut out = vec![header];
+    let (table, overhead) = saved_table(runs);
+    for (_, label, cells) in table {
+        let mut row = vec![label];
+        row.extend(cells.iter().map(|c| match c {
+            None => "-".into(),
+            Some(c) => {
+                let spread = if c.rounds > 1 {
+                    format!(" [{:.2}-{:.2}]", c.low, c.high)
+                } else {
+                    String::new()
+                };
+                let delta = c
+                    .change_pct
+                    .map(|d| format!(" ({d:+.1}%)"))
+                    .unwrap_or_default();
+                format!("{:.2}{spread}{delta}", c.median)
+            }
+        }));
+        out.push(row);
     }
+    let mut row = vec!["Total Overhead %".to_string()];
+    row.extend(overhead.iter().enumerate().map(|(i, o)| match (i, o) {
+        (0, _) => "-".into(),
+        (_, Some(o)) => format!("{o:+.1}%"),
+        (_, None) => "n/a".into(),
+    }));
     out.push(row);
+    out
+}
+
+/// The saved runs' table as a spreadsheet takes it: one row per report and metric, one
+/// value per cell (it was "29.22 [26.47-41.95] (-54.6%)" in one cell), units in the column
+/// names; the Total Overhead % as metric `total_overhead`.
+pub fn saved_tsv_rows(runs: &[Saved]) -> Vec<Vec<String>> {
+    let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
+    let mut out = vec![
+        [
+            "report",
+            "metric",
+            "rounds",
+            "median_us_per_tran",
+            "min_us_per_tran",
+            "max_us_per_tran",
+            "change_pct",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let (table, overhead) = saved_table(runs);
+    for (name, _, cells) in &table {
+        for (r, c) in runs.iter().zip(cells) {
+            out.push(vec![
+                r.name(),
+                name.clone(),
+                c.map_or(String::new(), |c| c.rounds.to_string()),
+                opt(c.map(|c| c.median), 3),
+                opt(c.map(|c| c.low), 3),
+                opt(c.map(|c| c.high), 3),
+                opt(c.and_then(|c| c.change_pct), 2),
+            ]);
+        }
+    }
+    for (r, o) in runs.iter().zip(&overhead) {
+        out.push(vec![
+            r.name(),
+            "total_overhead".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            opt(*o, 2),
+        ]);
+    }
     out
 }
 

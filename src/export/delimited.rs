@@ -1,5 +1,8 @@
 //! TSV and CSV exporters: one header row with units in the column names, a row per process,
-//! a row per group and a summary row, written through the `csv` crate.
+//! a row per group, with rounds a row per round and per group in each round, and a summary
+//! row, written through the `csv` crate. Every row carries the run's label, start and the
+//! settings that make two runs comparable (transport, tasks, message size, persistence), so
+//! that rows of two runs pasted into one sheet can be told apart.
 //!
 //! TSV is the format to paste into a spreadsheet: dot decimals and no thousands separators,
 //! or decimal commas with `--decimal-comma` for locales whose spreadsheets expect them
@@ -57,8 +60,14 @@ struct Line {
     captured_us_per_tran: String,
     capture_ratio: String,
     corrected_us_per_tran: String,
+    /// `measured`, `fixed`, or `not applied` (measured but too uncertain; the ratio shows 1).
+    capture_ratio_source: String,
     label: String,
     start_utc: String,
+    transport: String,
+    tasks: String,
+    msg_bytes: String,
+    persistent: String,
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -104,6 +113,16 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
                 corrected_us_per_tran: num(rd.corrected_us_per_tran, f),
                 ..Line::default()
             });
+            // Each group's CPU in the round: one row each, so a pivot table takes them.
+            for g in &rd.groups {
+                out.push(Line {
+                    row: "round",
+                    group: safe_cell(&g.name).into_owned(),
+                    name: format!("round {}", rd.round),
+                    total_us_per_tran: num(Some(g.total_us_per_tran), f),
+                    ..Line::default()
+                });
+            }
         }
     }
     out.push(Line {
@@ -117,11 +136,28 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         app_cpu_us_per_tran: num(r.app_cpu.us_per_tran, f),
         captured_us_per_tran: num(r.captured_us_per_tran, f),
         capture_ratio: num(r.capture_ratio.as_ref().map(|c| c.value), f),
+        capture_ratio_source: r
+            .capture_ratio
+            .as_ref()
+            .map(|c| c.source.to_string())
+            .unwrap_or_default(),
         corrected_us_per_tran: num(r.corrected_us_per_tran, f),
-        label: safe_cell(&r.label).into_owned(),
-        start_utc: r.start_utc.clone(),
         ..Line::default()
     });
+    // The run's identity and settings on every row.
+    let s = &r.settings;
+    for line in &mut out {
+        line.label = safe_cell(&r.label).into_owned();
+        line.start_utc = r.start_utc.clone();
+        line.transport = s.transport.to_string();
+        line.tasks = s.tasks.to_string();
+        line.msg_bytes = if s.msg_bytes_min == s.msg_bytes_max {
+            s.msg_bytes_max.to_string()
+        } else {
+            format!("{}-{}", s.msg_bytes_min, s.msg_bytes_max)
+        };
+        line.persistent = s.persistent.to_string();
+    }
     out
 }
 

@@ -15,6 +15,37 @@ fn pct(x: f64) -> String {
     }
 }
 
+/// A p-value, or `-` where the rule has none (the history's prediction interval): "NaN" in
+/// a table reads as a fault.
+fn p(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.4}")
+    } else {
+        "-".into()
+    }
+}
+
+/// An interval, or `-` where there is none.
+fn interval(low: f64, high: f64) -> String {
+    if low.is_finite() || high.is_finite() {
+        format!("[{}, {}]", pct(low), pct(high))
+    } else {
+        "-".into()
+    }
+}
+
+/// What the table's columns are, by the gate's mode.
+fn legend(o: &Outcome) -> String {
+    match (o.mode, &o.instruction_counts, o.baseline_runs) {
+        (_, Some(_), _) => "(change = B vs A on the least-disturbed counts, + is worse; instructions)".to_string(),
+        ("ab", ..) => "(baseline/current = the medians of A's and of B's rounds; change = B against A, the paired estimate over the blocks with each pair adjusted by the control, so it can differ from the medians' ratio; + is worse; µs/tran unless the metric is rate)".to_string(),
+        (_, None, Some(n)) if n >= crate::gate::history::MIN_RUNS => format!(
+            "(change = this run vs the median of main's {n} runs, oriented so + is worse; the interval is where the change lies given their drift, and there is no p-value; rounds = main's runs / this run's rounds; µs/tran unless the metric is rate)"
+        ),
+        _ => "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)".to_string(),
+    }
+}
+
 /// The verdict table as rows of cells.
 pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
     let levels: Vec<f64> = o.decisions.iter().map(|d| d.ci_level).collect();
@@ -45,8 +76,8 @@ pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
             format!("{:.2}", d.base_median),
             format!("{:.2}", d.current_median),
             pct(d.ratio),
-            format!("[{}, {}]", pct(d.ci_low), pct(d.ci_high)),
-            format!("{:.4}", d.p_value),
+            interval(d.ci_low, d.ci_high),
+            p(d.p_value),
             format!("{:.1}%", 100.0 * d.tolerance),
             format!("{}/{}", d.base_rounds, d.current_rounds),
             d.verdict.as_str().to_string(),
@@ -67,13 +98,7 @@ pub fn render_text(o: &Outcome) -> String {
         "oemputx gate: {} against baseline {}\n{}\n\n{}",
         o.current,
         o.baseline,
-        match (&o.instruction_counts, o.baseline_runs) {
-            (Some(_), _) => "(change = B vs A on the least-disturbed counts, + is worse; instructions)".to_string(),
-            (None, Some(n)) if n >= crate::gate::history::MIN_RUNS => format!(
-                "(change = this run vs the median of main's {n} runs, oriented so + is worse; the interval is where the change lies given their drift; rounds = main's runs / this run's rounds; µs/tran unless the metric is rate)"
-            ),
-            _ => "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)".to_string(),
-        },
+        legend(o),
         cells::text(&rows(o))
     );
     for (metric, note) in notes(o) {
@@ -128,15 +153,14 @@ pub fn render_github(o: &Outcome) -> String {
 /// [+6.1%, +13.9%], p=0.0002, tolerance 5.0%)".
 fn evidence(d: &Decision) -> String {
     format!(
-        "{:.2} -> {:.2} {} ({}, {:.0}% CI [{}, {}], p={:.4}, tolerance {:.1}%)",
+        "{:.2} -> {:.2} {} ({}, {:.0}% CI {}, p={}, tolerance {:.1}%)",
         d.base_median,
         d.current_median,
         d.unit,
         pct(d.ratio),
         100.0 * d.ci_level,
-        pct(d.ci_low),
-        pct(d.ci_high),
-        d.p_value,
+        interval(d.ci_low, d.ci_high),
+        p(d.p_value),
         100.0 * d.tolerance
     )
 }
@@ -234,6 +258,37 @@ mod tests {
     use crate::gate::stored::decide;
     use crate::gate::tests::rounds;
     use crate::gate::{Worse, overall};
+
+    #[test]
+    fn no_table_prints_nan_and_each_mode_says_what_change_is() {
+        let mut d = decide("FLOW", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher);
+        // The history's rule has an interval and no p-value; a metric may have neither.
+        d.p_value = f64::NAN;
+        let mut e = d.clone();
+        e.metric = "DB".into();
+        (e.ci_low, e.ci_high) = (f64::NAN, f64::NAN);
+        let mut o = Outcome {
+            schema: crate::gate::SCHEMA,
+            mode: "ab",
+            ab_rounds: None,
+            baseline_runs: None,
+            instruction_counts: None,
+            baseline: "A".into(),
+            current: "B".into(),
+            verdict: overall(&[d.clone()]),
+            decisions: vec![d, e],
+        };
+        for text in [render_text(&o), render_markdown(&o), render_github(&o)] {
+            assert!(!text.contains("NaN") && !text.contains("[-, -]"), "{text}");
+        }
+        assert!(
+            render_text(&o).contains("the paired estimate"),
+            "{}",
+            render_text(&o)
+        );
+        o.mode = "stored";
+        assert!(render_text(&o).contains("current vs baseline median"));
+    }
 
     #[test]
     fn exports_carry_each_metric() {

@@ -300,9 +300,10 @@ fn rounds_table(o: &mut String, r: &Report) {
         None => {
             let _ = writeln!(
                 o,
-                "Noise                 : CPU per transaction within {:.0}% across {} rounds",
+                "Noise                 : CPU per transaction within {:.0}% across {} rounds (or within {} us/tran)",
                 crate::report::rounds::NOISY_SPREAD_PCT,
-                sum.rounds
+                sum.rounds,
+                crate::report::rounds::NOISY_FLOOR_US
             );
         }
     }
@@ -322,9 +323,28 @@ pub fn render(r: &Report) -> String {
     latency_and_integrity(&mut o, r);
     let _ = writeln!(o, "Driver CPU source     : {}", r.app_cpu.source);
     cpu_table(&mut o, &CpuSection::from(r));
+    serving_line(&mut o, r);
     rounds_table(&mut o, r);
     status_line(&mut o, r);
     o
+}
+
+/// Who served the request queue, when it was checked (the warnings above say what is wrong).
+fn serving_line(o: &mut String, r: &Report) {
+    let Some(s) = &r.serving else { return };
+    let consumers = s
+        .consumers
+        .map_or("the broker does not tell its consumers".to_string(), |c| {
+            format!("{c} consumer(s) by the broker's count")
+        });
+    let flow_connections: usize = s.flow.iter().map(|p| p.connections).sum();
+    let outside = s.others.len() + usize::from(!s.unreadable_by_uid.is_empty());
+    let _ = writeln!(
+        o,
+        "Served by             : {consumers}; FLOW {} process(es) holding {flow_connections} connection(s) to {}; {outside} process(es) outside FLOW connected to it",
+        s.flow.len(),
+        s.broker
+    );
 }
 
 /// The settings echoed, as OEMPUTX's report opens.

@@ -187,10 +187,15 @@ fn per_message_wording(mut t: CpuTable) -> CpuTable {
         .info
         .verdict
         .replace(
+            "more than a round trip takes (",
+            "more than the window takes per message published (",
+        )
+        .replace(
             "a round trip takes",
             "the window takes, per message published,",
         )
         .replace("each transaction's CPU", "each message's CPU")
+        .replace("on each transaction", "on each message")
         .replace("its request streams can use", "the run can use")
         .replace("no transaction completed", "no message was published");
     t

@@ -11,6 +11,7 @@ pub mod history;
 pub mod matrix;
 pub mod rounds;
 pub mod saved;
+pub mod serving;
 pub mod sweep;
 
 pub use crate::accounting::{
@@ -74,6 +75,10 @@ pub struct Report {
     pub rounds_summary: Option<RoundsSummary>,
     /// What --probe measured and how it sized the rounds.
     pub probe: Option<crate::driver::Probe>,
+    /// Who served the request queue: the broker's consumers and the local processes
+    /// connected to it, set against FLOW (absent where not checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<serving::Serving>,
     pub host: Host,
 }
 
@@ -290,8 +295,10 @@ impl RoundsSummary {
         let captured = rounds::best_median_worst(&col(&|r| r.captured_us_per_tran), false);
         let worst = groups
             .iter()
-            .map(|g| (g.name.as_str(), g.total_us_per_tran.spread_pct))
-            .chain(captured.map(|c| ("captured total", c.spread_pct)))
+            .map(|g| (g.name.as_str(), g.total_us_per_tran))
+            .chain(captured.map(|c| ("captured total", c)))
+            .filter(|(_, b)| b.worst - b.best >= rounds::NOISY_FLOOR_US)
+            .map(|(name, b)| (name, b.spread_pct))
             .fold(None, |acc: Option<(&str, f64)>, x| match acc {
                 Some(a) if a.1 >= x.1 => Some(a),
                 _ => Some(x),
@@ -465,6 +472,7 @@ impl Report {
             rounds: Vec::new(),
             rounds_summary: None,
             probe: out.probed,
+            serving: None,
             host: Host::current(),
         }
         .with_run_warnings(cfg)
@@ -508,5 +516,54 @@ impl Report {
                 .extend(warnings);
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(round: usize, flow: f64, db: f64) -> RoundRow {
+        RoundRow {
+            round,
+            transactions: 1000,
+            elapsed_s: 1.0,
+            rate_tps: 1000.0,
+            round_trip_us: Latency::default(),
+            app_cpu_us_per_tran: None,
+            captured_us_per_tran: Some(flow + db),
+            corrected_us_per_tran: None,
+            groups: vec![
+                RoundGroup {
+                    name: "FLOW".into(),
+                    total_us_per_tran: flow,
+                },
+                RoundGroup {
+                    name: "DB".into(),
+                    total_us_per_tran: db,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn noise_is_called_above_a_share_and_an_absolute_floor_both() {
+        // DB at 0.01–0.02 µs/tran spreads 67 % and is nothing; FLOW within 1 %.
+        let quiet = [
+            round(1, 100.0, 0.01),
+            round(2, 100.5, 0.02),
+            round(3, 100.2, 0.015),
+        ];
+        let s = RoundsSummary::of(&quiet).expect("summary");
+        assert!(s.noisy.is_none(), "{:?}", s.noisy);
+        // FLOW 100 → 110 µs/tran: 10 %, and 10 µs.
+        let loud = [
+            round(1, 100.0, 0.01),
+            round(2, 110.0, 0.02),
+            round(3, 105.0, 0.015),
+        ];
+        let s = RoundsSummary::of(&loud).expect("summary");
+        let n = s.noisy.expect("noisy");
+        assert!(n.contains("spreads 9.5%"), "{n}");
     }
 }

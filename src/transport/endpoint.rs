@@ -60,6 +60,11 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     fn url_for_flow(&self) -> Option<String> {
         None
     }
+    /// The broker's host and port, for a transport that talks TCP to one: its clients'
+    /// connections are found by this address (who serves the request queue).
+    fn broker_address(&self) -> Option<(String, u16)> {
+        None
+    }
     /// How many consumers the queue has, when the transport can tell (to wait until the
     /// flows oemputx started are ready).
     fn consumers(&self, _queue: &str) -> Result<Option<u32>, TransportError> {

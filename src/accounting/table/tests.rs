@@ -417,6 +417,76 @@ fn the_verdict_weighs_the_cpu_per_transaction_against_the_usable_cpus() {
     };
     let t = table(&specs, &a, &b, slow, RatioMode::Fixed(1.0));
     assert!(t.info.verdict.starts_with("waiting"), "{}", t.info.verdict);
+    let load = t.info.load.expect("a verdict as figures");
+    assert_eq!((load.kind, load.usable_cpus), (LoadKind::Waiting, 1));
+    assert!((load.busy_cpus - 0.099).abs() < 0.01, "{load:?}");
+}
+
+/// Every percentage a verdict prints, as numbers.
+fn percentages(text: &str) -> Vec<f64> {
+    text.split('%')
+        .filter_map(|before| {
+            let digits: String = before
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            digits.chars().rev().collect::<String>().parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn a_verdict_counts_cpus_never_a_percentage_above_100() {
+    // 1,980 µs of CPU per transaction at 1000 tps on one request stream, on two CPUs: the
+    // flow and the broker worked in parallel; it said "kept 198% of the 1 CPU(s)".
+    let k = (18, 500);
+    let (a, b) = flow_window(
+        &[(k, sample(18, "flow", 0, 0, 0))],
+        &[(k, sample(18, "flow", 1980, 180, 18))],
+    );
+    let one_stream = Traffic {
+        transactions: 1000,
+        concurrency: Some(1),
+        round_trip_us: 1000.0,
+        rate_tps: 1000.0,
+        ..Traffic::default()
+    };
+    let t = table(
+        &groups(&["FLOW=pid:18"]),
+        &a,
+        &b,
+        one_stream,
+        RatioMode::Fixed(1.0),
+    );
+    let v = &t.info.verdict;
+    assert!(
+        v.starts_with("CPU-bound") && v.contains("1.98 CPUs busy"),
+        "{v}"
+    );
+    assert!(v.contains("in parallel"), "{v}");
+    assert!(percentages(v).iter().all(|p| *p <= 100.0), "{v}");
+    let load = t.info.load.expect("figures");
+    assert_eq!(load.kind, LoadKind::CpuBound);
+    assert!((load.busy_share - 1.98).abs() < 0.01, "{load:?}");
+    // More CPU than time per transaction, at half the rate on two streams: the two usable
+    // CPUs half busy, so waiting, said as work in parallel and not as "the rest".
+    let parallel = Traffic {
+        concurrency: Some(2),
+        rate_tps: 500.0,
+        round_trip_us: 1000.0,
+        ..one_stream
+    };
+    let t = table(
+        &groups(&["FLOW=pid:18"]),
+        &a,
+        &b,
+        parallel,
+        RatioMode::Fixed(1.0),
+    );
+    let v = &t.info.verdict;
+    assert!(v.starts_with("waiting") && v.contains("in parallel"), "{v}");
+    assert!(percentages(v).iter().all(|p| *p <= 100.0), "{v}");
 }
 
 #[test]

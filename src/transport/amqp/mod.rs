@@ -721,6 +721,9 @@ impl EndpointKind for AmqpEndpoint {
     fn url_for_flow(&self) -> Option<String> {
         Some(self.url_with_password())
     }
+    fn broker_address(&self) -> Option<(String, u16)> {
+        Some((self.host.clone(), self.port))
+    }
     fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
         admin::consumers(self, queue).map(Some)
     }

@@ -569,6 +569,9 @@ impl EndpointKind for Amqp10Endpoint {
     fn url_for_flow(&self) -> Option<String> {
         Some(self.url_with_password())
     }
+    fn broker_address(&self) -> Option<(String, u16)> {
+        Some((self.host.clone(), self.port))
+    }
     /// RabbitMQ's AMQP 1.0 plugin runs inside the broker; other brokers' processes (Java for
     /// Artemis and ActiveMQ) are the user's to name with --group.
     fn default_groups(&self) -> Vec<&'static str> {

@@ -100,16 +100,26 @@ pub fn declare_queue(queue: &str) {
 
 /// Messages waiting on a queue.
 pub fn queue_depth(queue: &str) -> u32 {
+    queue_counts(queue).0
+}
+
+/// Consumers of a queue, as the broker counts them.
+pub fn consumer_count(queue: &str) -> u32 {
+    queue_counts(queue).1
+}
+
+/// (messages, consumers) of a queue, by a passive declare.
+fn queue_counts(queue: &str) -> (u32, u32) {
     runtime().block_on(async {
         let conn = connect().await;
         let ch = conn.open_channel(None).await.expect("channel");
-        let (_, depth, _) = ch
+        let (_, depth, consumers) = ch
             .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
             .await
             .expect("queue exists")
             .expect("declare-ok");
         let _ = conn.close().await;
-        depth
+        (depth, consumers)
     })
 }
 
