@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
 # PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
-# Performance Co-Pilot (pmcd, pmproxy on 44322) and valgrind. A service that already answers is left alone; a missing one
+# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind and Python's prometheus_client. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -155,10 +155,21 @@ ensure_pcp_user() {
   fi
 }
 
+ensure_prometheus_client() {
+  # The OpenMetrics tests check oemputx's output with a real parser: Python's prometheus_client.
+  if python3 -c 'import prometheus_client' 2>/dev/null; then log "prometheus_client is there"; return 0; fi
+  command -v python3 >/dev/null || apt_install python3 python3-pip
+  log "installing prometheus_client (pip)"
+  python3 -m pip install -q prometheus_client 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages prometheus_client ||
+    apt_install python3-prometheus-client
+}
+
 ensure_rabbitmq
 ensure_amqp10
 ensure_postgresql
 ensure_nats
 ensure_mosquitto
 ensure_valgrind
+ensure_prometheus_client
 ensure_pcp

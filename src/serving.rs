@@ -66,12 +66,7 @@ pub fn check(cfg: &RunConfig, report: &Report) -> Option<(Serving, Vec<String>)>
         .map(Iterator::collect)
         .unwrap_or_default();
     let conns = sockets::to_broker(&addrs);
-    let consumers = cfg
-        .endpoint
-        .kind()
-        .consumers(&cfg.request_queue)
-        .ok()
-        .flatten();
+    let consumers = cfg.endpoint.kind().counted_consumers(&cfg.request_queue);
     let serving = serving_of(
         format!("{host}:{port}"),
         consumers,

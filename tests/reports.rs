@@ -522,3 +522,145 @@ fn the_account_and_gate_json_match_their_schemas() {
     assert_eq!(j["mode"], "stored");
     assert_matches_schema(&j);
 }
+
+#[test]
+fn capacity_figures_agree_with_hand_arithmetic_from_the_same_json() {
+    let (code, j, err) = run_json(&["--count", "2000", "--rounds", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let c = &j["capacity"];
+    let f = |v: &serde_json::Value| v.as_f64().expect("a number");
+    let ratio = f(&j["corrected_us_per_tran"]) / f(&j["captured_us_per_tran"]);
+    let mut system_us = 0.0;
+    for g in j["groups"].as_array().expect("groups") {
+        let name = g["name"].as_str().expect("name");
+        let row = c["groups"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["name"] == name))
+            .expect("a capacity row per group");
+        let us = f(&g["total_us_per_tran"]);
+        assert!(
+            (f(&row["cores_per_1000_tps"]) - us / 1000.0).abs() < 1e-9,
+            "{row}"
+        );
+        assert!((f(&row["corrected_cores_per_1000_tps"]) - us * ratio / 1000.0).abs() < 1e-9);
+        if name != "DRIVER" {
+            system_us += us * ratio;
+        }
+    }
+    let host = &c["hosts"][0];
+    assert_eq!(host["cpus"], j["host"]["cpus"]);
+    let full = f(&j["host"]["cpus"]) * 1e6 / system_us;
+    assert!((f(&host["full_at_tps"]) - full).abs() < 1e-6 * full, "{c}");
+    assert!((f(&c["full_at_tps"]) - full).abs() < 1e-6 * full);
+    assert_eq!(c["busiest_host"], "local");
+    assert!(c["assumption"].as_str().unwrap_or("").contains("sweep"));
+}
+
+/// Parse OpenMetrics text with Python's prometheus_client (a real parser): the families and
+/// their samples as JSON, or the parser's error.
+fn parse_openmetrics(text: &str) -> serde_json::Value {
+    let script = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = {}
+for f in text_string_to_metric_families(sys.stdin.read()):
+    out[f.name] = {"type": f.type, "unit": f.unit,
+                   "samples": [{"name": s.name, "labels": s.labels, "value": s.value} for s in f.samples]}
+print(json.dumps(out))
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("parser ends");
+    assert!(
+        out.status.success(),
+        "the OpenMetrics parser refused it: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn a_run_s_openmetrics_parse_and_agree_with_its_json() {
+    live!(PromParser);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (om, json) = (dir.path().join("run.om"), dir.path().join("run.json"));
+    oemputx()
+        .args(["--count", "1000", "--quiet", "--export-openmetrics"])
+        .arg(&om)
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success();
+    let j: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("JSON");
+    let m = parse_openmetrics(&std::fs::read_to_string(&om).expect("written"));
+    assert_eq!(m["oemputx_group_cpu_seconds"]["type"], "counter");
+    assert_eq!(m["oemputx_group_cpu_seconds"]["unit"], "seconds");
+    assert_eq!(m["oemputx_transactions"]["samples"][0]["value"], 1000.0);
+    for g in j["groups"].as_array().expect("groups") {
+        let name = g["name"].as_str().expect("name");
+        let gauge = m["oemputx_group_cpu_microseconds_per_transaction"]["samples"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["labels"]["group"] == name))
+            .expect("a gauge per group");
+        let want = g["total_us_per_tran"].as_f64().expect("total");
+        assert!((gauge["value"].as_f64().expect("value") - want).abs() < 1e-6 * want.max(1.0));
+        let seconds: f64 = m["oemputx_group_cpu_seconds"]["samples"]
+            .as_array()
+            .expect("samples")
+            .iter()
+            .filter(|s| {
+                s["labels"]["group"] == name && s["name"] == "oemputx_group_cpu_seconds_total"
+            })
+            .filter_map(|s| s["value"].as_f64())
+            .sum();
+        assert!(
+            (seconds - want * 1000.0 / 1e6).abs() < 1e-9 + 1e-6 * seconds,
+            "{name}: {seconds}"
+        );
+    }
+}
+
+#[test]
+fn cpu_interval_rewrites_a_file_the_openmetrics_parser_takes() {
+    live!(PromParser);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let om = dir.path().join("cpu.prom");
+    oemputx()
+        .args([
+            "cpu",
+            "--group",
+            "SELF=comm:oemputx",
+            "--interval",
+            "200ms",
+            "--count",
+            "3",
+        ])
+        .arg("--export-openmetrics")
+        .arg(&om)
+        .assert()
+        .success();
+    let m = parse_openmetrics(&std::fs::read_to_string(&om).expect("written"));
+    let counter = m["oemputx_group_cpu_seconds"]["samples"]
+        .as_array()
+        .expect("samples");
+    assert_eq!(counter.len(), 2, "user and system: {m}");
+    assert!(
+        counter
+            .iter()
+            .all(|s| s["labels"]["group"] == "SELF" && s["labels"]["host"] == "local")
+    );
+    assert_eq!(m["oemputx_group_cpus_busy"]["type"], "gauge");
+}

@@ -31,6 +31,8 @@ pub struct Remote {
 pub struct HostFigures {
     /// `local`, or the `--host` name.
     pub name: String,
+    /// The host's CPUs (PCP's hinv.ncpu); null for this machine (the report's host has it).
+    pub cpus: Option<usize>,
     /// How it was read: `/proc`, or the pmproxy URL without credentials.
     pub source: String,
     pub captured_us_per_tran: f64,
@@ -126,6 +128,7 @@ pub fn merge(
     }
     let mut hosts = vec![HostFigures {
         name: "local".into(),
+        cpus: None,
         source: "/proc".into(),
         captured_us_per_tran: t.captured_us_per_tran,
         capture_ratio: t.capture_ratio.clone(),
@@ -239,6 +242,7 @@ fn one_host(
     warnings.extend(h.info.warnings.iter().map(|w| format!("host {name}: {w}")));
     let figures = HostFigures {
         name: name.clone(),
+        cpus: Some(fb.ncpu),
         source: r.host.shown.clone(),
         captured_us_per_tran: h.captured_us_per_tran,
         capture_ratio: h.capture_ratio.clone(),

@@ -69,6 +69,7 @@ impl RunArgs {
                 export_tsv: self.export_tsv.clone(),
                 export_csv: self.export_csv.clone(),
                 export_markdown: self.export_markdown.clone(),
+                export_openmetrics: self.export_openmetrics.clone(),
                 save_baseline: self.save_baseline.clone(),
                 delimiter: self.delimiter,
                 decimal_comma: self.decimal_comma,
@@ -193,6 +194,7 @@ impl CpuArgs {
             interval: self.interval.map(Duration::from),
             count: self.count,
             tsv: self.tsv,
+            openmetrics: self.export_openmetrics.clone(),
             cpu_source: self.source.cpu_source,
         }
     }

@@ -468,6 +468,11 @@ pub struct CpuArgs {
     /// Tab-separated values (units in the column names) instead of a table.
     #[arg(long)]
     pub tsv: bool,
+    /// With --interval: rewrite this file (atomically) after every interval as OpenMetrics
+    /// text: each group's CPU seconds since the watch began (counters) and CPUs busy in the
+    /// last interval (gauge), for node_exporter's textfile collector or any Prometheus.
+    #[arg(long, value_name = "PATH", requires = "interval")]
+    pub export_openmetrics: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -660,6 +665,12 @@ pub struct RunArgs {
     /// Write the summary and tables as Markdown, e.g. for a CI job summary (`-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+
+    /// Write the run's summary as OpenMetrics text (Prometheus; node_exporter's textfile
+    /// collector reads it): per-group CPU seconds as counters, µs/tran as gauges (`-` for
+    /// stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_openmetrics: Option<PathBuf>,
 
     #[command(flatten)]
     pub save: SaveArgs,

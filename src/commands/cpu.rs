@@ -54,6 +54,44 @@ fn rows_so_far(groups: &[GroupSpec], snap: &snapshot::Snapshot, host: &str) -> V
     rows
 }
 
+/// The interval's groups added to the totals, and the file rewritten (atomically: a
+/// collector never reads half of it).
+fn write_openmetrics(
+    path: &std::path::Path,
+    total: &mut Vec<crate::export::openmetrics::GroupCpu>,
+    groups: &[crate::accounting::GroupRow],
+    interval: std::time::Duration,
+) -> anyhow::Result<()> {
+    use crate::export::openmetrics::{GroupCpu, watch};
+    // The table's µs "per transaction" are µs in the interval (one transaction).
+    let last: Vec<GroupCpu> = groups
+        .iter()
+        .map(|g| GroupCpu {
+            group: g.name.clone(),
+            host: g.host.clone(),
+            user_s: g.user_us_per_tran / 1e6,
+            sys_s: g.sys_us_per_tran / 1e6,
+        })
+        .collect();
+    for l in &last {
+        match total
+            .iter_mut()
+            .find(|t| t.group == l.group && t.host == l.host)
+        {
+            Some(t) => {
+                t.user_s += l.user_s;
+                t.sys_s += l.sys_s;
+            }
+            None => total.push(l.clone()),
+        }
+    }
+    crate::export::write_output(
+        path,
+        "the OpenMetrics file",
+        &watch(total, &last, interval.as_secs_f64()),
+    )
+}
+
 /// One output row of `oemputx cpu`.
 struct CpuRow {
     group: String,
@@ -143,6 +181,8 @@ pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
     .map_err(ConfigError::from)?;
     acc.start();
     let mut n = 0u64;
+    // Each group's CPU since the watch began, for the OpenMetrics counters.
+    let mut total: Vec<crate::export::openmetrics::GroupCpu> = Vec::new();
     while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {
         std::thread::sleep(interval);
         acc.end();
@@ -171,6 +211,9 @@ pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
             })
             .collect();
         let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        if let Some(path) = &args.openmetrics {
+            write_openmetrics(path, &mut total, &table.groups, interval)?;
+        }
         print_rows(&rows, args.tsv, n == 0, Some(&stamp))?;
         acc.roll();
         n += 1;

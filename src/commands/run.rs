@@ -100,6 +100,11 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         .map(|_| export::markdown::render(report))
         .unwrap_or_default();
     let text = export::text::render(report);
+    let openmetrics = e
+        .openmetrics
+        .as_ref()
+        .map(|_| export::openmetrics::run(report))
+        .unwrap_or_default();
     // The baseline: this run appended to main's history in that file.
     let mut failed: Vec<String> = Vec::new();
     let mut baseline_error = None;
@@ -126,6 +131,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         (&e.tsv, "TSV", tsv.as_str()),
         (&e.csv, "CSV", csv.as_str()),
         (&e.markdown, "Markdown", markdown.as_str()),
+        (&e.openmetrics, "OpenMetrics", openmetrics.as_str()),
     ] {
         if let Some(p) = path {
             outputs.push((p.as_path(), what, body));

@@ -339,6 +339,7 @@ impl RunConfig {
         c.exports.tsv = None;
         c.exports.csv = None;
         c.exports.markdown = None;
+        c.exports.openmetrics = None;
         c.exports.save_dir = None;
         c
     }
@@ -401,6 +402,7 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
             ("--export-tsv", args.export_tsv.as_deref()),
             ("--export-csv", args.export_csv.as_deref()),
             ("--export-markdown", args.export_markdown.as_deref()),
+            ("--export-openmetrics", args.export_openmetrics.as_deref()),
             ("--save-baseline", args.save_baseline.as_deref()),
         ],
         (!args.no_save).then_some(args.reports_dir.as_path()),
@@ -413,6 +415,7 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
         tsv: args.export_tsv.clone(),
         csv: args.export_csv.clone(),
         markdown: args.export_markdown.clone(),
+        openmetrics: args.export_openmetrics.clone(),
         delimiter: args.delimiter as u8,
         decimal_comma: args.decimal_comma,
         save_dir: (!args.no_save).then(|| args.reports_dir.clone()),

@@ -168,6 +168,7 @@ pub struct Exports {
     pub tsv: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
+    pub openmetrics: Option<PathBuf>,
     pub delimiter: u8,
     pub decimal_comma: bool,
     /// The reports folder, unless --no-save.

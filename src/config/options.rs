@@ -43,6 +43,7 @@ pub struct OutputOptions {
     pub export_tsv: Option<PathBuf>,
     pub export_csv: Option<PathBuf>,
     pub export_markdown: Option<PathBuf>,
+    pub export_openmetrics: Option<PathBuf>,
     /// Where to write the report as the gate's baseline.
     pub save_baseline: Option<PathBuf>,
     /// CSV field delimiter.
@@ -62,6 +63,7 @@ impl Default for OutputOptions {
             export_tsv: None,
             export_csv: None,
             export_markdown: None,
+            export_openmetrics: None,
             save_baseline: None,
             delimiter: ',',
             decimal_comma: false,

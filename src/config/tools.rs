@@ -141,6 +141,7 @@ pub struct CpuOptions {
     pub interval: Option<Duration>,
     pub count: Option<u64>,
     pub tsv: bool,
+    pub openmetrics: Option<PathBuf>,
     pub cpu_source: CpuSource,
 }
 
@@ -153,6 +154,8 @@ pub struct CpuConfig {
     pub interval: Option<Duration>,
     pub count: Option<u64>,
     pub tsv: bool,
+    /// Rewritten after every interval.
+    pub openmetrics: Option<PathBuf>,
     pub cpu_source: CpuSource,
 }
 
@@ -161,12 +164,18 @@ impl CpuOptions {
         if self.interval.is_some_and(|i| i.is_zero()) {
             return Err(bad("--interval", "must be longer than zero, e.g. 1s"));
         }
+        super::outputs::check(
+            &[("--export-openmetrics", self.openmetrics.as_deref())],
+            None,
+            &[],
+        )?;
         Ok(CpuConfig {
             groups: groups_or_presets(&self.groups)?,
             hosts: crate::accounting::pcp::parse_hosts(&self.hosts, None)?,
             interval: self.interval,
             count: self.count,
             tsv: self.tsv,
+            openmetrics: self.openmetrics.clone(),
             cpu_source: self.cpu_source,
         })
     }

@@ -10,6 +10,7 @@ pub mod gate;
 pub mod json;
 pub mod markdown;
 pub mod matrix;
+pub mod openmetrics;
 pub mod pubsub;
 pub mod rows;
 pub mod sweep;

@@ -324,9 +324,53 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "Driver CPU source     : {}", r.app_cpu.source);
     cpu_table(&mut o, &CpuSection::from(r));
     serving_line(&mut o, r);
+    capacity_block(&mut o, r);
     rounds_table(&mut o, r);
     status_line(&mut o, r);
     o
+}
+
+/// Cores per 1,000 transactions a second, and the rate that fills the busiest host.
+fn capacity_block(o: &mut String, r: &Report) {
+    let Some(c) = &r.capacity else { return };
+    let _ = writeln!(
+        o,
+        "\nCapacity (cores per 1,000 trans/sec; {})",
+        c.assumption
+    );
+    for g in &c.groups {
+        let corrected = g
+            .corrected_cores_per_1000_tps
+            .map(|x| format!("  corrected {x:.4}"))
+            .unwrap_or_default();
+        let host = if g.host == "local" {
+            String::new()
+        } else {
+            format!("@{}", g.host)
+        };
+        let _ = writeln!(
+            o,
+            " {:<24} {:>9.4}{corrected}",
+            format!("{}{host}", g.name),
+            g.cores_per_1000_tps
+        );
+    }
+    for h in &c.hosts {
+        let fill = h.full_at_tps.map_or("-".into(), |t| format!("{t:.0}"));
+        let _ = writeln!(
+            o,
+            " {} ({} CPUs): the groups' {:.2} us/tran (driver left out) would fill them at {fill} trans/sec",
+            h.name, h.cpus, h.us_per_tran
+        );
+    }
+    if let (Some(h), Some(t)) = (&c.busiest_host, c.full_at_tps) {
+        let _ = writeln!(
+            o,
+            " Estimate              : {t:.0} trans/sec fill {h}'s CPUs first ({:.1}x this run's {:.0})",
+            t / c.measured_tps.max(f64::MIN_POSITIVE),
+            c.measured_tps
+        );
+    }
 }
 
 /// Who served the request queue, when it was checked (the warnings above say what is wrong).

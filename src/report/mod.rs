@@ -6,6 +6,7 @@
 //! process accounting is asked for.
 
 pub mod account;
+pub mod capacity;
 pub mod compare;
 pub mod history;
 pub mod matrix;
@@ -79,6 +80,10 @@ pub struct Report {
     /// connected to it, set against FLOW (absent where not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serving: Option<serving::Serving>,
+    /// Cores per 1,000 transactions a second per group, and the rate that would fill the
+    /// busiest host's cores: an estimate from this one rate (absent without groups).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<capacity::Capacity>,
     pub host: Host,
 }
 
@@ -473,9 +478,51 @@ impl Report {
             rounds_summary: None,
             probe: out.probed,
             serving: None,
+            capacity: None,
             host: Host::current(),
         }
         .with_run_warnings(cfg)
+        .with_capacity()
+    }
+
+    /// The capacity estimate from the groups and the hosts' cores (a run with transactions).
+    fn with_capacity(mut self) -> Report {
+        if self.transactions == 0 {
+            return self;
+        }
+        let groups: Vec<capacity::GroupCost> = self
+            .groups
+            .iter()
+            .map(|g| capacity::GroupCost {
+                name: g.name.clone(),
+                host: g.host.clone(),
+                us_per_tran: g.total_us_per_tran,
+            })
+            .collect();
+        let ratio = |captured: f64, corrected: Option<f64>| {
+            corrected.filter(|_| captured > 0.0).map(|c| c / captured)
+        };
+        let remote = self.accounting.as_ref().map_or(&[][..], |a| &a.hosts[..]);
+        let hosts: Vec<capacity::HostFacts> = if remote.is_empty() {
+            vec![capacity::HostFacts {
+                name: "local".into(),
+                cpus: self.host.cpus,
+                correction: self
+                    .captured_us_per_tran
+                    .and_then(|c| ratio(c, self.corrected_us_per_tran)),
+            }]
+        } else {
+            remote
+                .iter()
+                .map(|h| capacity::HostFacts {
+                    name: h.name.clone(),
+                    cpus: h.cpus.unwrap_or(self.host.cpus),
+                    correction: ratio(h.captured_us_per_tran, h.corrected_us_per_tran),
+                })
+                .collect()
+        };
+        self.capacity = capacity::estimate(&groups, &hosts, self.rate_tps);
+        self
     }
 
     /// Warnings about the run itself, with the accounting's: a --rate it could not keep,

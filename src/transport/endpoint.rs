@@ -65,6 +65,12 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     fn broker_address(&self) -> Option<(String, u16)> {
         None
     }
+    /// The queue's consumers as the broker counts them, asked without touching the queue
+    /// (RabbitMQ's passive declare); `None` where the broker keeps no such count, or only a
+    /// probe could tell (NATS answers "no responders" to a request, which reaches a flow).
+    fn counted_consumers(&self, _queue: &str) -> Option<u32> {
+        None
+    }
     /// How many consumers the queue has, when the transport can tell (to wait until the
     /// flows oemputx started are ready).
     fn consumers(&self, _queue: &str) -> Result<Option<u32>, TransportError> {

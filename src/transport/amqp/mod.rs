@@ -727,6 +727,9 @@ impl EndpointKind for AmqpEndpoint {
     fn consumers(&self, queue: &str) -> Result<Option<u32>, TransportError> {
         admin::consumers(self, queue).map(Some)
     }
+    fn counted_consumers(&self, queue: &str) -> Option<u32> {
+        admin::consumers(self, queue).ok()
+    }
     fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
         admin::delete_queue(self, queue)
     }

@@ -28,6 +28,8 @@ pub enum Service {
     Pcp,
     /// valgrind, for the instruction gate.
     Valgrind,
+    /// Python's prometheus_client, whose OpenMetrics parser checks oemputx's output.
+    PromParser,
 }
 
 impl Service {
@@ -43,6 +45,7 @@ impl Service {
             Service::Mosquitto => "Mosquitto (MQTT) on 127.0.0.1:1883",
             Service::Pcp => "Performance Co-Pilot's pmproxy on 127.0.0.1:44322",
             Service::Valgrind => "valgrind",
+            Service::PromParser => "python3 with prometheus_client (pip install prometheus_client)",
         }
     }
 
@@ -60,12 +63,13 @@ impl Service {
             Service::Mosquitto => listening("127.0.0.1:1883"),
             Service::Pcp => listening("127.0.0.1:44322"),
             Service::Valgrind => runs("valgrind", "--version"),
+            Service::PromParser => runs_args("python3", &["-c", "import prometheus_client"]),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 8] = [const { OnceLock::new() }; 8];
+        static SEEN: [OnceLock<bool>; 9] = [const { OnceLock::new() }; 9];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
 }
@@ -166,8 +170,12 @@ fn speaks_amqp10(addr: &str) -> bool {
 }
 
 fn runs(program: &str, arg: &str) -> bool {
+    runs_args(program, &[arg])
+}
+
+fn runs_args(program: &str, args: &[&str]) -> bool {
     std::process::Command::new(program)
-        .arg(arg)
+        .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
