@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
 # PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
-# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind and Python's prometheus_client. A service that already answers is left alone; a missing one
+# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Python's prometheus_client and Chromium (headless, for the HTML reports). A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -165,6 +165,12 @@ ensure_prometheus_client() {
     apt_install python3-prometheus-client
 }
 
+ensure_chromium() {
+  # The HTML reports' tests render them in a real browser (headless, no network).
+  if command -v chromium >/dev/null; then log "chromium is there"; return 0; fi
+  apt_install chromium
+}
+
 ensure_rabbitmq
 ensure_amqp10
 ensure_postgresql
@@ -172,4 +178,5 @@ ensure_nats
 ensure_mosquitto
 ensure_valgrind
 ensure_prometheus_client
+ensure_chromium
 ensure_pcp

@@ -70,6 +70,7 @@ impl RunArgs {
                 export_csv: self.export_csv.clone(),
                 export_markdown: self.export_markdown.clone(),
                 export_openmetrics: self.export_openmetrics.clone(),
+                export_html: self.export_html.clone(),
                 save_baseline: self.save_baseline.clone(),
                 delimiter: self.delimiter,
                 decimal_comma: self.decimal_comma,

@@ -672,6 +672,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub export_openmetrics: Option<PathBuf>,
 
+    /// Write the report as one self-contained HTML file with its charts, to send (no
+    /// network needed to open it; also saved in the reports folder).
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
+
     #[command(flatten)]
     pub save: SaveArgs,
 

@@ -100,6 +100,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         .map(|_| export::markdown::render(report))
         .unwrap_or_default();
     let text = export::text::render(report);
+    let html = export::html::run::render(report);
     let openmetrics = e
         .openmetrics
         .as_ref()
@@ -132,6 +133,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         (&e.csv, "CSV", csv.as_str()),
         (&e.markdown, "Markdown", markdown.as_str()),
         (&e.openmetrics, "OpenMetrics", openmetrics.as_str()),
+        (&e.html, "HTML", html.as_str()),
     ] {
         if let Some(p) = path {
             outputs.push((p.as_path(), what, body));
@@ -143,7 +145,11 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = &e.save_dir {
-        failed.extend(save_in_reports_dir(dir, report, [&text, &tsv, &json]));
+        failed.extend(save_in_reports_dir(
+            dir,
+            report,
+            [&text, &tsv, &json, &html],
+        ));
     }
     // Stdout last. Keep it clean for a machine format when one goes there.
     let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
@@ -178,13 +184,14 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
 fn save_in_reports_dir(
     dir: &std::path::Path,
     report: &Report,
-    [text, tsv, json]: [&str; 3],
+    [text, tsv, json, html]: [&str; 4],
 ) -> Vec<String> {
     let mut failed = Vec::new();
     let files = [
         ("txt", "the text report", text),
         ("tsv", "the TSV report", tsv),
         ("json", "the JSON report", json),
+        ("html", "the HTML report", html),
     ];
     if let Err(err) = export::save_in_folder(dir, &report.start_utc, &report.label, &files) {
         failed.push(format!("{err:#}"));

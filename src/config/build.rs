@@ -340,6 +340,7 @@ impl RunConfig {
         c.exports.csv = None;
         c.exports.markdown = None;
         c.exports.openmetrics = None;
+        c.exports.html = None;
         c.exports.save_dir = None;
         c
     }
@@ -403,6 +404,7 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
             ("--export-csv", args.export_csv.as_deref()),
             ("--export-markdown", args.export_markdown.as_deref()),
             ("--export-openmetrics", args.export_openmetrics.as_deref()),
+            ("--export-html", args.export_html.as_deref()),
             ("--save-baseline", args.save_baseline.as_deref()),
         ],
         (!args.no_save).then_some(args.reports_dir.as_path()),
@@ -416,6 +418,7 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
         csv: args.export_csv.clone(),
         markdown: args.export_markdown.clone(),
         openmetrics: args.export_openmetrics.clone(),
+        html: args.export_html.clone(),
         delimiter: args.delimiter as u8,
         decimal_comma: args.decimal_comma,
         save_dir: (!args.no_save).then(|| args.reports_dir.clone()),

@@ -169,6 +169,7 @@ pub struct Exports {
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub openmetrics: Option<PathBuf>,
+    pub html: Option<PathBuf>,
     pub delimiter: u8,
     pub decimal_comma: bool,
     /// The reports folder, unless --no-save.

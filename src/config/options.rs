@@ -44,6 +44,7 @@ pub struct OutputOptions {
     pub export_csv: Option<PathBuf>,
     pub export_markdown: Option<PathBuf>,
     pub export_openmetrics: Option<PathBuf>,
+    pub export_html: Option<PathBuf>,
     /// Where to write the report as the gate's baseline.
     pub save_baseline: Option<PathBuf>,
     /// CSV field delimiter.
@@ -64,6 +65,7 @@ impl Default for OutputOptions {
             export_csv: None,
             export_markdown: None,
             export_openmetrics: None,
+            export_html: None,
             save_baseline: None,
             delimiter: ',',
             decimal_comma: false,

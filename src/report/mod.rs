@@ -53,6 +53,9 @@ pub struct Report {
     pub elapsed_s: f64,
     pub rate_tps: f64,
     pub round_trip_us: Latency,
+    /// The round trip's distribution at fixed percentiles, for the latency plot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub round_trip_percentiles: Vec<Percentile>,
     pub app_cpu: AppCpu,
     pub integrity: Integrity,
     /// Matched round trips per task.
@@ -211,6 +214,32 @@ impl Host {
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
+}
+
+/// Percentiles of the round trip the latency plot draws: dense where the tail is.
+pub const PLOTTED_PERCENTILES: [f64; 14] = [
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
+];
+
+/// One point of the round trip's distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentile {
+    pub pct: f64,
+    pub us: f64,
+}
+
+/// The round trip at [`PLOTTED_PERCENTILES`] (none for an empty histogram).
+pub fn percentiles(h: &hdrhistogram::Histogram<u64>) -> Vec<Percentile> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    PLOTTED_PERCENTILES
+        .iter()
+        .map(|&pct| Percentile {
+            pct,
+            us: us(h.value_at_quantile(pct / 100.0)),
+        })
+        .collect()
 }
 
 impl Latency {
@@ -444,6 +473,7 @@ impl Report {
                 0.0
             },
             round_trip_us,
+            round_trip_percentiles: percentiles(&out.round_trip_ns),
             app_cpu: AppCpu {
                 total_s: app_s,
                 us_per_tran: app_s.and_then(|s| per(s * 1e6)),

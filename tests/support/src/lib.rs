@@ -5,6 +5,7 @@
 pub mod amqp;
 pub mod bad_responder;
 pub mod bin;
+pub mod browser;
 pub mod fault_proxy;
 pub mod flow;
 pub mod live;

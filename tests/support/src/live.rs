@@ -30,6 +30,8 @@ pub enum Service {
     Valgrind,
     /// Python's prometheus_client, whose OpenMetrics parser checks oemputx's output.
     PromParser,
+    /// Debian's Chromium, headless, for the HTML reports.
+    Chromium,
 }
 
 impl Service {
@@ -46,6 +48,7 @@ impl Service {
             Service::Pcp => "Performance Co-Pilot's pmproxy on 127.0.0.1:44322",
             Service::Valgrind => "valgrind",
             Service::PromParser => "python3 with prometheus_client (pip install prometheus_client)",
+            Service::Chromium => "Debian's chromium (apt-get install chromium)",
         }
     }
 
@@ -64,12 +67,13 @@ impl Service {
             Service::Pcp => listening("127.0.0.1:44322"),
             Service::Valgrind => runs("valgrind", "--version"),
             Service::PromParser => runs_args("python3", &["-c", "import prometheus_client"]),
+            Service::Chromium => runs("chromium", "--version"),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 9] = [const { OnceLock::new() }; 9];
+        static SEEN: [OnceLock<bool>; 10] = [const { OnceLock::new() }; 10];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
 }

@@ -1,0 +1,300 @@
+//! The charts of the HTML reports, drawn as SVG strings with plotters: CPU per transaction
+//! by group (user and system stacked), the round trip against its percentile, a figure per
+//! round, and bars with intervals. Each returns the SVG text to put in a figure.
+
+use plotters::prelude::*;
+
+/// Plot colours, in order: distinct in print and for the common colour blindnesses
+/// (Okabe & Ito's palette).
+pub const COLOURS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(0, 0, 0),
+];
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+type Drawn = Result<String, Box<dyn std::error::Error>>;
+
+/// Stacked bars: each group's user (solid) and system (light) µs/tran.
+pub fn cpu_bars(groups: &[(String, f64, f64)]) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let top = groups.iter().map(|(_, u, s)| u + s).fold(0.0f64, f64::max) * 1.15;
+        let n = groups.len().max(1);
+        let names: Vec<String> = groups.iter().map(|(g, ..)| g.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption("CPU per transaction by group (us)", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..top.max(1e-3))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    names.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc("us per transaction")
+            .draw()?;
+        let user = colour(0);
+        let system = colour(5);
+        chart
+            .draw_series(groups.iter().enumerate().map(|(i, (_, u, _))| {
+                let x = i as f64;
+                Rectangle::new([(x - 0.3, 0.0), (x + 0.3, *u)], user.filled())
+            }))?
+            .label("user")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], user.filled()));
+        chart
+            .draw_series(groups.iter().enumerate().map(|(i, (_, u, s))| {
+                let x = i as f64;
+                Rectangle::new([(x - 0.3, *u), (x + 0.3, u + s)], system.filled())
+            }))?
+            .label("system")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], system.filled()));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Nines: 50 % → 0.3, 90 % → 1, 99 % → 2, 99.9 % → 3; 100 % drawn at `cap`.
+fn nines(pct: f64, cap: f64) -> f64 {
+    if pct >= 100.0 {
+        cap
+    } else {
+        (-(1.0 - pct / 100.0).log10()).min(cap)
+    }
+}
+
+/// The round trip against its percentile, the tail spread out (percentiles as nines).
+pub fn percentile_plot(points: &[(f64, f64)]) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let cap = 5.5;
+        // A log scale: the tail is often 100 times the median, which a linear axis flattens.
+        let top = points.iter().map(|p| p.1).fold(0.0f64, f64::max).max(1e-3) * 1.5;
+        let bottom = points
+            .iter()
+            .map(|p| p.1)
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min)
+            .min(top / 10.0)
+            / 1.5;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Round trip by percentile (us, log scale)",
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..cap, (bottom..top).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_labels(7)
+            .x_label_formatter(&|x: &f64| match x.round() as i64 {
+                0 => "0%".into(),
+                1 => "90%".into(),
+                2 => "99%".into(),
+                3 => "99.9%".into(),
+                4 => "99.99%".into(),
+                5 => "99.999%".into(),
+                _ => String::new(),
+            })
+            .x_desc("percentile (max at the right edge)")
+            .y_desc("us")
+            .y_label_formatter(&|y| {
+                if *y >= 10.0 {
+                    format!("{y:.0}")
+                } else {
+                    format!("{y:.1}")
+                }
+            })
+            .draw()?;
+        let series: Vec<(f64, f64)> = points
+            .iter()
+            .map(|(p, us)| (nines(*p, cap), us.max(bottom)))
+            .collect();
+        chart.draw_series(LineSeries::new(series.clone(), colour(0).stroke_width(2)))?;
+        chart.draw_series(
+            series
+                .iter()
+                .map(|p| Circle::new(*p, 3, colour(0).filled())),
+        )?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// A figure per round, a line per series (e.g. each group and the captured total).
+pub fn rounds_plot(title: &str, series: &[(String, Vec<f64>)]) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = series.iter().map(|s| s.1.len()).max().unwrap_or(1).max(1);
+        let top = series
+            .iter()
+            .flat_map(|s| s.1.iter().copied())
+            .fold(0.0f64, f64::max)
+            * 1.35;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5..n as f64 + 0.5, 0.0..top.max(1e-3))?;
+        chart
+            .configure_mesh()
+            .x_labels(n.min(20))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 && *x >= 1.0 {
+                    format!("{}", x.round() as i64)
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("round")
+            .draw()?;
+        for (i, (name, values)) in series.iter().enumerate() {
+            let c = colour(i);
+            let points: Vec<(f64, f64)> = values
+                .iter()
+                .enumerate()
+                .map(|(r, v)| (r as f64 + 1.0, *v))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Bars with an interval each (median, low, high), labelled; a dashed band at ±`band`
+/// around `reference` when given (a tolerance, a minimum effect).
+pub fn interval_bars(
+    title: &str,
+    y_desc: &str,
+    bars: &[(String, f64, f64, f64)],
+    band: Option<(f64, f64)>,
+) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = bars.len().max(1);
+        let lo = bars
+            .iter()
+            .map(|b| b.2)
+            .chain(band.map(|(r, w)| r - w))
+            .fold(0.0f64, f64::min);
+        let hi = bars
+            .iter()
+            .map(|b| b.3)
+            .chain(band.map(|(r, w)| r + w))
+            .fold(0.0f64, f64::max);
+        let pad = ((hi - lo) * 0.15).max(1e-3);
+        let names: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, (lo - pad)..(hi + pad))?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    names.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(y_desc)
+            .draw()?;
+        if let Some((r, w)) = band {
+            for y in [r - w, r + w] {
+                chart.draw_series(DashedLineSeries::new(
+                    vec![(-0.5, y), (n as f64 - 0.5, y)],
+                    6,
+                    4,
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))?;
+            }
+        }
+        chart.draw_series(bars.iter().enumerate().map(|(i, (_, m, _, _))| {
+            let x = i as f64;
+            Rectangle::new(
+                [(x - 0.25, 0.0), (x + 0.25, *m)],
+                colour(0).mix(0.6).filled(),
+            )
+        }))?;
+        chart.draw_series(bars.iter().enumerate().map(|(i, (_, m, l, h))| {
+            ErrorBar::new_vertical(i as f64, *l, *m, *h, BLACK.filled(), 10)
+        }))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_chart_draws_an_svg_with_its_marks() {
+        let bars =
+            cpu_bars(&[("QMGR".into(), 40.0, 12.0), ("FLOW".into(), 20.0, 15.0)]).expect("bars");
+        assert!(
+            bars.starts_with("<svg") && bars.matches("<rect").count() >= 4,
+            "{bars:.300}"
+        );
+        let p = percentile_plot(&[(0.0, 10.0), (50.0, 20.0), (99.0, 50.0), (100.0, 90.0)])
+            .expect("plot");
+        assert!(p.contains("<polyline") || p.contains("<path"), "{p:.300}");
+        let r = rounds_plot("t", &[("FLOW".into(), vec![1.0, 2.0, 3.0])]).expect("rounds");
+        assert!(r.matches("<circle").count() >= 3);
+        let i = interval_bars("t", "%", &[("a".into(), 1.0, 0.5, 1.5)], Some((0.0, 1.0)))
+            .expect("bars");
+        assert!(i.contains("<rect"));
+        assert!((nines(99.0, 5.5) - 2.0).abs() < 1e-9 && nines(100.0, 5.5) == 5.5);
+    }
+}

@@ -1,0 +1,312 @@
+//! A put/get run as one HTML page: the settings and host, the figures, the OEMPUTX table,
+//! CPU per transaction by group, the round trip by percentile, the rounds, capacity,
+//! integrity, the verdict and warnings.
+
+use super::{charts, esc, facts, figure, num, section, table};
+use crate::driver::Status;
+use crate::report::Report;
+
+fn status(r: &Report) -> (String, bool) {
+    match r.status {
+        Status::Completed => ("completed".into(), true),
+        s => (
+            format!(
+                "{}: {}",
+                if s == Status::Interrupted {
+                    "INTERRUPTED"
+                } else {
+                    "INCOMPLETE"
+                },
+                r.status_detail.as_deref().unwrap_or(s.describe())
+            ),
+            false,
+        ),
+    }
+}
+
+fn settings(r: &Report) -> String {
+    let s = &r.settings;
+    let h = &r.host;
+    facts(&[
+        ("Queue manager", s.qmgr.clone()),
+        ("Request queue", s.request_queue.clone()),
+        (
+            "Message",
+            format!("{} ({} bytes)", s.message_source, s.msg_bytes_max),
+        ),
+        ("Persistence", s.persistence()),
+        ("Tasks", s.tasks.to_string()),
+        ("Label", r.label.clone()),
+        ("Start (UTC)", r.start_utc.clone()),
+        (
+            "Host",
+            format!(
+                "{}, {} CPU(s) {}, kernel {}",
+                h.hostname,
+                h.cpus,
+                h.cpu_model.as_deref().unwrap_or("(model unknown)"),
+                h.kernel
+            ),
+        ),
+    ])
+}
+
+fn figures(r: &Report) -> String {
+    let ratio = r.capture_ratio.as_ref().map_or("-".into(), |c| {
+        format!(
+            "{:.3}{} ({})",
+            c.value,
+            c.sigma.map(|s| format!(" ±{s:.3}")).unwrap_or_default(),
+            c.source
+        )
+    });
+    let mut rows = vec![
+        ("Transactions", r.transactions.to_string()),
+        ("Elapsed", format!("{:.3} s", r.elapsed_s)),
+        ("Rate", format!("{:.1} trans/s", r.rate_tps)),
+        (
+            "Round trip, mean",
+            format!("{:.2} us", r.round_trip_us.mean),
+        ),
+        ("Round trip, p99", format!("{:.2} us", r.round_trip_us.p99)),
+        (
+            "Driver CPU",
+            format!("{} us/tran", num(r.app_cpu.us_per_tran, 2)),
+        ),
+        (
+            "Captured total",
+            format!("{} us/tran", num(r.captured_us_per_tran, 2)),
+        ),
+        ("Capture ratio", ratio),
+        (
+            "Corrected total",
+            format!("{} us/tran", num(r.corrected_us_per_tran, 2)),
+        ),
+    ];
+    if let Some(a) = &r.accounting {
+        rows.push(("Verdict", a.verdict.clone()));
+    }
+    facts(&rows)
+}
+
+fn cpu_table(r: &Report) -> String {
+    let mut rows = Vec::new();
+    for g in &r.groups {
+        for p in r
+            .processes
+            .iter()
+            .filter(|p| p.group == g.name && p.host == g.host)
+        {
+            rows.push(vec![
+                format!(
+                    "{}.{}",
+                    p.name,
+                    p.pid.map(|x| x.to_string()).unwrap_or_default()
+                ),
+                format!("{:.2}", p.user_us_per_tran),
+                format!("{:.2}", p.sys_us_per_tran),
+                format!("{:.2}", p.total_us_per_tran),
+                format!("{:.1}", p.pct),
+            ]);
+        }
+        let host = if g.host == "local" {
+            String::new()
+        } else {
+            format!("@{}", g.host)
+        };
+        rows.push(vec![
+            format!("{}*{host}", g.name),
+            format!("{:.2}", g.user_us_per_tran),
+            format!("{:.2}", g.sys_us_per_tran),
+            format!("{:.2}", g.total_us_per_tran),
+            format!("{:.1}", g.pct),
+        ]);
+    }
+    table(
+        &[
+            "Jobname.PID / group*",
+            "USR us/tran",
+            "SYS us/tran",
+            "Tot us/tran",
+            "%",
+        ],
+        &rows,
+    )
+}
+
+fn rounds(r: &Report) -> Option<String> {
+    let s = r.rounds_summary.as_ref()?;
+    let mut rows = Vec::new();
+    let mut add = |name: &str, b: &Option<crate::report::rounds::BestMedianWorst>| {
+        if let Some(b) = b {
+            rows.push(vec![
+                name.to_string(),
+                format!("{:.2}", b.best),
+                format!("{:.2}", b.median),
+                format!("{:.2}", b.worst),
+                format!("{:.1}%", b.spread_pct),
+            ]);
+        }
+    };
+    add("Rate (trans/s)", &s.rate_tps);
+    add("Round trip mean (us)", &s.round_trip_mean_us);
+    add("Captured (us/tran)", &s.captured_us_per_tran);
+    for g in &s.groups {
+        add(
+            &format!("{}* (us/tran)", g.name),
+            &Some(g.total_us_per_tran),
+        );
+    }
+    let mut series: Vec<(String, Vec<f64>)> = r
+        .groups
+        .iter()
+        .map(|g| {
+            let v = r
+                .rounds
+                .iter()
+                .filter_map(|rd| rd.groups.iter().find(|x| x.name == g.name))
+                .map(|x| x.total_us_per_tran)
+                .collect();
+            (g.name.clone(), v)
+        })
+        .collect();
+    series.push((
+        "captured".into(),
+        r.rounds
+            .iter()
+            .filter_map(|rd| rd.captured_us_per_tran)
+            .collect(),
+    ));
+    let chart = charts::rounds_plot("CPU per transaction in each round (us)", &series)
+        .map(|svg| figure("rounds", "Each round's CPU per transaction by group and captured: how far one run's figures can be trusted.", &svg))
+        .unwrap_or_default();
+    let noise = s
+        .noisy
+        .as_deref()
+        .map(|n| format!("<p class=\"note\">{}</p>", esc(n)))
+        .unwrap_or_default();
+    Some(format!(
+        "{}{chart}{noise}",
+        table(&["figure", "best", "median", "worst", "spread"], &rows)
+    ))
+}
+
+fn capacity(r: &Report) -> Option<String> {
+    let c = r.capacity.as_ref()?;
+    let rows: Vec<Vec<String>> = c
+        .groups
+        .iter()
+        .map(|g| {
+            vec![
+                format!("{}@{}", g.name, g.host),
+                format!("{:.2}", g.us_per_tran),
+                format!("{:.4}", g.cores_per_1000_tps),
+                num(g.corrected_cores_per_1000_tps, 4),
+            ]
+        })
+        .collect();
+    let hosts: Vec<(&str, String)> = c
+        .hosts
+        .iter()
+        .map(|h| {
+            (
+                h.name.as_str(),
+                format!(
+                    "{} CPUs; the groups' {:.2} us/tran (driver left out) fill them at {} trans/s",
+                    h.cpus,
+                    h.us_per_tran,
+                    num(h.full_at_tps, 0)
+                ),
+            )
+        })
+        .collect();
+    Some(format!(
+        "{}{}<p class=\"note\">Estimate: {} trans/s fill {}'s CPUs first ({}).</p>",
+        table(
+            &["group", "us/tran", "cores per 1,000 trans/s", "corrected"],
+            &rows
+        ),
+        facts(&hosts),
+        num(c.full_at_tps, 0),
+        esc(c.busiest_host.as_deref().unwrap_or("-")),
+        esc(c.assumption)
+    ))
+}
+
+fn integrity(r: &Report) -> String {
+    let i = &r.integrity;
+    facts(&[
+        (
+            "Requests sent",
+            format!(
+                "{}: matched {}, timed out {}, abandoned {}",
+                i.sent, i.matched, i.timed_out, i.abandoned
+            ),
+        ),
+        (
+            "Replies received",
+            format!(
+                "{}: matched {}, unmatched {}, duplicates {}, late {}",
+                i.received, i.matched, i.unmatched, i.duplicates, i.late
+            ),
+        ),
+    ])
+}
+
+/// The run's page.
+pub fn render(r: &Report) -> String {
+    let mut body = String::new();
+    section(&mut body, "Settings and host", &settings(r));
+    section(&mut body, "Figures", &figures(r));
+    let groups: Vec<(String, f64, f64)> = r
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), g.user_us_per_tran, g.sys_us_per_tran))
+        .collect();
+    let mut cpu = cpu_table(r);
+    if let Ok(svg) = charts::cpu_bars(&groups) {
+        cpu.push_str(&figure(
+            "cpu",
+            "CPU per transaction of each group: user (dark) and system (light) stacked.",
+            &svg,
+        ));
+    }
+    section(&mut body, "CPU per transaction (the OEMPUTX table)", &cpu);
+    let points: Vec<(f64, f64)> = r
+        .round_trip_percentiles
+        .iter()
+        .map(|p| (p.pct, p.us))
+        .collect();
+    if let Ok(svg) = charts::percentile_plot(&points) {
+        section(
+            &mut body,
+            "Round trip",
+            &figure(
+                "latency",
+                "Round trip by percentile, from the run's HDR histogram.",
+                &svg,
+            ),
+        );
+    }
+    if let Some(html) = rounds(r) {
+        section(&mut body, "Rounds", &html);
+    }
+    if let Some(html) = capacity(r) {
+        section(&mut body, "Capacity", &html);
+    }
+    section(&mut body, "Integrity", &integrity(r));
+    if let Some(a) = r.accounting.as_ref().filter(|a| !a.warnings.is_empty()) {
+        let items: String = a
+            .warnings
+            .iter()
+            .map(|w| format!("<li>{}</li>", esc(w)))
+            .collect();
+        section(&mut body, "Warnings", &format!("<ul>{items}</ul>"));
+    }
+    let (text, good) = status(r);
+    super::page(
+        &format!("oemputx: what does one message cost? ({})", r.label),
+        (&text, good),
+        &body,
+    )
+}

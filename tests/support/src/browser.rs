@@ -1,0 +1,112 @@
+//! An HTML report as a browser shows it: Debian's Chromium, headless, no network, a fresh
+//! profile; its DOM after loading, the requests the page itself made (from Chromium's
+//! NetLog: the browser's own update checks are initiated by no origin, a page's by its
+//! own), and a PNG screenshot.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What the browser made of a page.
+pub struct Rendered {
+    /// The DOM after load, serialized.
+    pub dom: String,
+    /// Every URL the page itself asked for (none may leave it).
+    pub page_requests: Vec<String>,
+    pub screenshot: PathBuf,
+}
+
+fn chromium(profile: &Path) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+/// The URLs a NetLog shows requested by a page (an initiator other than the browser's
+/// "not an origin").
+fn page_requests(netlog: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(netlog).unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .or_else(|_| serde_json::from_str(&format!("{}]}}", text.trim_end().trim_end_matches(','))))
+        .unwrap_or(serde_json::Value::Null);
+    json["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter_map(|e| {
+                    let p = &e["params"];
+                    let initiator = p["initiator"].as_str()?;
+                    (initiator != "not an origin")
+                        .then(|| p["url"].as_str().unwrap_or("?").to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Load `html` from a file:// URL: its DOM, the requests it made, and a screenshot at
+/// `png` (1150 px wide, `height` tall).
+pub fn render(html: &Path, png: &Path, height: u32) -> Rendered {
+    let url = format!(
+        "file://{}",
+        html.canonicalize().expect("the HTML file").display()
+    );
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let netlog = profile.path().join("netlog.json");
+    let out = chromium(&profile.path().join("p1"))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .args(["--virtual-time-budget=2000", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let requests = page_requests(&netlog);
+    let shot = chromium(&profile.path().join("p2"))
+        .arg(format!("--window-size=1150,{height}"))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    assert!(
+        shot.status.success() && png.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    Rendered {
+        dom,
+        page_requests: requests,
+        screenshot: png.to_path_buf(),
+    }
+}
+
+/// The figures of a DOM by id (`chart-…`), each with how many drawn marks its SVG holds.
+pub fn charts(dom: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for part in dom.split("<figure id=\"chart-").skip(1) {
+        let id = part.split('"').next().unwrap_or("").to_string();
+        let body = part.split("</figure>").next().unwrap_or("");
+        let svg = body.contains("<svg");
+        let marks = ["<rect", "<circle", "<polyline", "<path", "<line"]
+            .iter()
+            .map(|m| body.matches(m).count())
+            .sum();
+        out.push((id, if svg { marks } else { 0 }));
+    }
+    out
+}
