@@ -2,35 +2,8 @@
 //! loads each from a file:// URL; every chart is there and drawn, the page asks for nothing
 //! on the network, and a screenshot is kept (target/html-screenshots/).
 
-use oemputx_test_support::browser::{charts, render};
+use oemputx_test_support::browser::{assert_renders, render};
 use oemputx_test_support::*;
-
-fn screenshots() -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/html-screenshots");
-    std::fs::create_dir_all(&dir).expect("screenshot folder");
-    dir
-}
-
-/// The page's charts are all there and drawn, and it fetched nothing.
-fn check(html: &std::path::Path, name: &str, want: &[&str]) {
-    let png = screenshots().join(format!("{name}.png"));
-    let r = render(html, &png, 2600);
-    let drawn = charts(&r.dom);
-    for id in want {
-        let marks = drawn.iter().find(|(c, _)| c == id).map_or(0, |(_, m)| *m);
-        assert!(
-            marks >= 3,
-            "chart-{id} is missing or empty in {name}: {drawn:?}"
-        );
-    }
-    assert!(
-        r.page_requests.is_empty(),
-        "{name} asked the network for {:?}",
-        r.page_requests
-    );
-    let size = std::fs::metadata(&r.screenshot).map_or(0, |m| m.len());
-    assert!(size > 10_000, "{name}: screenshot of {size} bytes");
-}
 
 #[test]
 fn the_request_check_sees_a_page_that_fetches() {
@@ -72,5 +45,56 @@ fn a_run_s_html_report_draws_every_chart_offline_and_stays_small() {
         .success();
     let size = std::fs::metadata(&html).expect("written").len();
     assert!(size < 300_000, "{size} bytes");
-    check(&html, "run", &["cpu", "latency", "rounds"]);
+    assert_renders(&html, "run", &["cpu", "latency", "rounds"]);
+}
+
+/// Two embedded runs saved as JSON, as compare and the gate read them.
+fn two_reports(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let paths = (dir.join("a.json"), dir.join("b.json"));
+    for p in [&paths.0, &paths.1] {
+        oemputx()
+            .args([
+                "--count",
+                "500",
+                "--rounds",
+                "3",
+                "--quiet",
+                "--export-json",
+            ])
+            .arg(p)
+            .assert()
+            .success();
+    }
+    paths
+}
+
+#[test]
+fn compare_of_saved_reports_and_the_gate_draw_their_charts_offline() {
+    live!(Chromium);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = two_reports(dir.path());
+    let html = dir.path().join("compare.html");
+    oemputx()
+        .arg("compare")
+        .args([&a, &b])
+        .arg("--export-html")
+        .arg(&html)
+        .assert()
+        .success();
+    assert_renders(&html, "compare-saved", &["reports"]);
+    let gate = dir.path().join("gate.html");
+    let out = oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&a)
+        .arg("--current")
+        .arg(&b)
+        .args(["--tolerance", "50%", "--export-html"])
+        .arg(&gate)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 3),
+        "{out:?}"
+    );
+    assert_renders(&gate, "gate", &["verdict"]);
 }

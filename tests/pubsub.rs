@@ -411,6 +411,8 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             ])
             .args(["--export-svg", svg.to_str().expect("utf-8 path")])
             .args(["--export-tsv", tsv.to_str().expect("utf-8 path")])
+            .arg("--export-html")
+            .arg(dir.path().join("matrix.html"))
             .output()
             .expect("oemputx runs");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -444,6 +446,11 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             assert!(text.contains('±'), "{text}");
             // Each round ran every cell: eight lines a round on stderr.
             assert_eq!(stderr.matches("round 3 of 3:").count(), 8, "{stderr}");
+            oemputx_test_support::browser::assert_renders(
+                &dir.path().join("matrix.html"),
+                "matrix",
+                &["matrix"],
+            );
         }
         let table = std::fs::read_to_string(&tsv).expect("tsv");
         let lines: Vec<&str> = table.lines().collect();
@@ -554,8 +561,15 @@ fn a_pubsub_run_writes_tsv_markdown_and_saves_itself_in_the_reports_folder() {
         .args(["--export-tsv", tsv.to_str().expect("utf-8")])
         .args(["--export-markdown", md.to_str().expect("utf-8")])
         .args(["--reports-dir", reports.to_str().expect("utf-8")])
+        .arg("--export-html")
+        .arg(dir.path().join("pubsub.html"))
         .assert()
         .code(0);
+    oemputx_test_support::browser::assert_renders(
+        &dir.path().join("pubsub.html"),
+        "pubsub",
+        &["rates", "backlog", "cpu"],
+    );
     let t = std::fs::read_to_string(&tsv).expect("TSV");
     assert!(
         t.starts_with("subscriber\tblock\texpected\treceived"),
@@ -568,7 +582,7 @@ fn a_pubsub_run_writes_tsv_markdown_and_saves_itself_in_the_reports_folder() {
         .expect("the reports folder")
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect();
-    for ext in ["txt", "tsv", "json", "md"] {
+    for ext in ["txt", "tsv", "json", "md", "html"] {
         assert!(
             saved.iter().any(|f| f.ends_with(&format!("-pubsub.{ext}"))),
             "{saved:?}"

@@ -25,6 +25,8 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
         // The sweep's own options may come after the run's.
         .args(["--max-time", "40s", "--chart"])
         .arg(chart.path())
+        .arg("--export-html")
+        .arg(chart.path().with_extension("html"))
         .timeout(std::time::Duration::from_secs(150))
         .output()
         .expect("runs");
@@ -86,6 +88,9 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
         svg.starts_with("<svg") && svg.contains("N processes x 1 thread"),
         "{svg:.200}"
     );
+    let html = chart.path().with_extension("html");
+    oemputx_test_support::browser::assert_renders(&html, "sweep", &["sweep"]);
+    let _ = std::fs::remove_file(html);
 }
 
 #[test]
@@ -368,6 +373,8 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
         .arg(&json)
         .arg("--export-tsv")
         .arg(&tsv)
+        .arg("--export-html")
+        .arg(dir.path().join("c.html"))
         .args(["--", "--qmgr", &amqp_url(), "--count", "300"])
         .args(["--group", "QMGR=@rabbitmq"])
         .output()
@@ -377,6 +384,11 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Total Overhead %"), "{text}");
     assert!(stderr.contains("compare: look 1 after 8"), "{stderr}");
+    oemputx_test_support::browser::assert_renders(
+        &dir.path().join("c.html"),
+        "compare-live",
+        &["changes", "settings"],
+    );
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
     assert_matches_schema(&j);

@@ -129,6 +129,7 @@ impl GateArgs {
                 bmf: self.export_bmf.clone(),
                 gha: self.export_gha.clone(),
                 json: self.export_json.clone(),
+                html: self.export_html.clone(),
             },
             run,
             rejudge: self.rejudge.clone(),
@@ -160,6 +161,7 @@ impl PubsubArgs {
             export_json: self.export_json.clone(),
             export_tsv: self.export_tsv.clone(),
             export_markdown: self.export_markdown.clone(),
+            export_html: self.export_html.clone(),
             no_save: self.save.no_save,
             reports_dir: self.save.reports_dir.clone(),
             rounds: self.rounds,
@@ -183,6 +185,7 @@ impl MatrixArgs {
             export_json: self.export_json.clone(),
             export_tsv: self.export_tsv.clone(),
             export_svg: self.export_svg.clone(),
+            export_html: self.export_html.clone(),
         }
     }
 }
@@ -230,6 +233,7 @@ impl CompareArgs {
             export_tsv: self.export_tsv.clone(),
             export_markdown: self.export_markdown.clone(),
             export_json: self.export_json.clone(),
+            export_html: self.export_html.clone(),
         })
     }
 }

@@ -175,6 +175,9 @@ pub struct MatrixArgs {
     /// Write a bar chart of the cells (SVG) to PATH.
     #[arg(long, value_name = "PATH")]
     pub export_svg: Option<PathBuf>,
+    /// Write the matrix as one self-contained HTML file with its chart, to send.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// Options of `oemputx pubsub`.
@@ -245,6 +248,10 @@ pub struct PubsubArgs {
     /// Write the summary and the subscriber table as Markdown to PATH.
     #[arg(long, value_name = "PATH")]
     pub export_markdown: Option<PathBuf>,
+    /// Write the run as one self-contained HTML file with its charts (rates side by side,
+    /// backlog over time, CPU per message), to send.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     #[command(flatten)]
     pub save: SaveArgs,
     /// Run the same window this many times and report each round and the spread of the CPU
@@ -351,6 +358,10 @@ pub struct GateArgs {
     /// Write the verdicts as JSON.
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Write the verdict as one self-contained HTML file: each metric's interval against
+    /// the tolerance, to send.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     /// --instructions: save flow A's counts here as the baseline of later gates (on main);
     /// a branch then gives --flow-b and --baseline PATH, and only its flow is counted.
     #[arg(long, value_name = "PATH", requires = "instructions")]
@@ -449,6 +460,9 @@ pub struct CompareArgs {
     /// Live: write the comparison as JSON (schema oemputx.compare/1; `-` for stdout).
     #[arg(long, value_name = "PATH")]
     pub export_json: Option<PathBuf>,
+    /// Write the comparison as one self-contained HTML file with its charts, to send.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
     /// Live: the run options (after --) of one round, e.g. -- --qmgr RABBIT --count 2000.
     #[arg(last = true, value_name = "RUN OPTIONS")]
     pub run: Vec<String>,

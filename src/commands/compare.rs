@@ -78,6 +78,9 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
     if let Some(p) = &args.markdown {
         write(p, "Markdown", &cells::markdown(&rows))?;
     }
+    if let Some(p) = &args.html {
+        write(p, "HTML", &export::html::compare::saved(&runs, &rows))?;
+    }
     Ok(Exit::Ok)
 }
 
@@ -282,10 +285,12 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
     let md = cells::markdown(&export::compare::live_rows(c));
     let is_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let mut on_stdout = None;
+    let html = export::html::compare::live(c);
     for (path, what, body) in [
         (&o.json, "JSON", &json),
         (&o.tsv, "TSV", &tsv),
         (&o.markdown, "Markdown", &md),
+        (&o.html, "HTML", &html),
     ] {
         match path {
             Some(p) if p.as_os_str() == "-" => on_stdout = Some(body),

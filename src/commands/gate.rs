@@ -261,6 +261,9 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
     write(&args.json, "JSON", &|| {
         Ok(serde_json::to_string_pretty(outcome)?)
     });
+    write(&args.html, "HTML", &|| {
+        Ok(export::html::gate::render(outcome))
+    });
     let mut stdout = render_text(outcome);
     if args.github {
         stdout.push_str(&render_github(outcome));

@@ -214,5 +214,8 @@ fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Vec<String> {
     write(&m.export_tsv, "TSV", &|| {
         Ok(crate::export::matrix::tsv(matrix))
     });
+    write(&m.export_html, "HTML", &|| {
+        Ok(crate::export::html::matrix::render(matrix))
+    });
     failed
 }

@@ -380,6 +380,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(report)? + "\n";
     let tsv = crate::export::cells::delimited(&crate::export::pubsub::rows(report), b'\t')?;
     let md = crate::export::pubsub::markdown(report);
+    let html = crate::export::html::pubsub::render(report);
     let json_to_stdout = args
         .export_json
         .as_deref()
@@ -388,6 +389,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
         (&args.export_json, "the pub/sub JSON", &json),
         (&args.export_tsv, "the pub/sub TSV", &tsv),
         (&args.export_markdown, "the pub/sub Markdown", &md),
+        (&args.export_html, "the pub/sub HTML", &html),
     ] {
         if let Some(path) = path.as_deref().filter(|p| p.as_os_str() != "-") {
             crate::export::write_output(path, what, body)?;
@@ -404,6 +406,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
                 ("tsv", "the pub/sub TSV", tsv.as_str()),
                 ("json", "the pub/sub JSON", json.as_str()),
                 ("md", "the pub/sub Markdown", md.as_str()),
+                ("html", "the pub/sub HTML", html.as_str()),
             ],
         )?;
     }

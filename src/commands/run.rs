@@ -71,12 +71,19 @@ pub fn exit_of(status: Status) -> Exit {
     }
 }
 
-/// Write the report to every file the options name, then to stdout (unless --quiet): a
-/// stdout that is full or closed can no longer lose the files. A file that cannot be
-/// written does not stop the others; the error names every one that failed.
-pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
+/// The report in every format a run writes (the optional ones only when asked for).
+struct Rendered {
+    json: String,
+    tsv: String,
+    csv: String,
+    markdown: String,
+    text: String,
+    html: String,
+    openmetrics: String,
+}
+
+fn render_all(cfg: &RunConfig, report: &Report) -> anyhow::Result<Rendered> {
     let e = &cfg.exports;
-    let is_stdout = |p: &std::path::Path| p.as_os_str() == "-";
     let json = export::json::render(report).context("encoding the JSON report")?;
     let tsv_format = Format {
         delimiter: b'\t',
@@ -99,13 +106,37 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         .as_ref()
         .map(|_| export::markdown::render(report))
         .unwrap_or_default();
-    let text = export::text::render(report);
-    let html = export::html::run::render(report);
     let openmetrics = e
         .openmetrics
         .as_ref()
         .map(|_| export::openmetrics::run(report))
         .unwrap_or_default();
+    Ok(Rendered {
+        json,
+        tsv,
+        csv,
+        markdown,
+        text: export::text::render(report),
+        html: export::html::run::render(report),
+        openmetrics,
+    })
+}
+
+/// Write the report to every file the options name, then to stdout (unless --quiet): a
+/// stdout that is full or closed can no longer lose the files. A file that cannot be
+/// written does not stop the others; the error names every one that failed.
+pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
+    let e = &cfg.exports;
+    let is_stdout = |p: &std::path::Path| p.as_os_str() == "-";
+    let Rendered {
+        json,
+        tsv,
+        csv,
+        markdown,
+        text,
+        html,
+        openmetrics,
+    } = render_all(cfg, report)?;
     // The baseline: this run appended to main's history in that file.
     let mut failed: Vec<String> = Vec::new();
     let mut baseline_error = None;

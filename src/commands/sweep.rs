@@ -329,16 +329,21 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
     if let Some(p) = &sc.chart {
         keep(write(p, "chart", &svg));
     }
+    let html = export::html::sweep::render(s);
+    if let Some(p) = &e.html {
+        keep(write(p, "HTML", &html));
+    }
     if let Some(dir) = &e.save_dir {
         let files = [
             ("txt", "the sweep text", text.as_str()),
             ("tsv", "the sweep TSV", tsv.as_str()),
             ("json", "the sweep JSON", json.as_str()),
             ("svg", "the sweep chart", svg.as_str()),
+            ("html", "the sweep HTML", html.as_str()),
         ];
         match export::save_in_folder(dir, &s.start_utc, &s.label, &files) {
             Ok(base) if !cfg.quiet => {
-                crate::say!("sweep: saved {}.{{txt,tsv,json,svg}}", base.display());
+                crate::say!("sweep: saved {}.{{txt,tsv,json,svg,html}}", base.display());
             }
             Ok(_) => {}
             Err(e) => keep(Err(e)),

@@ -44,6 +44,7 @@ pub struct CompareOptions {
     pub export_tsv: Option<PathBuf>,
     pub export_markdown: Option<PathBuf>,
     pub export_json: Option<PathBuf>,
+    pub export_html: Option<PathBuf>,
 }
 
 impl Default for CompareOptions {
@@ -63,6 +64,7 @@ impl Default for CompareOptions {
             export_tsv: None,
             export_markdown: None,
             export_json: None,
+            export_html: None,
         }
     }
 }
@@ -73,6 +75,7 @@ pub struct CompareOutputs {
     pub tsv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
 }
 
 /// A comparison, checked.
@@ -121,6 +124,7 @@ impl CompareOptions {
                 ("--export-tsv", self.export_tsv.as_deref()),
                 ("--export-markdown", self.export_markdown.as_deref()),
                 ("--export-json", self.export_json.as_deref()),
+                ("--export-html", self.export_html.as_deref()),
             ],
             None,
             &self
@@ -133,6 +137,7 @@ impl CompareOptions {
             tsv: self.export_tsv.clone(),
             markdown: self.export_markdown.clone(),
             json: self.export_json.clone(),
+            html: self.export_html.clone(),
         };
         let live = self.flow_cmd.is_some() || !self.settings.is_empty() || !self.flows.is_empty();
         if !live {

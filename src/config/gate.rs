@@ -85,6 +85,7 @@ pub struct GateOutputs {
     pub bmf: Option<PathBuf>,
     pub gha: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
 }
 
 /// A gate, checked.
@@ -269,6 +270,7 @@ impl GateOptions {
                 ("--export-bmf", o.bmf.as_deref()),
                 ("--export-gha", o.gha.as_deref()),
                 ("--export-json", o.json.as_deref()),
+                ("--export-html", o.html.as_deref()),
                 ("--save-baseline", self.save_baseline.as_deref()),
             ],
             None,

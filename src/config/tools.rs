@@ -27,6 +27,7 @@ pub struct MatrixOptions {
     pub export_json: Option<PathBuf>,
     pub export_tsv: Option<PathBuf>,
     pub export_svg: Option<PathBuf>,
+    pub export_html: Option<PathBuf>,
 }
 
 impl Default for MatrixOptions {
@@ -42,6 +43,7 @@ impl Default for MatrixOptions {
             export_json: None,
             export_tsv: None,
             export_svg: None,
+            export_html: None,
         }
     }
 }
@@ -61,6 +63,7 @@ impl MatrixOptions {
                 ("--export-json", self.export_json.as_deref()),
                 ("--export-tsv", self.export_tsv.as_deref()),
                 ("--export-svg", self.export_svg.as_deref()),
+                ("--export-html", self.export_html.as_deref()),
             ],
             None,
             &[],

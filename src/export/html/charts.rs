@@ -205,6 +205,54 @@ pub fn rounds_plot(title: &str, series: &[(String, Vec<f64>)]) -> Drawn {
     Ok(svg)
 }
 
+/// Lines over time: each series (name, points of (seconds, value)).
+pub fn time_plot(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let right = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.0))
+            .fold(0.0f64, f64::max)
+            .max(1e-3);
+        let top = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.1))
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.3;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..right, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("seconds since the start")
+            .y_desc(y_desc)
+            .draw()?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// Bars with an interval each (median, low, high), labelled; a dashed band at ±`band`
 /// around `reference` when given (a tolerance, a minimum effect).
 pub fn interval_bars(

@@ -8,7 +8,12 @@
 //! charts ([`charts`]) in it; every chart is a `<figure id="chart-…">` so that tests find it.
 
 pub mod charts;
+pub mod compare;
+pub mod gate;
+pub mod matrix;
+pub mod pubsub;
 pub mod run;
+pub mod sweep;
 
 use std::fmt::Write as _;
 

@@ -110,3 +110,37 @@ pub fn charts(dom: &str) -> Vec<(String, usize)> {
     }
     out
 }
+
+/// Where the tests keep their screenshots: target/html-screenshots/.
+pub fn screenshots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/html-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot folder");
+    dir
+}
+
+/// A report's HTML in Chromium: each chart in `want` is there and drawn, the page asks
+/// the network for nothing, and a screenshot is kept as `name`.png. Skipped (with a line)
+/// without Chromium; under CI a missing Chromium fails instead.
+pub fn assert_renders(html: &Path, name: &str, want: &[&str]) {
+    use crate::live::{Service, can_run_named};
+    if !can_run_named(&format!("{name}'s HTML report"), &[Service::Chromium]) {
+        return;
+    }
+    let png = screenshots().join(format!("{name}.png"));
+    let r = render(html, &png, 2400);
+    let drawn = charts(&r.dom);
+    for id in want {
+        let marks = drawn.iter().find(|(c, _)| c == id).map_or(0, |(_, m)| *m);
+        assert!(
+            marks >= 3,
+            "chart-{id} is missing or empty in {name}: {drawn:?}"
+        );
+    }
+    assert!(
+        r.page_requests.is_empty(),
+        "{name} asked the network for {:?}",
+        r.page_requests
+    );
+    let size = std::fs::metadata(&r.screenshot).map_or(0, |m| m.len());
+    assert!(size > 10_000, "{name}: a screenshot of {size} bytes");
+}

@@ -1,0 +1,20 @@
+//! The matrix as an HTML page: the CJMQ table and its bar chart.
+
+use super::{esc, figure, section};
+use crate::report::matrix::Matrix;
+
+/// The matrix's page.
+pub fn render(m: &Matrix) -> String {
+    let mut body = String::new();
+    let mut content = format!("<pre>{}</pre>", esc(&crate::export::matrix::text(m)));
+    if let Ok(svg) = crate::export::matrix::svg(m) {
+        content.push_str(&figure("matrix", "Messages received per second per receiver, cell by cell (blue non-persistent, red persistent).", &svg));
+    }
+    section(&mut body, "The throughput table", &content);
+    let good = !m.interrupted;
+    super::page(
+        "oemputx matrix",
+        (if good { "measured" } else { "INTERRUPTED" }, good),
+        &body,
+    )
+}
