@@ -19,6 +19,14 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         .with_hosts(&cfg.hosts)
         .map_err(crate::config::ConfigError::from)?;
     let transport = transport::open(&cfg.endpoint, cfg.queue_setup())?;
+    // Who consumed the request queue as the run began: a run no one answers can then say
+    // that someone was there (a flow that died of the first request shows 0 at the end).
+    // Not on a queue oemputx made for its own flows (compare, sweep, the gate): it knows who
+    // consumes those, and their rounds stay free of the extra connection.
+    let consumers_before = cfg
+        .check_serving
+        .then(|| cfg.endpoint.kind().counted_consumers(&cfg.request_queue))
+        .flatten();
     let excluded = transport.own_threads();
     let mut window = DriverCpu::new(excluded.clone());
     let controls = Controls::new(interrupt, cfg.tasks);
@@ -75,6 +83,7 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let mut report = report;
     report.rounds = round_rows(cfg, &outcome, &window, &accounting);
     report.rounds_summary = RoundsSummary::of(&report.rounds);
+    explain_silence(cfg, consumers_before, &mut report);
     if cfg.check_serving
         && let Some((serving, warnings)) = crate::serving::check(cfg, &report)
     {
@@ -88,6 +97,33 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         report.serving = Some(serving);
     }
     Ok(report)
+}
+
+/// A run that got no reply at all although the broker counts consumers on its request
+/// queue: say so, and for AMQP 1.0 the likely cause (an AMQP 0-9-1 flow on the same
+/// RabbitMQ queue cannot read requests sent over AMQP 1.0, and died of it).
+fn explain_silence(cfg: &RunConfig, before: Option<u32>, report: &mut crate::report::Report) {
+    use crate::driver::Status;
+    let silent = matches!(
+        report.status,
+        Status::TimedOut | Status::StoppedAfterTimeouts
+    ) && report.integrity.matched == 0;
+    if !silent {
+        return;
+    }
+    let Some(n) = before.filter(|n| *n > 0) else {
+        return;
+    };
+    let why = if cfg.endpoint.kind().transport() == "amqp10" {
+        "an AMQP 0-9-1 consumer (sample-flow without --url amqp10://) cannot read requests sent over AMQP 1.0: give the AMQP 1.0 run a queue of its own (the AMQP10 profile uses MQSI.IN.AMQP10)"
+    } else {
+        "are they serving another run, replying elsewhere, or echoing the wrong correlation id?"
+    };
+    let detail = report.status_detail.take().unwrap_or_default();
+    report.status_detail = Some(format!(
+        "{detail}; the broker counted {n} consumer(s) on {} as the run began, yet none answered: {why}",
+        cfg.request_queue
+    ));
 }
 
 /// Each round's figures; with one round, the run's own table stands for it.

@@ -239,3 +239,40 @@ fn sigterm_during_a_stall_ends_the_run_at_once_with_its_report() {
     let j = read_json(&json);
     assert_eq!(j["status"], "interrupted");
 }
+
+#[test]
+fn an_amqp10_run_on_a_queue_an_amqp091_flow_serves_says_why_no_one_answers() {
+    // The 0-9-1 flow cannot read a request sent over AMQP 1.0 and stops; the run used to
+    // time out with no word of it (issue 31).
+    live!(RabbitMq, Amqp10);
+    let q = QueueGuard(fresh_queue("amqp10-clash"));
+    declare_queue(&q.0);
+    let mut flow = SampleFlow::start(&["--echo", "--input-queue", &q.0], "echoing");
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &amqp10_url(),
+        "--request-queue",
+        &q.0,
+        "--count",
+        "3",
+        "--wait",
+        "1s",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let detail = j["status_detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("consumer(s) on")
+            && detail.contains("cannot read requests sent over AMQP 1.0"),
+        "{detail}"
+    );
+    let (status, lines) = flow
+        .wait_exit(std::time::Duration::from_secs(5))
+        .expect("the 0-9-1 flow stops");
+    assert!(!status.success());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("a message could not be read")),
+        "{lines:?}"
+    );
+}

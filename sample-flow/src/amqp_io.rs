@@ -77,8 +77,13 @@ impl FlowIo for AmqpIo {
     async fn next(&mut self, wait: Duration) -> anyhow::Result<Option<Incoming<Meta>>> {
         match tokio::time::timeout(wait, self.rx.recv()).await {
             Err(_) => Ok(None),
+            // The receiver ends when the broker cancels the consumer or closes the channel,
+            // and also when the client cannot read a delivery: RabbitMQ hands a message sent
+            // over AMQP 1.0 to a 0-9-1 consumer with headers amqprs does not decode (seen
+            // with oemputx --qmgr amqp10:// on this flow's queue), and the flow died with
+            // only "the broker closed the consumer".
             Ok(None) => Err(anyhow::anyhow!(
-                "the broker closed the consumer on '{}'",
+                "the consumer on '{}' stopped: the broker cancelled it or closed the channel, or a message could not be read (a request sent over AMQP 1.0 reaches an AMQP 0-9-1 consumer with headers this client cannot decode: serve that queue with sample-flow --url amqp10://…, and give AMQP 1.0 runs a queue of their own)",
                 self.queue
             )),
             Ok(Some(msg)) => {

@@ -572,6 +572,13 @@ impl EndpointKind for Amqp10Endpoint {
     fn broker_address(&self) -> Option<(String, u16)> {
         Some((self.host.clone(), self.port))
     }
+    /// RabbitMQ counts a queue's consumers whatever protocol they speak (asked over 0-9-1).
+    fn counted_consumers(&self, queue: &str) -> Option<u32> {
+        match self.style {
+            AddressStyle::Rabbitmq => super::amqp::admin::consumers(&self.as_amqp091(), queue).ok(),
+            AddressStyle::Plain | AddressStyle::QueuePrefix => None,
+        }
+    }
     /// RabbitMQ's AMQP 1.0 plugin runs inside the broker; other brokers' processes (Java for
     /// Artemis and ActiveMQ) are the user's to name with --group.
     fn default_groups(&self) -> Vec<&'static str> {
