@@ -664,3 +664,14 @@ fn cpu_interval_rewrites_a_file_the_openmetrics_parser_takes() {
     );
     assert_eq!(m["oemputx_group_cpus_busy"]["type"], "gauge");
 }
+
+#[test]
+fn a_report_reads_back_into_the_model_it_was_written_from() {
+    // merge reads shard reports back whole (issue 33): every field must survive.
+    let (code, j, err) = run_json(&["--count", "500", "--rounds", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let r: oemputx::report::Report =
+        serde_json::from_value(j.clone()).expect("the report reads back");
+    let again = serde_json::to_value(&r).expect("and writes again");
+    assert_eq!(again, j);
+}

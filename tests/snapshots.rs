@@ -97,7 +97,7 @@ fn report_of(integrity: Integrity) -> Report {
         ],
         groups: vec![group("QMGR", 41.20, 12.07, 41.0, 1), group("FLOW", 20.10, 15.60, 27.5, 1), group("DRIVER", 22.00, 19.00, 31.5, 1)],
         captured_us_per_tran: 129.97,
-        capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured", tasks_cpu_s: Some(0.1386), busy_s: Some(0.149), measured_value: Some(0.93), sigma: Some(0.004) }),
+        capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured".into(), tasks_cpu_s: Some(0.1386), busy_s: Some(0.149), measured_value: Some(0.93), sigma: Some(0.004) }),
         corrected_us_per_tran: Some(129.97 / 0.93),
         other_cpu: OtherCpu { us_per_tran: 2.5, top: vec![OtherProcess { name: "redis-server".into(), pid: 2225, us_per_tran: 1.2 }] },
         info: AccountingInfo {

@@ -27,7 +27,7 @@ pub struct Remote {
 }
 
 /// One host's figures beside the run's.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct HostFigures {
     /// `local`, or the `--host` name.
     pub name: String,
@@ -44,7 +44,7 @@ pub struct HostFigures {
     /// Where each process's user/system split comes from: `process` (its own, as
     /// `/proc/PID/stat` gives it) or `threads` (the sum of its threads' own splits, which
     /// can lean a few points from the process's; PCP without a user).
-    pub split: &'static str,
+    pub split: std::borrow::Cow<'static, str>,
     /// The largest gap between this host's snapshot and the local one at either edge of
     /// the window (ms), and that as a share of the window.
     pub skew_ms: f64,
@@ -135,7 +135,7 @@ pub fn merge(
         corrected_us_per_tran: t.corrected_us_per_tran,
         other_cpu: t.other_cpu.clone(),
         exact: source == CpuSource::Exact,
-        split: "process",
+        split: "process".into(),
         skew_ms: 0.0,
         skew_pct: 0.0,
         agents_cpu_s: 0.0,
@@ -249,7 +249,7 @@ fn one_host(
         corrected_us_per_tran: h.corrected_us_per_tran,
         other_cpu: h.other_cpu.clone(),
         exact,
-        split: if process_split { "process" } else { "threads" },
+        split: if process_split { "process" } else { "threads" }.into(),
         skew_ms,
         skew_pct,
         agents_cpu_s,

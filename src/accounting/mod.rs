@@ -31,7 +31,7 @@ pub enum RatioMode {
 }
 
 /// One row of the table: a process (or thread, or cgroup) of a group.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ProcessRow {
     pub group: String,
     /// `local`, or the `--host` name the process runs on.
@@ -56,7 +56,7 @@ pub struct ProcessRow {
 }
 
 /// A group's total row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GroupRow {
     pub name: String,
     /// `local`, or the `--host` name the group is on.
@@ -72,11 +72,11 @@ pub struct GroupRow {
 }
 
 /// The capture ratio applied.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CaptureRatio {
     pub value: f64,
     /// "measured", "fixed", or "not applied" (measured, but too uncertain: value is 1).
-    pub source: &'static str,
+    pub source: std::borrow::Cow<'static, str>,
     /// For a measured ratio: CPU of all tasks and the machine's busy time over the window.
     pub tasks_cpu_s: Option<f64>,
     pub busy_s: Option<f64>,
@@ -85,7 +85,7 @@ pub struct CaptureRatio {
     pub sigma: Option<f64>,
 }
 /// A process outside the groups and the driver.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct OtherProcess {
     pub name: String,
     pub pid: i32,
@@ -93,14 +93,14 @@ pub struct OtherProcess {
 }
 
 /// CPU on the machine outside the groups and the driver: a disturbed run shows here.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct OtherCpu {
     pub us_per_tran: f64,
     pub top: Vec<OtherProcess>,
 }
 
 /// Everything accounting found, as the report carries it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CpuTable {
     pub processes: Vec<ProcessRow>,
     pub groups: Vec<GroupRow>,
@@ -113,7 +113,7 @@ pub struct CpuTable {
 }
 
 /// The verdict as figures: its kind, and how busy the measured processes kept the CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Load {
     pub kind: LoadKind,
     /// CPUs' worth the measured groups kept busy on average: captured µs/tran × tps ÷ 10^6.
@@ -126,7 +126,7 @@ pub struct Load {
 }
 
 /// CPU-bound: the measured processes kept at least 80 % of the usable CPUs busy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadKind {
     CpuBound,
@@ -134,7 +134,7 @@ pub enum LoadKind {
 }
 
 /// How the CPU table was measured.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct AccountingInfo {
     pub cpu_source: Option<CpuSource>,
     /// Kernel tick used for the split's uncertainty, seconds, and where it came from.
@@ -154,7 +154,7 @@ pub struct AccountingInfo {
     /// Set when the snapshots could not be taken.
     pub error: Option<String>,
     /// With groups on other hosts: each host's figures (this machine's first, as `local`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<hosts::HostFigures>,
 }
 
@@ -201,7 +201,7 @@ impl CaptureRatio {
     /// How the ratio is labelled in reports: its source, with what was measured when it
     /// was not applied.
     pub fn label(&self) -> String {
-        match (self.source, self.measured_value, self.sigma) {
+        match (self.source.as_ref(), self.measured_value, self.sigma) {
             ("not applied", Some(v), Some(s)) => {
                 format!("Capture ratio (not applied: {v:.3}±{s:.3})")
             }
@@ -211,7 +211,7 @@ impl CaptureRatio {
 
     /// The value as reports print it, with its 1σ when it was measured and applied.
     pub fn shown(&self) -> String {
-        match (self.source, self.sigma) {
+        match (self.source.as_ref(), self.sigma) {
             ("measured", Some(s)) => format!("{:.3} ±{s:.3}", self.value),
             _ => format!("{:.3}", self.value),
         }

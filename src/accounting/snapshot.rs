@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 pub type Key = (i32, u64);
 
 /// How process CPU is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuSource {
     /// Process CPU clocks (ns); user/system split from /proc ticks, scaled to the exact total.

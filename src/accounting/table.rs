@@ -536,7 +536,7 @@ impl Builder<'_> {
         if let RatioMode::Fixed(v) = mode {
             return Some(CaptureRatio {
                 value: v,
-                source: "fixed",
+                source: "fixed".into(),
                 tasks_cpu_s: None,
                 busy_s: None,
                 measured_value: None,
@@ -554,7 +554,7 @@ impl Builder<'_> {
         let sigma = math::capture_ratio_sigma(v, busy, cpus, self.machine.counter_tick_s);
         let mut ratio = CaptureRatio {
             value: v,
-            source: "measured",
+            source: "measured".into(),
             tasks_cpu_s: Some(tasks_s),
             busy_s: Some(busy),
             measured_value: Some(v),
@@ -567,7 +567,7 @@ impl Builder<'_> {
                 (elapsed_s * sigma / (MAX_RATIO_SIGMA * v)).ceil().max(1.0)
             ));
             ratio.value = 1.0;
-            ratio.source = "not applied";
+            ratio.source = "not applied".into();
         } else if v > 1.0 {
             self.warnings.push(format!(
                 "the measured capture ratio came out at {v:.3}±{sigma:.3}, above 1: tick noise; it is clamped to 1"

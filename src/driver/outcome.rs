@@ -9,7 +9,7 @@ use std::time::Duration;
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
 
 /// The request and reply counts of a run: nothing lost, nothing hidden.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Integrity {
     /// Requests put in the measured window.
     pub sent: u64,
@@ -49,7 +49,7 @@ impl Integrity {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Every request was sent and answered.
@@ -130,7 +130,7 @@ pub struct Outcome {
 }
 
 /// The result of --probe.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Probe {
     /// The rate of the unmeasured probe, all tasks.
     pub rate_tps: f64,

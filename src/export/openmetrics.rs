@@ -103,7 +103,7 @@ fn cpu_counter(out: &mut String, groups: &[GroupCpu], help: &str, extra: &[(&str
 /// the window (counters) and µs per transaction (gauges).
 pub fn run(r: &Report) -> String {
     let mut o = String::new();
-    let run_labels: [(&str, &str); 2] = [("label", &r.label), ("transport", r.settings.transport)];
+    let run_labels: [(&str, &str); 2] = [("label", &r.label), ("transport", &r.settings.transport)];
     let n = r.transactions as f64;
     Family::new(
         &mut o,

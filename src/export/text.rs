@@ -235,7 +235,7 @@ fn hosts(o: &mut String, hosts: &[crate::accounting::hosts::HostFigures]) {
                 format!("{:.2}", h.agents_us_per_tran)
             },
             h.source,
-            match (h.exact, h.split) {
+            match (h.exact, h.split.as_ref()) {
                 (false, _) => " (ticks)",
                 (true, "threads") => " (split: threads' sum)",
                 _ => "",

@@ -14,7 +14,7 @@ use serde::Serialize;
 const DRIVER: &str = "DRIVER";
 
 /// One group's cores per 1,000 transactions a second.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct GroupCapacity {
     pub name: String,
     pub host: String,
@@ -27,7 +27,7 @@ pub struct GroupCapacity {
 
 /// One host: its cores, what its measured groups cost per transaction, and the rate that
 /// would keep all its cores busy.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct HostCapacity {
     pub name: String,
     pub cpus: usize,
@@ -38,7 +38,7 @@ pub struct HostCapacity {
 }
 
 /// The run's capacity estimate.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Capacity {
     pub groups: Vec<GroupCapacity>,
     pub hosts: Vec<HostCapacity>,
@@ -48,7 +48,7 @@ pub struct Capacity {
     /// The rate this run measured, for comparison.
     pub measured_tps: f64,
     /// What the estimate assumes.
-    pub assumption: &'static str,
+    pub assumption: std::borrow::Cow<'static, str>,
 }
 
 /// A group's figures as the estimate needs them.
@@ -124,7 +124,7 @@ pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) ->
         groups: group_rows,
         hosts: host_rows,
         measured_tps,
-        assumption: ASSUMPTION,
+        assumption: ASSUMPTION.into(),
     })
 }
 

@@ -22,7 +22,8 @@ use crate::cli::MatchMode;
 use crate::config::{RunConfig, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
 use crate::transport::ReplyQueue;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::time::Duration;
 
 /// The JSON schema tag; bump the number on any incompatible change.
@@ -34,9 +35,9 @@ pub const SCHEMA: &str = "oemputx.report/2";
 pub const READABLE: [&str; 2] = ["oemputx.report/1", SCHEMA];
 
 /// A run's report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     pub tool: Tool,
     pub label: String,
     pub status: Status,
@@ -54,7 +55,7 @@ pub struct Report {
     pub rate_tps: f64,
     pub round_trip_us: Latency,
     /// The round trip's distribution at fixed percentiles, for the latency plot.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_trip_percentiles: Vec<Percentile>,
     pub app_cpu: AppCpu,
     pub integrity: Integrity,
@@ -91,16 +92,16 @@ pub struct Report {
 }
 
 /// Name and version of the tool that wrote the report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
+    pub name: Cow<'static, str>,
+    pub version: Cow<'static, str>,
 }
 
 /// The settings of the run, echoed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
-    pub transport: &'static str,
+    pub transport: Cow<'static, str>,
     /// The queue manager, with any password replaced by `***`.
     pub qmgr: String,
     pub profile: Option<String>,
@@ -134,7 +135,7 @@ pub struct Settings {
 }
 
 /// Round-trip latency, microseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Latency {
     pub mean: f64,
     pub min: f64,
@@ -146,7 +147,7 @@ pub struct Latency {
 }
 
 /// The driver's own CPU over the window.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AppCpu {
     /// `null` when the CPU clock could not be read (see `source`).
     pub total_s: Option<f64>,
@@ -156,7 +157,7 @@ pub struct AppCpu {
 }
 
 /// Facts about the machine a reader needs to trust a figure.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Host {
     pub hostname: String,
     pub cpus: usize,
@@ -222,7 +223,7 @@ pub const PLOTTED_PERCENTILES: [f64; 14] = [
 ];
 
 /// One point of the round trip's distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Percentile {
     pub pct: f64,
     pub us: f64,
@@ -261,7 +262,7 @@ impl Latency {
 }
 
 /// One round's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundRow {
     pub round: usize,
     pub transactions: u64,
@@ -276,14 +277,14 @@ pub struct RoundRow {
 }
 
 /// A group's figure in one round.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundGroup {
     pub name: String,
     pub total_us_per_tran: f64,
 }
 
 /// Best / median / worst across rounds (two rounds or more).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundsSummary {
     pub rounds: usize,
     pub rate_tps: Option<rounds::BestMedianWorst>,
@@ -296,7 +297,7 @@ pub struct RoundsSummary {
 }
 
 /// One group's CPU per transaction across rounds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupSpread {
     pub name: String,
     pub total_us_per_tran: rounds::BestMedianWorst,
@@ -376,7 +377,7 @@ impl Settings {
             RunLength::Duration(d) => (None, Some(d.as_secs_f64())),
         };
         Settings {
-            transport: cfg.endpoint.transport(),
+            transport: cfg.endpoint.transport().into(),
             qmgr: cfg.endpoint.redacted(),
             profile: cfg.profile.clone(),
             request_queue: cfg.request_queue.clone(),
@@ -453,10 +454,10 @@ impl Report {
         let app_s = app_cpu.map(|d| d.as_secs_f64());
         let status_detail = status_detail(cfg, out);
         Report {
-            schema: SCHEMA,
+            schema: SCHEMA.into(),
             tool: Tool {
-                name: "oemputx",
-                version: env!("CARGO_PKG_VERSION"),
+                name: "oemputx".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
             },
             label: cfg.label.clone(),
             status: out.status,

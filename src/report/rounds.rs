@@ -16,7 +16,7 @@ pub const NOISY_SPREAD_PCT: f64 = 5.0;
 pub const NOISY_FLOOR_US: f64 = 0.5;
 
 /// Best, median and worst of one figure across rounds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct BestMedianWorst {
     pub best: f64,
     pub median: f64,

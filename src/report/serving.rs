@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// A local process and its connections to the broker.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Peer {
     pub pid: i32,
     pub name: String,
@@ -13,7 +13,7 @@ pub struct Peer {
 }
 
 /// Who served the request queue, as seen at the end of the run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Serving {
     /// The broker's host and port the connections were matched against.
     pub broker: String,

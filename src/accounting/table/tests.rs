@@ -308,7 +308,10 @@ fn the_driver_is_a_group_of_its_own_and_shares_are_of_the_captured_total() {
     // The driver has no tick reading, so its group has none either.
     assert_eq!(t.groups[1].ticks_us_per_tran, None);
     // Fixed ratio: corrected = captured ÷ 0.8.
-    assert_eq!(t.capture_ratio.as_ref().map(|r| r.source), Some("fixed"));
+    assert_eq!(
+        t.capture_ratio.as_ref().map(|r| r.source.as_ref()),
+        Some("fixed")
+    );
     assert!((t.corrected_us_per_tran.unwrap_or_default() - 5000.0).abs() < 1e-9);
 }
 

@@ -229,7 +229,7 @@ fn capacity(r: &Report) -> Option<String> {
         facts(&hosts),
         num(c.full_at_tps, 0),
         esc(c.busiest_host.as_deref().unwrap_or("-")),
-        esc(c.assumption)
+        esc(&c.assumption)
     ))
 }
 
