@@ -94,6 +94,9 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
             || cause
                 .downcast_ref::<crate::experiment::DesignError>()
                 .is_some()
+            || cause
+                .downcast_ref::<crate::report::merge::MergeError>()
+                .is_some()
         {
             return Exit::Usage;
         }

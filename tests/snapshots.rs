@@ -88,6 +88,7 @@ fn report_of(integrity: Integrity) -> Report {
             round_trip_ns: h.clone(),
         }],
         probed: None,
+        late_for_start_s: None,
     };
     let table = CpuTable {
         processes: vec![

@@ -82,6 +82,13 @@ impl RunArgs {
             stats_interval: self.stats_interval.map(Duration::from),
             no_progress: self.no_progress,
             progress: self.progress,
+            shard: crate::config::shard::ShardOptions {
+                shard: self.shard.clone(),
+                shards: self.shards,
+                run_id: self.run_id.clone(),
+                start_at: self.start_at.clone(),
+                measure: self.measure,
+            },
         }
     }
 }
@@ -199,6 +206,8 @@ impl CpuArgs {
             count: self.count,
             tsv: self.tsv,
             openmetrics: self.export_openmetrics.clone(),
+            window: self.from.clone().zip(self.until.clone()),
+            window_json: self.export_json.clone(),
             cpu_source: self.source.cpu_source,
         }
     }

@@ -63,6 +63,34 @@ pub enum Command {
     /// Write the shipped profiles to ~/.config/oemputx/oemputx.toml (or --path) to edit for
     /// your own brokers; an existing file is kept unless --force.
     Init(InitArgs),
+    /// One report from the shards of a run driven from several hosts (each run with --shard
+    /// I/N --run-id ID): histograms and counters added, the shared processes' CPU from one
+    /// measurement (a shard with --measure, or --cpu) over every shard's messages.
+    Merge(MergeArgs),
+}
+
+/// Options of `oemputx merge`.
+#[derive(Debug, Args, Clone)]
+pub struct MergeArgs {
+    /// The shards' JSON reports, or folders that hold them (every *.json but latest.json).
+    #[arg(required = true, value_name = "REPORT.json|DIR")]
+    pub reports: Vec<PathBuf>,
+    /// The shared processes' CPU over the run's window, from `oemputx cpu --from START
+    /// --until END --export-json FILE`, instead of a shard run with --measure.
+    #[arg(long, value_name = "FILE")]
+    pub cpu: Option<PathBuf>,
+    /// Write the merged report as JSON (schema oemputx.report/2; `-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write it as TSV.
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
+    /// Write it as one self-contained HTML file.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
+    /// Do not print the text report.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// Options of `oemputx profiles`.
@@ -487,6 +515,23 @@ pub struct CpuArgs {
     /// last interval (gauge), for node_exporter's textfile collector or any Prometheus.
     #[arg(long, value_name = "PATH", requires = "interval")]
     pub export_openmetrics: Option<PathBuf>,
+    /// Measure one window: snapshot the groups at this instant (RFC 3339, or +DURATION from
+    /// now) and again at --until; the CPU of each group in between, for `oemputx merge --cpu`
+    /// (the run's shared processes measured once for all shards).
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "until",
+        conflicts_with = "interval"
+    )]
+    pub from: Option<String>,
+    /// The window's end (RFC 3339, or +DURATION from now).
+    #[arg(long, value_name = "TIME", requires = "from")]
+    pub until: Option<String>,
+    /// With --from/--until: write the window as JSON (schema oemputx.cpu-window/1; `-` for
+    /// stdout).
+    #[arg(long, value_name = "PATH", requires = "from")]
+    pub export_json: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -710,6 +755,29 @@ pub struct RunArgs {
     /// terminal, on stderr, for runs longer than two seconds.
     #[arg(long)]
     pub progress: bool,
+
+    /// One shard of a run driven from several hosts: shard I (0-based) of N takes its share
+    /// of --count, --rate and --tasks; `oemputx merge` combines the shards' reports.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// N shards, this one's index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job).
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+
+    /// The run's id, the same on every shard (recorded in each report; merge takes one run).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+
+    /// Open the measured window at this instant, after connecting and warming up: RFC 3339
+    /// (2026-12-03T10:00:00Z, the same for every shard), or +DURATION from now.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+
+    /// This shard's groups are the run's one measurement of the shared processes (the
+    /// broker, the queue manager, the database) for merge.
+    #[arg(long)]
+    pub measure: bool,
 
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]

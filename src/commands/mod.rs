@@ -7,6 +7,7 @@ pub mod gate;
 pub mod gate_ab;
 pub mod gate_instr;
 pub mod matrix;
+pub mod merge;
 pub mod profiles;
 pub mod pubsub;
 pub mod run;
@@ -31,6 +32,7 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),
         Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),
         Some(Command::Init(args)) => profiles::init(args.path.as_deref(), args.force),
+        Some(Command::Merge(args)) => merge::merge(args),
         None => run::put_get(&cli.run.options()?.build()?, interrupt),
     }
 }

@@ -22,12 +22,19 @@ impl RunOptions {
         let profile = profile.as_ref();
         let (request_queue, reply_queue) = queues(args, profile)?;
         check_transport_options(args, &endpoint, &request_queue, &reply_queue)?;
-        let shape = RunShape::of(args)?;
+        let mut shape = RunShape::of(args)?;
         let messages = match (args.msg_size, args.msgfile.is_empty()) {
             (Some(n), _) => Messages::generated(n)?,
             (None, false) => Messages::from_files(&args.msgfile, args.lines)?,
             (None, true) => Messages::default_request()?,
         };
+        let mut rate = args.rate;
+        let (shard, start_at) = shard_plan(
+            args,
+            (&endpoint, &request_queue, &reply_queue, &messages),
+            &mut shape,
+            &mut rate,
+        )?;
         let groups = groups(args, profile, &endpoint)?;
         let hosts = crate::accounting::pcp::parse_hosts(
             &args.accounting.hosts,
@@ -42,6 +49,8 @@ impl RunOptions {
             label,
             request_queue,
             check_serving: true,
+            shard,
+            start_at,
             reply_queue,
             clear_reply_queue: !args.no_clear,
             declare: args.declare,
@@ -59,7 +68,7 @@ impl RunOptions {
             max_timeouts: args.max_timeouts,
             match_mode: args.match_mode,
             warmup: args.warmup,
-            rate: args.rate,
+            rate,
             export_json: args.outputs.export_json.clone(),
             save_baseline: args.outputs.save_baseline.clone(),
             quiet: args.outputs.quiet,
@@ -72,6 +81,125 @@ impl RunOptions {
             capture_ratio,
         })
     }
+}
+
+/// The hash of what every shard of a run must share: the whole run's settings, before the
+/// shard takes its share.
+fn shared_settings_hash(
+    args: &RunOptions,
+    (endpoint, request_queue, messages): (&Endpoint, &str, &Messages),
+    shape: &RunShape,
+    rate: Option<f64>,
+    of: usize,
+) -> String {
+    let length = match shape.length {
+        RunLength::Count(n) => format!("count {n}"),
+        RunLength::Duration(d) => format!("duration {d:?}"),
+    };
+    super::shard::settings_hash(&[
+        ("transport", endpoint.transport().to_string()),
+        ("qmgr", endpoint.redacted()),
+        ("request_queue", request_queue.to_string()),
+        (
+            "message",
+            format!(
+                "{} {}..{}",
+                messages.source,
+                messages.min_len(),
+                messages.max_len()
+            ),
+        ),
+        ("persistent", args.persistent.to_string()),
+        ("syncpoint", args.syncpoint.to_string()),
+        ("msgs_per_loop", args.msgs_per_loop.to_string()),
+        ("length", length),
+        ("tasks", shape.tasks.to_string()),
+        ("rate", format!("{rate:?}")),
+        ("shards", of.to_string()),
+        ("start_at", args.shard.start_at.clone().unwrap_or_default()),
+    ])
+}
+
+/// A shard's share of the run (count, tasks, rate) and its plan, and the common start.
+fn shard_plan(
+    args: &RunOptions,
+    (endpoint, request_queue, reply_queue, messages): (&Endpoint, &str, &ReplyQueue, &Messages),
+    shape: &mut RunShape,
+    rate: &mut Option<f64>,
+) -> Result<
+    (
+        Option<super::shard::ShardPlan>,
+        Option<chrono::DateTime<chrono::Utc>>,
+    ),
+    ConfigError,
+> {
+    use super::shard::{self, ShardPlan};
+    let o = &args.shard;
+    let start_at = o
+        .start_at
+        .as_deref()
+        .map(|s| shard::start_at(s, chrono::Utc::now()))
+        .transpose()?;
+    let env = std::env::var(shard::INDEX_ENV).ok();
+    let Some((index, of)) = shard::index_of(o, env.as_deref())? else {
+        if o.run_id.is_some() || o.measure {
+            return Err(bad(
+                if o.measure { "--measure" } else { "--run-id" },
+                "belongs to a run driven from several hosts: add --shard I/N (or --shards N in a Kubernetes Indexed Job)",
+            ));
+        }
+        return Ok((None, start_at));
+    };
+    let run_id = o.run_id.clone().ok_or_else(|| {
+        bad("--run-id", "a shard needs the run's id, the same on every shard (e.g. --run-id nightly-42): merge takes only shards of one run")
+    })?;
+    shard::check_run_id(&run_id)?;
+    if let ReplyQueue::Named(q) = reply_queue
+        && endpoint.transport() != "ibmmq"
+    {
+        return Err(bad(
+            "--reply-queue",
+            format!(
+                "'{q}' would be read by every shard, each taking the others' replies; leave --reply-queue out (temporary queues are per task), or give each shard its own"
+            ),
+        ));
+    }
+    let settings_hash =
+        shared_settings_hash(args, (endpoint, request_queue, messages), shape, *rate, of);
+    let tasks = shard::share(shape.tasks as u64, index, of) as usize;
+    if tasks == 0 {
+        return Err(bad(
+            "--tasks",
+            format!(
+                "{} task(s) among {of} shards leaves shard {index} none: give --tasks {of} or more (each shard runs its share)",
+                shape.tasks
+            ),
+        ));
+    }
+    shape.tasks = tasks;
+    if let RunLength::Count(n) = shape.length {
+        let mine = shard::share(n, index, of);
+        if mine < tasks as u64 {
+            return Err(bad(
+                "--count",
+                format!(
+                    "{n} messages among {of} shards leave shard {index} {mine}, fewer than its {tasks} task(s)"
+                ),
+            ));
+        }
+        shape.length = RunLength::Count(mine);
+    }
+    *rate = rate.map(|r| r / of as f64);
+    Ok((
+        Some(ShardPlan {
+            run_id,
+            index,
+            of,
+            measure: o.measure,
+            settings_hash,
+        }),
+        start_at,
+    ))
 }
 
 /// Where to connect: nothing for the embedded queue manager, a URL, a profile, or else the

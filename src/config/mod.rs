@@ -10,6 +10,7 @@ pub mod options;
 pub mod outputs;
 pub mod profile;
 pub mod pubsub;
+pub mod shard;
 pub mod sweep;
 pub mod tools;
 
@@ -87,6 +88,10 @@ pub struct RunConfig {
     /// Check after the run who served the request queue (src/serving.rs): not on a queue
     /// oemputx made for flows it started (no one else knows its name).
     pub check_serving: bool,
+    /// This run's place among the shards of a run driven from several hosts.
+    pub shard: Option<shard::ShardPlan>,
+    /// Open the measured window at this instant (after connecting and warming up).
+    pub start_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Where replies come back.
     pub reply_queue: ReplyQueue,
     /// Clear a named reply queue before the run.

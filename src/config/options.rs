@@ -118,6 +118,8 @@ pub struct RunOptions {
     pub no_progress: bool,
     /// The bar even under --quiet (still only on a terminal).
     pub progress: bool,
+    /// One shard of a run driven from several hosts.
+    pub shard: super::shard::ShardOptions,
 }
 
 impl Default for RunOptions {
@@ -153,6 +155,7 @@ impl Default for RunOptions {
             stats_interval: None,
             no_progress: false,
             progress: false,
+            shard: super::shard::ShardOptions::default(),
         }
     }
 }

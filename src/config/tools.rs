@@ -145,6 +145,9 @@ pub struct CpuOptions {
     pub count: Option<u64>,
     pub tsv: bool,
     pub openmetrics: Option<PathBuf>,
+    /// --from and --until, as given.
+    pub window: Option<(String, String)>,
+    pub window_json: Option<PathBuf>,
     pub cpu_source: CpuSource,
 }
 
@@ -159,6 +162,9 @@ pub struct CpuConfig {
     pub tsv: bool,
     /// Rewritten after every interval.
     pub openmetrics: Option<PathBuf>,
+    /// One window's edges (--from, --until), and where its JSON goes.
+    pub window: Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>,
+    pub window_json: Option<PathBuf>,
     pub cpu_source: CpuSource,
 }
 
@@ -168,10 +174,25 @@ impl CpuOptions {
             return Err(bad("--interval", "must be longer than zero, e.g. 1s"));
         }
         super::outputs::check(
-            &[("--export-openmetrics", self.openmetrics.as_deref())],
+            &[
+                ("--export-openmetrics", self.openmetrics.as_deref()),
+                ("--export-json", self.window_json.as_deref()),
+            ],
             None,
             &[],
         )?;
+        let now = chrono::Utc::now();
+        let window = match &self.window {
+            Some((from, until)) => {
+                let from = super::shard::instant("--from", from, now)?;
+                let until = super::shard::instant("--until", until, now)?;
+                if until <= from {
+                    return Err(bad("--until", "must come after --from"));
+                }
+                Some((from, until))
+            }
+            None => None,
+        };
         Ok(CpuConfig {
             groups: groups_or_presets(&self.groups)?,
             hosts: crate::accounting::pcp::parse_hosts(&self.hosts, None)?,
@@ -179,6 +200,8 @@ impl CpuOptions {
             count: self.count,
             tsv: self.tsv,
             openmetrics: self.openmetrics.clone(),
+            window,
+            window_json: self.window_json.clone(),
             cpu_source: self.cpu_source,
         })
     }

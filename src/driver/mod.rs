@@ -131,7 +131,11 @@ pub fn drive(
     let prepared = transport.prepare()?;
     let settings = LoopSettings {
         cfg,
-        run_id: correl::new_run_id(),
+        // A shard's own ids: every shard of a run draws from the same queues.
+        run_id: match &cfg.shard {
+            Some(s) => format!("{}s{}", correl::new_run_id(), s.index),
+            None => correl::new_run_id(),
+        },
         controls,
         count: AtomicU64::new(match cfg.length {
             RunLength::Count(n) => n,
@@ -177,6 +181,7 @@ pub fn drive(
                     return Err(e);
                 }
             };
+        let late_for_start_s = cfg.start_at.map(|t| wait_for_start(t, controls));
         let start = chrono::Utc::now();
         let measured = measure_rounds(&settings, &latches, &rx, window);
         let end = chrono::Utc::now();
@@ -198,8 +203,30 @@ pub fn drive(
             error: measured.error,
             rounds: measured.rounds,
             probed,
+            late_for_start_s,
         })
     })
+}
+
+/// Connected and warmed up: wait for the common start (a signal ends the wait at once).
+/// Returns how late the run was for it, 0 when it waited.
+fn wait_for_start(at: chrono::DateTime<chrono::Utc>, controls: &Controls) -> f64 {
+    // Late is late on arrival; a sleep that overshoots the instant by a tick is not.
+    let arrived = at - chrono::Utc::now();
+    if arrived <= chrono::Duration::zero() {
+        return -arrived.num_microseconds().unwrap_or(0) as f64 / 1e6;
+    }
+    loop {
+        let left = at - chrono::Utc::now();
+        if left <= chrono::Duration::zero() || controls.stopping() {
+            return 0.0;
+        }
+        let step = left
+            .to_std()
+            .unwrap_or_default()
+            .min(Duration::from_millis(50));
+        std::thread::sleep(step);
+    }
 }
 
 /// Wait until every task has connected and warmed up; the first failure if one did not.

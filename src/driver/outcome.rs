@@ -127,6 +127,9 @@ pub struct Outcome {
     pub rounds: Vec<Round>,
     /// What --probe found and decided.
     pub probed: Option<Probe>,
+    /// With --start-at: how late the run was ready for the start (seconds; 0 when it
+    /// waited for it).
+    pub late_for_start_s: Option<f64>,
 }
 
 /// The result of --probe.

@@ -324,10 +324,41 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "Driver CPU source     : {}", r.app_cpu.source);
     cpu_table(&mut o, &CpuSection::from(r));
     serving_line(&mut o, r);
+    merged_block(&mut o, r);
     capacity_block(&mut o, r);
     rounds_table(&mut o, r);
     status_line(&mut o, r);
     o
+}
+
+/// A report merged from shards: each shard's own figures and where the shared CPU is from.
+fn merged_block(o: &mut String, r: &Report) {
+    let Some(m) = &r.merged else { return };
+    let _ = writeln!(
+        o,
+        "\nMerged from {} shards of run {} (window {:.3} s, starts {:.3} s apart); shared groups: {}",
+        m.shards.len(),
+        m.run_id,
+        m.window_s,
+        m.start_spread_s,
+        m.measurement
+    );
+    for s in &m.shards {
+        let _ = writeln!(
+            o,
+            " shard {:<3} {:<20} {:>10} trans {:>12.1} trans/sec  {} .. {}{}",
+            s.index,
+            s.hostname,
+            s.transactions,
+            s.rate_tps,
+            s.start_utc,
+            s.end_utc,
+            s.late_for_start_s
+                .filter(|l| *l > 0.0)
+                .map(|l| format!("  (ready {l:.3} s late)"))
+                .unwrap_or_default()
+        );
+    }
 }
 
 /// Cores per 1,000 transactions a second, and the rate that fills the busiest host.

@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod compare;
 pub mod history;
 pub mod matrix;
+pub mod merge;
 pub mod rounds;
 pub mod saved;
 pub mod serving;
@@ -57,6 +58,10 @@ pub struct Report {
     /// The round trip's distribution at fixed percentiles, for the latency plot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_trip_percentiles: Vec<Percentile>,
+    /// The whole round-trip histogram (ns), lossless: HdrHistogram's V2 + DEFLATE encoding
+    /// in base64, as HdrHistogram's other implementations read it; merge adds shards' up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_histogram: Option<String>,
     pub app_cpu: AppCpu,
     pub integrity: Integrity,
     /// Matched round trips per task.
@@ -88,7 +93,48 @@ pub struct Report {
     /// busiest host's cores: an estimate from this one rate (absent without groups).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
+    /// A shard of a run driven from several hosts: what merge checks and needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// A report merged from shards: the shards and where the shared groups' CPU comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<merge::MergeInfo>,
     pub host: Host,
+}
+
+/// A shard's place in its run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub run_id: String,
+    pub index: usize,
+    pub of: usize,
+    /// This shard's groups are the run's measurement of the shared processes.
+    pub measure: bool,
+    /// A hash of the settings every shard of the run shares.
+    pub settings_hash: String,
+    /// The common start asked for (--start-at), and how late this shard was ready for it.
+    pub start_at: Option<String>,
+    pub late_for_start_s: Option<f64>,
+}
+
+/// A histogram as the report carries it: V2 + DEFLATE, base64.
+pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<String> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut bytes).ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// A histogram back from [`encode_histogram`]'s text.
+pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
 }
 
 /// Name and version of the tool that wrote the report.
@@ -475,6 +521,7 @@ impl Report {
             },
             round_trip_us,
             round_trip_percentiles: percentiles(&out.round_trip_ns),
+            round_trip_histogram: encode_histogram(&out.round_trip_ns),
             app_cpu: AppCpu {
                 total_s: app_s,
                 us_per_tran: app_s.and_then(|s| per(s * 1e6)),
@@ -510,14 +557,24 @@ impl Report {
             probe: out.probed,
             serving: None,
             capacity: None,
+            shard: cfg.shard.as_ref().map(|s| ShardInfo {
+                run_id: s.run_id.clone(),
+                index: s.index,
+                of: s.of,
+                measure: s.measure,
+                settings_hash: s.settings_hash.clone(),
+                start_at: cfg.start_at.map(|t| format_utc(&t)),
+                late_for_start_s: out.late_for_start_s,
+            }),
+            merged: None,
             host: Host::current(),
         }
-        .with_run_warnings(cfg)
+        .with_run_warnings(cfg, out)
         .with_capacity()
     }
 
     /// The capacity estimate from the groups and the hosts' cores (a run with transactions).
-    fn with_capacity(mut self) -> Report {
+    pub(crate) fn with_capacity(mut self) -> Report {
         if self.transactions == 0 {
             return self;
         }
@@ -558,8 +615,16 @@ impl Report {
 
     /// Warnings about the run itself, with the accounting's: a --rate it could not keep,
     /// replies that were all duplicates or strays (issue 19: both passed in silence).
-    fn with_run_warnings(mut self, cfg: &RunConfig) -> Report {
+    fn with_run_warnings(mut self, cfg: &RunConfig, out: &Outcome) -> Report {
         let mut warnings = Vec::new();
+        if let (Some(at), Some(late)) = (cfg.start_at, out.late_for_start_s)
+            && late > 0.0
+        {
+            warnings.push(format!(
+                "the run was ready {late:.3} s after the start asked for ({}): its window began late, so it shares less of the common window with the other shards; give them more time with a later --start-at",
+                format_utc(&at)
+            ));
+        }
         if let Some(asked) = cfg.rate
             && self.transactions > 0
             && self.rate_tps < 0.95 * asked

@@ -294,6 +294,42 @@ pub fn render(r: &Report) -> String {
     if let Some(html) = capacity(r) {
         section(&mut body, "Capacity", &html);
     }
+    if let Some(m) = &r.merged {
+        let rows: Vec<Vec<String>> = m
+            .shards
+            .iter()
+            .map(|s| {
+                vec![
+                    s.index.to_string(),
+                    s.hostname.clone(),
+                    s.transactions.to_string(),
+                    format!("{:.1}", s.rate_tps),
+                    s.start_utc.clone(),
+                    num(s.late_for_start_s, 3),
+                ]
+            })
+            .collect();
+        section(
+            &mut body,
+            "Shards",
+            &format!(
+                "<p class=\"note\">Run {}: the shared groups measured once ({}); DRIVER is the sum of the shards' own.</p>{}",
+                esc(&m.run_id),
+                esc(&m.measurement),
+                table(
+                    &[
+                        "shard",
+                        "host",
+                        "transactions",
+                        "trans/s",
+                        "start (UTC)",
+                        "late for start (s)"
+                    ],
+                    &rows
+                )
+            ),
+        );
+    }
     section(&mut body, "Integrity", &integrity(r));
     if let Some(a) = r.accounting.as_ref().filter(|a| !a.warnings.is_empty()) {
         let items: String = a

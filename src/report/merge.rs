@@ -1,0 +1,518 @@
+//! Merging the reports of a run driven from several hosts into one report: the set must be
+//! whole (every shard of one run, with one settings hash, each completed), histograms and
+//! counters are added (percentiles, rates and the integrity identity computed again from
+//! them), and the CPU of the shared processes — the broker, the queue manager, the
+//! database — comes from ONE measurement over the shards' common window (a shard run with
+//! `--measure`, or `oemputx cpu --from … --until …`), divided by every shard's messages;
+//! each shard's own DRIVER CPU is summed. Pure: the files are read by the command.
+
+use super::{
+    GroupRow, Latency, ProcessRow, Report, decode_histogram, encode_histogram, percentiles,
+};
+use crate::accounting::CaptureRatio;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The JSON schema tag of a CPU window (`oemputx cpu --from … --until …`).
+pub const CPU_WINDOW_SCHEMA: &str = "oemputx.cpu-window/1";
+
+/// A set of reports that cannot be merged: the user's input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error(
+        "{0} is not a shard's report (it has no \"shard\"): run each shard with --shard I/N --run-id ID"
+    )]
+    NotAShard(String),
+    #[error("the reports are not of one run: {0}; give the reports of one run's shards only")]
+    Mixed(String),
+    #[error(
+        "the set is incomplete: {0}; merge needs every shard of the run, each completed (rerun the missing shard with the same --run-id)"
+    )]
+    Incomplete(String),
+    #[error(
+        "{path}: its round-trip histogram cannot be read ({why}); the report is damaged, make it again"
+    )]
+    BadHistogram { path: String, why: String },
+    #[error("{0}")]
+    Measurement(String),
+}
+
+/// One group's CPU over a window, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowGroup {
+    pub name: String,
+    pub host: String,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// Processes (or threads, or a cgroup) the group held.
+    pub processes: usize,
+}
+
+/// `oemputx cpu --from … --until …`: the groups' CPU over one window, for merge.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CpuWindow {
+    pub schema: String,
+    pub from_utc: String,
+    pub until_utc: String,
+    pub groups: Vec<WindowGroup>,
+    pub capture_ratio: Option<CaptureRatio>,
+    pub host: super::Host,
+}
+
+/// One shard as the merged report lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShardRow {
+    pub index: usize,
+    pub file: String,
+    pub hostname: String,
+    pub transactions: u64,
+    pub start_utc: String,
+    pub end_utc: String,
+    pub rate_tps: f64,
+    pub late_for_start_s: Option<f64>,
+}
+
+/// How a merged report was made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MergeInfo {
+    pub run_id: String,
+    pub shards: Vec<ShardRow>,
+    /// Where the shared groups' CPU comes from.
+    pub measurement: String,
+    /// The union of the shards' windows, and how far apart their starts were (seconds).
+    pub window_s: f64,
+    pub start_spread_s: f64,
+}
+
+/// A shard's report and the file it came from.
+pub struct Shard {
+    pub file: String,
+    pub report: Report,
+}
+
+fn utc(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// The set checked: one run, one settings hash, shards 0..N each once and completed.
+fn check(shards: &[Shard]) -> Result<(String, usize), MergeError> {
+    let Some(first) = shards.first() else {
+        return Err(MergeError::Incomplete("no report was given".into()));
+    };
+    let info = |s: &Shard| {
+        s.report
+            .shard
+            .clone()
+            .ok_or_else(|| MergeError::NotAShard(s.file.clone()))
+    };
+    let head = info(first)?;
+    let mut seen: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for s in shards {
+        let i = info(s)?;
+        for (what, a, b) in [
+            ("run id", &i.run_id, &head.run_id),
+            ("settings hash", &i.settings_hash, &head.settings_hash),
+        ] {
+            if a != b {
+                problems.push(format!("{} has {what} {a}, {} has {b}", s.file, first.file));
+            }
+        }
+        if i.of != head.of {
+            problems.push(format!(
+                "{} is one of {} shards, {} one of {}",
+                s.file, i.of, first.file, head.of
+            ));
+        }
+        seen.entry(i.index).or_default().push(&s.file);
+        if s.report.status != crate::driver::Status::Completed {
+            problems.push(format!(
+                "shard {} ({}) did not complete ({})",
+                i.index,
+                s.file,
+                s.report.status.describe()
+            ));
+        }
+    }
+    if let Some(p) = problems
+        .iter()
+        .find(|p| p.contains(" has ") || p.contains(" one of "))
+    {
+        return Err(MergeError::Mixed(p.clone()));
+    }
+    let missing: Vec<String> = (0..head.of)
+        .filter(|i| !seen.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        problems.insert(
+            0,
+            format!("shard(s) {} of {} missing", missing.join(", "), head.of),
+        );
+    }
+    for (i, files) in &seen {
+        if files.len() > 1 {
+            problems.push(format!(
+                "shard {i} given {} times ({})",
+                files.len(),
+                files.join(", ")
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(MergeError::Incomplete(problems.join("; ")));
+    }
+    Ok((head.run_id, head.of))
+}
+
+/// The shared groups' CPU (seconds, by group and host) and their processes' rows (seconds),
+/// its source, capture ratio and host.
+type Measured = (
+    Vec<WindowGroup>,
+    Vec<ProcessRow>,
+    String,
+    Option<CaptureRatio>,
+    super::Host,
+);
+
+fn measurement(shards: &[Shard], cpu: Option<CpuWindow>) -> Result<Measured, MergeError> {
+    let measuring: Vec<&Shard> = shards
+        .iter()
+        .filter(|s| s.report.shard.as_ref().is_some_and(|i| i.measure))
+        .collect();
+    match (cpu, measuring.as_slice()) {
+        (Some(w), []) => Ok((
+            w.groups.into_iter().filter(|g| g.name != "DRIVER").collect(),
+            Vec::new(),
+            format!("oemputx cpu from {} until {}", w.from_utc, w.until_utc),
+            w.capture_ratio,
+            w.host,
+        )),
+        (None, [m]) => {
+            let n = m.report.transactions as f64;
+            let groups = m
+                .report
+                .groups
+                .iter()
+                .filter(|g| g.name != "DRIVER")
+                .map(|g| WindowGroup {
+                    name: g.name.clone(),
+                    host: g.host.clone(),
+                    user_s: g.user_us_per_tran * n / 1e6,
+                    sys_s: g.sys_us_per_tran * n / 1e6,
+                    processes: g.processes,
+                })
+                .collect();
+            let i = m.report.shard.as_ref().map_or(0, |i| i.index);
+            // Its processes' rows in seconds, to be divided by every shard's messages.
+            let rows = m
+                .report
+                .processes
+                .iter()
+                .filter(|p| p.group != "DRIVER")
+                .map(|p| ProcessRow {
+                    user_us_per_tran: p.user_us_per_tran * n / 1e6,
+                    sys_us_per_tran: p.sys_us_per_tran * n / 1e6,
+                    total_us_per_tran: p.total_us_per_tran * n / 1e6,
+                    split_sigma_us_per_tran: p.split_sigma_us_per_tran * n / 1e6,
+                    ticks_us_per_tran: None,
+                    ..p.clone()
+                })
+                .collect();
+            Ok((
+                groups,
+                rows,
+                format!("shard {i} (--measure), over its window"),
+                m.report.capture_ratio.clone(),
+                m.report.host.clone(),
+            ))
+        }
+        (None, []) => Err(MergeError::Measurement(
+            "nothing measured the shared processes once for the whole run: run one shard with --measure, or give --cpu FILE from `oemputx cpu --from START --until END --export-json FILE`".into(),
+        )),
+        (Some(_), _) => Err(MergeError::Measurement(
+            "both --cpu and a shard run with --measure measured the shared processes: keep one".into(),
+        )),
+        (None, _) => Err(MergeError::Measurement(
+            "more than one shard ran with --measure: the shared processes must be measured once".into(),
+        )),
+    }
+}
+
+/// The shards' round-trip histograms added up.
+fn histograms(sorted: &[Shard]) -> Result<hdrhistogram::Histogram<u64>, MergeError> {
+    let mut hist: Option<hdrhistogram::Histogram<u64>> = None;
+    for s in sorted {
+        let bad = |why: String| MergeError::BadHistogram {
+            path: s.file.clone(),
+            why,
+        };
+        let text = s
+            .report
+            .round_trip_histogram
+            .as_deref()
+            .ok_or_else(|| bad("it has none (written by an oemputx before shards)".into()))?;
+        let h = decode_histogram(text).map_err(bad)?;
+        match hist.as_mut() {
+            None => hist = Some(h),
+            Some(all) => all.add(&h).map_err(|e| bad(format!("{e:?}")))?,
+        }
+    }
+    hist.ok_or_else(|| MergeError::Incomplete("no report was given".into()))
+}
+
+/// The union of the shards' windows: its start and end, its length and how far apart the
+/// shards began (seconds).
+type Window = (
+    Option<chrono::DateTime<chrono::Utc>>,
+    Option<chrono::DateTime<chrono::Utc>>,
+    f64,
+    f64,
+);
+
+fn window(sorted: &[Shard]) -> Window {
+    let starts: Vec<_> = sorted
+        .iter()
+        .filter_map(|s| utc(&s.report.start_utc))
+        .collect();
+    let ends: Vec<_> = sorted
+        .iter()
+        .filter_map(|s| utc(&s.report.end_utc))
+        .collect();
+    let (start, end) = (starts.iter().min().copied(), ends.iter().max().copied());
+    let secs = |a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>| {
+        (b - a).num_microseconds().unwrap_or(0) as f64 / 1e6
+    };
+    let window_s = start.zip(end).map_or(0.0, |(a, b)| secs(a, b));
+    let spread = starts
+        .iter()
+        .min()
+        .zip(starts.iter().max())
+        .map_or(0.0, |(a, b)| secs(*a, *b));
+    (start, end, window_s, spread)
+}
+
+fn integrity(sorted: &[Shard]) -> crate::driver::Integrity {
+    let mut t = crate::driver::Integrity::default();
+    for s in sorted {
+        let i = &s.report.integrity;
+        t.sent += i.sent;
+        t.received += i.received;
+        t.matched += i.matched;
+        t.unmatched += i.unmatched;
+        t.timed_out += i.timed_out;
+        t.duplicates += i.duplicates;
+        t.late += i.late;
+        t.abandoned += i.abandoned;
+    }
+    t
+}
+
+/// The groups and process rows per transaction: the shared groups once, each shard's DRIVER
+/// added; shares of the captured total set.
+fn cpu_rows(
+    sorted: &[Shard],
+    shared: &[WindowGroup],
+    shared_rows: Vec<ProcessRow>,
+    total: u64,
+) -> (Vec<GroupRow>, Vec<ProcessRow>) {
+    let per = |s: f64| {
+        if total > 0 {
+            s * 1e6 / total as f64
+        } else {
+            0.0
+        }
+    };
+    let mut processes: Vec<ProcessRow> = shared_rows
+        .into_iter()
+        .map(|p| ProcessRow {
+            user_us_per_tran: per(p.user_us_per_tran),
+            sys_us_per_tran: per(p.sys_us_per_tran),
+            total_us_per_tran: per(p.total_us_per_tran),
+            split_sigma_us_per_tran: per(p.split_sigma_us_per_tran),
+            ..p
+        })
+        .collect();
+    let mut groups: Vec<GroupRow> = shared
+        .iter()
+        .map(|g| GroupRow {
+            processes: g.processes,
+            ..group_row(&g.name, &g.host, per(g.user_s), per(g.sys_s))
+        })
+        .collect();
+    let (mut du, mut ds) = (0.0, 0.0);
+    for s in sorted {
+        let n = s.report.transactions as f64;
+        let index = s.report.shard.as_ref().map_or(0, |i| i.index);
+        for g in s.report.groups.iter().filter(|g| g.name == "DRIVER") {
+            du += g.user_us_per_tran * n / 1e6;
+            ds += g.sys_us_per_tran * n / 1e6;
+        }
+        for p in s.report.processes.iter().filter(|p| p.group == "DRIVER") {
+            let (user, sys) = (
+                per(p.user_us_per_tran * n / 1e6),
+                per(p.sys_us_per_tran * n / 1e6),
+            );
+            processes.push(ProcessRow {
+                name: format!("{}@shard{index}", p.name),
+                user_us_per_tran: user,
+                sys_us_per_tran: sys,
+                total_us_per_tran: user + sys,
+                ticks_us_per_tran: None,
+                ..p.clone()
+            });
+        }
+    }
+    if du + ds > 0.0 {
+        groups.push(GroupRow {
+            processes: sorted.len(),
+            ..group_row("DRIVER", "local", per(du), per(ds))
+        });
+    }
+    let captured: f64 = groups.iter().map(|g| g.total_us_per_tran).sum();
+    let share = |x: f64| {
+        if captured > 0.0 {
+            100.0 * x / captured
+        } else {
+            0.0
+        }
+    };
+    for g in &mut groups {
+        g.pct = share(g.total_us_per_tran);
+    }
+    for p in &mut processes {
+        p.pct = share(p.total_us_per_tran);
+    }
+    (groups, processes)
+}
+
+fn shard_rows(sorted: &[Shard]) -> Vec<ShardRow> {
+    sorted
+        .iter()
+        .map(|s| ShardRow {
+            index: s.report.shard.as_ref().map_or(0, |i| i.index),
+            file: s.file.clone(),
+            hostname: s.report.host.hostname.clone(),
+            transactions: s.report.transactions,
+            start_utc: s.report.start_utc.clone(),
+            end_utc: s.report.end_utc.clone(),
+            rate_tps: s.report.rate_tps,
+            late_for_start_s: s.report.shard.as_ref().and_then(|i| i.late_for_start_s),
+        })
+        .collect()
+}
+
+/// The accounting notes of the merge: the measuring shard's, its verdict replaced by how
+/// the figures were made, every shard's warnings kept by name.
+fn accounting(out: &mut Report, sorted: &[Shard], source: &str, captured: f64) {
+    let total = out.transactions;
+    let Some(acc) = out.accounting.as_mut() else {
+        return;
+    };
+    acc.hosts = Vec::new();
+    acc.load = None;
+    let captured_s = captured * total as f64 / 1e6;
+    acc.snapshot_share_pct = if captured_s > 0.0 {
+        100.0 * acc.snapshot_cpu_s / captured_s
+    } else {
+        0.0
+    };
+    acc.verdict = format!(
+        "merged from {} shards: the shared groups measured once ({source}), divided by all {total} transactions; DRIVER is the sum of the shards' own",
+        sorted.len()
+    );
+    acc.warnings = sorted
+        .iter()
+        .flat_map(|s| {
+            let i = s.report.shard.as_ref().map_or(0, |i| i.index);
+            s.report
+                .accounting
+                .iter()
+                .flat_map(|a| a.warnings.clone())
+                .map(move |w| format!("shard {i}: {w}"))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+}
+
+/// The merged report.
+pub fn merge(shards: Vec<Shard>, cpu: Option<CpuWindow>) -> Result<Report, MergeError> {
+    let (run_id, _) = check(&shards)?;
+    let (shared, shared_rows, source, ratio, host) = measurement(&shards, cpu)?;
+    let mut sorted = shards;
+    sorted.sort_by_key(|s| s.report.shard.as_ref().map_or(0, |i| i.index));
+    let hist = histograms(&sorted)?;
+    let (start, end, window_s, start_spread_s) = window(&sorted);
+    let total: u64 = sorted.iter().map(|s| s.report.transactions).sum();
+    let (groups, processes) = cpu_rows(&sorted, &shared, shared_rows, total);
+    let captured: f64 = groups.iter().map(|g| g.total_us_per_tran).sum();
+    let app_s: f64 = sorted.iter().filter_map(|s| s.report.app_cpu.total_s).sum();
+    let mut out = sorted[0].report.clone();
+    out.label = run_id.clone();
+    out.transactions = total;
+    out.elapsed_s = window_s;
+    out.rate_tps = if window_s > 0.0 {
+        total as f64 / window_s
+    } else {
+        0.0
+    };
+    out.start_utc = start.map_or(out.start_utc, |t| super::format_utc(&t));
+    out.end_utc = end.map_or(out.end_utc, |t| super::format_utc(&t));
+    out.round_trip_us = Latency::of(&hist);
+    out.round_trip_percentiles = percentiles(&hist);
+    out.round_trip_histogram = encode_histogram(&hist);
+    out.integrity = integrity(&sorted);
+    out.per_task_transactions = sorted
+        .iter()
+        .flat_map(|s| s.report.per_task_transactions.clone())
+        .collect();
+    out.app_cpu.total_s = Some(app_s);
+    out.app_cpu.us_per_tran = (total > 0).then(|| app_s * 1e6 / total as f64);
+    out.app_cpu.pct_of_elapsed = (window_s > 0.0).then(|| 100.0 * app_s / window_s);
+    out.settings.tasks = sorted.iter().map(|s| s.report.settings.tasks).sum();
+    out.settings.count = sorted.iter().map(|s| s.report.settings.count).sum();
+    out.settings.rate_limit_tps = sorted
+        .iter()
+        .map(|s| s.report.settings.rate_limit_tps)
+        .sum();
+    out.groups = groups;
+    out.processes = processes;
+    out.captured_us_per_tran = Some(captured);
+    out.corrected_us_per_tran = ratio
+        .as_ref()
+        .filter(|r| r.value > 0.0)
+        .map(|r| captured / r.value);
+    out.capture_ratio = ratio;
+    out.other_cpu = None;
+    out.rounds = Vec::new();
+    out.rounds_summary = None;
+    out.probe = None;
+    out.serving = None;
+    out.host = host;
+    out.shard = None;
+    accounting(&mut out, &sorted, &source, captured);
+    out.merged = Some(MergeInfo {
+        run_id,
+        shards: shard_rows(&sorted),
+        measurement: source,
+        window_s,
+        start_spread_s,
+    });
+    out.capacity = None;
+    Ok(out.with_capacity())
+}
+
+fn group_row(name: &str, host: &str, user: f64, sys: f64) -> GroupRow {
+    GroupRow {
+        name: name.into(),
+        host: host.into(),
+        user_us_per_tran: user,
+        sys_us_per_tran: sys,
+        total_us_per_tran: user + sys,
+        pct: 0.0,
+        processes: 0,
+        ticks_us_per_tran: None,
+    }
+}

@@ -1,0 +1,309 @@
+//! A run driven from several shards and merged (issue 33): shares of the load, a common
+//! start, lossless histograms and counters added, the shared processes measured once, and
+//! every incomplete or mixed set refused by name.
+
+use oemputx_test_support::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The start instant `secs` from now, RFC 3339 with milliseconds.
+fn start_in(secs: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(secs))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Run shards `which` of `of` at once (embedded unless `extra` names a broker), shard 0 with
+/// --measure when `measure`; their JSON files.
+fn shards(
+    dir: &Path,
+    run_id: &str,
+    which: &[usize],
+    of: usize,
+    measure: bool,
+    extra: &[&str],
+) -> Vec<PathBuf> {
+    let at = start_in(3);
+    let children: Vec<(PathBuf, std::process::Child)> = which
+        .iter()
+        .map(|&i| {
+            let path = dir.join(format!("{run_id}-{i}.json"));
+            let mut c = oemputx_process();
+            c.args([
+                "--shard",
+                &format!("{i}/{of}"),
+                "--run-id",
+                run_id,
+                "--start-at",
+                &at,
+            ])
+            .args(["--quiet", "--no-save", "--export-json"])
+            .arg(&path)
+            .args(extra);
+            if measure && i == 0 {
+                c.arg("--measure");
+            }
+            (path, c.spawn().expect("a shard starts"))
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|(p, mut c)| {
+            let status = c.wait().expect("the shard ends");
+            assert!(status.success(), "shard {} failed", p.display());
+            p
+        })
+        .collect()
+}
+
+fn merged(args: &[&Path], extra: &[&str]) -> (i32, Value, String) {
+    let out = oemputx()
+        .arg("merge")
+        .args(args)
+        .args(extra)
+        .args(["--export-json", "-", "--quiet"])
+        .output()
+        .expect("merge runs");
+    (
+        out.status.code().unwrap_or(-1),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn shards_take_their_shares_and_merge_adds_them_up_with_the_driver_summed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = shards(
+        dir.path(),
+        "embedded-3",
+        &[0, 1, 2],
+        3,
+        true,
+        &["--count", "3001", "--tasks", "4"],
+    );
+    let reports: Vec<Value> = files.iter().map(|p| read_json(p)).collect();
+    // Shares: 3001 messages and 4 tasks among 3 shards.
+    let counts: Vec<u64> = reports
+        .iter()
+        .map(|r| r["transactions"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(counts, [1001, 1000, 1000]);
+    let tasks: Vec<u64> = reports
+        .iter()
+        .map(|r| r["settings"]["tasks"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(tasks, [2, 1, 1]);
+    let hashes: Vec<&str> = reports
+        .iter()
+        .filter_map(|r| r["shard"]["settings_hash"].as_str())
+        .collect();
+    assert!(
+        hashes.len() == 3 && hashes.iter().all(|h| *h == hashes[0]),
+        "{hashes:?}"
+    );
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (code, j, err) = merged(&paths, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_matches_schema(&j);
+    assert_eq!(j["transactions"], 3001);
+    let i = &j["integrity"];
+    assert_eq!(
+        (i["sent"].as_u64(), i["matched"].as_u64()),
+        (Some(3001), Some(3001))
+    );
+    assert_eq!(j["merged"]["shards"].as_array().map(Vec::len), Some(3));
+    // The driver: every shard's own CPU, over all messages, by hand from the same files.
+    let driver_s: f64 = reports
+        .iter()
+        .map(|r| {
+            let d = group(r, "DRIVER");
+            f(&d["total_us_per_tran"]) * f(&r["transactions"]) / 1e6
+        })
+        .sum();
+    let d = group(&j, "DRIVER");
+    assert!(
+        (f(&d["total_us_per_tran"]) - driver_s * 1e6 / 3001.0).abs() < 1e-6,
+        "{d}"
+    );
+    // The shared group: shard 0's (--measure) CPU over all messages.
+    let m = group(&reports[0], "EMBEDDED");
+    let e = group(&j, "EMBEDDED");
+    let want = f(&m["total_us_per_tran"]) * 1001.0 / 3001.0;
+    assert!((f(&e["total_us_per_tran"]) - want).abs() < 1e-6, "{e} {m}");
+    // Percentiles from the added histograms lie within the shards' own extremes.
+    let min = reports
+        .iter()
+        .map(|r| f(&r["round_trip_us"]["min"]))
+        .fold(f64::INFINITY, f64::min);
+    let max = reports
+        .iter()
+        .map(|r| f(&r["round_trip_us"]["max"]))
+        .fold(0.0, f64::max);
+    let rt = &j["round_trip_us"];
+    assert!(
+        min <= f(&rt["p50"]) && f(&rt["p50"]) <= f(&rt["p99"]) && f(&rt["max"]) <= max * 1.01,
+        "{rt}"
+    );
+    assert!(
+        (f(&rt["min"]) - min).abs() <= min * 0.01 + 0.01,
+        "{rt} {min}"
+    );
+}
+
+#[test]
+fn an_incomplete_or_mixed_set_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let two = shards(
+        dir.path(),
+        "part",
+        &[0, 2],
+        3,
+        true,
+        &["--count", "300", "--tasks", "3"],
+    );
+    let paths: Vec<&Path> = two.iter().map(PathBuf::as_path).collect();
+    let (code, _, err) = merged(&paths, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("shard(s) 1 of 3 missing"), "{err}");
+    let other = shards(
+        dir.path(),
+        "other",
+        &[1],
+        3,
+        false,
+        &["--count", "300", "--tasks", "3"],
+    );
+    let mixed = [paths[0], paths[1], other[0].as_path()];
+    let (code, _, err) = merged(&mixed, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not of one run") && err.contains("run id"),
+        "{err}"
+    );
+    // Nothing measured the shared processes.
+    let bare = shards(
+        dir.path(),
+        "bare",
+        &[0, 1],
+        2,
+        false,
+        &["--count", "300", "--tasks", "2"],
+    );
+    let paths: Vec<&Path> = bare.iter().map(PathBuf::as_path).collect();
+    let (code, _, err) = merged(&paths, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--measure") && err.contains("--cpu"), "{err}");
+    // A shard needs its run's id.
+    oemputx()
+        .args(["--count", "10", "--shard", "0/2", "--tasks", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--run-id"));
+}
+
+#[test]
+fn a_cpu_window_measures_the_shared_processes_once_for_all_shards() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let window = dir.path().join("window.json");
+    // The window the shards will run in, measured by a process of its own.
+    let (from, until) = (start_in(2), start_in(5));
+    let mut watcher = oemputx_process()
+        .args([
+            "cpu",
+            "--group",
+            "INIT=pid:1",
+            "--from",
+            &from,
+            "--until",
+            &until,
+            "--export-json",
+        ])
+        .arg(&window)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("cpu starts");
+    let files = shards(
+        dir.path(),
+        "windowed",
+        &[0, 1],
+        2,
+        false,
+        &["--count", "2000", "--tasks", "2"],
+    );
+    assert!(watcher.wait().expect("cpu ends").success());
+    let w = read_json(&window);
+    assert_eq!(w["schema"], "oemputx.cpu-window/1");
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let cpu = window.to_string_lossy().into_owned();
+    let (code, j, err) = merged(&paths, &["--cpu", &cpu]);
+    assert_eq!(code, 0, "{err}");
+    let init = group(&j, "INIT");
+    let g = &w["groups"][0];
+    let want = (f(&g["user_s"]) + f(&g["sys_s"])) * 1e6 / 2000.0;
+    assert!(
+        (f(&init["total_us_per_tran"]) - want).abs() < 1e-6,
+        "{init} {g}"
+    );
+    assert!(
+        j["merged"]["measurement"]
+            .as_str()
+            .unwrap_or("")
+            .contains("oemputx cpu from")
+    );
+}
+
+#[test]
+fn shards_on_rabbitmq_share_one_window_and_the_broker_is_measured_once() {
+    live!(RabbitMq);
+    let q = QueueGuard(fresh_queue("shards"));
+    declare_queue(&q.0);
+    let _flow = SampleFlow::start(
+        &["--echo", "--input-queue", &q.0, "--threads", "2"],
+        "echoing",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = amqp_url();
+    let files = shards(
+        dir.path(),
+        "rabbit-2",
+        &[0, 1],
+        2,
+        true,
+        &[
+            "--qmgr",
+            &url,
+            "--request-queue",
+            &q.0,
+            "--duration",
+            "2s",
+            "--tasks",
+            "2",
+            "--group",
+            "QMGR=@rabbitmq",
+        ],
+    );
+    let reports: Vec<Value> = files.iter().map(|p| read_json(p)).collect();
+    for r in &reports {
+        assert_eq!(r["shard"]["late_for_start_s"], 0.0, "{}", r["shard"]);
+    }
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (code, j, err) = merged(&paths, &[]);
+    assert_eq!(code, 0, "{err}");
+    let total: u64 = reports
+        .iter()
+        .map(|r| r["transactions"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(j["transactions"].as_u64(), Some(total));
+    assert!(f(&j["merged"]["start_spread_s"]) < 0.5, "{}", j["merged"]);
+    let qmgr = group(&j, "QMGR");
+    let measured = group(&reports[0], "QMGR");
+    let want = f(&measured["total_us_per_tran"]) * f(&reports[0]["transactions"]) / total as f64;
+    assert!(
+        (f(&qmgr["total_us_per_tran"]) - want).abs() < 1e-6,
+        "{qmgr}"
+    );
+}
