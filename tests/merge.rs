@@ -237,6 +237,7 @@ fn a_cpu_window_measures_the_shared_processes_once_for_all_shards() {
     assert!(watcher.wait().expect("cpu ends").success());
     let w = read_json(&window);
     assert_eq!(w["schema"], "oemputx.cpu-window/1");
+    assert_matches_schema(&w);
     let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let cpu = window.to_string_lossy().into_owned();
     let (code, j, err) = merged(&paths, &["--cpu", &cpu]);
