@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
 # PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
-# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Python's prometheus_client and Chromium (headless, for the HTML reports). A service that already answers is left alone; a missing one
+# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Python's prometheus_client, Chromium (headless, for the HTML reports) and ActiveMQ with STOMP. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -165,6 +165,35 @@ ensure_prometheus_client() {
     apt_install python3-prometheus-client
 }
 
+ensure_stomp_py() {
+  # A subscriber written with another STOMP client (stomp.py) checks that oemputx's JMS
+  # selectors on ActiveMQ give exactly each block's share.
+  if python3 -c 'import stomp' 2>/dev/null; then log "stomp.py is there"; return 0; fi
+  command -v python3 >/dev/null || apt_install python3 python3-pip
+  log "installing stomp.py (pip)"
+  python3 -m pip install -q stomp.py 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages stomp.py ||
+    apt_install python3-stomp
+}
+
+ensure_activemq() {
+  # ActiveMQ Classic 5.17 (Debian's package) with its STOMP connector, for stomp:// and
+  # the JMS selector tests. Its post-install start needs systemd: here the instance is linked
+  # by hand, the connector added to its activemq.xml, and it is started by its init script.
+  if listening 61613; then log "ActiveMQ's STOMP connector already answers on 127.0.0.1:61613; leaving it alone"; return 0; fi
+  [ -d /etc/activemq/instances-available/main ] || apt_install activemq
+  local inst=/etc/activemq/instances-enabled/main conf
+  [ -e "$inst" ] || as_root ln -s ../instances-available/main "$inst"
+  conf=/etc/activemq/instances-available/main/activemq.xml
+  if ! grep -q 'name="stomp"' "$conf"; then
+    log "adding the STOMP connector (127.0.0.1:61613) to $conf"
+    as_root sed -i 's|<transportConnector name="openwire"\(.*\)/>|<transportConnector name="openwire"\1/>\n            <transportConnector name="stomp" uri="stomp://127.0.0.1:61613?transport.closeAsync=false"/>|' "$conf"
+  fi
+  log "starting ActiveMQ"
+  as_root /etc/init.d/activemq start >/dev/null 2>&1 || true
+  wait_for 61613 "ActiveMQ (STOMP)" 120
+}
+
 ensure_chromium() {
   # The HTML reports' tests render them in a real browser (headless, no network).
   if command -v chromium >/dev/null; then log "chromium is there"; return 0; fi
@@ -178,5 +207,7 @@ ensure_nats
 ensure_mosquitto
 ensure_valgrind
 ensure_prometheus_client
+ensure_stomp_py
 ensure_chromium
+ensure_activemq
 ensure_pcp

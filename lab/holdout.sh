@@ -4,13 +4,16 @@
 #
 #   bash lab/holdout.sh nats   [COUNT] [BURN_US]   nats-py        (lab/holdout/nats_responder.py)
 #   bash lab/holdout.sh amqp10 [COUNT] [BURN_US]   Qpid Proton    (lab/holdout/amqp10_responder.py)
+#   bash lab/holdout.sh stomp  [COUNT] [BURN_US]   stomp.py       (lab/holdout/stomp_responder.py, ActiveMQ)
+#   bash lab/holdout.sh mqtt   [COUNT] [BURN_US]   paho-mqtt      (lab/holdout/mqtt_responder.py, Mosquitto)
 #
-# Defaults: 3000 messages, 100 µs burnt per message. Needs the broker (bash ci/services.sh)
+# Defaults: 3000 messages, 100 µs burnt per message. Arguments after BURN_US go to oemputx
+# (--persistent, --tasks 2, ...). Needs the broker (bash ci/services.sh)
 # and python3; installs the responder's client with pip when it is missing. Uses
 # target/release/oemputx (OEMPUTX_BIN overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-transport=${1:?name the transport: nats or amqp10}
+transport=${1:?name the transport: nats, amqp10, stomp or mqtt}
 count=${2:-3000}
 burn=${3:-100}
 bin=${OEMPUTX_BIN:-target/release/oemputx}
@@ -28,7 +31,19 @@ case "$transport" in
     # The responder's receiver on /queue/NAME creates the queue (not durable).
     declare=()
     broker=QMGR=@rabbitmq ;;
-  *) echo "unknown transport $transport: nats or amqp10" >&2; exit 2 ;;
+  stomp)
+    python3 -c 'import stomp' 2>/dev/null || python3 -m pip install -q stomp.py
+    queue="oemputx.holdout.stomp.$$"
+    qmgr=stomp://admin:admin@127.0.0.1:61613
+    declare=()
+    broker=QMGR=@activemq ;;
+  mqtt)
+    python3 -c 'import paho.mqtt' 2>/dev/null || python3 -m pip install -q paho-mqtt
+    queue="oemputx/holdout/$$"
+    qmgr=mqtt://127.0.0.1:1883
+    declare=()
+    broker=QMGR=@mosquitto ;;
+  *) echo "unknown transport $transport: nats, amqp10, stomp or mqtt" >&2; exit 2 ;;
 esac
 out=$(mktemp)
 cleanup() {
@@ -44,7 +59,8 @@ python3 "lab/holdout/${transport}_responder.py" "$queue" "$burn" >"$out" &
 responder=$!
 for _ in $(seq 50); do grep -q ready "$out" && break; sleep 0.1; done
 "$bin" --qmgr "$qmgr" --request-queue "$queue" "${declare[@]}" --count "$count" \
-  --group "FLOW=pid:$responder" --group "$broker" --no-save --quiet --export-json "$out.json"
+  --group "FLOW=pid:$responder" --group "$broker" --no-save --quiet --export-json "$out.json" \
+  "${@:4}"
 kill -TERM "$responder"; wait "$responder" || true
 python3 - "$out" "$out.json" <<'PY'
 import json, sys

@@ -84,6 +84,7 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     report.rounds = round_rows(cfg, &outcome, &window, &accounting);
     report.rounds_summary = RoundsSummary::of(&report.rounds);
     explain_silence(cfg, consumers_before, &mut report);
+    hint_slow_round_trips(cfg, &mut report);
     if cfg.check_serving
         && let Some((serving, warnings)) = crate::serving::check(cfg, &report)
     {
@@ -97,6 +98,24 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         report.serving = Some(serving);
     }
     Ok(report)
+}
+
+/// The transport's word on a run whose round trips the measured CPU does not explain.
+fn hint_slow_round_trips(cfg: &RunConfig, report: &mut crate::report::Report) {
+    let Some(p50) = report.round_trip_percentiles.iter().find(|p| p.pct == 50.0) else {
+        return;
+    };
+    if let Some(hint) = cfg
+        .endpoint
+        .kind()
+        .slow_round_trip_hint(cfg.persistent, p50.us)
+    {
+        report
+            .accounting
+            .get_or_insert_with(Default::default)
+            .warnings
+            .push(hint);
+    }
 }
 
 /// A run that got no reply at all although the broker counts consumers on its request

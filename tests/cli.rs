@@ -358,7 +358,7 @@ fn malformed_and_future_urls_are_usage_errors_that_hide_the_password() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("bob:***").and(predicate::str::contains("s3cret").not()));
-    usage_error(&["--qmgr", "mqtt://127.0.0.1:1883"], "not yet supported");
+    usage_error(&["--qmgr", "mqtts://127.0.0.1:8883"], "not yet supported");
     usage_error(&["--qmgr", "amqp1://127.0.0.1:5672"], "written amqp10://");
     usage_error(&["--qmgr", "ftp://x"], "unknown scheme");
 }

@@ -12,7 +12,9 @@ use super::flow_statistics::{Collector, Level, Sink};
 use super::nodes::{self, Invalid};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::amqp10::url::Amqp10Endpoint;
+use oemputx::transport::mqtt::url::MqttEndpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
+use oemputx::transport::stomp::url::StompEndpoint;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -62,6 +64,8 @@ pub enum Broker {
     Amqp(AmqpEndpoint),
     Nats(NatsEndpoint),
     Amqp10(Amqp10Endpoint),
+    Stomp(StompEndpoint),
+    Mqtt(MqttEndpoint),
 }
 
 /// A request as the nodes see it, with what its transport needs to answer and acknowledge it.

@@ -17,15 +17,19 @@ mod amqp_io;
 mod db;
 mod engine;
 mod flow_statistics;
+mod mqtt_io;
 mod nats_io;
 mod nodes;
+mod stomp_io;
 
 use engine::{Broker, FlowOptions};
 use flow_statistics::{Level, Sink};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::amqp10::url::Amqp10Endpoint;
+use oemputx::transport::mqtt::url::MqttEndpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
 use oemputx::transport::parse_url;
+use oemputx::transport::stomp::url::StompEndpoint;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -36,7 +40,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "sample-flow", version)]
 struct Args {
-    /// Broker URL (amqp://, amqps://, nats:// or amqp10://). oemputx passes a URL with a password in
+    /// Broker URL (amqp://, amqps://, nats://, amqp10://, stomp:// or mqtt://). oemputx passes a URL with a password in
     /// OEMPUTX_URL rather than on the command line, where every local user could read it.
     #[arg(
         long,
@@ -133,9 +137,13 @@ fn run() -> anyhow::Result<()> {
         Broker::Nats(ep.clone())
     } else if let Some(ep) = endpoint.downcast::<Amqp10Endpoint>() {
         Broker::Amqp10(ep.clone())
+    } else if let Some(ep) = endpoint.downcast::<StompEndpoint>() {
+        Broker::Stomp(ep.clone())
+    } else if let Some(ep) = endpoint.downcast::<MqttEndpoint>() {
+        Broker::Mqtt(ep.clone())
     } else {
         anyhow::bail!(
-            "--url must be an amqp://, amqps://, nats:// or amqp10:// URL, not {} (the embedded queue manager has its own responder; IBM MQ queues are served by App Connect Enterprise flows)",
+            "--url must be an amqp://, amqps://, nats://, amqp10://, stomp:// or mqtt:// URL, not {} (the embedded queue manager has its own responder; IBM MQ queues are served by App Connect Enterprise flows)",
             endpoint.redacted()
         )
     };
@@ -235,6 +243,14 @@ fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             }
             Broker::Amqp10(ep) => {
                 let io = amqp10_io::Amqp10Io::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+            Broker::Stomp(ep) => {
+                let io = stomp_io::StompIo::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+            Broker::Mqtt(ep) => {
+                let io = mqtt_io::MqttIo::open(i, ep, o).await?;
                 engine::serve(i, o, io, &ep.redacted()).await
             }
         }

@@ -142,6 +142,12 @@ pub const PRESETS: &[(&str, &[&str])] = &[
         ],
     ),
     ("db2", &["db2sysc"]),
+    // A JVM: its name is java, so the preset selects by command line (an entry of the form
+    // cmd:REGEX), the way Debian's activemq package starts it (activemq.jar).
+    (
+        "activemq",
+        &["cmd:activemq\\.jar|org\\.apache\\.activemq\\.console"],
+    ),
     ("sample-flow", &["sample-flow"]),
 ];
 
@@ -190,7 +196,13 @@ pub fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorE
                 presets: preset_names(),
             }
         })?;
-        return Ok(names.iter().map(|n| Selector::Comm(comm_name(n))).collect());
+        return names
+            .iter()
+            .map(|n| match n.strip_prefix("cmd:") {
+                Some(pattern) => regex(group, sel, pattern).map(Selector::Cmd),
+                None => Ok(Selector::Comm(comm_name(n))),
+            })
+            .collect();
     }
     let unknown = || SelectorError::Unknown {
         group: group.into(),

@@ -118,7 +118,7 @@ pub struct InitArgs {
 pub struct GroupArgs {
     /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
     /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
-    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @sample-flow; NAME@HOST=… places it
+    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @activemq, @sample-flow; NAME@HOST=… places it
     /// on a --host. Repeatable. [default: a run's profile groups, else its transport's; pubsub
     /// and matrix: the broker; cpu: one group per preset]
     #[arg(long = "group", value_name = "NAME=SEL,...")]
@@ -562,7 +562,8 @@ pub struct AccountArgs {
 pub struct RunArgs {
     /// Queue manager: nothing for the embedded one, a URL (`embedded:`,
     /// `amqp://user:pass@host:port/vhost` or `amqps://…`, `amqp10://user:pass@host:5672` or
-    /// `amqps10://…`, `nats://host:4222` or `tls://…`,
+    /// `amqps10://…`, `nats://host:4222` or `tls://…`, `stomp://user:pass@host:61613` or
+    /// `stomp+ssl://…`, `mqtt://host:1883`,
     /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), a profile
     /// (`oemputx profiles` lists them; RABBIT, NATS, AMQP10 and EMBEDDED are built in), or
     /// else the name of an IBM MQ queue manager (client through MQSERVER or MQCCDTURL,

@@ -15,10 +15,12 @@ use crate::pubsub::report::{
     BestMedianWorst, CAPACITY_SCHEMA, CapacityStep, PubSubCapacity, PubSubReport, PubSubRounds,
     PubSubSettings, ROUNDS_SCHEMA,
 };
+use crate::pubsub::stomp::StompPubSub;
 use crate::pubsub::{Broker, SelectBy};
 use crate::transport::amqp::url::AmqpEndpoint;
 use crate::transport::nats::url::NatsEndpoint;
 use crate::transport::parse_url;
+use crate::transport::stomp::url::StompEndpoint;
 use crate::window::Window as _;
 use anyhow::Context;
 use std::sync::Arc;
@@ -36,16 +38,30 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
 /// The broker the URL names.
 pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
     let plan = &args.plan;
-    if args.qmgr.starts_with("mqtt://") {
-        let endpoint = MqttEndpoint::parse(&args.qmgr).map_err(|why| bad("--qmgr", why))?;
+    let endpoint = parse_url(&args.qmgr)?;
+    if let Some(endpoint) = endpoint.downcast::<MqttEndpoint>() {
         return Ok(Arc::new(MqttPubSub {
-            endpoint,
+            endpoint: endpoint.clone(),
             plan: plan.clone(),
             ack: args.ack,
             persistent: args.persistent,
         }));
     }
-    let endpoint = parse_url(&args.qmgr)?;
+    if let Some(endpoint) = endpoint.downcast::<StompEndpoint>() {
+        if plan.competing {
+            return Err(bad(
+                "--compete",
+                "competing subscribers are not yet run on ActiveMQ over STOMP (it does that with virtual topics, whose queues outlive the run and STOMP cannot delete): leave --compete out",
+            ));
+        }
+        return Ok(Arc::new(StompPubSub {
+            endpoint: endpoint.clone(),
+            plan: plan.clone(),
+            ack: args.ack,
+            select_by: args.select_by,
+            persistent: args.persistent,
+        }));
+    }
     if let Some(endpoint) = endpoint.downcast::<AmqpEndpoint>() {
         return Ok(Arc::new(RabbitPubSub {
             endpoint: endpoint.clone(),
@@ -73,7 +89,7 @@ pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
     Err(bad(
         "--qmgr",
         format!(
-            "pub/sub runs on RabbitMQ (amqp://), NATS (nats://) and MQTT (mqtt://) so far, not on {}",
+            "pub/sub runs on RabbitMQ (amqp://), NATS (nats://), MQTT (mqtt://) and ActiveMQ (stomp://) so far, not on {}",
             endpoint.redacted()
         ),
     ))

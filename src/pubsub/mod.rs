@@ -2,7 +2,8 @@
 //!
 //! One or more publishers send the symbols' trades in order (S00, S01, …, S99, S00, …);
 //! each subscriber asks the broker for a contiguous block of symbols, and the broker does
-//! the selecting (RabbitMQ: a headers or topic exchange; NATS: a subject per symbol). Every
+//! the selecting (RabbitMQ: a headers or topic exchange; NATS: a subject per symbol; MQTT: a
+//! topic per symbol; ActiveMQ over STOMP: a JMS message selector, or a topic per symbol). Every
 //! message carries `symbol`, `seq`, `ts_ns` (and `publisher`), so any client can take part
 //! and count. Because the publishers' order is fixed, what each subscriber must receive is
 //! known in advance ([`plan::Plan::expected`]): lost and duplicated are exact.
@@ -17,6 +18,7 @@ pub mod nats_js;
 pub mod plan;
 pub mod rabbit;
 pub mod report;
+pub mod stomp;
 
 use crate::transport::TransportError;
 use std::ops::Range;

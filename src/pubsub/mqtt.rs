@@ -6,56 +6,17 @@
 //! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
-use crate::secret::Secret;
 use crate::transport::{TransportError, client_runtime};
-use crate::url_parts::{UrlParts, host_for_url};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PublishProperties};
-use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
+use rumqttc::v5::{AsyncClient, Event, EventLoop};
 use std::ops::Range;
 use std::time::Duration;
 use tokio::runtime::Runtime;
 
-/// MQTT's port.
-pub const DEFAULT_PORT: u16 = 1883;
+pub use crate::transport::mqtt::url::{DEFAULT_PORT, MqttEndpoint};
 /// Requests the client may queue before a publish waits.
 const CLIENT_QUEUE: usize = 1000;
-
-/// An MQTT broker: `mqtt://[user:password@]host[:1883]`.
-#[derive(Debug, Clone)]
-pub struct MqttEndpoint {
-    pub host: String,
-    pub port: u16,
-    pub user: Option<String>,
-    pub password: Option<Secret>,
-}
-
-impl MqttEndpoint {
-    /// Parse an `mqtt://` URL.
-    pub fn parse(raw: &str) -> Result<MqttEndpoint, String> {
-        let u = UrlParts::parse(raw).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
-        if u.scheme != "mqtt" {
-            return Err(format!("{}:// is not MQTT (mqtts:// is not yet)", u.scheme));
-        }
-        u.query(&[])?;
-        Ok(MqttEndpoint {
-            host: u.host_or("no host; write mqtt://host:1883")?,
-            port: u.port.unwrap_or(DEFAULT_PORT),
-            user: u.user.clone(),
-            password: u.password.clone(),
-        })
-    }
-
-    /// The URL with the password replaced by `***`.
-    pub fn redacted(&self) -> String {
-        let auth = match (&self.user, &self.password) {
-            (Some(u), Some(p)) => format!("{u}:{p}@"),
-            (Some(u), None) => format!("{u}@"),
-            _ => String::new(),
-        };
-        format!("mqtt://{auth}{}:{}", host_for_url(&self.host), self.port)
-    }
-}
 
 /// MQTT as a pub/sub broker.
 pub struct MqttPubSub {
@@ -77,18 +38,7 @@ impl MqttPubSub {
     fn connect(&self, rt: &Runtime, id: &str) -> Result<(AsyncClient, EventLoop), TransportError> {
         let ep = &self.endpoint;
         let target = ep.redacted();
-        let mut options = MqttOptions::new(
-            format!("{id}-{}", std::process::id()),
-            ep.host.clone(),
-            ep.port,
-        );
-        options.set_keep_alive(Duration::from_secs(30));
-        if let Some(user) = &ep.user {
-            options.set_credentials(
-                user.clone(),
-                ep.password.as_ref().map_or("", Secret::expose).to_string(),
-            );
-        }
+        let options = ep.client_options(format!("{id}-{}", std::process::id()));
         let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
         rt.block_on(async {
             let wait = tokio::time::timeout(Duration::from_secs(5), async {

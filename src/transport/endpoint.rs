@@ -91,6 +91,12 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)
     }
+    /// What this broker is known to do to a run whose median round trip took `p50_us`, when
+    /// that is far above what its CPU explains (a setting of the broker's, not the driver's),
+    /// for the report's warnings. None by default.
+    fn slow_round_trip_hint(&self, _persistent: bool, _p50_us: f64) -> Option<String> {
+        None
+    }
 }
 
 /// `--put1` and `--model-queue` name IBM MQ calls and objects: refused everywhere else.

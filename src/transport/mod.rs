@@ -14,9 +14,11 @@ pub mod deadline;
 pub mod embedded;
 pub mod endpoint;
 pub mod ibmmq;
+pub mod mqtt;
 pub mod nats;
 pub mod registry;
 pub mod session;
+pub mod stomp;
 pub mod tls;
 
 pub use endpoint::{Endpoint, EndpointError, EndpointKind, OptionRefused};

@@ -3,7 +3,7 @@
 //! transport) and one line in [`TRANSPORTS`].
 
 use super::endpoint::{Endpoint, EndpointError, Registered};
-use super::{amqp, amqp10, embedded, ibmmq, nats};
+use super::{amqp, amqp10, embedded, ibmmq, mqtt, nats, stomp};
 
 /// Every transport, in the order errors and help list them.
 const TRANSPORTS: &[Registered] = &[
@@ -12,10 +12,12 @@ const TRANSPORTS: &[Registered] = &[
     ibmmq::url::REGISTERED,
     nats::url::REGISTERED,
     amqp10::url::REGISTERED,
+    stomp::url::REGISTERED,
+    mqtt::url::REGISTERED,
 ];
 
 /// Schemes that name a protocol oemputx knows of but cannot drive put/get over yet.
-const NOT_YET: &[&str] = &["mqtt", "mqtts"];
+const NOT_YET: &[&str] = &["mqtts"];
 
 /// Schemes written wrong in a way worth a hint of its own.
 const MISSPELT: &[(&str, &str)] = &[("amqp1", "amqp10"), ("amqps1", "amqps10")];
@@ -107,6 +109,9 @@ mod tests {
             ("nats://localhost", "nats"),
             ("tls://localhost", "nats"),
             ("amqp10://localhost", "amqp10"),
+            ("stomp://localhost", "stomp"),
+            ("stomp+ssl://localhost", "stomp"),
+            ("mqtt://localhost", "mqtt"),
         ] {
             let e = parse_url(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
             assert_eq!(e.transport(), transport, "{raw}");
@@ -118,7 +123,7 @@ mod tests {
     #[test]
     fn unsupported_schemes_say_not_yet_or_name_the_right_one() {
         assert!(matches!(
-            parse_url("mqtt://127.0.0.1:1883"),
+            parse_url("mqtts://127.0.0.1:8883"),
             Err(EndpointError::NotYet { .. })
         ));
         assert!(

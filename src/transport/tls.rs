@@ -70,11 +70,17 @@ impl TlsOptions {
     }
 }
 
-/// A TLS client stream over `tcp`, trusting the CA file or else the system's roots.
-pub async fn connect(
+/// The client configuration and server name: the CA file's certificates, or else the
+/// system's roots.
+pub fn client_config(
     tls: &TlsOptions,
-    tcp: tokio::net::TcpStream,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+) -> Result<
+    (
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    ),
+    String,
+> {
     // rustls needs one process-wide crypto provider; a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut roots = rustls::RootCertStore::empty();
@@ -98,8 +104,27 @@ pub async fn connect(
         .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from(tls.server_name.clone())
         .map_err(|e| format!("server name '{}': {e}", tls.server_name))?;
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+    Ok((Arc::new(config), name))
+}
+
+/// A TLS client stream over `tcp`, trusting the CA file or else the system's roots.
+pub async fn connect(
+    tls: &TlsOptions,
+    tcp: tokio::net::TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let (config, name) = client_config(tls)?;
+    tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
         .map_err(|e| format!("{e}; is the server's certificate trusted here (cacertfile=)?"))
+}
+
+/// The same over a blocking `tcp`: the handshake completes on the first read or write.
+pub fn connect_blocking(
+    tls: &TlsOptions,
+    tcp: std::net::TcpStream,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>, String> {
+    let (config, name) = client_config(tls)?;
+    let conn = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    Ok(rustls::StreamOwned::new(conn, tcp))
 }

@@ -32,6 +32,10 @@ pub enum Service {
     PromParser,
     /// Debian's Chromium, headless, for the HTML reports.
     Chromium,
+    /// ActiveMQ Classic's STOMP connector on 127.0.0.1:61613.
+    ActiveMq,
+    /// Python's stomp.py, another STOMP client beside oemputx's own codec.
+    StompPy,
 }
 
 impl Service {
@@ -49,6 +53,8 @@ impl Service {
             Service::Valgrind => "valgrind",
             Service::PromParser => "python3 with prometheus_client (pip install prometheus_client)",
             Service::Chromium => "Debian's chromium (apt-get install chromium)",
+            Service::ActiveMq => "ActiveMQ's STOMP connector on 127.0.0.1:61613",
+            Service::StompPy => "python3 with stomp.py (pip install stomp.py)",
         }
     }
 
@@ -68,12 +74,14 @@ impl Service {
             Service::Valgrind => runs("valgrind", "--version"),
             Service::PromParser => runs_args("python3", &["-c", "import prometheus_client"]),
             Service::Chromium => runs("chromium", "--version"),
+            Service::ActiveMq => listening("127.0.0.1:61613"),
+            Service::StompPy => runs_args("python3", &["-c", "import stomp"]),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 10] = [const { OnceLock::new() }; 10];
+        static SEEN: [OnceLock<bool>; 12] = [const { OnceLock::new() }; 12];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
 }

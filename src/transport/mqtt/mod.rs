@@ -1,0 +1,311 @@
+//! MQTT 5 for put/get (Mosquitto here) through rumqttc: request/reply is in the protocol.
+//!
+//! **The loop.** Each task has its own client and event loop on its own current-thread
+//! runtime, subscribed to a reply topic of its own (`oemputx/reply/PID/TASK/NONCE`). Each
+//! request is published to the request topic (`--request-queue`) with MQTT 5's Response
+//! Topic (the task's reply topic) and Correlation Data (the correlation id); a responder
+//! publishes its reply to the Response Topic with the same Correlation Data, which the
+//! driver matches. QoS 0, or QoS 1 under `--persistent` (the broker acknowledges each
+//! publish: PUBACK; the reply subscription is QoS 1 too). A request is queued by `put` and
+//! written by the event loop while `get` waits, as every async transport here does.
+//!
+//! **Queues.** MQTT has topics, not queues: a request published while no responder is
+//! subscribed is lost (there is no --declare; a responder subscribes first). Several
+//! responders share requests through a shared subscription (`$share/GROUP/TOPIC`, MQTT 5),
+//! as sample-flow's instances do.
+
+pub mod url;
+
+use super::endpoint::{EndpointKind, OptionRefused, refuse_mq_calls};
+use super::{
+    Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport, TransportError,
+    client_runtime,
+};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+use rumqttc::v5::{AsyncClient, Event, EventLoop};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Runtime;
+use url::MqttEndpoint;
+
+/// Mosquitto's default largest message is 256 MB; MQTT's limit is 256 MB too.
+pub const MAX_MESSAGE: usize = 256 * 1024 * 1024 - 1024;
+/// Requests the client may queue before a publish waits.
+const CLIENT_QUEUE: usize = 10_000;
+
+fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
+    TransportError::ConnectionLost {
+        target: target.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// A connected client: the event loop has seen the broker's CONNACK, and, when `subscribe`
+/// names a topic, its SUBACK.
+pub fn connect(
+    ep: &MqttEndpoint,
+    rt: &Runtime,
+    id: &str,
+    subscribe: Option<(&str, QoS)>,
+) -> Result<(AsyncClient, EventLoop), TransportError> {
+    let target = ep.redacted();
+    let mut options = ep.client_options(id.to_string());
+    options.set_max_packet_size(Some(MAX_MESSAGE as u32 + 1024));
+    let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
+    rt.block_on(async {
+        let wait = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut connected = false;
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                        use rumqttc::v5::mqttbytes::v5::ConnectReturnCode as Code;
+                        match ack.code {
+                            Code::Success => {}
+                            Code::BadUserNamePassword | Code::NotAuthorized => {
+                                return Err(TransportError::AuthRefused {
+                                    target: target.clone(),
+                                    user: ep.user.clone().unwrap_or_else(|| "(none)".into()),
+                                });
+                            }
+                            other => {
+                                return Err(TransportError::broker(
+                                    &target,
+                                    "connecting",
+                                    format!("{other:?}"),
+                                ));
+                            }
+                        }
+                        connected = true;
+                        let Some((topic, qos)) = subscribe else {
+                            return Ok(());
+                        };
+                        client
+                            .subscribe(topic, qos)
+                            .await
+                            .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
+                    }
+                    Ok(Event::Incoming(Packet::SubAck(_))) if connected => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => {
+                        return Err(TransportError::Unreachable {
+                            target: target.clone(),
+                            why: e.to_string(),
+                        });
+                    }
+                }
+            }
+        })
+        .await;
+        wait.unwrap_or_else(|_| {
+            Err(TransportError::Unreachable {
+                target: target.clone(),
+                why: "no CONNACK (or SUBACK) within 5 s".into(),
+            })
+        })
+    })?;
+    Ok((client, events))
+}
+
+/// MQTT put/get, opened once per run.
+pub struct Mqtt {
+    endpoint: MqttEndpoint,
+    setup: QueueSetup,
+}
+
+impl Transport for Mqtt {
+    fn prepare(&self) -> Result<Prepared, TransportError> {
+        // Connecting once says whether the broker is there and takes the login.
+        let rt = client_runtime(&self.endpoint.redacted(), "MQTT")?;
+        let (client, mut events) = connect(
+            &self.endpoint,
+            &rt,
+            &format!("oemputx-setup-{}", std::process::id()),
+            None,
+        )?;
+        rt.block_on(async {
+            let _ = client.disconnect().await;
+            let _ = tokio::time::timeout(Duration::from_millis(200), events.poll()).await;
+        });
+        Ok(Prepared::default())
+    }
+
+    fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+        let target = self.endpoint.redacted();
+        let rt = Arc::new(client_runtime(&target, "MQTT")?);
+        let qos = if self.setup.persistent {
+            QoS::AtLeastOnce
+        } else {
+            QoS::AtMostOnce
+        };
+        let reply_topic = format!(
+            "oemputx/reply/{}/{task}/{}",
+            std::process::id(),
+            super::correl::new_run_id()
+        );
+        let (client, events) = connect(
+            &self.endpoint,
+            &rt,
+            &format!(
+                "oemputx-{}-{task}-{}",
+                std::process::id(),
+                super::correl::new_run_id()
+            ),
+            Some((&reply_topic, qos)),
+        )?;
+        Ok(TaskSession::Async(Box::new(MqttSession {
+            rt,
+            client: Some(client),
+            events,
+            request_topic: self.setup.request_queue.clone(),
+            reply_topic: bytes::Bytes::from(reply_topic),
+            qos,
+            target,
+        })))
+    }
+
+    fn max_message_size(&self) -> usize {
+        MAX_MESSAGE
+    }
+}
+
+/// One task's client.
+struct MqttSession {
+    rt: Arc<Runtime>,
+    client: Option<AsyncClient>,
+    events: EventLoop,
+    request_topic: String,
+    reply_topic: bytes::Bytes,
+    qos: QoS,
+    target: String,
+}
+
+impl MqttSession {
+    async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let (events, target) = (&mut self.events, &self.target);
+        let got = tokio::time::timeout(wait, async {
+            loop {
+                match events.poll().await {
+                    Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
+                    Ok(_) => {}
+                    Err(e) => return Err(lost(target, e)),
+                }
+            }
+        })
+        .await;
+        let Ok(p) = got else { return Ok(None) };
+        let p = p?;
+        let correl_id = p
+            .properties
+            .and_then(|pp| pp.correlation_data)
+            .map(|d| String::from_utf8_lossy(&d).into_owned());
+        Ok(Some(Reply {
+            correl_id,
+            len: p.payload.len(),
+        }))
+    }
+}
+
+impl super::AsyncSession for MqttSession {
+    fn runtime(&self) -> Arc<Runtime> {
+        self.rt.clone()
+    }
+    fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        let Some(client) = &self.client else {
+            return Err(lost(&self.target, "session already closed"));
+        };
+        let properties = PublishProperties {
+            response_topic: Some(String::from_utf8_lossy(&self.reply_topic).into_owned()),
+            correlation_data: Some(bytes::Bytes::copy_from_slice(correl_id.as_bytes())),
+            ..PublishProperties::default()
+        };
+        client
+            .try_publish_with_properties(
+                self.request_topic.clone(),
+                self.qos,
+                false,
+                body.to_vec(),
+                properties,
+            )
+            .map_err(|e| lost(&self.target, format!("publishing: {e}")))
+    }
+    fn get(&mut self, wait: Duration) -> SessionFuture<'_, Result<Option<Reply>, TransportError>> {
+        Box::pin(self.next_reply(wait))
+    }
+    fn commit(&mut self) -> SessionFuture<'_, Result<(), TransportError>> {
+        // --syncpoint is refused for MQTT before a run.
+        Box::pin(async { Ok(()) })
+    }
+    fn close(mut self: Box<Self>) -> Result<(), TransportError> {
+        let rt = self.rt.clone();
+        if let Some(client) = self.client.take() {
+            rt.block_on(async {
+                let _ = client.disconnect().await;
+                let _ = tokio::time::timeout(Duration::from_millis(200), self.events.poll()).await;
+            });
+        }
+        Ok(())
+    }
+}
+
+impl EndpointKind for MqttEndpoint {
+    fn transport(&self) -> &'static str {
+        "mqtt"
+    }
+    fn redacted(&self) -> String {
+        MqttEndpoint::redacted(self)
+    }
+    fn open(&self, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
+        Ok(Arc::new(Mqtt {
+            endpoint: self.clone(),
+            setup,
+        }))
+    }
+    fn url_for_flow(&self) -> Option<String> {
+        Some(self.url_with_password())
+    }
+    fn broker_address(&self) -> Option<(String, u16)> {
+        Some((self.host.clone(), self.port))
+    }
+    /// Mosquitto, the MQTT broker here.
+    fn default_groups(&self) -> Vec<&'static str> {
+        vec!["QMGR=@mosquitto"]
+    }
+    /// Measured here: QoS 1 round trips of 44.6 ms on Mosquitto's default listener, 0.91 ms
+    /// with `set_tcp_nodelay true`. The broker writes a PUBACK and the next PUBLISH to a
+    /// responder as two small packets; Nagle holds the second until the responder's
+    /// delayed ACK (40 ms) releases it.
+    fn slow_round_trip_hint(&self, persistent: bool, p50_us: f64) -> Option<String> {
+        (persistent && p50_us >= 30_000.0).then(|| {
+            format!(
+                "the median round trip took {:.1} ms at QoS 1: that is Nagle's algorithm meeting delayed ACKs in the broker, not work; Mosquitto leaves TCP_NODELAY off unless its listener says `set_tcp_nodelay true` (in mosquitto.conf; measured here: 44.6 ms -> 0.91 ms per round trip)",
+                p50_us / 1000.0
+            )
+        })
+    }
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        refuse_mq_calls(setup)?;
+        if setup.syncpoint {
+            return Err(OptionRefused::new(
+                "--syncpoint",
+                "MQTT has no transactions: leave --syncpoint out",
+            ));
+        }
+        if let ReplyQueue::Named(_) = setup.reply_queue {
+            return Err(OptionRefused::new(
+                "--reply-queue",
+                "MQTT replies come to each task's own response topic: leave --reply-queue out",
+            ));
+        }
+        if setup.request_queue.contains(['+', '#']) {
+            return Err(OptionRefused::new(
+                "--request-queue",
+                format!(
+                    "'{}' has an MQTT wildcard (+ or #): requests are published to one topic",
+                    setup.request_queue
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
