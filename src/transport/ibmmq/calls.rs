@@ -49,6 +49,8 @@ impl Reason {
     pub const SSL_INITIALIZATION_ERROR: Reason = Reason(constants::MQRC_SSL_INITIALIZATION_ERROR.0);
     /// MQINQ on a handle not opened with MQOO_INQUIRE.
     pub const NOT_OPEN_FOR_INQUIRE: Reason = Reason(constants::MQRC_NOT_OPEN_FOR_INQUIRE.0);
+    /// MQINQ answered without the attribute asked for.
+    pub const SELECTOR_ERROR: Reason = Reason(constants::MQRC_SELECTOR_ERROR.0);
 }
 
 impl std::fmt::Display for Reason {
@@ -180,6 +182,9 @@ pub trait MqiConnection: Send {
     fn open(&mut self, queue: &str, options: MQOO) -> Result<(Hobj, String), MqFailure>;
     /// MQINQ of MQIA_Q_TYPE and MQIA_DEFINITION_TYPE on a queue opened with MQOO_INQUIRE.
     fn inquire_kind(&mut self, hobj: Hobj) -> Result<QueueKind, MqFailure>;
+    /// MQINQ of MQIA_OPEN_INPUT_COUNT (IPPROCS: the handles that have the queue open to
+    /// get) on a queue opened with MQOO_INQUIRE.
+    fn inquire_open_input_count(&mut self, hobj: Hobj) -> Result<i32, MqFailure>;
     /// MQPUT; returns the MsgId the queue manager gave the message.
     fn put(
         &mut self,

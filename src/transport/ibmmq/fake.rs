@@ -113,6 +113,8 @@ struct State {
     local_install: bool,
     /// MQOPEN of a model queue returns a blank ResolvedQName.
     blank_resolved: bool,
+    /// Handles open to get, by queue (IPPROCS); the responder holds one on the request queue.
+    open_input: HashMap<String, i32>,
 }
 
 /// The queue manager; clone it to keep a handle for the test's assertions.
@@ -137,6 +139,7 @@ impl FakeQm {
         for q in queues {
             state.queues.insert((*q).to_string(), VecDeque::new());
         }
+        state.open_input.insert(request_queue.to_string(), 1);
         FakeQm {
             state: Arc::new((Mutex::new(state), Condvar::new())),
             request_queue: request_queue.to_string(),
@@ -149,6 +152,11 @@ impl FakeQm {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         }
+    }
+
+    /// `n` more handles open to get from `queue` (other flows' or strays').
+    pub fn open_for_input(&self, queue: &str, n: i32) {
+        *self.lock().open_input.entry(queue.to_string()).or_default() += n;
     }
 
     /// Every call so far.
@@ -285,6 +293,7 @@ struct Object {
     queue: String,
     kind: QueueKind,
     inquire: bool,
+    input: bool,
 }
 
 struct FakeConnection {
@@ -440,10 +449,17 @@ impl MqiConnection for FakeConnection {
                 reason: Reason::UNKNOWN_OBJECT_NAME,
             });
         };
+        let input = options.contains(constants::MQOO_INPUT_SHARED)
+            || options.contains(constants::MQOO_INPUT_EXCLUSIVE)
+            || options.contains(constants::MQOO_INPUT_AS_Q_DEF);
+        if input {
+            *s.open_input.entry(resolved.clone()).or_default() += 1;
+        }
         self.objects.push(Some(Object {
             queue: resolved.clone(),
             kind,
             inquire: options.contains(constants::MQOO_INQUIRE),
+            input,
         }));
         let given = if s.blank_resolved && kind.is_own() {
             String::new()
@@ -468,6 +484,23 @@ impl MqiConnection for FakeConnection {
             });
         }
         Ok(object.kind)
+    }
+
+    fn inquire_open_input_count(&mut self, hobj: Hobj) -> Result<i32, MqFailure> {
+        let object = self.object(hobj, "MQINQ")?;
+        let qm = self.qm.clone();
+        let mut s = qm.lock();
+        s.calls.push(Call::Inquire {
+            queue: object.queue.clone(),
+        });
+        cued(&mut s, "MQINQ")?;
+        if !object.inquire {
+            return Err(MqFailure {
+                verb: "MQINQ",
+                reason: Reason::NOT_OPEN_FOR_INQUIRE,
+            });
+        }
+        Ok(s.open_input.get(&object.queue).copied().unwrap_or(0))
     }
 
     fn put(
@@ -566,9 +599,12 @@ impl MqiConnection for FakeConnection {
 
     fn close(&mut self, hobj: Hobj) -> Result<(), MqFailure> {
         let queue = self.queue(hobj, "MQCLOSE")?;
-        self.objects[hobj] = None;
+        let input = self.objects[hobj].take().is_some_and(|o| o.input);
         let qm = self.qm.clone();
         let mut s = qm.lock();
+        if input && let Some(n) = s.open_input.get_mut(&queue) {
+            *n -= 1;
+        }
         s.calls.push(Call::Close { queue });
         cued(&mut s, "MQCLOSE")
     }
@@ -577,6 +613,12 @@ impl MqiConnection for FakeConnection {
         let qm = self.qm.clone();
         let mut s = qm.lock();
         s.calls.push(Call::Disconnect);
+        // MQDISC closes what is still open.
+        for o in self.objects.iter().flatten().filter(|o| o.input) {
+            if let Some(n) = s.open_input.get_mut(&o.queue) {
+                *n -= 1;
+            }
+        }
         cued(&mut s, "MQDISC")?;
         // A normal MQDISC commits what the unit of work holds.
         for (queue, msg, reply_to) in std::mem::take(&mut self.uncommitted) {

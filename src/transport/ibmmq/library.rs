@@ -258,6 +258,21 @@ impl MqiConnection for RealConnection {
         Ok(QueueKind::from_inquiry(q_type, definition_type))
     }
 
+    fn inquire_open_input_count(&mut self, hobj: Hobj) -> Result<i32, MqFailure> {
+        let obj = self.object(hobj, "MQINQ")?;
+        let items = obj
+            .inquire(&[attribute::MQIA_OPEN_INPUT_COUNT])
+            .map_err(failure)?
+            .discard_warning();
+        items
+            .iter()
+            .find_map(|item| item.long_value())
+            .ok_or(MqFailure {
+                verb: "MQINQ",
+                reason: Reason::SELECTOR_ERROR,
+            })
+    }
+
     fn put(
         &mut self,
         hobj: Hobj,

@@ -23,6 +23,24 @@ impl EndpointKind for IbmMqEndpoint {
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@ibmmq", "BROKER=@ace", "DB=@db2"]
     }
+    /// A client channel's listener (conn=host(port)): the flows' connections to the queue
+    /// manager are found by it. In bindings mode they are not sockets, and this is None.
+    fn broker_address(&self) -> Option<(String, u16)> {
+        let (_, conn) = self.channel.as_ref()?;
+        url::conn_host_port(conn)
+    }
+    /// IPPROCS of the queue, asked again after the run on a connection of its own; never
+    /// by a prompt for the password (None then: a run asks once).
+    fn counted_consumers(&self, queue: &str) -> Option<u32> {
+        if self.user.is_some()
+            && self.password.is_none()
+            && std::env::var_os(PASSWORD_ENV).is_none()
+        {
+            return None;
+        }
+        let mq = IbmMq::open(self, QueueSetup::for_queue(queue)).ok()?;
+        mq.open_input_count(queue).ok()
+    }
     /// MQPUT1 and model queues are IBM MQ's own; queues are its administrator's to define.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         if let Some(model) = &setup.model_queue {
@@ -132,6 +150,27 @@ impl IbmMq {
             setup,
             note: None,
         }
+    }
+
+    /// The queue's IPPROCS: handles open to get from it, as the queue manager counts them
+    /// (MQINQ of MQIA_OPEN_INPUT_COUNT on a handle opened only to inquire, so that asking
+    /// does not count itself).
+    pub fn open_input_count(&self, queue: &str) -> Result<u32, TransportError> {
+        let mut conn = self.connect()?;
+        let inquire = MQOO(constants::MQOO_INQUIRE.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
+        let asked = conn.open(queue, inquire).and_then(|(hobj, _)| {
+            let n = conn.inquire_open_input_count(hobj);
+            let _ = conn.close(hobj);
+            n
+        });
+        let _ = conn.disconnect();
+        asked
+            .map(|n| u32::try_from(n).unwrap_or(0))
+            .map_err(|f| TransportError::Broker {
+                what: format!("asking the open input count of {queue} (MQINQ)"),
+                target: self.target.clone(),
+                why: f.to_string(),
+            })
     }
 
     fn connect(&self) -> Result<Box<dyn MqiConnection>, TransportError> {

@@ -487,3 +487,31 @@ fn a_message_too_big_for_the_queue_is_a_usage_error() {
     assert!(err.contains("MQRC_MSG_TOO_BIG_FOR_Q (2030)"), "{err}");
     assert!(err.contains("MAXMSGL"), "{err}");
 }
+
+/// Who serves the request queue: IPPROCS, asked on a handle opened only to inquire, counts
+/// the responder and any other handle open to get, never the asking one; the listener of a
+/// client channel is where the flows' connections are looked for.
+#[test]
+fn the_request_queue_s_open_input_count_is_asked_without_counting_the_asker() {
+    use crate::transport::endpoint::EndpointKind;
+    let cfg = config(RunOptions::default());
+    let qm = qm(Responder::Echo);
+    let t = transport(&cfg, &qm);
+    assert_eq!(t.open_input_count("MQSI.IN").expect("IPPROCS"), 1);
+    qm.open_for_input("MQSI.IN", 2);
+    assert_eq!(t.open_input_count("MQSI.IN").expect("IPPROCS"), 3);
+    assert_eq!(t.open_input_count("MQSI.OUT").expect("IPPROCS"), 0);
+    let calls = qm.calls();
+    assert!(calls.contains(&Call::Open {
+        queue: "MQSI.IN".into(),
+        options: c::MQOO_INQUIRE | c::MQOO_FAIL_IF_QUIESCING,
+    }));
+    let err = t
+        .open_input_count("NO.SUCH.Q")
+        .expect_err("an unknown queue");
+    assert!(err.to_string().contains("NO.SUCH.Q"), "{err}");
+    let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
+        panic!("an IBM MQ endpoint expected");
+    };
+    assert_eq!(ep.broker_address(), Some(("127.0.0.1".to_string(), 1414)));
+}

@@ -94,6 +94,17 @@ pub fn is_qmgr_name(name: &str) -> bool {
 }
 
 /// Whether `name` can be an MQ object name: 1 to 48 of A-Z a-z 0-9 . _ / %.
+/// The listener of a CONNAME (`host(port)`, MQ's default port 1414 without one); of a
+/// list (`h1(1414),h2(1414)`, a multi-instance queue manager), the first.
+pub fn conn_host_port(conn: &str) -> Option<(String, u16)> {
+    let first = conn.split(',').next()?.trim();
+    let (host, port) = match first.split_once('(') {
+        Some((h, rest)) => (h, rest.strip_suffix(')')?.trim().parse().ok()?),
+        None => (first, 1414),
+    };
+    (!host.is_empty()).then(|| (host.to_string(), port))
+}
+
 pub fn is_mq_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 48
@@ -191,5 +202,20 @@ impl IbmMqEndpoint {
             tls,
             note: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod conn_tests {
+    use super::conn_host_port;
+
+    #[test]
+    fn a_conname_gives_its_first_listener() {
+        let hp = |h: &str, p| Some((h.to_string(), p));
+        assert_eq!(conn_host_port("127.0.0.1(1414)"), hp("127.0.0.1", 1414));
+        assert_eq!(conn_host_port("mq1(1415),mq2(1415)"), hp("mq1", 1415));
+        assert_eq!(conn_host_port("mqhost"), hp("mqhost", 1414));
+        assert_eq!(conn_host_port("mqhost(x)"), None);
+        assert_eq!(conn_host_port("(1414)"), None);
     }
 }
