@@ -176,6 +176,16 @@ ensure_stomp_py() {
     apt_install python3-stomp
 }
 
+ensure_kubernetes_validate() {
+  # docs/shards.md's Indexed Job is checked against Kubernetes' own schemas offline
+  # (kubectl apply --dry-run=client needs an API server for discovery, which CI has not).
+  if command -v kubernetes-validate >/dev/null; then log "kubernetes-validate is there"; return 0; fi
+  command -v python3 >/dev/null || apt_install python3 python3-pip
+  log "installing kubernetes-validate (pip)"
+  python3 -m pip install -q kubernetes-validate 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages kubernetes-validate
+}
+
 ensure_activemq() {
   # ActiveMQ Classic 5.17 (Debian's package) with its STOMP connector, for stomp:// and
   # the JMS selector tests. Its post-install start needs systemd: here the instance is linked
@@ -208,6 +218,7 @@ ensure_mosquitto
 ensure_valgrind
 ensure_prometheus_client
 ensure_stomp_py
+ensure_kubernetes_validate
 ensure_chromium
 ensure_activemq
 ensure_pcp

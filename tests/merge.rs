@@ -308,3 +308,38 @@ fn shards_on_rabbitmq_share_one_window_and_the_broker_is_measured_once() {
         "{qmgr}"
     );
 }
+
+/// docs/shards.md's Indexed Job is a valid batch/v1 Job, by Kubernetes' own schemas
+/// (strict: no unknown field), and an Indexed one that gives each pod its index.
+#[test]
+fn the_docs_kubernetes_manifest_is_a_valid_indexed_job() {
+    live!(KubernetesValidate);
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/shards.md"))
+        .expect("docs/shards.md");
+    let start = doc
+        .find("apiVersion: batch/v1")
+        .expect("the manifest in docs/shards.md");
+    let yaml = &doc[start..start + doc[start..].find("```").expect("the block's end")];
+    assert!(yaml.contains("completionMode: Indexed"), "{yaml}");
+    assert!(yaml.contains("--shards"), "{yaml}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("job.yaml");
+    std::fs::write(&file, yaml).expect("write the manifest");
+    let out = std::process::Command::new("kubernetes-validate")
+        .arg("--strict")
+        .arg(&file)
+        .output()
+        .expect("run kubernetes-validate");
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("passed"), "{said}");
+    // And it does reject a broken Job, so the pass above means something.
+    std::fs::write(&file, yaml.replace("completions: 4", "completions: four")).expect("write");
+    let bad = std::process::Command::new("kubernetes-validate")
+        .arg("--strict")
+        .arg(&file)
+        .output()
+        .expect("run kubernetes-validate");
+    assert!(!bad.status.success());
+}

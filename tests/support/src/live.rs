@@ -36,6 +36,8 @@ pub enum Service {
     ActiveMq,
     /// Python's stomp.py, another STOMP client beside oemputx's own codec.
     StompPy,
+    /// kubernetes-validate (PyPI): Kubernetes' own schemas, offline, for the docs' manifest.
+    KubernetesValidate,
 }
 
 impl Service {
@@ -55,6 +57,7 @@ impl Service {
             Service::Chromium => "Debian's chromium (apt-get install chromium)",
             Service::ActiveMq => "ActiveMQ's STOMP connector on 127.0.0.1:61613",
             Service::StompPy => "python3 with stomp.py (pip install stomp.py)",
+            Service::KubernetesValidate => "kubernetes-validate (pip install kubernetes-validate)",
         }
     }
 
@@ -76,12 +79,13 @@ impl Service {
             Service::Chromium => runs("chromium", "--version"),
             Service::ActiveMq => listening("127.0.0.1:61613"),
             Service::StompPy => runs_args("python3", &["-c", "import stomp"]),
+            Service::KubernetesValidate => runs("kubernetes-validate", "--version"),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 12] = [const { OnceLock::new() }; 12];
+        static SEEN: [OnceLock<bool>; 13] = [const { OnceLock::new() }; 13];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
 }
