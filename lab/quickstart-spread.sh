@@ -37,5 +37,8 @@ for name, k, fmt in (("rate (tps)", 0, "{:.0f}"), ("round trip (us)", 1, "{:.2f}
     med = statistics.median(v)
     print(f"{name:24} best/median/worst " + " / ".join(fmt.format(x) for x in (v[0], med, v[-1]))
           + f"  spread {100 * (v[-1] - v[0]) / med:.1f} %")
+within = sorted(json.load(open(f"{out}/run-{i}.json"))["rounds_summary"]["rate_tps"]["spread_pct"]
+                for i in range(1, runs + 1))
+print(f"rounds within a run: rate spread {within[0]:.1f} … {within[-1]:.1f} % (median {statistics.median(within):.1f} %)")
 print(f"(JSON and text of each run in {out})")
 PY
