@@ -6,6 +6,7 @@
 //! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
+use crate::transport::mqtt::{lost, next_publish};
 use crate::transport::{TransportError, client_runtime};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet, PublishProperties};
@@ -24,13 +25,6 @@ pub struct MqttPubSub {
     pub plan: super::plan::Plan,
     pub ack: Ack,
     pub persistent: bool,
-}
-
-fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
-    TransportError::ConnectionLost {
-        target: target.to_string(),
-        why: why.to_string(),
-    }
 }
 
 impl MqttPubSub {
@@ -255,18 +249,9 @@ impl Subscriber for MqttSubscriber {
     fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError> {
         let (events, plan, target) = (&mut self.events, &self.plan, &self.target);
         self.rt.block_on(async {
-            let got = tokio::time::timeout(wait, async {
-                loop {
-                    match events.poll().await {
-                        Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
-                        Ok(_) => {}
-                        Err(e) => return Err(lost(target, e)),
-                    }
-                }
-            })
-            .await;
-            let Ok(p) = got else { return Ok(None) };
-            let p = p?;
+            let Some(p) = next_publish(events, wait, target).await? else {
+                return Ok(None);
+            };
             let props = p
                 .properties
                 .map(|pp| pp.user_properties)

@@ -314,6 +314,28 @@ impl FakeConnection {
         })
     }
 
+    /// MQINQ: the call recorded, a cued failure, the handle opened to inquire; then `answer`.
+    fn inquire<T>(
+        &mut self,
+        hobj: Hobj,
+        answer: impl FnOnce(&State, &Object) -> T,
+    ) -> Result<T, MqFailure> {
+        let object = self.object(hobj, "MQINQ")?;
+        let qm = self.qm.clone();
+        let mut s = qm.lock();
+        s.calls.push(Call::Inquire {
+            queue: object.queue.clone(),
+        });
+        cued(&mut s, "MQINQ")?;
+        if !object.inquire {
+            return Err(MqFailure {
+                verb: "MQINQ",
+                reason: Reason::NOT_OPEN_FOR_INQUIRE,
+            });
+        }
+        Ok(answer(&s, &object))
+    }
+
     fn queue(&self, hobj: Hobj, verb: &'static str) -> Result<String, MqFailure> {
         self.object(hobj, verb).map(|o| o.queue)
     }
@@ -470,37 +492,13 @@ impl MqiConnection for FakeConnection {
     }
 
     fn inquire_kind(&mut self, hobj: Hobj) -> Result<QueueKind, MqFailure> {
-        let object = self.object(hobj, "MQINQ")?;
-        let qm = self.qm.clone();
-        let mut s = qm.lock();
-        s.calls.push(Call::Inquire {
-            queue: object.queue.clone(),
-        });
-        cued(&mut s, "MQINQ")?;
-        if !object.inquire {
-            return Err(MqFailure {
-                verb: "MQINQ",
-                reason: Reason::NOT_OPEN_FOR_INQUIRE,
-            });
-        }
-        Ok(object.kind)
+        self.inquire(hobj, |_, object| object.kind)
     }
 
     fn inquire_open_input_count(&mut self, hobj: Hobj) -> Result<i32, MqFailure> {
-        let object = self.object(hobj, "MQINQ")?;
-        let qm = self.qm.clone();
-        let mut s = qm.lock();
-        s.calls.push(Call::Inquire {
-            queue: object.queue.clone(),
-        });
-        cued(&mut s, "MQINQ")?;
-        if !object.inquire {
-            return Err(MqFailure {
-                verb: "MQINQ",
-                reason: Reason::NOT_OPEN_FOR_INQUIRE,
-            });
-        }
-        Ok(s.open_input.get(&object.queue).copied().unwrap_or(0))
+        self.inquire(hobj, |s, object| {
+            s.open_input.get(&object.queue).copied().unwrap_or(0)
+        })
     }
 
     fn put(

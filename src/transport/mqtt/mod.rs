@@ -16,7 +16,7 @@
 
 pub mod url;
 
-use super::endpoint::{EndpointKind, OptionRefused, refuse_mq_calls};
+use super::endpoint::{EndpointKind, OptionRefused, nagle_hint, refuse_mq_calls};
 use super::{
     Prepared, QueueSetup, Reply, ReplyQueue, SessionFuture, TaskSession, Transport, TransportError,
     client_runtime,
@@ -34,10 +34,33 @@ pub const MAX_MESSAGE: usize = 256 * 1024 * 1024 - 1024;
 /// Requests the client may queue before a publish waits.
 const CLIENT_QUEUE: usize = 10_000;
 
-fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
+pub(crate) fn lost(target: &str, why: impl std::fmt::Display) -> TransportError {
     TransportError::ConnectionLost {
         target: target.to_string(),
         why: why.to_string(),
+    }
+}
+
+/// The next PUBLISH the event loop delivers within `wait` (None when none came), driving
+/// the loop through every other packet; for put/get replies and pub/sub subscribers alike.
+pub(crate) async fn next_publish(
+    events: &mut EventLoop,
+    wait: Duration,
+    target: &str,
+) -> Result<Option<rumqttc::v5::mqttbytes::v5::Publish>, TransportError> {
+    let got = tokio::time::timeout(wait, async {
+        loop {
+            match events.poll().await {
+                Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
+                Ok(_) => {}
+                Err(e) => return Err(lost(target, e)),
+            }
+        }
+    })
+    .await;
+    match got {
+        Ok(p) => p.map(Some),
+        Err(_) => Ok(None),
     }
 }
 
@@ -182,19 +205,9 @@ struct MqttSession {
 
 impl MqttSession {
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        let (events, target) = (&mut self.events, &self.target);
-        let got = tokio::time::timeout(wait, async {
-            loop {
-                match events.poll().await {
-                    Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
-                    Ok(_) => {}
-                    Err(e) => return Err(lost(target, e)),
-                }
-            }
-        })
-        .await;
-        let Ok(p) = got else { return Ok(None) };
-        let p = p?;
+        let Some(p) = next_publish(&mut self.events, wait, &self.target).await? else {
+            return Ok(None);
+        };
         let correl_id = p
             .properties
             .and_then(|pp| pp.correlation_data)
@@ -276,12 +289,12 @@ impl EndpointKind for MqttEndpoint {
     /// responder as two small packets; Nagle holds the second until the responder's
     /// delayed ACK (40 ms) releases it.
     fn slow_round_trip_hint(&self, persistent: bool, p50_us: f64) -> Option<String> {
-        (persistent && p50_us >= 30_000.0).then(|| {
-            format!(
-                "the median round trip took {:.1} ms at QoS 1: that is Nagle's algorithm meeting delayed ACKs in the broker, not work; Mosquitto leaves TCP_NODELAY off unless its listener says `set_tcp_nodelay true` (in mosquitto.conf; measured here: 44.6 ms -> 0.91 ms per round trip)",
-                p50_us / 1000.0
-            )
-        })
+        nagle_hint(
+            persistent,
+            p50_us,
+            "at QoS 1",
+            "Mosquitto leaves TCP_NODELAY off unless its listener says `set_tcp_nodelay true` (in mosquitto.conf; measured here: 44.6 ms -> 0.91 ms per round trip)",
+        )
     }
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)?;
