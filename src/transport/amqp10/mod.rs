@@ -188,6 +188,13 @@ fn unique() -> u64 {
     (nanos << 16) ^ NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The warning for a reply queue the run could not delete: what, why, and how to delete it.
+fn left_behind(queue: &str, why: &TransportError) -> String {
+    format!(
+        "warning: this run's reply queue '{queue}' could not be deleted ({why}); it stays on the broker until deleted: rabbitmqctl delete_queue {queue}"
+    )
+}
+
 /// A link's name, unique within the connection.
 fn link_name(what: &str, task: usize) -> String {
     format!("oemputx-{what}-{task}-{}", std::process::id())
@@ -539,8 +546,12 @@ impl Amqp10Session {
     /// runtime: the deletion runs on a runtime of its own.
     fn delete_reply_queue(&mut self) {
         if let Some((ep, queue)) = self.delete_after.take() {
-            // Best effort: a run's outcome does not hang on tidying up.
-            let _ = super::amqp::admin::delete_queue(&ep, &queue);
+            // Best effort: a run's outcome does not hang on tidying up. But a queue left
+            // behind stays on the broker until someone deletes it (no consumer, no expiry:
+            // RabbitMQ's AMQP 1.0 plugin takes no queue arguments), so it is named.
+            if let Err(e) = super::amqp::admin::delete_queue(&ep, &queue) {
+                crate::say!("{}", left_behind(&queue, &e));
+            }
         }
     }
 }
@@ -626,6 +637,20 @@ mod tests {
         let io = OpenError::Io(std::io::Error::other("reset by SeCrEt99"));
         let e = open_error(&ep, io).to_string();
         assert!(!e.contains("SeCrEt99"), "{e}");
+    }
+
+    #[test]
+    fn a_reply_queue_left_behind_is_named_with_how_to_delete_it() {
+        let ep = endpoint();
+        let why = TransportError::broker(&ep.redacted(), "deleting queue 'q'", "no answer");
+        let w = left_behind("oemputx.reply.1.0.7", &why);
+        assert!(
+            w.starts_with("warning: ")
+                && w.ends_with("rabbitmqctl delete_queue oemputx.reply.1.0.7")
+                && w.contains("no answer"),
+            "{w}"
+        );
+        assert!(!w.contains("SeCrEt99"), "{w}");
     }
 
     #[test]
