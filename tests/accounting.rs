@@ -106,7 +106,10 @@ fn the_embedded_default_accounts_its_flow_thread_and_the_driver() {
         .stdout(
             predicate::str::contains(" DRIVER*").and(predicate::str::contains("Capture ratio (")),
         )
-        .stdout(predicate::str::contains("Verdict"));
+        .stdout(predicate::str::contains("Verdict"))
+        // Its flow is one responder thread: capacity counts the one CPU it can use, not
+        // the host's (the estimate was twice too high on two CPUs).
+        .stdout(predicate::str::contains(" local (1 CPU): the groups' "));
 }
 
 #[test]

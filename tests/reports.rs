@@ -547,9 +547,11 @@ fn capacity_figures_agree_with_hand_arithmetic_from_the_same_json() {
             system_us += us * ratio;
         }
     }
+    // The embedded queue manager's flow is one responder thread: it can fill one CPU,
+    // whatever the host has.
     let host = &c["hosts"][0];
-    assert_eq!(host["cpus"], j["host"]["cpus"]);
-    let full = f(&j["host"]["cpus"]) * 1e6 / system_us;
+    assert_eq!(host["cpus"], 1, "{c}");
+    let full = 1e6 / system_us;
     assert!((f(&host["full_at_tps"]) - full).abs() < 1e-6 * full, "{c}");
     assert!((f(&c["full_at_tps"]) - full).abs() < 1e-6 * full);
     assert_eq!(c["busiest_host"], "local");

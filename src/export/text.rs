@@ -390,8 +390,12 @@ fn capacity_block(o: &mut String, r: &Report) {
         let fill = h.full_at_tps.map_or("-".into(), |t| format!("{t:.0}"));
         let _ = writeln!(
             o,
-            " {} ({} CPUs): the groups' {:.2} us/tran (driver left out) would fill them at {fill} trans/sec",
-            h.name, h.cpus, h.us_per_tran
+            " {} ({} CPU{}): the groups' {:.2} us/tran (driver left out) would fill {} at {fill} trans/sec",
+            h.name,
+            h.cpus,
+            if h.cpus == 1 { "" } else { "s" },
+            h.us_per_tran,
+            if h.cpus == 1 { "it" } else { "them" }
         );
     }
     if let (Some(h), Some(t)) = (&c.busiest_host, c.full_at_tps) {

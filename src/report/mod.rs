@@ -597,7 +597,13 @@ impl Report {
         let hosts: Vec<capacity::HostFacts> = if remote.is_empty() {
             vec![capacity::HostFacts {
                 name: "local".into(),
-                cpus: self.host.cpus,
+                // The embedded queue manager's flow is one responder thread (pinned with the
+                // tasks to one CPU): more CPUs on the host would not serve it faster.
+                cpus: if self.settings.transport == "embedded" {
+                    1
+                } else {
+                    self.host.cpus
+                },
                 correction: self
                     .captured_us_per_tran
                     .and_then(|c| ratio(c, self.corrected_us_per_tran)),
