@@ -70,12 +70,49 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
             .unwrap_or(0.0);
         assert!(flow > 0.0, "FLOW accounted by the flows' pids: {p}");
     }
-    // Each N: processes ÷ threads with its interval, for FLOW, captured and the rate.
+    // Every round's figures are kept, so a sweep can be judged again offline: the FLOW
+    // median shown is the median of FLOW's rounds as kept.
+    assert_eq!(j["run_shape"]["metrics"][0], "FLOW");
+    assert_eq!(j["run_shape"]["control"], "DRIVER");
+    for p in &points {
+        let kept: Vec<f64> = p["round_figures"][0]
+            .as_array()
+            .map(|v| v.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        let controls = p["round_controls"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            (kept.len() as u64, controls as u64),
+            (
+                p["rounds"].as_u64().unwrap_or(0),
+                p["rounds"].as_u64().unwrap_or(0)
+            ),
+            "{p}"
+        );
+        let mut sorted = kept.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0;
+        let shown = p["groups"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
+            .and_then(|g| g["us_per_tran"]["median"].as_f64())
+            .unwrap_or(0.0);
+        assert!(
+            (median - shown).abs() <= 1e-9 * shown,
+            "{median} against {shown}"
+        );
+    }
+    // Each N: processes ÷ threads with its interval, for FLOW, captured and the rate, and
+    // whether the driver adjusted it.
     let ratios = j["ratios"].as_array().expect("ratios");
     assert_eq!(ratios.len(), 6, "{ratios:?}");
     for r in ratios {
         let (lo, hi) = (r["low"].as_f64(), r["high"].as_f64());
         assert!(lo.is_some() && hi.is_some() && lo <= hi, "{r}");
+        assert!(
+            r["adjusted_by"] == "DRIVER" || r["adjusted_by"].is_null(),
+            "{r}"
+        );
     }
     // Every message of every round is one row: the flows were really in the loop.
     let rows = pg_scalar(&format!("SELECT count(*) FROM {}", table.0)).unwrap_or(0);

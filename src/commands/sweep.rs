@@ -23,6 +23,8 @@ use std::sync::atomic::AtomicBool;
 
 /// The metrics each N's ratio is judged on: the flow's cost, the captured total, the rate.
 const METRICS: [&str; 3] = ["FLOW", "captured", "rate"];
+/// The control variate: the driver runs the same code at every point.
+const CONTROL: &str = "DRIVER";
 /// Cycles per block: two keep the blocks short (every point's flows restart per block).
 const CYCLES_PER_BLOCK: usize = 2;
 
@@ -108,12 +110,17 @@ fn figures(r: &Report) -> Figures {
     let f = SavedFigures::from(r);
     Figures {
         values: METRICS.iter().map(|m| Metric::named(m).of(&f)).collect(),
-        control: Metric::named("DRIVER").of(&f),
+        control: Metric::named(CONTROL).of(&f),
     }
 }
 
 /// A point's figures from its rounds: each a median with its 95 % interval.
-fn point(shape: (usize, SweepMode, usize, usize), rounds: &[Report]) -> Point {
+fn point(
+    shape: (usize, SweepMode, usize, usize),
+    rounds: &[Report],
+    engine: &Experiment,
+    arm: usize,
+) -> Point {
     let (tasks, mode, processes, threads) = shape;
     let summary = |v: Vec<f64>| median_interval(&v, 0.05);
     let mut names: Vec<String> = Vec::new();
@@ -157,6 +164,10 @@ fn point(shape: (usize, SweepMode, usize, usize), rounds: &[Report]) -> Point {
                 .filter_map(|r| r.corrected_us_per_tran)
                 .collect(),
         ),
+        round_figures: (0..METRICS.len())
+            .map(|m| engine.round_values(arm, m))
+            .collect(),
+        round_controls: engine.round_controls(arm),
     }
 }
 
@@ -186,6 +197,7 @@ fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
                 finding: o.finding,
                 min_effect_pct: 100.0 * o.rule.threshold(),
                 reading: reading(o.finding, rate, o.rule.threshold()),
+                adjusted_by: o.slope.map(|_| CONTROL.to_string()),
             }
         })
         .collect()
@@ -260,7 +272,8 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
         points: shapes
             .iter()
             .zip(&rounds)
-            .map(|(s, r)| point(*s, r))
+            .enumerate()
+            .map(|(arm, (s, r))| point(*s, r, &engine, arm))
             .collect(),
         ratios: ratios(&engine, sc),
         run_shape: RunShape {
@@ -274,6 +287,8 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
                 End::Interrupted => "interrupted",
             },
             precision_pct: 100.0 * sc.precision,
+            metrics: METRICS.iter().map(|m| m.to_string()).collect(),
+            control: CONTROL.to_string(),
         },
     };
     write_reports(&sc.run, sc, &sweep)?;

@@ -40,6 +40,11 @@ pub struct Point {
     pub groups: Vec<GroupFigure>,
     pub captured_us_per_tran: Option<ArmSummary>,
     pub corrected_us_per_tran: Option<ArmSummary>,
+    /// Per metric of `run_shape.metrics`, the figure of every round in the order measured:
+    /// the sweep can be judged again offline.
+    pub round_figures: Vec<Vec<Option<f64>>>,
+    /// The control's figure (`run_shape.control`) in every round.
+    pub round_controls: Vec<Option<f64>>,
 }
 
 /// A group's µs/tran at a point.
@@ -65,6 +70,10 @@ pub struct ModeRatio {
     pub finding: Option<Finding>,
     pub min_effect_pct: f64,
     pub reading: String,
+    /// The control each pair was adjusted by (`DRIVER`); null when the interval is the
+    /// plain pairs': the control itself differed between the two points (a flow that
+    /// answers differently moves the driver's cost too), so it could not be used.
+    pub adjusted_by: Option<String>,
 }
 
 /// How the interleaved run went.
@@ -77,6 +86,10 @@ pub struct RunShape {
     /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`.
     pub ended: &'static str,
     pub precision_pct: f64,
+    /// The engine's metrics, in the order of each point's `round_figures`.
+    pub metrics: Vec<String>,
+    /// The control variate's name (each pair's ratio adjusted by its change).
+    pub control: String,
 }
 
 /// What a ratio's finding says, for a cost (`rate` false) or the rate.
