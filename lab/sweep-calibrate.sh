@@ -49,7 +49,7 @@ import json; j=json.load(open('$out/sizing.json'))
 p=j['points'][0]; print([g for g in p['groups'] if g['name']=='FLOW'][0]['us_per_tran']['median'])")
 echo "FLOW cost at N = 1: $flow_us us/tran; --tasks $tasks, rounds of $count, at most $max_time a sweep; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 
-printf 'case\trun\textra_cpu_us\texit\tseconds\tblocks\tended\tflow_ratio_by_n\tfindings_by_n\tn1_holds_1\n' >"$tsv"
+printf 'case\trun\textra_cpu_us\texit\tseconds\tblocks\tended\tflow_ratio_by_n\tfindings_by_n\tn1_holds_1\tadjusted_by_n\n' >"$tsv"
 for i in $(seq "$runs"); do
   for c in $cases; do
     pct=${c#proc}; [ "$c" = aa ] && pct=0
@@ -67,7 +67,8 @@ fmt=lambda r: 'N%d=%.3f[%.3f,%.3f]' % (r['tasks'], r['ratio'] or 0, r['low'] or 
 n1=[r for r in f if r['tasks']==1][0]
 holds = (n1['low'] or 9) <= 1 <= (n1['high'] or 0)
 print('\t'.join([str(j['run_shape']['blocks']), j['run_shape']['ended'], ' '.join(fmt(r) for r in f),
-  ' '.join('N%d=%s' % (r['tasks'], r['finding']) for r in f), str(holds)]))" 2>/dev/null || echo "0	error	-	-	-")
+  ' '.join('N%d=%s' % (r['tasks'], r['finding']) for r in f), str(holds),
+  ' '.join('N%d=%s' % (r['tasks'], r.get('adjusted_by') or 'plain') for r in f)]))" 2>/dev/null || echo "0	error	-	-	-	-")
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$code" "$secs" "$summary" | tee -a "$tsv"
   done
 done
