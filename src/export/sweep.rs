@@ -151,9 +151,12 @@ processes ÷ threads at each N (paired, each block on fresh flows; interval at t
     for m in &s.ratios {
         let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
         let plain = if m.adjusted_by.is_none() && m.ratio.is_some() {
-            " (unadjusted: DRIVER's own cost differed between the two points)"
+            format!(
+                " (unadjusted: {}'s own cost differed between the two points)",
+                r.control
+            )
         } else {
-            ""
+            String::new()
         };
         o.push_str(&format!(
             "  N={} {}: {} [{}, {}] — {}{plain}\n",

@@ -597,10 +597,8 @@ impl Report {
         let hosts: Vec<capacity::HostFacts> = if remote.is_empty() {
             vec![capacity::HostFacts {
                 name: "local".into(),
-                // The embedded queue manager's flow is one responder thread (pinned with the
-                // tasks to one CPU): more CPUs on the host would not serve it faster.
-                cpus: if self.settings.transport == "embedded" {
-                    1
+                cpus: if self.settings.transport == crate::transport::embedded::NAME {
+                    crate::transport::embedded::FLOW_CPUS
                 } else {
                     self.host.cpus
                 },

@@ -202,6 +202,13 @@ impl Drop for Embedded {
     }
 }
 
+/// The transport's name, as reports record it.
+pub const NAME: &str = "embedded";
+
+/// The CPUs the embedded flow can use: its responder is one thread, pinned with the tasks
+/// to one CPU, so more CPUs on the host would not serve it faster (capacity counts this).
+pub const FLOW_CPUS: usize = 1;
+
 /// `embedded:`: the in-process queue manager with its built-in responder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbeddedEndpoint;
@@ -221,7 +228,7 @@ pub fn endpoint() -> Endpoint {
 
 impl EndpointKind for EmbeddedEndpoint {
     fn transport(&self) -> &'static str {
-        "embedded"
+        NAME
     }
     fn redacted(&self) -> String {
         "embedded: (in-process queue manager)".into()
