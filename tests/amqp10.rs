@@ -196,7 +196,7 @@ fn stalled_run(
 }
 
 /// Delete the reply queues a run said it left behind (its path to the broker stalled, so it
-/// could not): their names are random, and nothing else would remove them. Their names.
+/// could not): their names are random, and nothing else would remove them. Returns the names.
 fn delete_left_behind(stderr: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(stderr);
     let left: Vec<String> = text
