@@ -443,3 +443,114 @@ fn a_command_oemputx_started_dies_with_it_even_when_it_is_killed() {
         "the command outlived a SIGKILLed oemputx"
     );
 }
+
+/// A load of short-lived processes on the host, as other people's work makes it: a shell
+/// loop of short commands and a compile, each under a parent outside any group (their CPU
+/// is in no process alive at both snapshots). Stopped when dropped.
+struct ShortLivedLoad {
+    loops: Vec<std::process::Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl ShortLivedLoad {
+    fn start() -> ShortLivedLoad {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let src = dir.path().join("load.c");
+        // Enough code that each compile takes a few tens of ms of cc1's CPU.
+        let body: String = (0..300)
+            .map(|i| {
+                format!("int f{i}(int x){{int s=0;for(int j=0;j<x;j++)s+=j*{i}%7;return s;}}\n")
+            })
+            .collect();
+        std::fs::write(&src, body).expect("C source");
+        let spawn = |script: String| {
+            std::process::Command::new("sh")
+                .args(["-c", &script])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("sh starts")
+        };
+        let shell = spawn("while :; do for i in 1 2 3 4 5 6 7 8 9 10; do ls / >/dev/null; cat /proc/loadavg >/dev/null; done; sleep 0.001; done".into());
+        let compile = spawn(format!(
+            "while :; do cc -O2 -c {} -o {}; done",
+            src.display(),
+            dir.path().join("load.o").display()
+        ));
+        // Let both reach their stride before the run opens its window.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        ShortLivedLoad {
+            loops: vec![shell, compile],
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for ShortLivedLoad {
+    fn drop(&mut self) {
+        for c in &mut self.loops {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn quick_start_json() -> serde_json::Value {
+    let (code, j, err) = run_json(&["--count", "100000", "--rounds", "3"]);
+    assert_eq!(code, 0, "{err}");
+    j
+}
+
+#[test]
+fn short_lived_processes_on_the_host_neither_inflate_the_correction_nor_pass_in_silence() {
+    // The figure this host gives without the load (other tests may run beside it: it is
+    // whatever the host is now, not an idle machine's).
+    let base = quick_start_json();
+    let base_ratio = base["capture_ratio"]["measured_value"].as_f64();
+    let loaded = {
+        let _load = ShortLivedLoad::start();
+        quick_start_json()
+    };
+    let r = &loaded["capture_ratio"];
+    let source = r["source"].as_str().unwrap_or("");
+    let measured = r["measured_value"].as_f64().unwrap_or(f64::NAN);
+    match source {
+        // Counted whole: within 0.05 of the figure without the load.
+        "measured" => {
+            let base = base_ratio.unwrap_or(f64::NAN);
+            assert!((measured - base).abs() <= 0.05, "loaded {r} against {base}");
+        }
+        // Or not applied, with the reason named in the report.
+        "not applied" => {
+            assert_eq!(
+                loaded["corrected_us_per_tran"],
+                loaded["captured_us_per_tran"]
+            );
+            assert!(r["note"].as_str().is_some_and(|n| !n.is_empty()), "{r}");
+        }
+        other => panic!("capture ratio source {other}: {r}"),
+    }
+    // The load is named: the host was not quiet, and the warning says so first.
+    let host = &loaded["accounting"]["host_load"];
+    assert!(
+        matches!(host["state"].as_str(), Some("busy" | "contended")),
+        "{host}"
+    );
+    assert!(host["other_cpus"].as_f64().unwrap_or(0.0) > 0.05, "{host}");
+    let first = loaded["accounting"]["warnings"][0].as_str().unwrap_or("");
+    assert!(
+        first.starts_with("the host was"),
+        "{}",
+        loaded["accounting"]
+    );
+    // Where the source sees processes that came and went, Other CPU carries them.
+    if matches!(
+        r["tasks_source"].as_str(),
+        Some("cgroup_v1_root" | "cgroup_v2_top")
+    ) {
+        let short = loaded["other_cpu"]["short_lived_us_per_tran"]
+            .as_f64()
+            .unwrap_or(0.0);
+        assert!(short > 0.0, "{}", loaded["other_cpu"]);
+    }
+}

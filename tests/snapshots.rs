@@ -2,6 +2,8 @@
 //! up as a diff of a committed `.snap` file, to be accepted on purpose (`cargo insta review`).
 
 use chrono::TimeZone;
+use oemputx::accounting::all_tasks::TasksSource;
+use oemputx::accounting::host_load::{self, HostLoad};
 use oemputx::accounting::snapshot::CpuSource;
 use oemputx::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow,
@@ -98,9 +100,9 @@ fn report_of(integrity: Integrity) -> Report {
         ],
         groups: vec![group("QMGR", 41.20, 12.07, 41.0, 1), group("FLOW", 20.10, 15.60, 27.5, 1), group("DRIVER", 22.00, 19.00, 31.5, 1)],
         captured_us_per_tran: 129.97,
-        capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured".into(), tasks_cpu_s: Some(0.1386), busy_s: Some(0.149), measured_value: Some(0.93), sigma: Some(0.004) }),
+        capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured".into(), tasks_cpu_s: Some(0.1386), busy_s: Some(0.149), measured_value: Some(0.93), sigma: Some(0.004), tasks_source: Some(TasksSource::CgroupV1Root), irq_s: Some(0.0104), steal_s: Some(0.0), unaccounted_share: Some(0.0002), note: None }),
         corrected_us_per_tran: Some(129.97 / 0.93),
-        other_cpu: OtherCpu { us_per_tran: 2.5, top: vec![OtherProcess { name: "redis-server".into(), pid: 2225, us_per_tran: 1.2 }] },
+        other_cpu: OtherCpu { us_per_tran: 2.5, short_lived_us_per_tran: Some(0.3), top: vec![OtherProcess { name: "redis-server".into(), pid: 2225, us_per_tran: 1.2 }] },
         info: AccountingInfo {
             cpu_source: Some(CpuSource::Exact),
             tick_s: 0.004,
@@ -110,6 +112,7 @@ fn report_of(integrity: Integrity) -> Report {
             snapshot_share_pct: 1.38,
             verdict: "waiting: a round trip takes 249.5 us but the measured processes spend 130.0 us of CPU on it".into(),
             load: None,
+            host_load: Some(HostLoad::classify(host_load::Window { cpus: 2, elapsed_s: 0.25, run_s: 0.13, other_s: 0.0025, idle_s: 0.3575, steal_s: 0.0, counts_short_lived: true })),
             warnings: vec![],
             error: None,
             hosts: vec![],

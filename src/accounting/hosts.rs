@@ -39,6 +39,9 @@ pub struct HostFigures {
     pub capture_ratio: Option<CaptureRatio>,
     pub corrected_us_per_tran: Option<f64>,
     pub other_cpu: OtherCpu,
+    /// How busy the host was with other work over the window.
+    #[serde(default)]
+    pub host_load: Option<super::host_load::HostLoad>,
     /// Whether its per-process totals are exact (pmdaproc lists threads) or tick-based.
     pub exact: bool,
     /// Where each process's user/system split comes from: `process` (its own, as
@@ -134,6 +137,7 @@ pub fn merge(
         capture_ratio: t.capture_ratio.clone(),
         corrected_us_per_tran: t.corrected_us_per_tran,
         other_cpu: t.other_cpu.clone(),
+        host_load: t.info.host_load.clone(),
         exact: source == CpuSource::Exact,
         split: "process".into(),
         skew_ms: 0.0,
@@ -248,6 +252,7 @@ fn one_host(
         capture_ratio: h.capture_ratio.clone(),
         corrected_us_per_tran: h.corrected_us_per_tran,
         other_cpu: h.other_cpu.clone(),
+        host_load: h.info.host_load.clone(),
         exact,
         split: if process_split { "process" } else { "threads" }.into(),
         skew_ms,

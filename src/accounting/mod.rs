@@ -5,7 +5,9 @@
 //! time; the difference, divided by the transactions, is each row's µs per transaction.
 //! Accounting knows nothing of brokers or of the driver: it is a [`Window`] the driver calls.
 
+pub mod all_tasks;
 pub mod clock;
+pub mod host_load;
 pub mod hosts;
 pub mod math;
 pub mod pcp;
@@ -83,6 +85,23 @@ pub struct CaptureRatio {
     /// For a measured ratio: what was measured, and its 1σ from /proc/stat's tick counting.
     pub measured_value: Option<f64>,
     pub sigma: Option<f64>,
+    /// Where the CPU of all tasks came from (absent in reports before it was recorded).
+    #[serde(default)]
+    pub tasks_source: Option<all_tasks::TasksSource>,
+    /// Interrupts and softirqs over the window, seconds (/proc/stat's ticks): the CPU a
+    /// capture ratio is for.
+    #[serde(default)]
+    pub irq_s: Option<f64>,
+    /// Steal over the window, seconds: left out of the busy time, never folded into the
+    /// correction.
+    #[serde(default)]
+    pub steal_s: Option<f64>,
+    /// Share of the busy time charged to no task and not interrupts (1 − ratio − irq share).
+    #[serde(default)]
+    pub unaccounted_share: Option<f64>,
+    /// Why a measured ratio was not applied.
+    #[serde(default)]
+    pub note: Option<String>,
 }
 /// A process outside the groups and the driver.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -96,6 +115,10 @@ pub struct OtherProcess {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct OtherCpu {
     pub us_per_tran: f64,
+    /// Of that, processes that started or ended inside the window (all tasks' CPU less the
+    /// live processes'): a shell loop's commands, a compiler's children.
+    #[serde(default)]
+    pub short_lived_us_per_tran: Option<f64>,
     pub top: Vec<OtherProcess>,
 }
 
@@ -149,6 +172,9 @@ pub struct AccountingInfo {
     pub verdict: String,
     /// The verdict as figures (none without transactions).
     pub load: Option<Load>,
+    /// How busy the host was with other work: quiet, busy or contended.
+    #[serde(default)]
+    pub host_load: Option<host_load::HostLoad>,
     /// Groups that matched nothing, processes that could not be read, processes that came or went.
     pub warnings: Vec<String>,
     /// Set when the snapshots could not be taken.

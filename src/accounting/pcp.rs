@@ -166,8 +166,10 @@ const PROC_METRICS: [&str; 13] = [
     "proc.id.uid_nm",
     "proc.psinfo.cgroups",
 ];
-const HOST_METRICS: [&str; 6] = [
+const HOST_METRICS: [&str; 8] = [
     "kernel.all.cpu.idle",
+    "kernel.all.cpu.irq.hard",
+    "kernel.all.cpu.irq.soft",
     "kernel.all.cpu.wait.total",
     "kernel.all.cpu.steal",
     "kernel.all.uptime",
@@ -517,6 +519,10 @@ impl PcpHost {
             idle_ticks: ms("kernel.all.cpu.idle"),
             iowait_ticks: ms("kernel.all.cpu.wait.total"),
             steal_ticks: ms("kernel.all.cpu.steal"),
+            irq_ticks: ms("kernel.all.cpu.irq.hard") + ms("kernel.all.cpu.irq.soft"),
+            // pmcd's proc agent gives live processes and their reaped children only: the
+            // table sums those and says it cannot see short-lived processes.
+            all_tasks: None,
             uptime_ticks: one("kernel.all.uptime").map_or(0, |s| (s.max(0.0) * 1000.0) as u64),
             denied: Vec::new(),
             cost,

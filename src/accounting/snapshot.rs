@@ -69,6 +69,11 @@ pub struct Snapshot {
     pub idle_ticks: u64,
     pub iowait_ticks: u64,
     pub steal_ticks: u64,
+    /// /proc/stat irq + softirq, clock ticks: CPU no task is charged with.
+    pub irq_ticks: u64,
+    /// CPU charged to every task on the machine so far (`None`: no root cgroup readable,
+    /// the table sums processes instead).
+    pub all_tasks: Option<super::all_tasks::AllTasks>,
     /// Boot-relative time of this snapshot in clock ticks, to tell processes that started later.
     pub uptime_ticks: u64,
     /// Processes that could not be read for lack of permission (hidepid, another user).
@@ -153,6 +158,7 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
     let read = read_processes(groups, source)?;
     let members = group_members(groups, &read.facts, source);
     let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
+    let all_tasks = super::all_tasks::read();
     let cost = match (cost_start, crate::accounting::clock::self_thread().ok()) {
         (Some(a), Some(b)) => b.saturating_sub(a),
         _ => Duration::ZERO,
@@ -164,6 +170,8 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         idle_ticks: ks.total.idle,
         iowait_ticks: ks.total.iowait.unwrap_or(0),
         steal_ticks: ks.total.steal.unwrap_or(0),
+        irq_ticks: ks.total.irq.unwrap_or(0) + ks.total.softirq.unwrap_or(0),
+        all_tasks,
         uptime_ticks: uptime_ticks(),
         denied: read.denied,
         cost,

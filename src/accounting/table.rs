@@ -5,6 +5,8 @@
 //! Processes are keyed by (pid, start time): a pid reused inside the window is two
 //! processes, one that exited and one that started, never one whose CPU went backwards.
 
+use super::all_tasks::TasksSource;
+use super::host_load::{HostLoad, HostState};
 use super::selector::GroupSpec;
 use super::snapshot::{CgroupSample, CpuSource, Key, Members, Sample, Snapshot};
 use super::{
@@ -15,6 +17,19 @@ use std::collections::{HashMap, HashSet};
 
 /// The largest 1σ, as a share of the ratio, at which a measured capture ratio is applied.
 const MAX_RATIO_SIGMA: f64 = 0.03;
+
+/// The largest share of the machine's busy CPU that may be neither charged to a task nor
+/// counted as interrupts for a measured ratio to be applied. Quiet, this machine leaves
+/// none (ratio 1.000 ±0.007, docs/accounting.md); a larger gap is CPU the sources could not
+/// see, and dividing by it would inflate every figure.
+const MAX_UNACCOUNTED: f64 = 0.05;
+
+/// The CPU of every task over the window, and where it came from.
+#[derive(Debug, Clone, Copy)]
+struct TasksCpu {
+    ns: u64,
+    source: TasksSource,
+}
 
 /// The traffic a table is for: its transactions (the divisor), the driver's own row, and the
 /// figures the verdict weighs.
@@ -118,10 +133,24 @@ pub fn build(
         .collect();
     let counted = b.count_each_once();
     let (captured, group_rows) = b.group_totals(&names, &counted);
-    let (other_cpu, all_tasks_ns) = b.other_cpu();
-    let capture_ratio = b.capture_ratio(ratio, all_tasks_ns);
+    let (mut other_cpu, live_ns) = b.other_cpu();
+    let tasks = b.all_tasks(live_ns);
+    let came_and_went = tasks.ns.saturating_sub(live_ns);
+    other_cpu.short_lived_us_per_tran = Some(b.per(came_and_went as f64));
+    other_cpu.us_per_tran += b.per(came_and_went as f64);
+    let capture_ratio = b.capture_ratio(ratio, &tasks);
     b.warn_denied();
-    let (verdict, load) = b.verdict(captured);
+    let host_load = b.host_load(captured, &tasks);
+    let (mut verdict, load) = b.verdict(captured);
+    if let Some(h) = host_load.as_ref().filter(|h| h.state != HostState::Quiet) {
+        verdict.push_str(&format!(
+            "; on a {} host (other work {:.2} CPUs, idle {:.2}: see the first warning)",
+            h.state.word(),
+            h.other_cpus + h.steal_cpus,
+            h.idle_cpus
+        ));
+        b.warnings.insert(0, h.warning());
+    }
     let snapshot_cpu_s = (start.cost + end.cost).as_secs_f64();
     let captured_s = captured * traffic.transactions as f64 / 1e6;
     let tck = machine.clk_tck as f64;
@@ -145,6 +174,7 @@ pub fn build(
             },
             verdict,
             load,
+            host_load,
             warnings: b.warnings,
             error: None,
             hosts: Vec::new(),
@@ -512,6 +542,7 @@ impl Builder<'_> {
         others.sort_by_key(|x| std::cmp::Reverse(x.0));
         let other = OtherCpu {
             us_per_tran: self.per(other_ns as f64),
+            short_lived_us_per_tran: None,
             top: others
                 .iter()
                 .take(3)
@@ -525,14 +556,52 @@ impl Builder<'_> {
         (other, all_ns)
     }
 
-    /// Step 6: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
-    /// time). A measured ratio is applied only when /proc/stat's tick counting leaves it
-    /// within ±3% (1σ); above 1 it is tick noise and is clamped.
-    fn capture_ratio(&mut self, mode: RatioMode, all_tasks_ns: u64) -> Option<CaptureRatio> {
+    /// Step 6a: the CPU charged to every task in the window — the root cgroup's counter
+    /// when one can be read at both edges, else the live processes (`live_ns`) plus the
+    /// children every process reaped (ticks).
+    fn all_tasks(&self, live_ns: u64) -> TasksCpu {
+        if let (Some(a), Some(b)) = (&self.start.all_tasks, &self.end.all_tasks)
+            && a.source == b.source
+        {
+            // v2: the root cgroup's own processes are outside every top-level cgroup.
+            let root: u64 = b
+                .root_pids
+                .iter()
+                .filter_map(|pid| self.end.procs.iter().find(|((p, _), _)| p == pid))
+                .map(|(k, e)| self.delta(k, e, self.start.procs.get(k)).0.ns)
+                .sum();
+            return TasksCpu {
+                ns: b.ns.saturating_sub(a.ns) + root,
+                source: b.source,
+            };
+        }
+        let reaped: u64 = self
+            .end
+            .procs
+            .iter()
+            .filter_map(|(k, e)| {
+                let s = self.start.procs.get(k)?;
+                Some(e.children_ticks.saturating_sub(s.children_ticks))
+            })
+            .sum();
+        TasksCpu {
+            ns: live_ns + reaped * 1_000_000_000 / self.machine.clk_tck,
+            source: TasksSource::Processes,
+        }
+    }
+
+    /// Step 6b: the capture ratio, fixed or measured (all tasks' CPU ÷ the machine's busy
+    /// time, steal left out: the hypervisor's time is no CPU of this machine's). A measured
+    /// ratio is applied only when /proc/stat's tick counting leaves it within ±3% (1σ) and
+    /// when what it leaves out is what a capture ratio is for — interrupts — rather than CPU
+    /// the sources could not see; above 1 it is tick noise and is clamped.
+    fn capture_ratio(&mut self, mode: RatioMode, tasks: &TasksCpu) -> Option<CaptureRatio> {
         let (a, b) = (self.start, self.end);
         let tck = self.machine.clk_tck as f64;
         let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
         let cpus = self.machine.cpus;
+        let steal_s = b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / tck;
+        let irq_s = b.irq_ticks.saturating_sub(a.irq_ticks) as f64 / tck;
         if let RatioMode::Fixed(v) = mode {
             return Some(CaptureRatio {
                 value: v,
@@ -541,17 +610,24 @@ impl Builder<'_> {
                 busy_s: None,
                 measured_value: None,
                 sigma: None,
+                tasks_source: None,
+                irq_s: None,
+                steal_s: Some(steal_s),
+                unaccounted_share: None,
+                note: None,
             });
         }
         let idle_s = b.idle_ticks.saturating_sub(a.idle_ticks) as f64 / tck;
         let iowait_s = b.iowait_ticks.saturating_sub(a.iowait_ticks) as f64 / tck;
-        let tasks_s = all_tasks_ns as f64 / 1e9;
-        let busy = elapsed_s * cpus as f64 - idle_s - iowait_s;
-        let Some(v) = math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s, iowait_s) else {
+        let tasks_s = tasks.ns as f64 / 1e9;
+        let Some(v) = math::capture_ratio(tasks_s, elapsed_s, cpus, idle_s + steal_s, iowait_s)
+        else {
             self.warnings.push("the capture ratio could not be measured (window too short for /proc/stat's ticks); give --capture-ratio 0.9 or run longer".into());
             return None;
         };
+        let busy = tasks_s / v;
         let sigma = math::capture_ratio_sigma(v, busy, cpus, self.machine.counter_tick_s);
+        let unaccounted = (1.0 - v - irq_s / busy).max(0.0);
         let mut ratio = CaptureRatio {
             value: v,
             source: "measured".into(),
@@ -559,6 +635,11 @@ impl Builder<'_> {
             busy_s: Some(busy),
             measured_value: Some(v),
             sigma: Some(sigma),
+            tasks_source: Some(tasks.source),
+            irq_s: Some(irq_s),
+            steal_s: Some(steal_s),
+            unaccounted_share: Some(unaccounted),
+            note: None,
         };
         if sigma > MAX_RATIO_SIGMA * v {
             self.warnings.push(format!(
@@ -568,6 +649,15 @@ impl Builder<'_> {
             ));
             ratio.value = 1.0;
             ratio.source = "not applied".into();
+            ratio.note = Some("too uncertain: run longer".into());
+        } else if unaccounted - 2.0 * sigma > MAX_UNACCOUNTED {
+            let why = self.unaccounted_why(tasks.source, unaccounted, busy);
+            self.warnings.push(format!(
+                "the measured capture ratio {v:.3} was not applied: {why}; the corrected total is the captured one (give --capture-ratio to apply one)"
+            ));
+            ratio.value = 1.0;
+            ratio.source = "not applied".into();
+            ratio.note = Some(why);
         } else if v > 1.0 {
             self.warnings.push(format!(
                 "the measured capture ratio came out at {v:.3}±{sigma:.3}, above 1: tick noise; it is clamped to 1"
@@ -575,6 +665,48 @@ impl Builder<'_> {
             ratio.value = 1.0;
         }
         Some(ratio)
+    }
+
+    /// Why part of the busy CPU is charged to no task: the source cannot see short-lived
+    /// processes, or (with a root cgroup) the gap is not interrupts as /proc/stat counts them.
+    fn unaccounted_why(&self, source: TasksSource, unaccounted: f64, busy_s: f64) -> String {
+        let pct = 100.0 * unaccounted;
+        let secs = unaccounted * busy_s;
+        if source.counts_short_lived() {
+            format!(
+                "{pct:.1} % of the busy CPU ({secs:.3} s) is charged to no task and is not interrupts ({})",
+                source.describe()
+            )
+        } else {
+            format!(
+                "{pct:.1} % of the busy CPU ({secs:.3} s) is charged to no process that could be read: most likely processes that started and ended in the window under a parent that had not reaped them (a shell loop, a compile), which only a root cgroup counter sees, and none is readable here ({})",
+                source.describe()
+            )
+        }
+    }
+
+    /// Step 6c: how busy the host was with work other than the run's, from the CPU of all
+    /// tasks less the captured groups and the driver.
+    fn host_load(&self, captured_us: f64, tasks: &TasksCpu) -> Option<HostLoad> {
+        let (a, b) = (self.start, self.end);
+        let tck = self.machine.clk_tck as f64;
+        let elapsed_s = b.at.duration_since(a.at).as_secs_f64();
+        if elapsed_s <= 0.0 {
+            return None;
+        }
+        let run_s = captured_us * self.traffic.transactions as f64 / 1e6;
+        let tasks_s = tasks.ns as f64 / 1e9;
+        Some(HostLoad::classify(super::host_load::Window {
+            cpus: self.machine.cpus,
+            elapsed_s,
+            run_s,
+            other_s: (tasks_s - run_s).max(0.0),
+            idle_s: (b.idle_ticks.saturating_sub(a.idle_ticks)
+                + b.iowait_ticks.saturating_sub(a.iowait_ticks)) as f64
+                / tck,
+            steal_s: b.steal_ticks.saturating_sub(a.steal_ticks) as f64 / tck,
+            counts_short_lived: tasks.source.counts_short_lived(),
+        }))
     }
 
     /// Processes /proc would not let us read, by pid.

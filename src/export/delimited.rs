@@ -68,6 +68,10 @@ struct Line {
     tasks: String,
     msg_bytes: String,
     persistent: String,
+    /// `quiet`, `busy` or `contended`: other work on the host during the window.
+    host_state: String,
+    /// CPU outside the groups, µs/tran (summary row).
+    other_cpu_us_per_tran: String,
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -142,8 +146,15 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
             .map(|c| c.source.to_string())
             .unwrap_or_default(),
         corrected_us_per_tran: num(r.corrected_us_per_tran, f),
+        other_cpu_us_per_tran: num(r.other_cpu.as_ref().map(|o| o.us_per_tran), f),
         ..Line::default()
     });
+    let host_state = r
+        .accounting
+        .as_ref()
+        .and_then(|a| a.host_load.as_ref())
+        .map(|h| h.state.word().to_string())
+        .unwrap_or_default();
     // The run's identity and settings on every row.
     let s = &r.settings;
     for line in &mut out {
@@ -157,6 +168,7 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
             format!("{}-{}", s.msg_bytes_min, s.msg_bytes_max)
         };
         line.persistent = s.persistent.to_string();
+        line.host_state.clone_from(&host_state);
     }
     out
 }

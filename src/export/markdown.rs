@@ -60,6 +60,9 @@ fn summary(o: &mut String, r: &Report) {
         let _ = writeln!(o, "| {} | {} |", ratio.label(), ratio.shown());
         let _ = writeln!(o, "| Corrected CPU per msg (µs) | {corr:.2} |");
     }
+    if let Some(h) = r.accounting.as_ref().and_then(|a| a.host_load.as_ref()) {
+        let _ = writeln!(o, "| Host load | {}: {} |", h.state.word(), h.summary);
+    }
     let i = &r.integrity;
     let _ = writeln!(
         o,

@@ -137,6 +137,9 @@ fn totals(o: &mut String, r: &CpuSection) {
             };
             let line = format!(" {:<46} {:>9} {sigma}", label, value);
             let _ = writeln!(o, "{}", line.trim_end());
+            if let Some(why) = ratio_breakdown(ratio) {
+                let _ = writeln!(o, "   {why}");
+            }
             let label = if hosts {
                 "Corrected total (each host's, summed)"
             } else {
@@ -159,10 +162,34 @@ fn totals(o: &mut String, r: &CpuSection) {
             " {:<46} {:>9.2}",
             "Other CPU (outside the groups)", other.us_per_tran
         );
+        if let Some(short) = other.short_lived_us_per_tran.filter(|v| *v >= 0.005) {
+            let _ = writeln!(
+                o,
+                "   of which {short:.2} in processes that started or ended in the window"
+            );
+        }
         if !top.is_empty() {
             let _ = writeln!(o, "   top: {}", top.join(", "));
         }
     }
+}
+
+/// What a measured capture ratio is made of: the tasks' CPU and its source, the busy time,
+/// interrupts, steal (outside the busy time) and what no source accounts for; why it was
+/// not applied, when it was not.
+pub fn ratio_breakdown(c: &CaptureRatio) -> Option<String> {
+    let (tasks, busy, source) = (c.tasks_cpu_s?, c.busy_s?, c.tasks_source?);
+    let mut line = format!(
+        "tasks {tasks:.3} s of {busy:.3} s busy; interrupts {:.3} s; unaccounted {:.1} %; steal {:.3} s (not busy); tasks: {}",
+        c.irq_s.unwrap_or(0.0),
+        100.0 * c.unaccounted_share.unwrap_or(0.0),
+        c.steal_s.unwrap_or(0.0),
+        source.short()
+    );
+    if let Some(n) = &c.note {
+        line.push_str(&format!("; not applied: {n}"));
+    }
+    Some(line)
 }
 
 /// Where the CPU figures came from, what the snapshots cost, the verdict and the warnings.
@@ -188,6 +215,14 @@ fn accounting_notes(o: &mut String, acc: &AccountingInfo) {
             o,
             "Steal time            : {:.3} s (the hypervisor ran something else)",
             acc.steal_s
+        );
+    }
+    if let Some(h) = &acc.host_load {
+        let _ = writeln!(
+            o,
+            "Host load             : {}: {}",
+            h.state.word(),
+            h.summary
         );
     }
     let _ = writeln!(o, "Verdict               : {}", acc.verdict);
@@ -241,6 +276,14 @@ fn hosts(o: &mut String, hosts: &[crate::accounting::hosts::HostFigures]) {
                 _ => "",
             }
         );
+    }
+    for h in hosts {
+        if let Some(l) = &h.host_load {
+            let _ = writeln!(o, "  {:<10} load {}: {}", h.name, l.state.word(), l.summary);
+        }
+        if let Some(b) = h.capture_ratio.as_ref().and_then(ratio_breakdown) {
+            let _ = writeln!(o, "  {:<10} ratio: {b}", h.name);
+        }
     }
     let cost: Vec<String> = hosts
         .iter()

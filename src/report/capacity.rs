@@ -49,6 +49,32 @@ pub struct Capacity {
     pub measured_tps: f64,
     /// What the estimate assumes.
     pub assumption: std::borrow::Cow<'static, str>,
+    /// The host's state over the run (quiet, busy, contended): an estimate from a contended
+    /// run carries the other work's effect on the cost per message.
+    #[serde(default)]
+    pub host_state: Option<crate::accounting::host_load::HostState>,
+}
+
+impl Capacity {
+    /// The estimate marked with the host's state; on a busy or contended host the assumption
+    /// says what the other work did to the figures it rests on.
+    pub fn on_host(mut self, load: Option<&crate::accounting::host_load::HostLoad>) -> Self {
+        use crate::accounting::host_load::HostState;
+        let Some(h) = load else { return self };
+        self.host_state = Some(h.state);
+        if h.state != HostState::Quiet {
+            self.assumption = format!(
+                "{}; measured on a {} host: other work kept {:.2} of its {} CPUs busy ({:.0} % of the machine was not the run's to have), so the cost per message it rests on may be higher than on a quiet host",
+                self.assumption,
+                h.state.word(),
+                h.other_cpus + h.steal_cpus,
+                h.cpus,
+                100.0 * h.squeeze_share
+            )
+            .into();
+        }
+        self
+    }
 }
 
 /// A group's figures as the estimate needs them.
@@ -125,6 +151,7 @@ pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) ->
         hosts: host_rows,
         measured_tps,
         assumption: ASSUMPTION.into(),
+        host_state: None,
     })
 }
 

@@ -616,7 +616,9 @@ impl Report {
                 })
                 .collect()
         };
-        self.capacity = capacity::estimate(&groups, &hosts, self.rate_tps);
+        let host_load = self.accounting.as_ref().and_then(|a| a.host_load.clone());
+        self.capacity = capacity::estimate(&groups, &hosts, self.rate_tps)
+            .map(|c| c.on_host(host_load.as_ref()));
         self
     }
 

@@ -83,8 +83,24 @@ fn figures(r: &Report) -> String {
             format!("{} us/tran", num(r.corrected_us_per_tran, 2)),
         ),
     ];
+    if let Some(o) = &r.other_cpu {
+        rows.push((
+            "Other CPU (outside the groups)",
+            format!("{:.2} us/tran", o.us_per_tran),
+        ));
+    }
     if let Some(a) = &r.accounting {
+        if let Some(h) = &a.host_load {
+            rows.push(("Host load", format!("{}: {}", h.state.word(), h.summary)));
+        }
         rows.push(("Verdict", a.verdict.clone()));
+    }
+    if let Some(b) = r
+        .capture_ratio
+        .as_ref()
+        .and_then(crate::export::text::ratio_breakdown)
+    {
+        rows.push(("Capture ratio from", b));
     }
     facts(&rows)
 }
