@@ -24,6 +24,10 @@ const MAX_RATIO_SIGMA: f64 = 0.03;
 /// see, and dividing by it would inflate every figure.
 const MAX_UNACCOUNTED: f64 = 0.05;
 
+/// How far above 1 (beyond 3σ of tick noise) a measured ratio may read and still be
+/// clamped: each counter's edge is late by up to a tick per CPU.
+const OVER_ONE_SLACK: f64 = 0.02;
+
 /// The CPU of every task over the window, and where it came from.
 #[derive(Debug, Clone, Copy)]
 struct TasksCpu {
@@ -654,6 +658,21 @@ impl Builder<'_> {
             let why = self.unaccounted_why(tasks.source, unaccounted, busy);
             self.warnings.push(format!(
                 "the measured capture ratio {v:.3} was not applied: {why}; the corrected total is the captured one (give --capture-ratio to apply one)"
+            ));
+            ratio.value = 1.0;
+            ratio.source = "not applied".into();
+            ratio.note = Some(why);
+        } else if v - 1.0 > 3.0 * sigma + OVER_ONE_SLACK {
+            let why = format!(
+                "the tasks' CPU ({tasks_s:.3} s) exceeds the machine's busy time ({busy:.3} s) by more than tick noise{}",
+                if tasks.source.counts_short_lived() {
+                    ""
+                } else {
+                    ": children reaped in the window bring their whole lives' CPU, before it too"
+                }
+            );
+            self.warnings.push(format!(
+                "the measured capture ratio {v:.3}±{sigma:.3} was not applied: {why}; the corrected total is the captured one"
             ));
             ratio.value = 1.0;
             ratio.source = "not applied".into();

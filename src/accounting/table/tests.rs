@@ -366,8 +366,9 @@ fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
     assert_eq!(r.source, "measured");
     assert!((r.value - 0.8).abs() < 1e-9, "{r:?}");
     assert!((t.corrected_us_per_tran.unwrap_or_default() - 5000.0).abs() < 1e-6);
-    // Idle ticks that leave less busy time than the tasks used: tick noise, clamped to 1.
-    b.idle_ticks = 170;
+    // Idle ticks that leave a little less busy time than the tasks used (0.39 s against
+    // 0.4 s, within tick noise): clamped to 1.
+    b.idle_ticks = 161;
     a.idle_ticks = 0;
     let t = table(
         &groups(&["FLOW=pid:17"]),
@@ -378,6 +379,21 @@ fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
     );
     assert_eq!(t.capture_ratio.map(|r| r.value), Some(1.0));
     assert!(t.info.warnings.iter().any(|w| w.contains("above 1")));
+    // Far less busy time than the tasks used (0.3 s against 0.4 s): not noise, not applied.
+    b.idle_ticks = 170;
+    let t = table(
+        &groups(&["FLOW=pid:17"]),
+        &a,
+        &b,
+        traffic(100),
+        RatioMode::Measured,
+    );
+    let r = t.capture_ratio.expect("measured");
+    assert_eq!((r.value, r.source.as_ref()), (1.0, "not applied"), "{r:?}");
+    assert!(
+        r.note.as_deref().unwrap_or("").contains("whole lives"),
+        "{r:?}"
+    );
     // No busy time at all: no ratio, and a warning that says what to do.
     b.idle_ticks = 200;
     let t = table(
