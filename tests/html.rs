@@ -45,6 +45,15 @@ fn a_run_s_html_report_draws_every_chart_offline_and_stays_small() {
         .success();
     let size = std::fs::metadata(&html).expect("written").len();
     assert!(size < 300_000, "{size} bytes");
+    // The host's load and the capture ratio's parts, as the text has them (issue 43).
+    let page = std::fs::read_to_string(&html).expect("read");
+    for fact in [
+        ">Host load<",
+        ">Other CPU (outside the groups)<",
+        ">Capture ratio from<",
+    ] {
+        assert!(page.contains(fact), "no {fact} in the HTML report");
+    }
     assert_renders(&html, "run", &["cpu", "latency", "rounds"]);
 }
 
