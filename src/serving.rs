@@ -37,7 +37,7 @@ fn user_name(uid: u32) -> String {
 }
 
 /// A process's name and, when it is not ours, its owner.
-fn describe(pid: i32) -> (String, Option<String>) {
+pub(crate) fn describe(pid: i32) -> (String, Option<String>) {
     let p = procfs::process::Process::new(pid);
     let name = p
         .as_ref()
