@@ -191,7 +191,13 @@ impl Flows {
 
 impl Drop for Flows {
     fn drop(&mut self) {
-        for c in &self.children {
+        for c in &mut self.children {
+            // Only a child not yet reaped: once `exited` has waited for one, its pid is free
+            // for the kernel to give to any process on the host (pid_max is 32768 here),
+            // another checkout's included, and a signal by that number would reach it.
+            if !matches!(c.try_wait(), Ok(None)) {
+                continue;
+            }
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(c.id() as i32),
                 nix::sys::signal::Signal::SIGTERM,

@@ -25,6 +25,7 @@ pub mod gate;
 pub mod interleave;
 pub mod measure;
 pub mod msgfile;
+pub mod no_reply;
 pub mod progress;
 pub mod pubsub;
 pub mod report;

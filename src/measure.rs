@@ -50,7 +50,9 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
             controls.progress_counters(),
         );
         let mut windows = Windows(vec![&mut accounting, &mut progress, &mut window]);
-        driver::drive(cfg, transport.as_ref(), &controls, &mut windows)?
+        crate::no_reply::watching(cfg, &controls, || {
+            driver::drive(cfg, transport.as_ref(), &controls, &mut windows)
+        })?
     };
 
     let source = match (&window.error, excluded.is_empty()) {

@@ -450,3 +450,83 @@ fn a_flow_that_replies_twice_makes_the_run_exit_1_with_a_warning() {
     let warnings = j["accounting"]["warnings"].to_string();
     assert!(warnings.contains("duplicate replies"), "{warnings}");
 }
+
+/// A run that no one answers says, within the run, what it waits on and who consumes it:
+/// once, after the first request has waited 5 s with no reply (issue 43: a profile and a
+/// flow on different topics waited 181 s for 0 transactions, saying nothing until the
+/// end). A fresh queue with no consumer; the run still ends by itself (--max-timeouts 1).
+#[test]
+fn a_run_with_no_reply_names_the_queue_the_broker_and_its_consumers_within_the_run() {
+    live!(RabbitMq);
+    use std::io::{BufRead, BufReader};
+    let q = QueueGuard(fresh_queue("noreply"));
+    let started = std::time::Instant::now();
+    let mut child = oemputx_process()
+        .args(["--qmgr", &amqp_url(), "--request-queue", &q.0, "--declare"])
+        .args(["--count", "3", "--wait", "9s", "--max-timeouts", "1"])
+        .args(["--quiet", "--no-save"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send((started.elapsed(), line));
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = started + std::time::Duration::from_secs(50);
+    let status = loop {
+        while let Ok(l) = lines.try_recv() {
+            seen.push(l);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not end by itself: {seen:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let ended = started.elapsed();
+    while let Ok(l) = lines.recv_timeout(std::time::Duration::from_secs(2)) {
+        seen.push(l);
+    }
+    let all = seen
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    // Stopped after its one allowed timeout: exit 1, about 9 s in.
+    assert_eq!(status.code(), Some(1), "{all}");
+    let hints: Vec<&(std::time::Duration, String)> = seen
+        .iter()
+        .filter(|(_, l)| l.contains("no reply yet after 5 s"))
+        .collect();
+    assert_eq!(hints.len(), 1, "once: {all}");
+    let (at, hint) = hints[0];
+    // Not before the 5 s, and while the run still waited (its one request waits 9 s).
+    assert!(
+        *at >= std::time::Duration::from_secs(5) && *at < ended,
+        "hint at {at:?}, the run ended at {ended:?}: {all}"
+    );
+    assert!(
+        hint.contains(&format!(
+            "requests put to {} on amqp://guest:***@127.0.0.1:5672",
+            q.0
+        )) && !hint.contains("guest:guest"),
+        "{hint}"
+    );
+    assert!(
+        hint.contains(&format!("consumers of {}: 0 by the broker's count", q.0)),
+        "{hint}"
+    );
+    assert!(
+        hint.contains("connected to 127.0.0.1:5672 from this host: "),
+        "{hint}"
+    );
+}

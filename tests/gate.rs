@@ -429,7 +429,13 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
     let queue = fresh_queue("ab");
     let url = amqp_url();
     // B burns 300 µs more per message than A's echo (tens of µs): a change no noise hides.
+    // The gate bounds itself (--max-time, then a verdict of what it has); the harness's
+    // bound must lie beyond that, or it kills the gate first. It was 60 s (the default of
+    // `oemputx()`) under the gate's 90 s: beside 8 busy loops on 2 cores the gate had not
+    // reached its first look at 60 s and was killed (no exit code), leaving its queues.
+    let max_time = 180;
     let out = oemputx()
+        .timeout(std::time::Duration::from_secs(max_time + 120))
         .args([
             "gate",
             "--flow-a",
@@ -439,7 +445,7 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
             "--tolerance",
             "5%",
             "--max-time",
-            "90s",
+            &format!("{max_time}s"),
             "--export-json",
         ])
         .arg(&json)

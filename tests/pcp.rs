@@ -45,6 +45,21 @@ fn rows<'a>(j: &'a serde_json::Value, group: &str) -> Vec<&'a serde_json::Value>
         .collect()
 }
 
+/// What a figure of `us_per_tran` for the shared broker may differ by between the two
+/// roads for want of reading them at one instant: the local and the remote snapshots are
+/// up to skew_ms apart at each edge of the window, and RabbitMQ is shared (other suites'
+/// runs, a benchmark), so what it spent in those gaps is no part of this run. Allowed for
+/// at twice its mean rate in the window. (Measured at load 10 with a benchmark on the
+/// broker: the two roads 0.03-0.10 % apart, skews 68-237 ms; quiet, skews of 1-3 ms.)
+fn edges(j: &serde_json::Value, us_per_tran: f64) -> f64 {
+    let skew_s = j["accounting"]["hosts"][1]["skew_ms"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1000.0;
+    let elapsed = j["elapsed_s"].as_f64().unwrap_or(0.0).max(1e-3);
+    us_per_tran * 2.0 * (2.0 * skew_s) / elapsed
+}
+
 #[test]
 fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     live!(RabbitMq, Pcp);
@@ -77,7 +92,11 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     );
     assert!(l > 0.0, "{local}");
     // The same kernel counters by two roads: the scheduler's ns per thread, summed.
-    assert!((r - l).abs() <= 0.01 * l, "PCP {r} against /proc {l}");
+    let allowed = 0.01 * l + edges(&j, l);
+    assert!(
+        (r - l).abs() <= allowed,
+        "PCP {r} against /proc {l}, {allowed} allowed"
+    );
     let remote_rows = rows(&j, "REMOTE");
     assert!(!remote_rows.is_empty());
     for p in remote_rows {
@@ -124,15 +143,33 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
         broker["skew_ms"].as_f64().is_some_and(|s| s >= 0.0),
         "{broker}"
     );
-    // The host's own clock stamps its snapshots, each somewhere inside its request: the
-    // window by that clock is the run's, give or take the two requests (long on a loaded
-    // machine).
+    // The host's own clock stamps its snapshots, each somewhere inside its request, and
+    // both requests lie inside the run's own span (start_utc .. end_utc, read after the
+    // driver's start and before its end). The "remote" host is this machine's own PCP, so
+    // one clock reads both: the stamps lie inside that span, whatever the load. (Its length
+    // is no match for the traffic's elapsed time: with a benchmark beside it, 2.40 s by the
+    // host's clock against 1.43 s elapsed, and at load 10 here 7.68 s against 8.35 s,
+    // while the two roads' CPU agreed to 0.1 %: pmcd's stamp is not the instant it read
+    // the counters.)
+    let stamp = |k: &str| {
+        j[k].as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map_or(f64::NAN, |t| t.timestamp_micros() as f64 / 1e6)
+    };
+    let (run_start, run_end) = (stamp("start_utc"), stamp("end_utc"));
+    let (host_start, host_end) = (
+        broker["host_clock_start"].as_f64().unwrap_or(f64::NAN),
+        broker["host_clock_end"].as_f64().unwrap_or(f64::NAN),
+    );
     let by_host = broker["window_s_by_host_clock"].as_f64().unwrap_or(0.0);
-    let elapsed = j["elapsed_s"].as_f64().unwrap_or(0.0);
-    let slack = 2.0 * broker["round_trip_ms"].as_f64().unwrap_or(0.0) / 1000.0 + 0.05;
+    // PCP stamps to the microsecond, the report's UTC times too: 1 ms covers the rounding.
+    let tick = 0.001;
     assert!(
-        by_host > 0.0 && (by_host - elapsed).abs() <= slack + 0.5 * elapsed,
-        "{by_host} vs {elapsed} (requests up to {slack} s)"
+        run_start - tick <= host_start
+            && host_start < host_end
+            && host_end <= run_end + tick
+            && (by_host - (host_end - host_start)).abs() < 1e-6,
+        "host stamps {host_start}..{host_end} ({by_host} s) outside the run's {run_start}..{run_end}"
     );
     // The run's corrected total is each host's corrected total, summed.
     let sum: f64 = hosts
@@ -189,15 +226,16 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
     let (l, r) = (beam("QMGR"), beam("REMOTE"));
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     assert!(f(&l, "total_us_per_tran") > 0.0, "{l}");
+    let total = f(&l, "total_us_per_tran");
     assert!(
-        (f(&r, "total_us_per_tran") - f(&l, "total_us_per_tran")).abs()
-            <= 0.01 * f(&l, "total_us_per_tran"),
+        (f(&r, "total_us_per_tran") - total).abs() <= 0.01 * total + edges(&j, total),
         "{l} vs {r}"
     );
     let sigma = f(&r, "split_sigma_us_per_tran");
     assert!(sigma > 0.0, "{r}");
     assert!(
-        (f(&r, "user_us_per_tran") - f(&l, "user_us_per_tran")).abs() <= sigma,
+        (f(&r, "user_us_per_tran") - f(&l, "user_us_per_tran")).abs()
+            <= sigma + edges(&j, f(&l, "user_us_per_tran")),
         "user {} (/proc) vs {} (PCP), stated sigma {sigma}",
         f(&l, "user_us_per_tran"),
         f(&r, "user_us_per_tran")
@@ -371,7 +409,7 @@ fn a_host_that_fails_at_the_end_costs_its_own_groups_only_and_the_run_exits_1() 
         "--group",
         "DB@db=@postgresql",
         "--group",
-        "ME=comm:oemputx",
+        &format!("ME={}", own_tree()),
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("CPU accounting failed"), "{err}");

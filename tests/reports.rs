@@ -481,7 +481,14 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn the_account_and_gate_json_match_their_schemas() {
     let out = oemputx()
-        .args(["account", "--messages", "10", "--group", "SLEEP=comm:sleep"])
+        // The test's own sleep (a grandchild), not every sleep on the host.
+        .args([
+            "account",
+            "--messages",
+            "10",
+            "--group",
+            &format!("SLEEP={}", own_tree()),
+        ])
         .args(["--export-json", "-", "--", "sleep", "0.1"])
         .output()
         .expect("runs");
@@ -644,7 +651,7 @@ fn cpu_interval_rewrites_a_file_the_openmetrics_parser_takes() {
         .args([
             "cpu",
             "--group",
-            "SELF=comm:oemputx",
+            &format!("SELF={}", own_tree()),
             "--interval",
             "200ms",
             "--count",

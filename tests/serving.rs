@@ -1,6 +1,11 @@
-//! Who served the request queue (issue 31): against the real RabbitMQ, a FLOW group by
-//! name that takes another user's process of the same name, and a consumer of another name
-//! outside it, are named in the report's text and JSON; a group that serves alone is not.
+//! Who served the request queue (issue 31): against the real RabbitMQ, a FLOW group that
+//! takes another user's process of the same name and an idle flow of another queue (what a
+//! group by name takes on a shared host), and a consumer of another name outside it, are
+//! named in the report's text and JSON; a group that serves alone is not.
+//!
+//! FLOW is given as the test's own processes (pid:N), never by name: `@sample-flow` would
+//! also take every other checkout's sample-flow on the host, busy or not, and what the
+//! report says would depend on them (issue 43).
 
 use oemputx_test_support::*;
 
@@ -11,7 +16,7 @@ fn renamed_flow(dir: &std::path::Path) -> std::path::PathBuf {
     copy
 }
 
-fn run_on(queue: &str) -> (i32, serde_json::Value, String) {
+fn run_on(queue: &str, flow: &str) -> (i32, serde_json::Value, String) {
     let out = oemputx()
         .args([
             "--qmgr",
@@ -21,7 +26,12 @@ fn run_on(queue: &str) -> (i32, serde_json::Value, String) {
             "--count",
             "300",
         ])
-        .args(["--group", "FLOW=@sample-flow", "--group", "QMGR=@rabbitmq"])
+        .args([
+            "--group",
+            &format!("FLOW={flow}"),
+            "--group",
+            "QMGR=@rabbitmq",
+        ])
         .args(["--export-json", "-", "--no-save"])
         .output()
         .expect("oemputx runs");
@@ -48,7 +58,11 @@ fn stray_consumers_of_the_request_queue_are_named_in_text_and_json() {
     live!(RabbitMq);
     let q = QueueGuard(fresh_queue("serving"));
     declare_queue(&q.0);
-    let _ours = SampleFlow::start(&["--echo", "--input-queue", &q.0], "echoing");
+    let ours = SampleFlow::start(&["--echo", "--input-queue", &q.0], "echoing");
+    // Another queue's flow, idle, as another checkout's would be: in FLOW (a group by name
+    // takes it), connected to the broker, serving none of this run's requests.
+    let idle_q = QueueGuard(fresh_queue("serving-idle"));
+    let idle = SampleFlow::start(&["--echo", "--input-queue", &idle_q.0], "echoing");
     // A consumer of another name: not in FLOW.
     let dir = tempfile::tempdir().expect("tempdir");
     let other = renamed_flow(dir.path());
@@ -74,7 +88,11 @@ fn stray_consumers_of_the_request_queue_are_named_in_text_and_json() {
     while consumer_count(&q.0) < want && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let (code, j, err) = run_on(&q.0);
+    let mut flow = format!("pid:{},pid:{}", ours.pid(), idle.pid());
+    if let Some(f) = &foreign {
+        flow.push_str(&format!(",pid:{}", f.id()));
+    }
+    let (code, j, err) = run_on(&q.0, &flow);
     let _ = stray.kill();
     let _ = stray.wait();
     if let Some(f) = foreign.as_mut() {
@@ -94,6 +112,12 @@ fn stray_consumers_of_the_request_queue_are_named_in_text_and_json() {
     assert!(
         w.contains(&format!("the request queue {} has {want} consumer(s)", q.0))
             && w.contains("other-consumer"),
+        "{w}"
+    );
+    // The idle flow is named, and its connection did not count as one of this queue's.
+    assert!(
+        w.contains("did next to nothing in the window")
+            && w.contains(&format!("{} sample-flow", idle.pid())),
         "{w}"
     );
     if root {

@@ -49,9 +49,12 @@ struct Args {
         default_value = "amqp://guest:guest@127.0.0.1:5672/%2f"
     )]
     url: String,
-    /// Queue to consume requests from (declared durable if missing).
-    #[arg(long, default_value = "MQSI.IN")]
-    input_queue: String,
+    /// Queue (subject, topic) to consume requests from, declared durable if missing.
+    /// [default: the shipped profile's for the URL's transport, as oemputx's
+    /// --request-queue: MQSI.IN; MQSI.IN.AMQP10 over amqp10://, MQSI.IN.STOMP over
+    /// stomp://, MQSI/IN over mqtt://]
+    #[arg(long)]
+    input_queue: Option<String>,
     /// Queue for an audit copy of each valid request (declared durable if missing).
     #[arg(long, value_name = "QUEUE")]
     audit_queue: Option<String>,
@@ -181,9 +184,10 @@ fn run() -> anyhow::Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
+    let input_queue = input_queue(&args, &endpoint);
     let options = FlowOptions {
         ep,
-        input_queue: args.input_queue.clone(),
+        input_queue,
         audit_queue: args.audit_queue.clone().filter(|_| !args.echo),
         db,
         db_async_commit: args.db_async_commit,
@@ -225,6 +229,15 @@ fn run() -> anyhow::Result<()> {
     first_err.map_or(Ok(()), Err)
 }
 
+/// The queue to consume: --input-queue, else the transport's default, the one oemputx and
+/// the shipped profile use on it, so that `sample-flow --url U` and `oemputx --qmgr U` (or
+/// the profile) meet.
+fn input_queue(args: &Args, endpoint: &oemputx::transport::Endpoint) -> String {
+    args.input_queue
+        .clone()
+        .unwrap_or_else(|| endpoint.kind().default_request_queue().to_string())
+}
+
 /// Run flow instance `i` until stopped; its own runtime, connection and subscription.
 fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -255,4 +268,52 @@ fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every shipped profile meets sample-flow started with nothing but the profile's URL:
+    /// the queue (topic, subject) the flow consumes by default is the one the profile puts
+    /// requests to, and the one oemputx puts to on that URL without a profile. (The MQTT
+    /// profile's `MQSI/IN` against the flow's `MQSI.IN` ran 181 s for 0 transactions.)
+    #[test]
+    fn every_shipped_profile_s_request_queue_is_the_sample_flow_s_default_on_its_transport() {
+        let profiles = oemputx::config::profile::built_in().expect("the shipped profiles parse");
+        let mut checked = Vec::new();
+        for (name, p) in &profiles {
+            let endpoint = parse_url(&p.url).expect("a shipped profile's URL parses");
+            let want = p
+                .request_queue
+                .clone()
+                .unwrap_or_else(|| oemputx::config::DEFAULT_REQUEST_QUEUE.into());
+            let oemputx_default = endpoint.kind().default_request_queue();
+            assert_eq!(
+                oemputx_default, want,
+                "{name}: oemputx --qmgr {} would put to {oemputx_default}, the profile to {want}",
+                p.url
+            );
+            // The embedded queue manager serves itself; sample-flow refuses it.
+            if endpoint.kind().transport() == "embedded" {
+                continue;
+            }
+            let args = Args::try_parse_from(["sample-flow", "--url", &p.url])
+                .expect("sample-flow takes the profile's URL");
+            assert_eq!(
+                input_queue(&args, &endpoint),
+                want,
+                "{name}: `sample-flow --url {}` consumes another queue than the profile's",
+                p.url
+            );
+            checked.push(endpoint.kind().transport());
+        }
+        // Every transport sample-flow serves has a shipped profile that was checked.
+        for t in ["amqp", "amqp10", "nats", "stomp", "mqtt"] {
+            assert!(
+                checked.contains(&t),
+                "no shipped profile for {t}: {checked:?}"
+            );
+        }
+    }
 }

@@ -575,7 +575,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
-    /// Queue the requests are put to (the flow's input queue). [default: MQSI.IN, or the profile's]
+    /// Queue the requests are put to (the flow's input queue). [default: the profile's, else
+    /// sample-flow's on the transport: MQSI.IN; MQSI.IN.AMQP10 over amqp10://, MQSI.IN.STOMP
+    /// over stomp://, MQSI/IN over mqtt://]
     #[arg(long, value_name = "QUEUE")]
     pub request_queue: Option<String>,
 

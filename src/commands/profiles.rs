@@ -32,10 +32,11 @@ pub fn profiles(config: Option<&Path>) -> anyhow::Result<Exit> {
         rows.push(vec![
             k.name.clone(),
             crate::secret::scrub(&k.profile.url),
-            k.profile
-                .request_queue
-                .clone()
-                .unwrap_or_else(|| DEFAULT_REQUEST_QUEUE.into()),
+            k.profile.request_queue.clone().unwrap_or_else(|| {
+                crate::transport::parse_url(&k.profile.url)
+                    .map_or(DEFAULT_REQUEST_QUEUE, |e| e.kind().default_request_queue())
+                    .into()
+            }),
             from,
         ]);
     }

@@ -5,8 +5,7 @@
 use super::options::RunOptions;
 use super::profile::{Profile, find_profile, profile_paths};
 use super::{
-    ConfigError, DEFAULT_COUNT, DEFAULT_REQUEST_QUEUE, Exports, MAX_QUEUE_NAME, RunConfig,
-    RunLength, bad, parse_ratio,
+    ConfigError, DEFAULT_COUNT, Exports, MAX_QUEUE_NAME, RunConfig, RunLength, bad, parse_ratio,
 };
 use crate::accounting::selector::{self, GroupSpec};
 use crate::msgfile::Messages;
@@ -20,7 +19,7 @@ impl RunOptions {
         let args = self;
         let (endpoint, profile_name, profile) = endpoint(args)?;
         let profile = profile.as_ref();
-        let (request_queue, reply_queue) = queues(args, profile)?;
+        let (request_queue, reply_queue) = queues(args, profile, &endpoint)?;
         check_transport_options(args, &endpoint, &request_queue, &reply_queue)?;
         let mut shape = RunShape::of(args)?;
         let messages = match (args.msg_size, args.msgfile.is_empty()) {
@@ -315,12 +314,14 @@ fn check_queue_name(flag: &'static str, name: &str) -> Result<(), ConfigError> {
 fn queues(
     args: &RunOptions,
     profile: Option<&Profile>,
+    endpoint: &Endpoint,
 ) -> Result<(String, ReplyQueue), ConfigError> {
+    // The transport's own default, the one sample-flow consumes on the same URL.
     let request_queue = args
         .request_queue
         .clone()
         .or_else(|| profile.and_then(|p| p.request_queue.clone()))
-        .unwrap_or_else(|| DEFAULT_REQUEST_QUEUE.to_string());
+        .unwrap_or_else(|| endpoint.kind().default_request_queue().to_string());
     check_queue_name("--request-queue", &request_queue)?;
     let reply = args
         .reply_queue

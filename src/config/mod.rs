@@ -25,8 +25,9 @@ use crate::transport::{Endpoint, EndpointError, MatchMode, QueueSetup, ReplyQueu
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Request queue when neither the flag nor the profile names one.
-pub const DEFAULT_REQUEST_QUEUE: &str = "MQSI.IN";
+/// Request queue when neither the flag nor the profile names one, on a transport without a
+/// name of its own (see `EndpointKind::default_request_queue`).
+pub use crate::transport::endpoint::DEFAULT_REQUEST_QUEUE;
 /// Round trips when neither --count nor --duration is given.
 pub const DEFAULT_COUNT: u64 = 1000;
 /// AMQP 0-9-1 queue and virtual host names are short strings: at most 255 bytes.

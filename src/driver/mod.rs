@@ -52,6 +52,11 @@ pub struct Controls {
     /// Matched replies so far in the window, one counter per task on its own cache line so
     /// that tasks never contend for it.
     pub(crate) progress: ProgressCounters,
+    /// Whether any request was put, and any reply got, in any phase (warmup included): for
+    /// the hint of a run that waits on nobody (no_reply.rs). Each task writes them
+    /// once per phase, at its first put and its first reply, never per message.
+    pub(crate) put_any: AtomicBool,
+    pub(crate) replied_any: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -87,6 +92,16 @@ impl Controls {
     /// A handle on the progress counters that another thread can keep.
     pub fn progress_counters(&self) -> ProgressCounters {
         self.progress.clone()
+    }
+
+    /// Whether a request has been put (any task, any phase).
+    pub fn put_any(&self) -> bool {
+        self.put_any.load(Ordering::Relaxed)
+    }
+
+    /// Whether a reply has come (any task, any phase; matched or not).
+    pub fn replied_any(&self) -> bool {
+        self.replied_any.load(Ordering::Relaxed)
     }
 
     pub(crate) fn stopping(&self) -> bool {

@@ -101,6 +101,12 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 self.session
                     .send(body, &correl::make(&self.settings.run_id, self.task, seq))?;
                 stats.integrity.sent += 1;
+                if stats.integrity.sent == 1 {
+                    self.settings
+                        .controls
+                        .put_any
+                        .store(true, Ordering::Relaxed);
+                }
                 self.inflight.push_back((seq, sent_at));
             }
             if cfg.syncpoint {
@@ -197,6 +203,12 @@ impl<S: LoopSession> TaskLoop<'_, S> {
     fn classify(&mut self, reply: Reply, now: Instant, stats: &mut TaskStats) -> bool {
         let s = &mut stats.integrity;
         s.received += 1;
+        if s.received == 1 {
+            self.settings
+                .controls
+                .replied_any
+                .store(true, Ordering::Relaxed);
+        }
         if self.settings.cfg.match_mode == MatchMode::Any {
             let Some((_, sent)) = self.inflight.pop_front() else {
                 s.unmatched += 1;

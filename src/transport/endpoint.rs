@@ -47,10 +47,21 @@ impl OptionRefused {
     }
 }
 
+/// The request queue when neither the flag nor a profile names one, on a transport that
+/// has no name of its own ([`EndpointKind::default_request_queue`]).
+pub const DEFAULT_REQUEST_QUEUE: &str = "MQSI.IN";
+
 /// What a transport's endpoint tells and does, whatever the transport.
 pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     /// The transport's name in reports.
     fn transport(&self) -> &'static str;
+    /// The request queue (topic, subject) oemputx puts to and sample-flow consumes when
+    /// neither names one: the shipped profile's for this transport, so that the defaults
+    /// meet (an MQTT flow on `MQSI.IN` and a profile on `MQSI/IN` measured nothing for
+    /// three minutes). One place for both, checked against oemputx.toml by a test.
+    fn default_request_queue(&self) -> &'static str {
+        DEFAULT_REQUEST_QUEUE
+    }
     /// A description safe to print: passwords are replaced by `***`.
     fn redacted(&self) -> String;
     /// Open the transport for a run.

@@ -571,6 +571,11 @@ impl EndpointKind for Amqp10Endpoint {
     fn transport(&self) -> &'static str {
         "amqp10"
     }
+    /// A queue apart from RABBIT's MQSI.IN: an AMQP 0-9-1 flow on the same RabbitMQ
+    /// queue would take these requests and die of them (the AMQP10 profile's).
+    fn default_request_queue(&self) -> &'static str {
+        "MQSI.IN.AMQP10"
+    }
     fn redacted(&self) -> String {
         Amqp10Endpoint::redacted(self)
     }

@@ -265,6 +265,10 @@ impl EndpointKind for MqttEndpoint {
     fn transport(&self) -> &'static str {
         "mqtt"
     }
+    /// A topic in MQTT's levels, the MQTT profile's.
+    fn default_request_queue(&self) -> &'static str {
+        "MQSI/IN"
+    }
     fn redacted(&self) -> String {
         MqttEndpoint::redacted(self)
     }

@@ -490,6 +490,10 @@ impl EndpointKind for StompEndpoint {
     fn transport(&self) -> &'static str {
         "stomp"
     }
+    /// The ACTIVEMQ profile's queue.
+    fn default_request_queue(&self) -> &'static str {
+        "MQSI.IN.STOMP"
+    }
     fn redacted(&self) -> String {
         StompEndpoint::redacted(self)
     }

@@ -53,6 +53,13 @@ pub fn oemputx_process() -> std::process::Command {
     c
 }
 
+/// A selector for this test process and everything it started (`tree:PID`): a test's own
+/// oemputx, flows and commands, never another checkout's processes of the same name, which
+/// `comm:oemputx` or `comm:sleep` would take on a shared host.
+pub fn own_tree() -> String {
+    format!("tree:{}", std::process::id())
+}
+
 /// A group's row of a JSON report, or null.
 pub fn group<'a>(j: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     j["groups"]

@@ -99,6 +99,11 @@ impl SampleFlow {
     }
 
     fn terminate(&mut self) {
+        // Not once reaped (`wait_exit` may have): its pid may by now be another process's,
+        // another test suite's on a shared host.
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
