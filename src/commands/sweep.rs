@@ -15,7 +15,7 @@ use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
-use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, reading};
+use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, words};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
@@ -196,7 +196,10 @@ fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
                 level: o.level,
                 finding: o.finding,
                 min_effect_pct: 100.0 * o.rule.threshold(),
-                reading: reading(o.finding, rate, o.rule.threshold()),
+                reading: {
+                    let (worse, better) = words(rate);
+                    crate::experiment::reading::difference(o, worse, better)
+                },
                 adjusted_by: o.slope.map(|_| CONTROL.to_string()),
             }
         })

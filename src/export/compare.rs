@@ -24,14 +24,10 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:+.1}%"))
 }
 
-/// A finding in one word: more, less, same, unresolved.
+/// A finding in one word: more, less, same, inconclusive (the words sweep and the gate use
+/// for the same cases, from [`crate::experiment::reading`]).
 pub fn short(f: Option<Finding>) -> &'static str {
-    match f {
-        Some(Finding::Worse) => "more",
-        Some(Finding::Better) => "less",
-        Some(Finding::Within) => "same",
-        None => "unresolved",
-    }
+    crate::experiment::reading::word(f)
 }
 
 /// The paper's overhead table of a live comparison: each group's median µs/tran per
@@ -152,7 +148,7 @@ pub fn live_text(c: &Comparison) -> String {
         ));
     }
     s.push_str(&format!(
-        "Each change: the paired estimate against {} and its interval over the blocks{}; more/less beyond the minimum effect, same when the interval lies within it, unresolved otherwise
+        "Each change: the paired estimate against {} and its interval over the blocks{}; more/less when the whole interval lies beyond the minimum effect, same when it lies within it, inconclusive when it straddles it
 
 ",
         c.settings.first().map_or("", |x| x.name.as_str()),

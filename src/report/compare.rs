@@ -69,7 +69,8 @@ pub struct Change {
     /// The smallest change reported, as applied (the minimum effect, widened by the floor).
     pub min_effect_pct: f64,
     /// `worse` (costs more), `better` (costs less), `within` (no difference as large as the
-    /// minimum effect); null: no difference can be stated at this precision.
+    /// minimum effect: the whole interval within it); null: inconclusive (the interval
+    /// straddles the minimum effect, or was never judged), `reading` says why.
     pub finding: Option<Finding>,
     /// The finding in words.
     pub reading: String,
@@ -92,17 +93,6 @@ pub struct RunShape {
     pub orders: Vec<Vec<usize>>,
 }
 
-/// The reading of a finding under a difference rule.
-pub fn reading(f: Option<Finding>, rule: Rule) -> String {
-    let d = 100.0 * rule.threshold();
-    match f {
-        Some(Finding::Worse) => format!("costs more (beyond +{d:.1}%)"),
-        Some(Finding::Better) => format!("costs less (beyond -{d:.1}%)"),
-        Some(Finding::Within) => format!("no difference as large as {d:.1}%"),
-        None => "no difference at this precision".into(),
-    }
-}
-
 /// Each metric's change of every setting against the base, from the engine's outcomes.
 pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
     let d = engine.design();
@@ -122,7 +112,7 @@ pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
                 level: o.level,
                 min_effect_pct: 100.0 * o.rule.threshold(),
                 finding: o.finding,
-                reading: reading(o.finding, o.rule),
+                reading: experiment::reading::difference(o, "costs more", "costs less"),
                 decided_after: o.decided_after,
             }
         })
