@@ -80,7 +80,7 @@ pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
 }
 
 /// The live comparison as a spreadsheet takes it: one row per setting and metric, one value
-/// per cell, units in the column names.
+/// per cell, units in the column names, and how the run ended on every row.
 pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
     let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
     let mut out = vec![
@@ -97,6 +97,7 @@ pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
             "change_ci_level",
             "min_effect_pct",
             "finding",
+            "ended",
         ]
         .map(String::from)
         .to_vec(),
@@ -118,6 +119,9 @@ pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
                 opt(ch.map(|c| 100.0 * c.level), 1),
                 opt(ch.map(|c| c.min_effect_pct), 2),
                 ch.map_or(String::new(), |c| short(c.finding).to_string()),
+                // On every row: a pasted row of a run cut short by a fault or an interrupt
+                // must not pass for a whole one.
+                c.run_shape.ended.to_string(),
             ]);
         }
     }
@@ -137,9 +141,14 @@ pub fn live_text(c: &Comparison) -> String {
         match r.ended {
             "decided" => "every change decided",
             "interrupted" => "interrupted",
+            "failed" => "stopped by a fault",
             _ => "stopped at --max-time/--max-rounds",
         }
     );
+    if let Some(p) = &c.partial {
+        s.push_str(&p.line());
+        s.push('\n');
+    }
     for set in &c.settings {
         s.push_str(&format!(
             "  {}: {}

@@ -29,6 +29,9 @@ pub struct Comparison {
     pub changes: Vec<Change>,
     /// How the run went.
     pub run_shape: RunShape,
+    /// Set when a fault or an interrupt stopped the run before its plan: the figures are
+    /// the blocks done; null for a run that ended as planned.
+    pub partial: Option<super::partial::Partial>,
     pub host: super::Host,
 }
 
@@ -85,7 +88,7 @@ pub struct RunShape {
     pub cycles: usize,
     pub cycles_per_block: usize,
     pub elapsed_s: f64,
-    /// `decided`, `budget` or `interrupted`.
+    /// `decided`, `budget`, `interrupted` or `failed` (a fault; `partial` says which).
     pub ended: &'static str,
     pub control: Option<String>,
     pub floor_us: f64,
@@ -107,7 +110,8 @@ pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
                 against: names[base].clone(),
                 metric: d.metrics[o.metric].name.clone(),
                 change_pct: o.interval.and_then(|i| pct(i.ratio)),
-                low_pct: o.interval.and_then(|i| pct(i.low)),
+                // 0 is "unbounded" (too few blocks), not -100 %.
+                low_pct: o.interval.filter(|i| i.low > 0.0).and_then(|i| pct(i.low)),
                 high_pct: o.interval.and_then(|i| pct(i.high)),
                 level: o.level,
                 min_effect_pct: 100.0 * o.rule.threshold(),

@@ -23,6 +23,9 @@ pub struct Sweep {
     /// Per N and metric: processes ÷ threads.
     pub ratios: Vec<ModeRatio>,
     pub run_shape: RunShape,
+    /// Set when a fault or an interrupt stopped the sweep before its plan: the figures are
+    /// the blocks done; null for a sweep that ended as planned.
+    pub partial: Option<super::partial::Partial>,
     pub host: super::Host,
 }
 
@@ -84,7 +87,8 @@ pub struct RunShape {
     pub cycles: usize,
     pub cycles_per_block: usize,
     pub elapsed_s: f64,
-    /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`.
+    /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`,
+    /// `failed` (a fault; `partial` says which).
     pub ended: &'static str,
     pub precision_pct: f64,
     /// The engine's metrics, in the order of each point's `round_figures`.
