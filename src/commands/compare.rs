@@ -266,7 +266,7 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
             .collect(),
         run: run_settings,
         arms: model::arms(&engine, &names),
-        changes: model::changes(&engine, &names),
+        changes: model::changes(&engine, &names, control),
         metrics,
         run_shape: shape,
         partial,

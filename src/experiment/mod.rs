@@ -221,6 +221,9 @@ pub struct Outcome {
     /// Whether any look judged it: false for a run cut short before the first look, whose
     /// interval is the blocks' as measured and was never held against the rule.
     pub looked: bool,
+    /// The paired estimate of the plain pairs, not adjusted by the control: beside the
+    /// adjusted `interval.ratio`, what the control's adjustment moved.
+    pub unadjusted_ratio: Option<f64>,
     /// The control's slope used, when the interval was adjusted.
     pub slope: Option<f64>,
     pub blocks: usize,
@@ -541,6 +544,11 @@ impl Experiment {
                     decided_after: cell.decided.map(|(.., n)| n),
                     precise: matches!(cell.decided, Some((None, ..))),
                     looked: cell.level.is_some(),
+                    unadjusted_ratio: paired_interval(
+                        &control::block_means(&cell.blocks, 0.0),
+                        level,
+                    )
+                    .map(|i| i.ratio),
                     slope: cell.slope,
                     blocks: cell.blocks.len(),
                     skipped: cell.skipped,

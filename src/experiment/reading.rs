@@ -103,6 +103,7 @@ mod tests {
             decided_after: None,
             precise: false,
             looked: true,
+            unadjusted_ratio: Some(interval.ratio),
             slope: None,
             blocks: 12,
             skipped: 0,

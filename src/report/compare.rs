@@ -63,12 +63,23 @@ pub struct Change {
     pub setting: String,
     pub against: String,
     pub metric: String,
-    /// (other ÷ base − 1) × 100, the paired Hodges–Lehmann estimate, and its interval.
+    /// (other ÷ base − 1) × 100, the paired Hodges–Lehmann estimate, and its interval: the
+    /// centre of the blocks' mean ln(other ÷ base) over the cycles, each cycle's pair
+    /// adjusted by the control's change in it (`adjusted_by`). Not the ratio of the
+    /// medians (`medians_change_pct`), which it can differ from, even in sign.
     pub change_pct: Option<f64>,
     pub low_pct: Option<f64>,
     pub high_pct: Option<f64>,
     /// The interval's confidence level.
     pub level: f64,
+    /// (other's median ÷ base's median − 1) × 100, of the medians shown beside the change:
+    /// each setting's rounds taken apart, not in pairs, nor adjusted.
+    pub medians_change_pct: Option<f64>,
+    /// The paired estimate of the pairs as measured, before the control's adjustment.
+    pub unadjusted_change_pct: Option<f64>,
+    /// The group each pair was adjusted by; null when the pairs were judged as measured
+    /// (no control, or the control itself differed between the settings).
+    pub adjusted_by: Option<String>,
     /// The smallest change reported, as applied (the minimum effect, widened by the floor).
     pub min_effect_pct: f64,
     /// `worse` (costs more), `better` (costs less), `within` (no difference as large as the
@@ -96,15 +107,21 @@ pub struct RunShape {
     pub orders: Vec<Vec<usize>>,
 }
 
-/// Each metric's change of every setting against the base, from the engine's outcomes.
-pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
+/// Each metric's change of every setting against the base, from the engine's outcomes;
+/// `control` names the group the pairs were adjusted by, when they were.
+pub fn changes(engine: &Experiment, names: &[String], control: Option<&str>) -> Vec<Change> {
     let d = engine.design();
+    let pct = |x: f64| x.is_finite().then_some(100.0 * (x - 1.0));
     engine
         .outcomes()
         .iter()
         .map(|o| {
             let (base, other) = d.contrasts[o.contrast];
-            let pct = |x: f64| x.is_finite().then_some(100.0 * (x - 1.0));
+            let median = |arm: usize| engine.arm_summary(arm, o.metric, 0.05).map(|s| s.median);
+            let medians = median(base)
+                .zip(median(other))
+                .filter(|(b, _)| *b > 0.0)
+                .and_then(|(b, x)| pct(x / b));
             Change {
                 setting: names[other].clone(),
                 against: names[base].clone(),
@@ -114,6 +131,9 @@ pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
                 low_pct: o.interval.filter(|i| i.low > 0.0).and_then(|i| pct(i.low)),
                 high_pct: o.interval.and_then(|i| pct(i.high)),
                 level: o.level,
+                medians_change_pct: medians,
+                unadjusted_change_pct: o.unadjusted_ratio.and_then(pct),
+                adjusted_by: o.slope.and(control).map(String::from),
                 min_effect_pct: 100.0 * o.rule.threshold(),
                 finding: o.finding,
                 reading: experiment::reading::difference(o, "costs more", "costs less"),
@@ -121,6 +141,17 @@ pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
             }
         })
         .collect()
+}
+
+impl Change {
+    /// Whether the change and the medians' ratio point opposite ways, each by enough to
+    /// show at the table's 0.1 %: the case the text flags.
+    pub fn sign_differs_from_medians(&self) -> bool {
+        match (self.change_pct, self.medians_change_pct) {
+            (Some(c), Some(m)) => c * m < 0.0 && c.abs() >= 0.05 && m.abs() >= 0.05,
+            _ => false,
+        }
+    }
 }
 
 /// Each setting's figures, metric by metric.
