@@ -817,3 +817,96 @@ fn sigterm_ends_a_stalled_pubsub_run_with_what_it_counted() {
     // Without a signal the run ends when the client's heartbeat gives the connection up
     // (about two minutes here), with its report: too slow for the suite, checked by hand.
 }
+
+/// The broker goes away after the matrix's first cell (a fault proxy in front of RabbitMQ
+/// closes every connection, and every new one, once the second cell begins): the matrix
+/// ends with the cells measured before it, marked partial with the error, and exit 1 —
+/// not with an error and nothing.
+#[test]
+fn a_broker_lost_after_the_first_cell_leaves_a_partial_matrix_of_the_cells_measured() {
+    use std::io::BufRead;
+    live!(RabbitMq);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("matrix.json");
+    let exchange = ExchangeGuard(fresh_queue("matrix-fault"));
+    let proxy = FaultProxy::start("127.0.0.1:5672");
+    let mut child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args([
+            "matrix",
+            "--qmgr",
+            &format!("amqp://guest:guest@{}/%2f", proxy.addr()),
+            "--topic",
+            &exchange.0,
+            "--declare",
+        ])
+        .args(["--count", "300", "--export-json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let mut lines = Vec::new();
+    // Each cell's line comes before it is measured: the second line means the first cell
+    // is done.
+    for line in std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+    {
+        if line.starts_with("oemputx matrix: ")
+            && lines
+                .iter()
+                .filter(|l: &&String| l.starts_with("oemputx matrix: "))
+                .count()
+                == 1
+        {
+            proxy.set(Fault::Cut);
+        }
+        lines.push(line);
+    }
+    let out = child.wait_with_output().expect("the matrix ends");
+    let err = lines.join("\n");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("oemputx matrix: partial: stopped after "),
+        "{err}"
+    );
+    let j = read_json(&json);
+    assert_matches_schema(&j);
+    let p = &j["partial"];
+    // The first cell, and the second when its run began before the cut and failed as a
+    // cell of its own (a note in its place).
+    let done = p["cells_done"].as_u64().unwrap_or(0);
+    assert!((1..=2).contains(&done), "{p}");
+    assert_eq!(p["cells_planned"], 8, "{p}");
+    assert!(
+        p["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("measuring the cell"),
+        "{p}"
+    );
+    let cells = j["cells"].as_array().expect("cells");
+    assert_eq!(cells.len() as u64, done, "{j}");
+    let first = &cells[0];
+    assert_eq!(
+        (
+            &first["msg_size"],
+            &first["receivers"],
+            &first["persistent"]
+        ),
+        (
+            &serde_json::json!(128),
+            &serde_json::json!(1),
+            &serde_json::json!(false)
+        ),
+        "{first}"
+    );
+    assert!(
+        first["received_mps"].as_f64().is_some_and(|r| r > 0.0),
+        "{first}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("partial: stopped after "), "{text}");
+}

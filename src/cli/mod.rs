@@ -456,7 +456,7 @@ pub struct CompareArgs {
     #[arg(long = "flow", value_name = "NAME=COMMAND")]
     pub flows: Vec<String>,
     /// Live: stop adding rounds after this long; what is not decided by then is reported
-    /// with its interval as "no difference at this precision".
+    /// with its interval as "inconclusive", saying why.
     #[arg(long, value_name = "DURATION", default_value = "5m")]
     pub max_time: humantime::Duration,
     /// Live: stop adding rounds after this many (all settings together). [default: 400, or

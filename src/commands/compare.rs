@@ -234,9 +234,24 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
                 look_line(look, &names, &metrics, elapsed.as_secs_f64())
             )
         },
-    )?;
-    let elapsed = run.elapsed().as_secs_f64();
-    let orders = std::mem::take(&mut run.orders);
+    );
+    let partial = run.partial(&engine, end);
+    if let Some(p) = partial.as_ref().filter(|_| end == End::Failed) {
+        crate::say!(
+            "compare: {}; the report covers the blocks measured",
+            p.line()
+        );
+    }
+    let shape = model::RunShape {
+        blocks: engine.blocks(),
+        cycles: engine.cycles(),
+        cycles_per_block: per_block,
+        elapsed_s: run.elapsed().as_secs_f64(),
+        ended: end.as_str(),
+        control: control.map(String::from),
+        floor_us: l.floor_us,
+        orders: std::mem::take(&mut run.orders),
+    };
     drop(arms);
     let comparison = Comparison {
         schema: model::SCHEMA,
@@ -251,29 +266,17 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
             .collect(),
         run: run_settings,
         arms: model::arms(&engine, &names),
-        changes: model::changes(&engine, &names),
+        changes: model::changes(&engine, &names, control),
         metrics,
-        run_shape: model::RunShape {
-            blocks: engine.blocks(),
-            cycles: engine.cycles(),
-            cycles_per_block: per_block,
-            elapsed_s: elapsed,
-            ended: match end {
-                End::Decided => "decided",
-                End::Budget => "budget",
-                End::Interrupted => "interrupted",
-            },
-            control: control.map(String::from),
-            floor_us: l.floor_us,
-            orders,
-        },
+        run_shape: shape,
+        partial,
         host,
     };
     write_live(&comparison, &l.outputs)?;
-    Ok(if end == End::Interrupted {
-        Exit::Interrupted
-    } else {
-        Exit::Ok
+    Ok(match end {
+        End::Interrupted => Exit::Interrupted,
+        End::Failed => Exit::Failure,
+        End::Decided | End::Budget => Exit::Ok,
     })
 }
 
@@ -282,7 +285,10 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
     let text = export::compare::live_text(c);
     let json = serde_json::to_string_pretty(c)? + "\n";
     let tsv = cells::delimited(&export::compare::live_tsv_rows(c), b'\t')?;
-    let md = cells::markdown(&export::compare::live_rows(c));
+    let mut md = cells::markdown(&export::compare::live_rows(c));
+    if let Some(p) = &c.partial {
+        md = format!("**{}**\n\n{md}", p.line());
+    }
     let is_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let mut on_stdout = None;
     let html = export::html::compare::live(c);

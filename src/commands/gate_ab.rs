@@ -106,7 +106,7 @@ pub fn gate_ab(
     let specs = ab::metrics(named, |m| cfg.tolerances.for_metric(m), &first, control)?;
     let mut engine = Experiment::new(ab::design(specs.clone(), control.is_some(), max_blocks))?;
     let figures = |r: &crate::report::Report| ab::figures(&specs, control, &SavedFigures::from(r));
-    let end = run.drive(&mut engine, figures, &interrupt, |look, elapsed| {
+    let end = run.drive_or_err(&mut engine, figures, &interrupt, |look, elapsed| {
         crate::say!("{}", ab::look_line(look, &specs, elapsed));
     })?;
     let elapsed = run.elapsed();

@@ -11,7 +11,7 @@ use super::pubsub::{broker, measure};
 use crate::config::tools::MatrixConfig;
 use crate::exit::Exit;
 use crate::export::write_atomic;
-use crate::report::matrix::{Cell, Matrix, SCHEMA};
+use crate::report::matrix::{Cell, Matrix, MatrixPartial, SCHEMA};
 use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,18 +94,38 @@ fn preflight(m: &MatrixConfig, plan: &[(bool, usize, usize)]) -> anyhow::Result<
     Ok(())
 }
 
-/// `oemputx matrix`.
-pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let plan = m.cells();
-    preflight(m, &plan)?;
-    let rounds = m.options.rounds.max(1);
+/// The cells measured, round by round, and what stopped them early.
+struct Measured {
+    /// Each cell's rounds.
+    cells: Vec<Vec<Cell>>,
+    /// Cell measurements done (a cell in a round is one) and planned.
+    done: usize,
+    planned: usize,
+    /// An error after which no cell was measured: the cells measured before it are kept.
+    fault: Option<anyhow::Error>,
+}
+
+/// Every cell, `rounds` times, until done, interrupted, or an error that is not the cell's
+/// own (a broker that stops answering, say): a cell that fails alone is a note in its place
+/// and the matrix goes on.
+fn measure_cells(
+    m: &MatrixConfig,
+    plan: &[(bool, usize, usize)],
+    rounds: usize,
+    interrupt: &Arc<AtomicBool>,
+) -> Measured {
     // Each round runs the cells in a row of a Williams design: every cell follows every
     // other equally often, so the machine's drift and what one cell leaves behind (a
     // broker's queues, its page cache) fall on all of them alike.
     let orders = crate::experiment::order::williams(plan.len());
-    let mut measured: Vec<Vec<Cell>> = vec![Vec::new(); plan.len()];
+    let mut out = Measured {
+        cells: vec![Vec::new(); plan.len()],
+        done: 0,
+        planned: plan.len() * rounds,
+        fault: None,
+    };
     let mut empty = vec![false; plan.len()];
-    'rounds: for round in 0..rounds {
+    for round in 0..rounds {
         let order: Vec<usize> = if rounds == 1 {
             (0..plan.len()).collect()
         } else {
@@ -117,8 +137,8 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
                 continue;
             }
             let (persistent, size, receivers) = plan[i];
-            crate::say!(
-                "oemputx matrix: {}{size} bytes, {receivers} receiver(s), {}",
+            let kind = format!(
+                "{}{size} bytes, {receivers} receiver(s), {}",
                 if rounds > 1 {
                     format!("round {} of {rounds}: ", round + 1)
                 } else {
@@ -130,21 +150,57 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
                     "non-persistent"
                 }
             );
+            crate::say!("oemputx matrix: {kind}");
             if interrupt.load(Ordering::Relaxed) {
-                break 'rounds;
+                return out;
             }
-            let Some(cell) = run_cell(m, plan[i], &interrupt)? else {
-                crate::say!(
-                    "oemputx matrix: interrupted; that cell is left out, the cells measured are reported"
-                );
-                break 'rounds;
+            let cell = match run_cell(m, plan[i], interrupt) {
+                Ok(Some(cell)) => cell,
+                Ok(None) => {
+                    crate::say!(
+                        "oemputx matrix: interrupted; that cell is left out, the cells measured are reported"
+                    );
+                    return out;
+                }
+                Err(e) => {
+                    out.fault = Some(e.context(format!("measuring the cell {kind}")));
+                    return out;
+                }
             };
             empty[i] = cell.received_mps.is_none() && cell.note.is_some();
-            measured[i].push(cell);
+            out.cells[i].push(cell);
+            out.done += 1;
         }
+    }
+    out
+}
+
+/// `oemputx matrix`.
+pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let plan = m.cells();
+    preflight(m, &plan)?;
+    let rounds = m.options.rounds.max(1);
+    let mut measured = measure_cells(m, &plan, rounds, &interrupt);
+    let partial = match measured.fault.take() {
+        // Not one cell measured: nothing to keep, only what stopped it.
+        Some(e) if measured.done == 0 => return Err(e),
+        Some(e) => Some(MatrixPartial {
+            cells_done: measured.done,
+            cells_planned: measured.planned,
+            // An error may quote a URL: no password goes into a report.
+            reason: crate::secret::scrub(&format!("{e:#}")),
+        }),
+        None => None,
+    };
+    if let Some(p) = &partial {
+        crate::say!(
+            "oemputx matrix: {}; the report covers the cells measured",
+            p.line()
+        );
     }
     let interrupted = interrupt.load(Ordering::Relaxed);
     let cells = measured
+        .cells
         .iter()
         .filter_map(|rounds| Cell::of_rounds(rounds))
         .collect();
@@ -155,6 +211,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         rounds,
         pattern: m.options.pattern.clone(),
         interrupted,
+        partial,
         cells,
     };
     // Files first: a full or closed stdout cannot lose them.
@@ -180,7 +237,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         .any(|c| c.note.as_deref().is_some_and(|n| n.starts_with("failed")));
     Ok(if interrupted {
         Exit::Interrupted
-    } else if lost == 0 && !failed {
+    } else if lost == 0 && !failed && matrix.partial.is_none() {
         Exit::Ok
     } else {
         Exit::Failure

@@ -8,14 +8,15 @@
 
 use crate::config::RunConfig;
 use crate::config::sweep::{SweepConfig, SweepMode};
-use crate::experiment::{Design, Experiment, Figures, MetricSpec, Rule, median_interval};
+use crate::exit::Exit;
+use crate::experiment::{Design, Experiment, Figures, Look, MetricSpec, Rule, median_interval};
 use crate::export;
 use crate::export::sweep::{render_svg, render_text, rows};
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
-use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, reading};
+use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, words};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
@@ -186,7 +187,8 @@ fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
                 Some(i) => (Some(i.ratio), Some(i.low), Some(i.high)),
                 None => (None, None, None),
             };
-            let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
+            // 0 and infinity are an end too few blocks leave unbounded: no figure.
+            let finite = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0);
             ModeRatio {
                 tasks: sc.task_counts.get(o.contrast).copied().unwrap_or(0),
                 metric: d.metrics[o.metric].name.clone(),
@@ -196,7 +198,10 @@ fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
                 level: o.level,
                 finding: o.finding,
                 min_effect_pct: 100.0 * o.rule.threshold(),
-                reading: reading(o.finding, rate, o.rule.threshold()),
+                reading: {
+                    let (worse, better) = words(rate);
+                    crate::experiment::reading::difference(o, worse, better)
+                },
                 adjusted_by: o.slope.map(|_| CONTROL.to_string()),
             }
         })
@@ -204,7 +209,7 @@ fn ratios(engine: &Experiment, sc: &SweepConfig) -> Vec<ModeRatio> {
 }
 
 /// Run the sweep.
-pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<crate::exit::Exit> {
+pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     let shapes = shapes(sc);
     let pid = std::process::id();
     let queues: Vec<String> = (0..shapes.len())
@@ -235,33 +240,24 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
     );
     let end = run.drive(&mut engine, figures, &interrupt, |look, elapsed| {
         if !quiet {
-            crate::say!(
-                "sweep: look {} after {} blocks ({:.0} s): {}",
-                look.boundary.look,
-                look.blocks,
-                elapsed.as_secs_f64(),
-                look.items
-                    .iter()
-                    .filter(|i| i.metric == 0)
-                    .filter_map(|i| i.interval.map(|v| (i.contrast, v)))
-                    .map(|(c, v)| format!(
-                        "N={} FLOW {:+.1}% [{:+.1}%, {:+.1}%]",
-                        sc.task_counts.get(c).copied().unwrap_or(0),
-                        100.0 * (v.ratio - 1.0),
-                        100.0 * (v.low - 1.0),
-                        100.0 * (v.high - 1.0)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+            crate::say!("{}", look_line(sc, look, elapsed));
         }
-    })?;
+    });
     let elapsed = run.elapsed().as_secs_f64();
     let rounds = std::mem::take(&mut run.rounds);
-    drop(arms);
     let Some(first) = rounds.iter().find_map(|r| r.first()) else {
-        return Ok(crate::exit::Exit::Interrupted);
+        // Not one round measured: there is nothing to report, only what stopped it.
+        return match run.fault.take() {
+            Some(e) => Err(e),
+            None => Ok(Exit::Interrupted),
+        };
     };
+    let partial = run.partial(&engine, end);
+    if let Some(p) = partial.as_ref().filter(|_| end == End::Failed) {
+        crate::say!("sweep: {}; the report covers the blocks measured", p.line());
+    }
+    drop(run);
+    drop(arms);
     let sweep = Sweep {
         schema: SCHEMA,
         label: format!("{}-sweep", sc.run.label),
@@ -281,22 +277,42 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<cra
             cycles: engine.cycles(),
             cycles_per_block: CYCLES_PER_BLOCK,
             elapsed_s: elapsed,
-            ended: match end {
-                End::Decided => "decided",
-                End::Budget => "budget",
-                End::Interrupted => "interrupted",
-            },
+            ended: end.as_str(),
             precision_pct: 100.0 * sc.precision,
             metrics: METRICS.iter().map(|m| m.to_string()).collect(),
             control: CONTROL.to_string(),
         },
+        partial,
     };
     write_reports(&sc.run, sc, &sweep)?;
-    Ok(if end == End::Interrupted {
-        crate::exit::Exit::Interrupted
-    } else {
-        crate::exit::Exit::Ok
+    Ok(match end {
+        End::Interrupted => Exit::Interrupted,
+        End::Failed => Exit::Failure,
+        End::Decided | End::Budget => Exit::Ok,
     })
+}
+
+/// The progress line of a look: each N's FLOW ratio so far.
+fn look_line(sc: &SweepConfig, look: &Look, elapsed: std::time::Duration) -> String {
+    format!(
+        "sweep: look {} after {} blocks ({:.0} s): {}",
+        look.boundary.look,
+        look.blocks,
+        elapsed.as_secs_f64(),
+        look.items
+            .iter()
+            .filter(|i| i.metric == 0)
+            .filter_map(|i| i.interval.map(|v| (i.contrast, v)))
+            .map(|(c, v)| format!(
+                "N={} FLOW {:+.1}% [{:+.1}%, {:+.1}%]",
+                sc.task_counts.get(c).copied().unwrap_or(0),
+                100.0 * (v.ratio - 1.0),
+                100.0 * (v.low - 1.0),
+                100.0 * (v.high - 1.0)
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result<()> {
@@ -335,8 +351,11 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
     }
     if let Some(p) = &e.markdown {
         let md = format!(
-            "### oemputx sweep: {}\n\n{}",
+            "### oemputx sweep: {}\n\n{}{}",
             s.flow_cmd,
+            s.partial
+                .as_ref()
+                .map_or_else(String::new, |p| format!("**{}**\n\n", p.line())),
             export::cells::markdown(&rows(s))
         );
         keep(write(p, "Markdown", &md));

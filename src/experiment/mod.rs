@@ -24,12 +24,14 @@
 //! **Findings.** Under [`Rule::Gate`] (tolerance t): worse when the whole interval lies
 //! above 1 + t, better when it lies below 1 − t, within when its top is at most 1 + t.
 //! Under [`Rule::Difference`] (minimum effect δ): worse or better beyond ±δ, within when the
-//! whole interval lies inside ±δ; otherwise no difference can be stated at this precision.
+//! whole interval lies inside ±δ; otherwise inconclusive (the interval straddles ±δ), and
+//! never "no difference" ([`reading`] words the three cases for compare and sweep alike).
 //! A metric's `floor` (µs/tran) widens t or δ to floor ÷ the base arm's median, so that a
 //! change of 0.05 µs in a group that costs 0.01 µs is never reported.
 
 pub mod control;
 pub mod order;
+pub mod reading;
 pub mod sequential;
 pub mod sim;
 
@@ -216,6 +218,12 @@ pub struct Outcome {
     pub decided_after: Option<usize>,
     /// Stopped because the interval was as narrow as asked, without a finding.
     pub precise: bool,
+    /// Whether any look judged it: false for a run cut short before the first look, whose
+    /// interval is the blocks' as measured and was never held against the rule.
+    pub looked: bool,
+    /// The paired estimate of the plain pairs, not adjusted by the control: beside the
+    /// adjusted `interval.ratio`, what the control's adjustment moved.
+    pub unadjusted_ratio: Option<f64>,
     /// The control's slope used, when the interval was adjusted.
     pub slope: Option<f64>,
     pub blocks: usize,
@@ -433,6 +441,14 @@ impl Experiment {
         item.interval = Some(i);
         if let Some((f, before, n)) = cell.decided {
             let narrowed = narrow(&before, &i);
+            // A metric stopped at the precision asked, without a finding, is judged again on
+            // its narrowed interval: the repeated intervals hold at every look together, so
+            // a later look may call what an earlier one could not (a sweep's ratio that
+            // straddled its minimum effect, then came to lie beyond it, read "no difference").
+            let (f, n) = match f {
+                None => judge(&narrowed, rule).map_or((None, n), |found| (Some(found), blocks)),
+                found => (found, n),
+            };
             cell.decided = Some((f, narrowed, n));
             item.decided = Some(f);
             item.interval = Some(narrowed);
@@ -527,6 +543,12 @@ impl Experiment {
                     level: 1.0 - cell.level.unwrap_or(level),
                     decided_after: cell.decided.map(|(.., n)| n),
                     precise: matches!(cell.decided, Some((None, ..))),
+                    looked: cell.level.is_some(),
+                    unadjusted_ratio: paired_interval(
+                        &control::block_means(&cell.blocks, 0.0),
+                        level,
+                    )
+                    .map(|i| i.ratio),
                     slope: cell.slope,
                     blocks: cell.blocks.len(),
                     skipped: cell.skipped,

@@ -287,3 +287,53 @@ fn a_decided_change_goes_on_narrowing_while_the_run_goes_on() {
     );
     assert!(i.low <= i.ratio && i.ratio <= i.high);
 }
+
+/// A sweep's ratio stopped at its precision while its interval still straddled the minimum
+/// effect is judged again at later looks (the run goes on for the other metric): once the
+/// narrowed interval lies beyond the minimum effect it is a finding, not "no difference".
+#[test]
+fn a_metric_stopped_at_its_precision_is_judged_again_on_its_narrowed_interval() {
+    let rule = Rule::Difference { min_effect: 0.02 };
+    let mut d = design(2, rule);
+    d.metrics.push(spec("noisy", rule));
+    d.precision = Some(0.02);
+    d.max_blocks = 60;
+    let mut e = Experiment::new(d).expect("runs");
+    e.plan(60);
+    let (mut precise_at, mut found_at) = (None, None);
+    for c in 0..400usize {
+        // Metric 0: +3 % with a ±4 % spread; metric 1: a spread too wide to settle soon.
+        let small = 1.0 + 0.04 * ((c * 7 % 5) as f64 - 2.0) / 2.0;
+        let wide = 1.0 + 0.3 * ((c * 5 % 7) as f64 - 3.0) / 3.0;
+        let base = Figures {
+            values: vec![Some(100.0), Some(100.0)],
+            control: None,
+        };
+        let other = Figures {
+            values: vec![Some(103.0 * small), Some(100.0 * wide)],
+            control: None,
+        };
+        if e.record(vec![base, other]).expect("cycle") && e.look_due() {
+            let look = e.look(false);
+            match look.items[0].decided {
+                Some(None) if precise_at.is_none() => precise_at = Some(e.blocks()),
+                Some(Some(f)) if found_at.is_none() => found_at = Some((e.blocks(), f)),
+                _ => {}
+            }
+            if found_at.is_some() {
+                break;
+            }
+        }
+    }
+    let precise_at = precise_at.expect("stopped at its precision first, without a finding");
+    let (found_at, finding) = found_at.expect("judged again later");
+    assert!(found_at > precise_at, "{precise_at} then {found_at}");
+    assert_eq!(finding, Finding::Worse);
+    let o = &e.outcomes()[0];
+    assert_eq!(
+        (o.finding, o.decided_after),
+        (Some(Finding::Worse), Some(found_at))
+    );
+    let i = o.interval.expect("an interval");
+    assert!(i.low > 1.02, "{i:?}");
+}

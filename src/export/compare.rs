@@ -24,14 +24,69 @@ fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:+.1}%"))
 }
 
-/// A finding in one word: more, less, same, unresolved.
+/// A finding in one word: more, less, same, inconclusive (the words sweep and the gate use
+/// for the same cases, from [`crate::experiment::reading`]).
 pub fn short(f: Option<Finding>) -> &'static str {
-    match f {
-        Some(Finding::Worse) => "more",
-        Some(Finding::Better) => "less",
-        Some(Finding::Within) => "same",
-        None => "unresolved",
+    crate::experiment::reading::word(f)
+}
+
+/// A change as a cell: the paired estimate, its interval, its word; and, right there, the
+/// medians' ratio when it points the other way (an A/A compare read +2.6 % [+0.5, +5.1]
+/// while the medians beside it showed the other setting cheaper, without a word).
+fn change_cell(ch: &Change) -> String {
+    let flag = if ch.sign_differs_from_medians() {
+        format!(" (medians {}: other sign)", pct(ch.medians_change_pct))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} [{}, {}] {}{flag}",
+        pct(ch.change_pct),
+        pct(ch.low_pct),
+        pct(ch.high_pct),
+        short(ch.finding)
+    )
+}
+
+/// Why a change and the medians beside it point opposite ways, for every change that does
+/// (none: an empty string): which estimate the change is, and which of its two differences
+/// from the medians turned the sign — the control's adjustment, or the pairing.
+fn sign_notes(changes: &[Change]) -> String {
+    let mut o = String::new();
+    for ch in changes.iter().filter(|ch| ch.sign_differs_from_medians()) {
+        let why = match (&ch.adjusted_by, ch.unadjusted_change_pct) {
+            (Some(g), Some(u)) if u * ch.change_pct.unwrap_or(0.0) < 0.0 => {
+                let control = changes
+                    .iter()
+                    .find(|c| c.setting == ch.setting && &c.metric == g)
+                    .map(|c| {
+                        format!(
+                            " ({g} itself moved {} [{}, {}])",
+                            pct(c.change_pct),
+                            pct(c.low_pct),
+                            pct(c.high_pct)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "before the adjustment by {g}'s change in each cycle the pairs give {}, as the medians do: the adjustment turned the sign{control}",
+                    pct(Some(u))
+                )
+            }
+            _ => "the pairs cancel the machine's drift between cycles, which the medians, each setting's rounds taken apart, keep".to_string(),
+        };
+        o.push_str(&format!(
+            "Note: {} {} against {}: the change {} [{}, {}] and the medians' ratio {} differ in sign. The change is the paired estimate, the one its interval and word are for; {why}.\n",
+            ch.setting,
+            label(&ch.metric),
+            ch.against,
+            pct(ch.change_pct),
+            pct(ch.low_pct),
+            pct(ch.high_pct),
+            pct(ch.medians_change_pct),
+        ));
     }
+    o
 }
 
 /// The paper's overhead table of a live comparison: each group's median µs/tran per
@@ -54,13 +109,7 @@ pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
                 });
             let cell = match (ai, change_of(c, &arm.setting, metric)) {
                 (0, _) | (_, None) => fig,
-                (_, Some(ch)) => format!(
-                    "{fig} {} [{}, {}] {}",
-                    pct(ch.change_pct),
-                    pct(ch.low_pct),
-                    pct(ch.high_pct),
-                    short(ch.finding)
-                ),
+                (_, Some(ch)) => format!("{fig} {}", change_cell(ch)),
             };
             row.push(cell);
         }
@@ -70,13 +119,7 @@ pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
     for (ai, arm) in c.arms.iter().enumerate() {
         total.push(match (ai, change_of(c, &arm.setting, TOTAL)) {
             (0, _) | (_, None) => "-".into(),
-            (_, Some(ch)) => format!(
-                "{} [{}, {}] {}",
-                pct(ch.change_pct),
-                pct(ch.low_pct),
-                pct(ch.high_pct),
-                short(ch.finding)
-            ),
+            (_, Some(ch)) => change_cell(ch),
         });
     }
     out.push(total);
@@ -84,7 +127,7 @@ pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
 }
 
 /// The live comparison as a spreadsheet takes it: one row per setting and metric, one value
-/// per cell, units in the column names.
+/// per cell, units in the column names, and how the run ended on every row.
 pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
     let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
     let mut out = vec![
@@ -101,6 +144,9 @@ pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
             "change_ci_level",
             "min_effect_pct",
             "finding",
+            "medians_change_pct",
+            "unadjusted_change_pct",
+            "ended",
         ]
         .map(String::from)
         .to_vec(),
@@ -122,6 +168,11 @@ pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
                 opt(ch.map(|c| 100.0 * c.level), 1),
                 opt(ch.map(|c| c.min_effect_pct), 2),
                 ch.map_or(String::new(), |c| short(c.finding).to_string()),
+                opt(ch.and_then(|c| c.medians_change_pct), 2),
+                opt(ch.and_then(|c| c.unadjusted_change_pct), 2),
+                // On every row: a pasted row of a run cut short by a fault or an interrupt
+                // must not pass for a whole one.
+                c.run_shape.ended.to_string(),
             ]);
         }
     }
@@ -141,9 +192,14 @@ pub fn live_text(c: &Comparison) -> String {
         match r.ended {
             "decided" => "every change decided",
             "interrupted" => "interrupted",
+            "failed" => "stopped by a fault",
             _ => "stopped at --max-time/--max-rounds",
         }
     );
+    if let Some(p) = &c.partial {
+        s.push_str(&p.line());
+        s.push('\n');
+    }
     for set in &c.settings {
         s.push_str(&format!(
             "  {}: {}
@@ -152,16 +208,21 @@ pub fn live_text(c: &Comparison) -> String {
         ));
     }
     s.push_str(&format!(
-        "Each change: the paired estimate against {} and its interval over the blocks{}; more/less beyond the minimum effect, same when the interval lies within it, unresolved otherwise
+        "Each change: the paired estimate against {} and its interval over the blocks (the centre of the blocks' mean ratio of the cycles{}), not the ratio of the medians beside it; more/less when the whole interval lies beyond the minimum effect, same when it lies within it, inconclusive when it straddles it
 
 ",
         c.settings.first().map_or("", |x| x.name.as_str()),
-        r.control
-            .as_deref()
-            .map(|g| format!(" (each pair adjusted by {g}'s change in it)"))
-            .unwrap_or_default()
+        match (r.control.as_deref(), c.changes.iter().any(|ch| ch.adjusted_by.is_some())) {
+            (Some(g), true) => format!(", each cycle adjusted by {g}'s change in it"),
+            // No slope before the first look, none when the control itself differed.
+            (Some(g), false) => format!(
+                ", the pairs as measured: not adjusted by {g} (no look yet, or {g} itself differed between the settings)"
+            ),
+            (None, _) => String::new(),
+        }
     ));
     s.push_str(&crate::export::cells::text(&live_rows(c)));
+    s.push_str(&sign_notes(&c.changes));
     s
 }
 
@@ -363,6 +424,123 @@ mod tests {
             }),
         )
         .expect("a valid report")
+    }
+
+    /// An A/A-like compare built from constructed rounds: in every cycle the other
+    /// setting's FLOW moves with its DRIVER (slope 1) and 2 % above it; the DRIVER of the
+    /// other setting happens to run 4 % cheaper on the whole (its own interval still holds
+    /// no change, so the pairs are adjusted by it). As measured, FLOW is about 2 % cheaper
+    /// in the other setting — the medians say so — while the adjusted pairs say +2 %.
+    fn medians_against_pairs() -> Vec<Change> {
+        use crate::experiment::{Experiment, Figures};
+        let metrics = vec!["FLOW".to_string(), "DRIVER".to_string()];
+        let design = crate::report::compare::design(&metrics, 2, (0.01, 0.0), Some("DRIVER"), 16);
+        let mut e = Experiment::new(design).expect("design");
+        e.plan(16);
+        for k in 0..16usize {
+            // Blocks whose DRIVER ratio swings widely around -4 %: its interval holds 0.
+            let offset = if k % 2 == 0 { 0.08 } else { -0.16 };
+            for (j, within) in [0.03, -0.03, 0.02, -0.02].into_iter().enumerate() {
+                let n = k * 4 + j;
+                let weather = 1.0 + 0.002 * (n % 9) as f64;
+                let c: f64 = offset + within;
+                let noise = 0.002 * ((n * 7 % 5) as f64 - 2.0);
+                let d = c + 0.02 + noise;
+                let round = |flow: f64, driver: f64| Figures {
+                    values: vec![Some(flow), Some(driver)],
+                    control: Some(driver),
+                };
+                let base = round(100.0 * weather, 40.0 * weather);
+                let other = round(100.0 * weather * d.exp(), 40.0 * weather * c.exp());
+                if e.record(vec![base, other]).expect("cycle") && e.look_due() {
+                    e.look(e.blocks() >= 16);
+                }
+            }
+        }
+        crate::report::compare::changes(&e, &["one".into(), "two".into()], Some("DRIVER"))
+    }
+
+    #[test]
+    fn a_change_whose_sign_differs_from_the_medians_is_flagged_right_there() {
+        let changes = medians_against_pairs();
+        let flow = changes
+            .iter()
+            .find(|c| c.metric == "FLOW")
+            .expect("a FLOW change");
+        let (change, medians) = (
+            flow.change_pct.unwrap_or(f64::NAN),
+            flow.medians_change_pct.unwrap_or(f64::NAN),
+        );
+        assert!(change > 1.0 && medians < -1.0, "{flow:?}");
+        assert!(flow.sign_differs_from_medians(), "{flow:?}");
+        assert_eq!(flow.adjusted_by.as_deref(), Some("DRIVER"), "{flow:?}");
+        // Before the adjustment the pairs agree with the medians: the adjustment is what
+        // turned the sign.
+        assert!(
+            flow.unadjusted_change_pct.is_some_and(|u| u < -1.0),
+            "{flow:?}"
+        );
+        let cell = change_cell(flow);
+        assert!(
+            cell.contains(&format!("(medians {medians:+.1}%: other sign)")),
+            "{cell}"
+        );
+        let notes = sign_notes(&changes);
+        assert!(
+            notes.contains("Note: two FLOW against one")
+                && notes.contains("differ in sign")
+                && notes.contains("the adjustment turned the sign (DRIVER itself moved"),
+            "{notes}"
+        );
+        // DRIVER is the control: judged as measured, it agrees with its medians.
+        let driver = changes
+            .iter()
+            .find(|c| c.metric == "DRIVER")
+            .expect("a DRIVER change");
+        assert!(!driver.sign_differs_from_medians(), "{driver:?}");
+        assert!(!change_cell(driver).contains("other sign"));
+    }
+
+    #[test]
+    fn a_sign_the_pairing_turns_is_flagged_with_the_pairing_as_the_reason() {
+        use crate::experiment::{Experiment, Figures};
+        // No control. The machine slows down from cycle 17 on (100 to 200 µs/tran); the
+        // other setting costs 1 % less before and 20 % more after. Taken apart, both
+        // settings' medians fall in the slow half's lower edge (100 and 99: -1 %); paired,
+        // most blocks say +20 %.
+        let metrics = vec!["FLOW".to_string()];
+        let design = crate::report::compare::design(&metrics, 2, (0.01, 0.0), None, 8);
+        let mut e = Experiment::new(design).expect("design");
+        e.plan(8);
+        for t in 0..32 {
+            let (base, ratio) = if t <= 16 { (100.0, 0.99) } else { (200.0, 1.2) };
+            let round = |v: f64| Figures {
+                values: vec![Some(v)],
+                control: None,
+            };
+            if e.record(vec![round(base), round(base * ratio)])
+                .expect("cycle")
+                && e.look_due()
+            {
+                e.look(e.blocks() >= 8);
+            }
+        }
+        let changes = crate::report::compare::changes(&e, &["one".into(), "two".into()], None);
+        let flow = &changes[0];
+        assert!(
+            flow.change_pct.is_some_and(|c| c > 5.0)
+                && flow
+                    .medians_change_pct
+                    .is_some_and(|m| (m + 1.0).abs() < 1e-9),
+            "{flow:?}"
+        );
+        assert_eq!(flow.adjusted_by, None);
+        assert!(change_cell(flow).contains("(medians -1.0%: other sign)"));
+        let notes = sign_notes(&changes);
+        assert!(
+            notes.contains("the pairs cancel the machine's drift between cycles"),
+            "{notes}"
+        );
     }
 
     #[test]

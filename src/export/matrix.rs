@@ -63,6 +63,9 @@ pub fn text(matrix: &Matrix) -> String {
             "INTERRUPTED: the cells not reached are missing, and the cell it stopped in is left out"
         );
     }
+    if let Some(p) = &m.partial {
+        let _ = writeln!(o, "{}", p.line());
+    }
     let _ = writeln!(
         o,
         "Messages received per second per receiver (median), {} messages from one sender, {}",

@@ -144,10 +144,14 @@ processes ÷ threads at each N (paired, each block on fresh flows; interval at t
         match r.ended {
             "decided" => format!("every ratio decided or within ±{:.1}%", r.precision_pct),
             "interrupted" => "interrupted".into(),
+            "failed" => "stopped by a fault".into(),
             _ => "stopped at --max-time".into(),
         },
         export::cells::text(&text_rows(s))
     );
+    if let Some(p) = &s.partial {
+        o = format!("{}\n{o}", p.line());
+    }
     for m in &s.ratios {
         let fmt = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.3}"));
         let plain = if m.adjusted_by.is_none() && m.ratio.is_some() {
@@ -192,13 +196,14 @@ pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
             (&left, "Transaction rate (per s)", rate),
             (&right, "FLOW CPU per transaction (us)", cpu),
         ];
-        let interrupted = s.run_shape.ended == "interrupted";
+        // A chart pasted alone must not pass for a whole sweep either.
+        let cut = match s.run_shape.ended {
+            "interrupted" => ", INTERRUPTED",
+            "failed" => ", PARTIAL (a fault)",
+            _ => "",
+        };
         for (area, title, value) in panels {
-            let title = if interrupted {
-                format!("{title}, INTERRUPTED")
-            } else {
-                title.to_string()
-            };
+            let title = format!("{title}{cut}");
             // Headroom above the highest bar keeps the legend off the data.
             let top = s
                 .points

@@ -22,6 +22,7 @@ use crate::driver::Status;
 use crate::flows::Flows;
 use crate::report::Report;
 use crate::transport::Endpoint;
+use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -141,6 +142,13 @@ impl Arm for FlowArm {
         self.stop();
         self.block += 1;
         self.cfg.request_queue = format!("{}.b{}", self.queue_base, self.block);
+        // Which arm and which block: what a partial report's reason must name.
+        let context = || {
+            format!(
+                "starting the flow of {} for block {}",
+                self.name, self.block
+            )
+        };
         let mut flows = Flows::start_with_env(
             &self.cmd,
             &self.cfg.endpoint,
@@ -148,8 +156,9 @@ impl Arm for FlowArm {
             self.processes,
             &self.extra,
             &[(LAYOUT_PAD, layout_pad())],
-        )?;
-        flows.wait_ready(self.ready)?;
+        )
+        .with_context(context)?;
+        flows.wait_ready(self.ready).with_context(context)?;
         self.cfg.groups = self.base_groups.clone();
         let selectors: Vec<Selector> = match self.group {
             FlowGroup::Tree => flows.pids().into_iter().map(Selector::Tree).collect(),

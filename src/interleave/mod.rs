@@ -6,10 +6,17 @@
 //! measured), looks after every block from the first look on, and stops when the engine
 //! is done, the budget is spent or the user interrupts. The A/B gate, `compare` and `sweep`
 //! run on it.
+//!
+//! **A fault keeps what was measured.** An error while measuring (a flow that will not
+//! start, a round that does not complete, a broker that times out) ends the run as
+//! [`End::Failed`] with the error kept in [`Interleave::fault`], not as an `Err` that would
+//! take every block already measured with it: a compare lost 164 s of blocks to a 2 s
+//! broker timeout that way. The caller reports the blocks done, marked partial, and exits 1.
 
 pub mod flow_arm;
 
 use crate::experiment::{Experiment, FIRST_LOOK, Figures, Look};
+use crate::report::partial::{self, Partial};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -41,6 +48,20 @@ pub enum End {
     Budget,
     /// Ctrl-C or SIGTERM.
     Interrupted,
+    /// An error while measuring: [`Interleave::fault`] holds it.
+    Failed,
+}
+
+impl End {
+    /// The word reports give it (`run_shape.ended`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Decided => "decided",
+            End::Budget => "budget",
+            End::Interrupted => "interrupted",
+            End::Failed => "failed",
+        }
+    }
 }
 
 /// The rounds of an experiment under way.
@@ -52,6 +73,8 @@ pub struct Interleave<'a, A: Arm> {
     pub rounds: Vec<Vec<A::Round>>,
     /// The order of every cycle measured.
     pub orders: Vec<Vec<usize>>,
+    /// What ended a run as [`End::Failed`], with its context.
+    pub fault: Option<anyhow::Error>,
 }
 
 impl<'a, A: Arm> Interleave<'a, A> {
@@ -63,6 +86,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
             started: Instant::now(),
             rounds: (0..n).map(|_| Vec::new()).collect(),
             orders: Vec::new(),
+            fault: None,
         }
     }
 
@@ -116,10 +140,45 @@ impl<'a, A: Arm> Interleave<'a, A> {
         Ok(engine.record(self.last_figures(figures))?)
     }
 
-    /// Cycles until the engine is done, the budget is spent or the user interrupts;
-    /// `on_look` sees every look. A block is begun only when it is expected to end within
-    /// the time; the arms restart between blocks.
+    /// Cycles until the engine is done, the budget is spent, the user interrupts or a
+    /// measurement fails (then [`End::Failed`], the error in [`Interleave::fault`] and the
+    /// blocks measured before it kept in the engine); `on_look` sees every look. A block is
+    /// begun only when it is expected to end within the time; the arms restart between
+    /// blocks.
     pub fn drive(
+        &mut self,
+        engine: &mut Experiment,
+        figures: impl Fn(&A::Round) -> Figures,
+        interrupt: &Arc<AtomicBool>,
+        on_look: impl FnMut(&Look, Duration),
+    ) -> End {
+        match self.drive_until_error(engine, figures, interrupt, on_look) {
+            Ok(end) => end,
+            Err(e) => {
+                self.fault = Some(e);
+                End::Failed
+            }
+        }
+    }
+
+    /// [`Interleave::drive`] with a fault as the error it was, the blocks before it
+    /// dropped: for the A/B gate, whose verdict (and exit code, which CI acts on) is not
+    /// given on part of a run. `compare` and `sweep` report the blocks done instead.
+    pub fn drive_or_err(
+        &mut self,
+        engine: &mut Experiment,
+        figures: impl Fn(&A::Round) -> Figures,
+        interrupt: &Arc<AtomicBool>,
+        on_look: impl FnMut(&Look, Duration),
+    ) -> anyhow::Result<End> {
+        let end = self.drive(engine, figures, interrupt, on_look);
+        match self.fault.take() {
+            Some(e) => Err(e),
+            None => Ok(end),
+        }
+    }
+
+    fn drive_until_error(
         &mut self,
         engine: &mut Experiment,
         figures: impl Fn(&A::Round) -> Figures,
@@ -146,6 +205,48 @@ impl<'a, A: Arm> Interleave<'a, A> {
         }
     }
 
+    /// The blocks that fit in the time at the pace of those done so far, at most the
+    /// budget's (all of the budget's before any block is done).
+    fn fit(&self, blocks: usize) -> usize {
+        if blocks == 0 {
+            return self.budget.max_blocks;
+        }
+        let per_block = self.started.elapsed() / blocks as u32;
+        let fit = (self.budget.max_time.as_secs_f64() / per_block.as_secs_f64().max(1e-3)) as usize;
+        fit.min(self.budget.max_blocks)
+    }
+
+    /// What marks a run that stopped before its plan (a fault, with its context, or an
+    /// interrupt); None for one that ended as planned. Takes the fault.
+    pub fn partial(&mut self, engine: &Experiment, end: End) -> Option<Partial> {
+        let reason = match end {
+            End::Failed => self
+                .fault
+                .take()
+                .map_or_else(|| "a fault".to_string(), |e| format!("{e:#}")),
+            End::Interrupted => partial::INTERRUPTED.to_string(),
+            End::Decided | End::Budget => return None,
+        };
+        // An error may quote a URL or a flow's last lines: no password goes into a report.
+        let reason = crate::secret::scrub(&reason);
+        Some(Partial::new(
+            engine.blocks(),
+            self.planned_blocks(engine),
+            reason,
+        ))
+    }
+
+    /// The blocks the run was to take: the engine's plan once made (at the first look),
+    /// before it what fits in the time at the pace so far — what a partial report counts
+    /// the blocks done against.
+    pub fn planned_blocks(&self, engine: &Experiment) -> usize {
+        if engine.blocks() >= FIRST_LOOK {
+            engine.planned()
+        } else {
+            self.fit(engine.blocks()).max(FIRST_LOOK)
+        }
+    }
+
     /// The plan at the first look, the look, and whether to stop.
     fn after_block(
         &mut self,
@@ -157,9 +258,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
         let per_block = elapsed / blocks.max(1) as u32;
         let spent = blocks >= self.budget.max_blocks || elapsed + per_block > self.budget.max_time;
         if blocks == FIRST_LOOK {
-            let fit =
-                (self.budget.max_time.as_secs_f64() / per_block.as_secs_f64().max(1e-3)) as usize;
-            engine.plan(fit.min(self.budget.max_blocks));
+            engine.plan(self.fit(blocks));
         }
         if engine.look_due() {
             let last = spent || blocks >= engine.planned();
@@ -175,5 +274,131 @@ impl<'a, A: Arm> Interleave<'a, A> {
             return Some(End::Budget);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Design, MetricSpec, Rule};
+
+    /// An arm whose n-th restart or n-th round fails (counted from 1; the restart that
+    /// starts block b is restart b − 1, the first block's flows being started before).
+    struct Failing {
+        restarts: usize,
+        rounds: usize,
+        fail_restart: Option<usize>,
+        fail_round: Option<usize>,
+    }
+
+    impl Arm for Failing {
+        type Round = f64;
+        fn restart(&mut self) -> anyhow::Result<()> {
+            self.restarts += 1;
+            if Some(self.restarts) == self.fail_restart {
+                anyhow::bail!("the flow exited (exit status: 3)");
+            }
+            Ok(())
+        }
+        fn measure(&mut self, _: &Arc<AtomicBool>) -> anyhow::Result<Option<f64>> {
+            self.rounds += 1;
+            if Some(self.rounds) == self.fail_round {
+                anyhow::bail!("a round did not complete (timed out)");
+            }
+            Ok(Some(100.0 + (self.rounds % 3) as f64))
+        }
+    }
+
+    fn arm(fail_restart: Option<usize>, fail_round: Option<usize>) -> Failing {
+        Failing {
+            restarts: 0,
+            rounds: 0,
+            fail_restart,
+            fail_round,
+        }
+    }
+
+    fn engine() -> Experiment {
+        Experiment::new(Design {
+            arms: 2,
+            contrasts: vec![(0, 1)],
+            metrics: vec![MetricSpec {
+                name: "FLOW".into(),
+                higher_is_worse: true,
+                rule: Rule::Difference { min_effect: 0.01 },
+                floor: 0.0,
+                adjusted: false,
+            }],
+            control: false,
+            cycles_per_block: 2,
+            alpha: 0.1,
+            max_blocks: 40,
+            precision: None,
+            stop_on_worse: false,
+        })
+        .expect("design")
+    }
+
+    fn drive(arms: &mut [Failing]) -> (End, Experiment, Option<crate::report::partial::Partial>) {
+        let mut e = engine();
+        let mut run = Interleave::new(
+            arms,
+            Budget {
+                max_time: Duration::from_secs(3600),
+                max_blocks: 40,
+            },
+        );
+        let figures = |r: &f64| Figures {
+            values: vec![Some(*r)],
+            control: None,
+        };
+        let end = run.drive(
+            &mut e,
+            figures,
+            &Arc::new(AtomicBool::new(false)),
+            |_, _| {},
+        );
+        let partial = run.partial(&e, end);
+        (end, e, partial)
+    }
+
+    #[test]
+    fn a_flow_that_will_not_start_after_two_blocks_ends_the_run_with_the_two_blocks() {
+        let mut arms = [arm(None, None), arm(Some(2), None)];
+        let (end, e, partial) = drive(&mut arms);
+        assert_eq!(end, End::Failed);
+        assert_eq!((e.blocks(), e.cycles()), (2, 4));
+        let p = partial.expect("partial");
+        assert_eq!(p.blocks_done, 2);
+        assert_eq!(p.blocks_planned, 40);
+        assert_eq!(p.reason, "the flow exited (exit status: 3)");
+        // The blocks done still give each arm's figures and the change's blocks.
+        let o = &e.outcomes()[0];
+        assert_eq!(o.blocks, 2);
+        assert!(!o.looked);
+    }
+
+    #[test]
+    fn a_round_that_fails_mid_block_keeps_the_blocks_before_it() {
+        // Arm 1's fifth round is the first of block 3 (two cycles a block).
+        let mut arms = [arm(None, None), arm(None, Some(5))];
+        let (end, e, partial) = drive(&mut arms);
+        assert_eq!(end, End::Failed);
+        assert_eq!(e.blocks(), 2);
+        let p = partial.expect("partial");
+        assert_eq!(
+            (p.blocks_done, p.reason.as_str()),
+            (2, "a round did not complete (timed out)")
+        );
+        // The failed cycle is not recorded: every arm has the same rounds.
+        assert_eq!(e.values(0, 0).len(), e.values(1, 0).len());
+    }
+
+    #[test]
+    fn a_run_that_ends_as_planned_is_not_partial() {
+        let mut arms = [arm(None, None), arm(None, None)];
+        let (end, _, partial) = drive(&mut arms);
+        assert!(matches!(end, End::Decided | End::Budget), "{end:?}");
+        assert_eq!(partial, None);
     }
 }

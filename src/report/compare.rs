@@ -29,6 +29,9 @@ pub struct Comparison {
     pub changes: Vec<Change>,
     /// How the run went.
     pub run_shape: RunShape,
+    /// Set when a fault or an interrupt stopped the run before its plan: the figures are
+    /// the blocks done; null for a run that ended as planned.
+    pub partial: Option<super::partial::Partial>,
     pub host: super::Host,
 }
 
@@ -60,16 +63,28 @@ pub struct Change {
     pub setting: String,
     pub against: String,
     pub metric: String,
-    /// (other ÷ base − 1) × 100, the paired Hodges–Lehmann estimate, and its interval.
+    /// (other ÷ base − 1) × 100, the paired Hodges–Lehmann estimate, and its interval: the
+    /// centre of the blocks' mean ln(other ÷ base) over the cycles, each cycle's pair
+    /// adjusted by the control's change in it (`adjusted_by`). Not the ratio of the
+    /// medians (`medians_change_pct`), which it can differ from, even in sign.
     pub change_pct: Option<f64>,
     pub low_pct: Option<f64>,
     pub high_pct: Option<f64>,
     /// The interval's confidence level.
     pub level: f64,
+    /// (other's median ÷ base's median − 1) × 100, of the medians shown beside the change:
+    /// each setting's rounds taken apart, not in pairs, nor adjusted.
+    pub medians_change_pct: Option<f64>,
+    /// The paired estimate of the pairs as measured, before the control's adjustment.
+    pub unadjusted_change_pct: Option<f64>,
+    /// The group each pair was adjusted by; null when the pairs were judged as measured
+    /// (no control, or the control itself differed between the settings).
+    pub adjusted_by: Option<String>,
     /// The smallest change reported, as applied (the minimum effect, widened by the floor).
     pub min_effect_pct: f64,
     /// `worse` (costs more), `better` (costs less), `within` (no difference as large as the
-    /// minimum effect); null: no difference can be stated at this precision.
+    /// minimum effect: the whole interval within it); null: inconclusive (the interval
+    /// straddles the minimum effect, or was never judged), `reading` says why.
     pub finding: Option<Finding>,
     /// The finding in words.
     pub reading: String,
@@ -84,7 +99,7 @@ pub struct RunShape {
     pub cycles: usize,
     pub cycles_per_block: usize,
     pub elapsed_s: f64,
-    /// `decided`, `budget` or `interrupted`.
+    /// `decided`, `budget`, `interrupted` or `failed` (a fault; `partial` says which).
     pub ended: &'static str,
     pub control: Option<String>,
     pub floor_us: f64,
@@ -92,41 +107,51 @@ pub struct RunShape {
     pub orders: Vec<Vec<usize>>,
 }
 
-/// The reading of a finding under a difference rule.
-pub fn reading(f: Option<Finding>, rule: Rule) -> String {
-    let d = 100.0 * rule.threshold();
-    match f {
-        Some(Finding::Worse) => format!("costs more (beyond +{d:.1}%)"),
-        Some(Finding::Better) => format!("costs less (beyond -{d:.1}%)"),
-        Some(Finding::Within) => format!("no difference as large as {d:.1}%"),
-        None => "no difference at this precision".into(),
-    }
-}
-
-/// Each metric's change of every setting against the base, from the engine's outcomes.
-pub fn changes(engine: &Experiment, names: &[String]) -> Vec<Change> {
+/// Each metric's change of every setting against the base, from the engine's outcomes;
+/// `control` names the group the pairs were adjusted by, when they were.
+pub fn changes(engine: &Experiment, names: &[String], control: Option<&str>) -> Vec<Change> {
     let d = engine.design();
+    let pct = |x: f64| x.is_finite().then_some(100.0 * (x - 1.0));
     engine
         .outcomes()
         .iter()
         .map(|o| {
             let (base, other) = d.contrasts[o.contrast];
-            let pct = |x: f64| x.is_finite().then_some(100.0 * (x - 1.0));
+            let median = |arm: usize| engine.arm_summary(arm, o.metric, 0.05).map(|s| s.median);
+            let medians = median(base)
+                .zip(median(other))
+                .filter(|(b, _)| *b > 0.0)
+                .and_then(|(b, x)| pct(x / b));
             Change {
                 setting: names[other].clone(),
                 against: names[base].clone(),
                 metric: d.metrics[o.metric].name.clone(),
                 change_pct: o.interval.and_then(|i| pct(i.ratio)),
-                low_pct: o.interval.and_then(|i| pct(i.low)),
+                // 0 is "unbounded" (too few blocks), not -100 %.
+                low_pct: o.interval.filter(|i| i.low > 0.0).and_then(|i| pct(i.low)),
                 high_pct: o.interval.and_then(|i| pct(i.high)),
                 level: o.level,
+                medians_change_pct: medians,
+                unadjusted_change_pct: o.unadjusted_ratio.and_then(pct),
+                adjusted_by: o.slope.and(control).map(String::from),
                 min_effect_pct: 100.0 * o.rule.threshold(),
                 finding: o.finding,
-                reading: reading(o.finding, o.rule),
+                reading: experiment::reading::difference(o, "costs more", "costs less"),
                 decided_after: o.decided_after,
             }
         })
         .collect()
+}
+
+impl Change {
+    /// Whether the change and the medians' ratio point opposite ways, each by enough to
+    /// show at the table's 0.1 %: the case the text flags.
+    pub fn sign_differs_from_medians(&self) -> bool {
+        match (self.change_pct, self.medians_change_pct) {
+            (Some(c), Some(m)) => c * m < 0.0 && c.abs() >= 0.05 && m.abs() >= 0.05,
+            _ => false,
+        }
+    }
 }
 
 /// Each setting's figures, metric by metric.

@@ -21,7 +21,31 @@ pub struct Matrix {
     /// Ctrl-C or SIGTERM stopped it: the cells not reached are missing, and the cell it
     /// stopped in is left out (its figures cover part of it).
     pub interrupted: bool,
+    /// Set when an error stopped the matrix after some cells: the cells measured before it
+    /// are kept; null for a matrix that ran to its end (or was interrupted).
+    pub partial: Option<MatrixPartial>,
     pub cells: Vec<Cell>,
+}
+
+/// Where a matrix stopped short, and why (the matrix's cells, not blocks: a matrix
+/// measures cell after cell, each a pub/sub run of its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MatrixPartial {
+    /// Cell measurements done (each cell once a round) and planned.
+    pub cells_done: usize,
+    pub cells_planned: usize,
+    /// The error that stopped it, with its context.
+    pub reason: String,
+}
+
+impl MatrixPartial {
+    /// The line the text carries: `partial: stopped after N of M cell measurements: …`.
+    pub fn line(&self) -> String {
+        format!(
+            "partial: stopped after {} of {} cell measurements: {}",
+            self.cells_done, self.cells_planned, self.reason
+        )
+    }
 }
 
 /// One cell of the table: its figures, the medians over its rounds when there are several.

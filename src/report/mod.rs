@@ -11,6 +11,7 @@ pub mod compare;
 pub mod history;
 pub mod matrix;
 pub mod merge;
+pub mod partial;
 pub mod rounds;
 pub mod saved;
 pub mod serving;

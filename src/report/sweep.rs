@@ -23,6 +23,9 @@ pub struct Sweep {
     /// Per N and metric: processes ÷ threads.
     pub ratios: Vec<ModeRatio>,
     pub run_shape: RunShape,
+    /// Set when a fault or an interrupt stopped the sweep before its plan: the figures are
+    /// the blocks done; null for a sweep that ended as planned.
+    pub partial: Option<super::partial::Partial>,
     pub host: super::Host,
 }
 
@@ -65,8 +68,9 @@ pub struct ModeRatio {
     pub high: Option<f64>,
     pub level: f64,
     /// For a cost, `worse`: processes cost more; for the rate, `worse`: processes are
-    /// slower. `within`: no difference as large as `min_effect_pct`; null: none can be
-    /// stated at this precision.
+    /// slower. `within`: no difference as large as `min_effect_pct` (the whole interval
+    /// within it); null: inconclusive (the interval straddles it, or was never judged),
+    /// `reading` says why.
     pub finding: Option<Finding>,
     pub min_effect_pct: f64,
     pub reading: String,
@@ -83,7 +87,8 @@ pub struct RunShape {
     pub cycles: usize,
     pub cycles_per_block: usize,
     pub elapsed_s: f64,
-    /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`.
+    /// `decided` (every ratio decided or as precise as asked), `budget`, `interrupted`,
+    /// `failed` (a fault; `partial` says which).
     pub ended: &'static str,
     pub precision_pct: f64,
     /// The engine's metrics, in the order of each point's `round_figures`.
@@ -92,15 +97,16 @@ pub struct RunShape {
     pub control: String,
 }
 
-/// What a ratio's finding says, for a cost (`rate` false) or the rate.
-pub fn reading(f: Option<Finding>, rate: bool, min_effect: f64) -> String {
-    let d = 100.0 * min_effect;
-    match (f, rate) {
-        (Some(Finding::Worse), false) => "processes cost more per message".into(),
-        (Some(Finding::Better), false) => "processes cost less per message".into(),
-        (Some(Finding::Worse), true) => "processes are slower".into(),
-        (Some(Finding::Better), true) => "processes are faster".into(),
-        (Some(Finding::Within), _) => format!("no difference as large as {d:.1}%"),
-        (None, _) => "no difference at this precision".into(),
+/// How a ratio's difference beyond the minimum effect is said, for a cost (`rate` false)
+/// or the rate: (worse, better), for [`crate::experiment::reading::difference`], which
+/// compare's changes are read by too.
+pub fn words(rate: bool) -> (&'static str, &'static str) {
+    if rate {
+        ("processes are slower", "processes are faster")
+    } else {
+        (
+            "processes cost more per message",
+            "processes cost less per message",
+        )
     }
 }

@@ -19,8 +19,12 @@ pub fn live(c: &Comparison) -> String {
         &mut body,
         "Settings, measured in one window",
         &format!(
-            "{}<p class=\"note\">{} blocks of {} cycles (every setting once a cycle, in a balanced order), {:.0} s, ended: {}; each change is the paired estimate against {} over the blocks{}.</p>",
+            "{}{}<p class=\"note\">{} blocks of {} cycles (every setting once a cycle, in a balanced order), {:.0} s, ended: {}; each change is the paired estimate against {} over the blocks{}.</p>",
             facts(&settings),
+            c.partial.as_ref().map_or_else(String::new, |p| format!(
+                "<p class=\"note\"><strong>{}</strong></p>",
+                esc(&p.line())
+            )),
             r.blocks,
             r.cycles_per_block,
             r.elapsed_s,
@@ -85,14 +89,14 @@ pub fn live(c: &Comparison) -> String {
         ));
     }
     section(&mut body, "The overhead table", &overhead);
-    let good = r.ended != "interrupted";
+    let good = c.partial.is_none();
     super::page(
         "oemputx compare: what each setting costs",
         (
-            if good {
-                "measured in one window"
-            } else {
-                "INTERRUPTED"
+            match r.ended {
+                _ if good => "measured in one window",
+                "failed" => "PARTIAL: stopped by a fault",
+                _ => "INTERRUPTED",
             },
             good,
         ),

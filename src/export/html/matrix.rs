@@ -11,10 +11,13 @@ pub fn render(m: &Matrix) -> String {
         content.push_str(&figure("matrix", "Messages received per second per receiver, cell by cell (blue non-persistent, red persistent).", &svg));
     }
     section(&mut body, "The throughput table", &content);
-    let good = !m.interrupted;
-    super::page(
-        "oemputx matrix",
-        (if good { "measured" } else { "INTERRUPTED" }, good),
-        &body,
-    )
+    let good = !m.interrupted && m.partial.is_none();
+    let status = if m.interrupted {
+        "INTERRUPTED"
+    } else if m.partial.is_some() {
+        "PARTIAL: stopped by a fault"
+    } else {
+        "measured"
+    };
+    super::page("oemputx matrix", (status, good), &body)
 }

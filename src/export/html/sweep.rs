@@ -13,7 +13,11 @@ pub fn render(s: &Sweep) -> String {
         .map_or((Vec::new(), &[][..]), |(h, r)| (h.clone(), r));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut points = format!(
-        "<p class=\"note\">flow: {}; {} blocks of {} cycles in {:.0} s, ended: {}.</p>{}",
+        "{}<p class=\"note\">flow: {}; {} blocks of {} cycles in {:.0} s, ended: {}.</p>{}",
+        s.partial.as_ref().map_or_else(String::new, |p| format!(
+            "<p class=\"note\"><strong>{}</strong></p>",
+            esc(&p.line())
+        )),
         esc(&s.flow_cmd),
         s.run_shape.blocks,
         s.run_shape.cycles_per_block,
@@ -44,14 +48,14 @@ pub fn render(s: &Sweep) -> String {
         "Processes ÷ threads at each N",
         &table(&["N, metric", "ratio", "low", "high", "reading"], &ratios),
     );
-    let good = s.run_shape.ended != "interrupted";
+    let good = s.partial.is_none();
     super::page(
         "oemputx sweep: threads against processes",
         (
-            if good {
-                s.run_shape.ended
-            } else {
-                "INTERRUPTED"
+            match s.run_shape.ended {
+                e if good => e,
+                "failed" => "PARTIAL: stopped by a fault",
+                _ => "INTERRUPTED",
             },
             good,
         ),
