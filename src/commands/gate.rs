@@ -125,11 +125,7 @@ fn judge(
 
 /// Each of main's runs' figure for a metric: the median of its rounds.
 fn run_figures(history: &History, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
-    history
-        .runs
-        .iter()
-        .map(|r| Ok(median(&r.require(metric)?)))
-        .collect()
+    history.figures(metric)
 }
 
 /// Up front: the smallest regression this gate can call, metric by metric — from the
