@@ -92,6 +92,10 @@ pub fn stored(
         decisions,
     };
     write_verdict(args, &outcome)?;
+    crate::out!(
+        "{}",
+        super::history::recent_steps(&history, &metrics, baseline)?
+    );
     print_ungated(&metrics, &history, &current)?;
     Ok(verdict_exit(args, &outcome))
 }
