@@ -67,6 +67,31 @@ pub enum Command {
     /// I/N --run-id ID): histograms and counters added, the shared processes' CPU from one
     /// measurement (a shard with --measure, or --cpu) over every shard's messages.
     Merge(MergeArgs),
+    /// Where main's runs stepped: per gated metric, the runs of a history (the file
+    /// --save-baseline appends to) at which the series changed level, by e-divisive means,
+    /// each with its commit, the medians either side and the step in %; with a sparkline of
+    /// the series.
+    History(HistoryArgs),
+}
+
+/// Options of `oemputx history`.
+#[derive(Debug, Args, Clone)]
+pub struct HistoryArgs {
+    /// The history (what --save-baseline FILE wrote), or one saved report.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Search this metric too (a group such as DRIVER, captured, corrected, rate or p99);
+    /// by default what the gate gates: every group but DRIVER, and the CPU total.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Vec<String>,
+    /// Write the change points as JSON (schema oemputx.change-points/1; `-` for stdout,
+    /// which then carries the JSON only).
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write them as one self-contained HTML file: each series charted, its change points
+    /// marked.
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
 }
 
 /// Options of `oemputx merge`.

@@ -92,6 +92,10 @@ pub fn stored(
         decisions,
     };
     write_verdict(args, &outcome)?;
+    crate::out!(
+        "{}",
+        super::history::recent_steps(&history, &metrics, baseline)?
+    );
     print_ungated(&metrics, &history, &current)?;
     Ok(verdict_exit(args, &outcome))
 }
@@ -125,11 +129,7 @@ fn judge(
 
 /// Each of main's runs' figure for a metric: the median of its rounds.
 fn run_figures(history: &History, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
-    history
-        .runs
-        .iter()
-        .map(|r| Ok(median(&r.require(metric)?)))
-        .collect()
+    history.figures(metric)
 }
 
 /// Up front: the smallest regression this gate can call, metric by metric — from the

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod gate;
 pub mod gate_ab;
 pub mod gate_instr;
+pub mod history;
 pub mod matrix;
 pub mod merge;
 pub mod profiles;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),
         Some(Command::Init(args)) => profiles::init(args.path.as_deref(), args.force),
         Some(Command::Merge(args)) => merge::merge(args),
+        Some(Command::History(args)) => history::history(args),
         None => run::put_get(&cli.run.options()?.build()?, interrupt),
     }
 }

@@ -7,6 +7,7 @@ pub mod cells;
 pub mod compare;
 pub mod delimited;
 pub mod gate;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod markdown;

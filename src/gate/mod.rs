@@ -12,6 +12,7 @@
 //! formats.
 
 pub mod ab;
+pub mod change_points;
 pub mod history;
 pub mod instructions;
 pub mod statistics;

@@ -18,18 +18,19 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 /// SplitMix64 (Steele, Lea & Flood, 2014): a tiny, good, seedable generator, so bootstrap
-/// intervals are reproducible without a dependency.
-struct SplitMix(u64);
+/// intervals and the change points' permutation tests are reproducible without a
+/// dependency: the gate's one seeded generator.
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         // The modulo bias is below 1e-17 for samples this small.
         (self.next() % n as u64) as usize
     }

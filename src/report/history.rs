@@ -4,8 +4,13 @@
 //! their drift from run to run included — rather than against one run's rounds
 //! ([`crate::gate::history`] has the rule). A plain saved report (`oemputx.report/2`) reads
 //! as a history of one run, and appending to one turns it into a history.
+//!
+//! Each run appended records the commit it measured and when it was saved (`commit`,
+//! `saved_utc` beside its report's fields; [`stamp`]), so that a step in the history
+//! names the commit that made it. Histories saved before have neither: their commits read
+//! as unknown.
 
-use super::saved::{ReportFileError, Saved, differences};
+use super::saved::{Metric, ReportFileError, Saved, differences};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -31,6 +36,8 @@ pub struct History {
     pub runs: Vec<Saved>,
     /// Each run's start (UTC), as its report gives it.
     pub started: Vec<String>,
+    /// Each run's commit, when it was recorded.
+    pub commits: Vec<Option<String>>,
     raw: Vec<serde_json::Value>,
 }
 
@@ -70,6 +77,7 @@ impl History {
         let n = raw.len();
         let mut runs = Vec::with_capacity(n);
         let mut started = Vec::with_capacity(n);
+        let mut commits = Vec::with_capacity(n);
         for (i, j) in raw.iter().enumerate() {
             // Each run is named FILE#i in errors, FILE alone when it is the only one.
             let name = if n == 1 {
@@ -77,6 +85,16 @@ impl History {
             } else {
                 PathBuf::from(format!("{}#{}", path.display(), i + 1))
             };
+            commits.push(match j.get("commit") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(c)) => Some(c.clone()),
+                Some(other) => {
+                    return Err(ReportFileError::Corrupt {
+                        path: name,
+                        why: format!("its commit is {other}, not a string or null"),
+                    });
+                }
+            });
             runs.push(Saved::from_json(name, j.clone())?);
             started.push(
                 j.get("start_utc")
@@ -89,8 +107,17 @@ impl History {
             path: path.to_path_buf(),
             runs,
             started,
+            commits,
             raw,
         })
+    }
+
+    /// Each run's figure for a metric, oldest first: the median of its rounds.
+    pub fn figures(&self, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
+        self.runs
+            .iter()
+            .map(|r| Ok(super::rounds::median(&r.require(metric)?).unwrap_or(f64::NAN)))
+            .collect()
     }
 
     /// The newest run: the one whose settings and groups a run is checked against.
@@ -138,6 +165,45 @@ impl History {
             ),
         }
     }
+}
+
+/// Where a run's commit comes from, first found first: CI's own variables, then the
+/// checkout the run was made in.
+pub const COMMIT_VARIABLES: [&str; 2] = ["GITHUB_SHA", "CI_COMMIT_SHA"];
+
+/// A commit as a history records it: a hexadecimal object name (abbreviated or full, SHA-1
+/// or SHA-256); anything else (an empty variable, a ref name) is no commit.
+pub fn commit_name(s: &str) -> Option<String> {
+    let s = s.trim();
+    ((4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| s.to_ascii_lowercase())
+}
+
+/// The commit a run measured: the first of [`COMMIT_VARIABLES`] that names one (`var`
+/// reads the environment), else what `git` gives (`git rev-parse HEAD` in the run's
+/// directory), else None.
+pub fn commit_of(
+    var: impl Fn(&str) -> Option<String>,
+    git: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    COMMIT_VARIABLES
+        .iter()
+        .find_map(|v| var(v).as_deref().and_then(commit_name))
+        .or_else(|| git().as_deref().and_then(commit_name))
+}
+
+/// A run's report as a history keeps it: with the commit it measured (null when unknown)
+/// and when it was saved.
+pub fn stamp(
+    mut report: serde_json::Value,
+    commit: Option<String>,
+    saved_utc: &str,
+) -> serde_json::Value {
+    if let Some(o) = report.as_object_mut() {
+        o.insert("commit".into(), commit.into());
+        o.insert("saved_utc".into(), saved_utc.into());
+    }
+    report
 }
 
 fn encode(runs: Vec<serde_json::Value>) -> Result<String, ReportFileError> {
@@ -200,6 +266,63 @@ mod tests {
             .samples(&crate::report::saved::Metric::named("FLOW"));
         assert_eq!(flow, [103.0 + (MAX_RUNS + 3) as f64; 2]);
         assert!(h.runs[1].path.display().to_string().ends_with("#2"));
+    }
+
+    #[test]
+    fn each_run_records_its_commit_and_an_old_history_reads_without_them() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let git = || Some("0123456789abcdef0123456789abcdef01234567\n".to_string());
+        assert_eq!(
+            commit_of(
+                env(&[("GITHUB_SHA", "AbC1234def"), ("CI_COMMIT_SHA", "fff0")]),
+                git
+            ),
+            Some("abc1234def".into())
+        );
+        assert_eq!(
+            commit_of(env(&[("GITHUB_SHA", ""), ("CI_COMMIT_SHA", "fff0")]), git),
+            Some("fff0".into())
+        );
+        assert_eq!(
+            commit_of(env(&[]), git).as_deref(),
+            Some("0123456789abcdef0123456789abcdef01234567")
+        );
+        assert_eq!(commit_of(env(&[("GITHUB_SHA", "main")]), || None), None);
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("base.json");
+        // Saved before commits were recorded: no commit field at all.
+        std::fs::write(&path, History::first(report(101.0, 2)).expect("first")).expect("write");
+        let old = History::load(&path).expect("an old history");
+        assert_eq!(old.commits, [None]);
+        let run = stamp(
+            report(102.0, 2),
+            Some("abc1234".into()),
+            "2026-12-03T10:00:00Z",
+        );
+        std::fs::write(&path, old.appended(run).expect("append")).expect("write");
+        let h = History::load(&path).expect("history");
+        assert_eq!(h.commits, [None, Some("abc1234".to_string())]);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            text.contains("\"saved_utc\": \"2026-12-03T10:00:00Z\""),
+            "{text}"
+        );
+        // A commit that is not a string is a damaged file, named.
+        let bad = text.replace("\"commit\": \"abc1234\"", "\"commit\": 7");
+        std::fs::write(&path, bad).expect("write");
+        let err = History::load(&path).expect_err("commit 7");
+        assert!(
+            err.to_string().contains("#2") && err.to_string().contains("commit is 7"),
+            "{err}"
+        );
     }
 
     #[test]

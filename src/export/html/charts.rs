@@ -205,6 +205,81 @@ pub fn rounds_plot(title: &str, series: &[(String, Vec<f64>)]) -> Drawn {
     Ok(svg)
 }
 
+/// The colour of a change point's marker, and of nothing else in [`history_plot`]: a test
+/// counts the markers by it.
+pub const MARKER: RGBColor = COLOURS[1];
+
+/// Main's runs, a figure each (x = the run's index from 0), with a vertical marker just
+/// before each change point's run and each segment's median as a dashed level. `steps`
+/// are (index, median before, median after).
+pub fn history_plot(
+    title: &str,
+    y_desc: &str,
+    values: &[f64],
+    steps: &[(usize, f64, f64)],
+) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let n = values.len().max(1);
+        let finite = || values.iter().copied().filter(|v| v.is_finite());
+        let top = finite().fold(0.0f64, f64::max).max(1e-3);
+        let bottom = finite().fold(top, f64::min);
+        let pad = ((top - bottom) * 0.15).max(top * 0.02);
+        let (y0, y1) = ((bottom - pad).max(0.0), top + pad);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, y0..y1)?;
+        chart
+            .configure_mesh()
+            .x_labels(n.min(16))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 && *x >= 0.0 {
+                    format!("{}", x.round() as i64)
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("run (index, oldest first)")
+            .y_desc(y_desc)
+            .draw()?;
+        // Each segment's median, between the change points.
+        let mut bounds: Vec<(usize, f64)> = vec![(0, steps.first().map_or(f64::NAN, |s| s.1))];
+        bounds.extend(steps.iter().map(|s| (s.0, s.2)));
+        for (i, &(start, level)) in bounds.iter().enumerate() {
+            let end = bounds.get(i + 1).map_or(n, |b| b.0);
+            if level.is_finite() {
+                chart.draw_series(DashedLineSeries::new(
+                    vec![(start as f64 - 0.5, level), (end as f64 - 0.5, level)],
+                    6,
+                    4,
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))?;
+            }
+        }
+        let points: Vec<(f64, f64)> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| (i as f64, *v))
+            .collect();
+        let c = colour(0);
+        chart.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?;
+        chart.draw_series(points.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+        // One element per change point, so that each is one marker in the SVG.
+        chart.draw_series(steps.iter().map(|s| {
+            let x = s.0 as f64 - 0.5;
+            PathElement::new(vec![(x, y0), (x, y1)], MARKER.stroke_width(2))
+        }))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 /// Lines over time: each series (name, points of (seconds, value)).
 pub fn time_plot(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Drawn {
     let mut svg = String::new();

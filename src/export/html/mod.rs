@@ -10,6 +10,7 @@
 pub mod charts;
 pub mod compare;
 pub mod gate;
+pub mod history;
 pub mod matrix;
 pub mod pubsub;
 pub mod run;

@@ -1,0 +1,100 @@
+//! `oemputx history FILE`: where main's runs stepped. It reads the history `--save-baseline`
+//! appends to, picks the metrics the stored gate gates (and those named), lets
+//! [`crate::gate::change_points`] find the steps, and writes them as text, JSON and HTML.
+//! The stored gate calls [`recent_steps`] to say when its baseline spans a step.
+
+use crate::cli::HistoryArgs;
+use crate::exit::Exit;
+use crate::export;
+use crate::gate::change_points::RECENT_RUNS;
+use crate::gate::change_points::outcome::{Outcome, Runs};
+use crate::gate::stored;
+use crate::report::history::History;
+use crate::report::saved::{Metric, ReportFileError};
+use anyhow::Context;
+use std::path::Path;
+
+/// `oemputx history FILE`.
+pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
+    let h = History::load(&args.file)?;
+    // The gate's own choice, checked as the gate checks it; the newest run stands in for the
+    // gate's current one.
+    let metrics = stored::plan(args.metric.iter(), |_| 0.0, &h.runs, h.latest())?;
+    let outcome = search(&h, metrics.iter().map(|(m, _)| m.as_str()))?;
+    let name = h.name();
+    let text = export::history::render_text(&outcome, &name);
+    let json = serde_json::to_string_pretty(&outcome).context("encoding the change points")? + "\n";
+    let to_stdout =
+        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    // Files first, each failure named without stopping the others; stdout last.
+    let mut failed = Vec::new();
+    let files = [
+        (&args.export_json, "the change points' JSON", json.clone()),
+        (
+            &args.export_html,
+            "the change points' HTML",
+            export::html::history::render(&outcome, &name),
+        ),
+    ];
+    for (path, what, body) in files.iter().filter(|(p, ..)| !to_stdout(p)) {
+        if let Some(path) = path
+            && let Err(e) = export::write_output(path, what, body)
+        {
+            failed.push(format!("{e:#}"));
+        }
+    }
+    // With `--export-json -`, stdout carries the JSON only and the text goes to stderr.
+    let stdout = if to_stdout(&args.export_json) {
+        crate::say_raw!("{text}");
+        json
+    } else if to_stdout(&args.export_html) {
+        crate::say_raw!("{text}");
+        files[1].2.clone()
+    } else {
+        text
+    };
+    if let Err(e) = export::print_stdout(&stdout) {
+        failed.push(format!("{e:#}"));
+    }
+    export::all_written(failed)?;
+    Ok(Exit::Ok)
+}
+
+/// The change points of each metric's series in `h`.
+fn search<'a>(
+    h: &History,
+    metrics: impl Iterator<Item = &'a str>,
+) -> Result<Outcome, ReportFileError> {
+    let series = metrics
+        .map(|m| {
+            let metric = Metric::named(m);
+            Ok((m.to_string(), metric.unit(), h.figures(&metric)?))
+        })
+        .collect::<Result<Vec<_>, ReportFileError>>()?;
+    let runs = Runs {
+        commits: &h.commits,
+        started: &h.started,
+    };
+    Outcome::of(&h.path.display().to_string(), runs, series).map_err(|e| ReportFileError::Corrupt {
+        path: h.path.clone(),
+        why: e.to_string(),
+    })
+}
+
+/// The stored gate's lines for each step among the newest [`RECENT_RUNS`] of main's runs,
+/// in the gated metrics: the baseline spans it. Nothing when the history is too short to
+/// tell a step.
+pub fn recent_steps(
+    h: &History,
+    metrics: &[(String, f64)],
+    file: &Path,
+) -> Result<String, ReportFileError> {
+    let outcome = search(h, metrics.iter().map(|(m, _)| m.as_str()))?;
+    let recent = h.runs.len().saturating_sub(RECENT_RUNS);
+    Ok(outcome
+        .change_points
+        .iter()
+        .filter(|c| c.index >= recent)
+        .map(|c| export::history::recent_step_line(c, h.runs.len(), &file.display().to_string()))
+        .collect())
+}

@@ -1,0 +1,383 @@
+//! `oemputx history` as CI reads main's history: a file `--save-baseline` wrote (each run
+//! with its commit), the steps found in it per metric, the JSON, the HTML with its markers,
+//! and the stored gate's line when its baseline spans a recent step.
+
+use oemputx::gate::change_points::sim::seeded_series;
+use oemputx_test_support::*;
+
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+/// A real run of the embedded queue manager appended by `--save-baseline`, as main's CI
+/// makes it: its commit from `GITHUB_SHA`.
+fn saved_run(dir: &Path) -> Value {
+    let base = dir.join("saved.json");
+    oemputx()
+        .env("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567")
+        .args([
+            "--count",
+            "100",
+            "--rounds",
+            "3",
+            "--quiet",
+            "--save-baseline",
+        ])
+        .arg(&base)
+        .assert()
+        .success();
+    read(&base)["runs"][0].clone()
+}
+
+/// The commit of run `i` of a synthetic history.
+fn commit(i: usize) -> String {
+    format!("{:040x}", 0xc0ffee_u64 * (i as u64 + 1))
+}
+
+/// A history of main's runs in the format `--save-baseline` writes: `template`'s report with
+/// each run's rounds set so that the run's median is `flow[i]` for EMBEDDED and `driver[i]`
+/// for DRIVER (the totals their sum), its own commit and start.
+fn history(dir: &Path, name: &str, template: &Value, flow: &[f64], driver: &[f64]) -> PathBuf {
+    let runs: Vec<Value> = flow
+        .iter()
+        .zip(driver)
+        .enumerate()
+        .map(|(i, (&f, &d))| {
+            let mut run = template.clone();
+            let round = run["rounds"][0].clone();
+            // Rounds either side of the run's figure: their median is the figure.
+            let rounds: Vec<Value> = [0.99, 1.0, 1.01]
+                .iter()
+                .map(|jitter| {
+                    let mut r = round.clone();
+                    for g in r["groups"].as_array_mut().expect("groups") {
+                        let x = if g["name"] == "DRIVER" { d } else { f };
+                        g["total_us_per_tran"] = Value::from(x * jitter);
+                    }
+                    r["captured_us_per_tran"] = Value::from((f + d) * jitter);
+                    r["corrected_us_per_tran"] = Value::from((f + d) * jitter);
+                    r
+                })
+                .collect();
+            run["rounds"] = Value::from(rounds);
+            run["start_utc"] = Value::from(format!("2026-11-{:02}T06:00:00.000000Z", i + 1));
+            run["commit"] = Value::from(commit(i));
+            run
+        })
+        .collect();
+    let j = serde_json::json!({"schema": "oemputx.history/1", "runs": runs});
+    assert_matches_schema(&j);
+    let path = dir.join(name);
+    std::fs::write(&path, j.to_string()).expect("write");
+    path
+}
+
+/// EMBEDDED around 50 µs/tran and DRIVER around 40, 2.5 % CV each; EMBEDDED times 1 +
+/// `step` from run `at`.
+fn series(n: usize, at: usize, step: f64) -> (Vec<f64>, Vec<f64>) {
+    let flow = seeded_series(0x0068_6973_7431, n, 0.025, (at, step));
+    let driver = seeded_series(0x0068_6973_7433, n, 0.025, (n, 0.0));
+    (
+        flow.iter().map(|x| x / 2.0).collect(),
+        driver.iter().map(|x| x * 0.4).collect(),
+    )
+}
+
+/// The `<figure id="chart-NAME">` of an HTML page.
+fn figure<'a>(html: &'a str, name: &str) -> &'a str {
+    let start = html
+        .find(&format!("<figure id=\"chart-{name}\">"))
+        .unwrap_or_else(|| panic!("no chart of {name}"));
+    let end = html[start..].find("</figure>").expect("figure's end");
+    &html[start..start + end]
+}
+
+#[test]
+fn a_ten_percent_step_at_run_15_of_30_is_reported_there_for_that_metric_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(30, 15, 0.10);
+    let path = history(dir.path(), "history.json", &template, &flow, &driver);
+    let json = dir.path().join("cp.json");
+    let html = dir.path().join("cp.html");
+    oemputx()
+        .arg("history")
+        .arg(&path)
+        .args(["--metric", "DRIVER", "--export-json"])
+        .arg(&json)
+        .arg("--export-html")
+        .arg(&html)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("30 runs of main"))
+        .stdout(predicate::str::contains("e-divisive means"))
+        .stdout(predicate::str::is_match("EMBEDDED +[▁▂▃▄▅▆▇█]{30} ").expect("regex"))
+        .stdout(
+            predicate::str::is_match("DRIVER +[▁▂▃▄▅▆▇█]{30} .*no change point").expect("regex"),
+        );
+    let j = read(&json);
+    assert_matches_schema(&j);
+    let of = |m: &str| -> Vec<Value> {
+        j["change_points"]
+            .as_array()
+            .expect("change_points")
+            .iter()
+            .filter(|c| c["metric"] == m)
+            .cloned()
+            .collect()
+    };
+    let flow_steps = of("EMBEDDED");
+    assert_eq!(flow_steps.len(), 1, "{j:#}");
+    let c = &flow_steps[0];
+    let index = c["index"].as_u64().expect("index") as usize;
+    assert!(index.abs_diff(15) <= 1, "{c}");
+    assert_eq!(c["commit"], Value::from(commit(index)), "{c}");
+    assert_eq!(
+        c["start_utc"],
+        format!("2026-11-{:02}T06:00:00.000000Z", index + 1)
+    );
+    let pct = c["change_pct"].as_f64().expect("change_pct");
+    assert!((6.0..14.0).contains(&pct), "{c}");
+    assert!(
+        c["before"]
+            .as_f64()
+            .is_some_and(|b| (47.0..53.0).contains(&b)),
+        "{c}"
+    );
+    // A step in EMBEDDED is not one in DRIVER.
+    assert!(of("DRIVER").is_empty(), "{j:#}");
+    // The HTML: each series charted, a marker per change point.
+    let page = std::fs::read_to_string(&html).expect("html");
+    for s in j["series"].as_array().expect("series") {
+        let name = s["metric"].as_str().expect("metric");
+        let fig = figure(&page, name);
+        assert!(fig.contains("<svg"), "{name}");
+        assert_eq!(
+            fig.matches("stroke=\"#D55E00\"").count(),
+            of(name).len(),
+            "{name}: a marker per change point"
+        );
+    }
+
+    // A flat history of 30 runs: none, anywhere.
+    let (flat, driver) = series(30, 30, 0.0);
+    let path = history(dir.path(), "flat.json", &template, &flat, &driver);
+    let out = oemputx()
+        .arg("history")
+        .arg(&path)
+        .args(["--export-json", "-"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("EMBEDDED"))
+        .get_output()
+        .stdout
+        .clone();
+    // With `-`, stdout is the JSON and nothing else.
+    let j: Value = serde_json::from_slice(&out).expect("stdout is JSON only");
+    assert_eq!(j["change_points"], serde_json::json!([]), "{j:#}");
+    assert_eq!(j["series"].as_array().map(Vec::len), Some(2), "{j:#}");
+}
+
+#[test]
+fn fewer_than_six_runs_give_no_change_points_and_say_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let path = history(
+        dir.path(),
+        "short.json",
+        &template,
+        &[50.0, 50.0, 50.0, 80.0, 80.0],
+        &[40.0; 5],
+    );
+    let json = dir.path().join("cp.json");
+    oemputx()
+        .arg("history")
+        .arg(&path)
+        .arg("--export-json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "no change point can be told: 5 runs in the history",
+        ))
+        .stdout(predicate::str::contains("6 or more"));
+    let j = read(&json);
+    assert_matches_schema(&j);
+    assert_eq!(j["change_points"], serde_json::json!([]));
+    assert!(
+        j["series"][0]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("5 runs")),
+        "{j:#}"
+    );
+}
+
+#[test]
+fn a_malformed_history_is_exit_2_naming_the_file_and_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(8, 8, 0.0);
+    let path = history(dir.path(), "h.json", &template, &flow, &driver);
+    let mut j = read(&path);
+    j["runs"][2]["commit"] = Value::from(7);
+    std::fs::write(&path, j.to_string()).expect("write");
+    oemputx()
+        .arg("history")
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("h.json#3"))
+        .stderr(predicate::str::contains("commit is 7"));
+    std::fs::write(&path, "{\"schema\": \"oemputx.history/1\", \"runs\": [").expect("write");
+    oemputx()
+        .arg("history")
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("h.json"));
+    oemputx()
+        .arg("history")
+        .arg(dir.path().join("none.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
+    // A metric the runs do not have is named, not skipped.
+    let path = history(dir.path(), "h2.json", &template, &flow, &driver);
+    oemputx()
+        .arg("history")
+        .arg(&path)
+        .args(["--metric", "NOSUCH"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("NOSUCH"));
+}
+
+#[test]
+fn save_baseline_records_each_runs_commit_from_ci_or_git() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = dir.path().join("base.json");
+    let save = |env: &[(&str, &str)], cwd: &Path| {
+        let mut c = oemputx();
+        c.env_remove("GITHUB_SHA").env_remove("CI_COMMIT_SHA");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.current_dir(cwd)
+            .args([
+                "--count",
+                "100",
+                "--rounds",
+                "3",
+                "--quiet",
+                "--save-baseline",
+            ])
+            .arg(&base)
+            .assert()
+            .success();
+    };
+    let plain = tempfile::tempdir().expect("temp dir");
+    save(&[("GITHUB_SHA", "AAAA1111bbbb")], plain.path());
+    save(&[("CI_COMMIT_SHA", "cccc2222")], plain.path());
+    // Neither variable and no repository (a fresh temporary folder): unknown.
+    save(&[], plain.path());
+    // Neither variable, in a repository: its HEAD, as git names it.
+    let repo = tempfile::tempdir().expect("temp dir");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=oemputx",
+                "-c",
+                "user.email=oemputx@invalid",
+            ])
+            .args(args)
+            .current_dir(repo.path())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "main"]);
+    // None without git on the machine: then the run records none either.
+    let head = git(&["rev-parse", "HEAD"]);
+    save(&[], repo.path());
+    let j = read(&base);
+    assert_matches_schema(&j);
+    let commits: Vec<Value> = j["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["commit"].clone())
+        .collect();
+    assert_eq!(
+        commits,
+        [
+            Value::from("aaaa1111bbbb"),
+            Value::from("cccc2222"),
+            Value::Null,
+            head.map_or(Value::Null, Value::from),
+        ]
+    );
+    assert!(
+        j["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .all(|r| r["saved_utc"].is_string()),
+        "{j:#}"
+    );
+}
+
+#[test]
+fn the_stored_gate_says_when_its_baseline_spans_a_recent_step() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(30, 26, 0.15);
+    let path = history(dir.path(), "main.json", &template, &flow, &driver);
+    // This run: the newest of main's runs again.
+    let current = dir.path().join("current.json");
+    let mut run = read(&path)["runs"][29].clone();
+    run.as_object_mut().expect("run").remove("commit");
+    std::fs::write(&current, run.to_string()).expect("write");
+    let out = oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&path)
+        .arg("--current")
+        .arg(&current)
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("EMBEDDED: main's history stepped +"))
+        .unwrap_or_else(|| panic!("no step line:\n{text}"));
+    let index: usize = line
+        .split("(index ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|i| i.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(index.abs_diff(26) <= 1, "{line}");
+    assert!(
+        line.contains(&format!("commit {}", &commit(index)[..7])),
+        "{line}"
+    );
+    assert!(line.contains("the baseline spans it"), "{line}");
+    // A step long ago is no news to the gate.
+    let (flow, driver) = series(30, 10, 0.15);
+    let old = history(dir.path(), "old.json", &template, &flow, &driver);
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&old)
+        .arg("--current")
+        .arg(&current)
+        .assert()
+        .stdout(predicate::str::contains("history stepped").not());
+}
