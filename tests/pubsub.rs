@@ -350,8 +350,10 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
             "600",
             "--subscribers",
             "3",
+            // A first step every host keeps up with: at 2,000 msg/s, two test suites side by
+            // side (load 12 on two cores) left no step sustained, so nothing to name.
             "--rate",
-            "2000",
+            "500",
             "--export-json",
             "-",
         ])
@@ -417,17 +419,25 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             .expect("oemputx runs");
         let text = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{url}: {stderr}");
         let j: serde_json::Value = json_after_table(&text);
         oemputx_test_support::schema::assert_matches_schema(&j);
         assert_eq!(j["rounds"], rounds);
         let cells = j["cells"].as_array().expect("cells");
         assert_eq!(cells.len(), 8);
+        // Core NATS delivers at most once: on a host loaded far past its CPUs (two suites
+        // side by side) it drops a slow subscriber's messages. The matrix must then say so
+        // and exit 1; every other cell, and any persistent one, loses nothing.
+        let may_lose = |c: &serde_json::Value| url == nats_url() && c["persistent"] == false;
+        let lost: u64 = cells.iter().filter_map(|c| c["lost"].as_u64()).sum();
+        let expected = if lost == 0 { 0 } else { 1 };
+        assert_eq!(out.status.code(), Some(expected), "{url}: {stderr}");
         for c in cells {
             // NATS's persistent cells go through JetStream.
             let rate = c["received_mps"].as_f64();
             assert!(rate.is_some(), "{url}: {c}");
-            assert_eq!(c["lost"], 0, "{c}");
+            if !may_lose(c) {
+                assert_eq!(c["lost"], 0, "{c}");
+            }
             if rounds > 1 {
                 let s = &c["spread"];
                 assert_eq!(s["rounds"], rounds, "{c}");
