@@ -23,11 +23,14 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
         ])
         .args(["--group", "QMGR=@rabbitmq", "--export-json", "-", "--quiet"])
         // The sweep's own options may come after the run's.
-        .args(["--max-time", "40s", "--chart"])
+        // Bounds for a loaded host: the sweep ends once decided, which takes 16 rounds a
+        // point here when quiet; beside other suites at load 11, 40 s gave 6 (issue 43).
+        // The harness's bound lies beyond the sweep's own.
+        .args(["--max-time", "150s", "--chart"])
         .arg(chart.path())
         .arg("--export-html")
         .arg(chart.path().with_extension("html"))
-        .timeout(std::time::Duration::from_secs(150))
+        .timeout(std::time::Duration::from_secs(300))
         .output()
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -397,8 +400,11 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
     let dir = tempfile::tempdir().expect("tempdir");
     let json = dir.path().join("c.json");
     let tsv = dir.path().join("c.tsv");
+    // As for the sweep: compare's first look needs 8 blocks (32 rounds a setting), which
+    // 40 s of 300-message rounds did not hold beside other suites at load 11, nor 150 s at
+    // load 15. Rounds of 100 messages, and a bound of its own the harness's lies beyond.
     let out = oemputx()
-        .timeout(std::time::Duration::from_secs(120))
+        .timeout(std::time::Duration::from_secs(360))
         .args(["compare", "--flow-cmd", "sample-flow --echo"])
         .args([
             "--setting",
@@ -406,13 +412,13 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
             "--setting",
             "two=--threads 2",
         ])
-        .args(["--max-time", "40s", "--export-json"])
+        .args(["--max-time", "200s", "--export-json"])
         .arg(&json)
         .arg("--export-tsv")
         .arg(&tsv)
         .arg("--export-html")
         .arg(dir.path().join("c.html"))
-        .args(["--", "--qmgr", &amqp_url(), "--count", "300"])
+        .args(["--", "--qmgr", &amqp_url(), "--count", "100"])
         .args(["--group", "QMGR=@rabbitmq"])
         .output()
         .expect("runs");
