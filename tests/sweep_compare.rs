@@ -22,13 +22,15 @@ fn a_sweep_runs_every_point_in_interleaved_rounds_with_an_interval_for_each_rati
             "60",
         ])
         .args(["--group", "QMGR=@rabbitmq", "--export-json", "-", "--quiet"])
-        // The sweep's own options may come after the run's. 75 s: at a load of 15 on two
-        // cores 40 s gave 14 rounds a point, short of the two blocks an interval needs.
-        .args(["--max-time", "75s", "--chart"])
+        // The sweep's own options may come after the run's.
+        // Bounds for a loaded host: the sweep ends once decided, which takes 16 rounds a
+        // point here when quiet; beside other suites at load 11, 40 s gave 6 (issue 43).
+        // The harness's bound lies beyond the sweep's own.
+        .args(["--max-time", "150s", "--chart"])
         .arg(chart.path())
         .arg("--export-html")
         .arg(chart.path().with_extension("html"))
-        .timeout(std::time::Duration::from_secs(240))
+        .timeout(std::time::Duration::from_secs(300))
         .output()
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -398,8 +400,11 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
     let dir = tempfile::tempdir().expect("tempdir");
     let json = dir.path().join("c.json");
     let tsv = dir.path().join("c.tsv");
+    // As for the sweep: compare's first look needs 8 blocks (32 rounds a setting), which
+    // 40 s of 300-message rounds did not hold beside other suites at load 11, nor 150 s at
+    // load 15. Rounds of 100 messages, and a bound of its own the harness's lies beyond.
     let out = oemputx()
-        .timeout(std::time::Duration::from_secs(120))
+        .timeout(std::time::Duration::from_secs(360))
         .args(["compare", "--flow-cmd", "sample-flow --echo"])
         .args([
             "--setting",
@@ -407,13 +412,13 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
             "--setting",
             "two=--threads 2",
         ])
-        .args(["--max-time", "40s", "--export-json"])
+        .args(["--max-time", "200s", "--export-json"])
         .arg(&json)
         .arg("--export-tsv")
         .arg(&tsv)
         .arg("--export-html")
         .arg(dir.path().join("c.html"))
-        .args(["--", "--qmgr", &amqp_url(), "--count", "300"])
+        .args(["--", "--qmgr", &amqp_url(), "--count", "100"])
         .args(["--group", "QMGR=@rabbitmq"])
         .output()
         .expect("runs");
@@ -477,235 +482,5 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
         "{row}"
     );
     // The queues it made are gone.
-    assert!(!stderr.contains("could not delete"), "{stderr}");
-}
-
-/// A flow command that is `sample-flow` for its first `starts` starts and then fails at
-/// once, as a flow that cannot start does: a shell script counting its starts in a file of
-/// its own. Settings, points and blocks restart their flows one after another, so the
-/// count says exactly which block's start fails.
-fn flow_failing_after(dir: &std::path::Path, starts: usize) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let script = dir.join("flow.sh");
-    let counter = dir.join("starts");
-    let body = format!(
-        "#!/bin/sh\n\
-         n=$(cat '{counter}' 2>/dev/null || echo 0)\n\
-         n=$((n + 1))\n\
-         echo \"$n\" > '{counter}'\n\
-         if [ \"$n\" -gt {starts} ]; then\n\
-         \x20 echo \"injected fault: start $n of the flow refused\" >&2\n\
-         \x20 exit 3\n\
-         fi\n\
-         exec '{bin}' \"$@\"\n",
-        counter = counter.display(),
-        bin = sample_flow_bin().display(),
-    );
-    std::fs::write(&script, body).expect("write the flow script");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    script
-}
-
-/// Each column of a TSV by its header.
-fn tsv_column(tsv: &str, name: &str) -> Vec<String> {
-    let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
-    let at = rows[0]
-        .iter()
-        .position(|c| *c == name)
-        .unwrap_or_else(|| panic!("no {name} column: {tsv}"));
-    rows[1..].iter().map(|r| r[at].to_string()).collect()
-}
-
-#[test]
-fn a_fault_after_two_blocks_of_compare_leaves_a_partial_report_of_those_blocks() {
-    live!(RabbitMq);
-    let dir = tempfile::tempdir().expect("tempdir");
-    // Two settings start two flows a block: the fifth start is block 3's first.
-    let flow = flow_failing_after(dir.path(), 4);
-    let q = fresh_queue("compare-fault");
-    let (json, tsv, md, html) = (
-        dir.path().join("c.json"),
-        dir.path().join("c.tsv"),
-        dir.path().join("c.md"),
-        dir.path().join("c.html"),
-    );
-    let out = oemputx()
-        .timeout(std::time::Duration::from_secs(240))
-        .args(["compare", "--flow-cmd"])
-        .arg(format!("{} --echo", flow.display()))
-        .args(["--setting", "a=--threads 1", "--setting", "b=--threads 1"])
-        .args(["--max-time", "10m", "--export-json"])
-        .arg(&json)
-        .arg("--export-tsv")
-        .arg(&tsv)
-        .arg("--export-markdown")
-        .arg(&md)
-        .arg("--export-html")
-        .arg(&html)
-        .args(["--", "--qmgr", &amqp_url(), "--request-queue", &q])
-        .args(["--count", "100"])
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    // The fault is named where it happened, in the text and on stderr.
-    let line = "partial: stopped after 2 of ";
-    assert!(text.contains(line), "{text}");
-    assert!(stderr.contains(&format!("compare: {line}")), "{stderr}");
-    assert!(
-        text.contains("starting the flow of b for block 3")
-            || text.contains("starting the flow of a for block 3"),
-        "{text}"
-    );
-    assert!(
-        text.contains("injected fault: start 5 of the flow refused"),
-        "{text}"
-    );
-    let j = read_json(&json);
-    assert_matches_schema(&j);
-    assert_eq!(j["run_shape"]["ended"], "failed", "{j}");
-    assert_eq!(j["partial"]["blocks_done"], 2, "{j}");
-    assert!(
-        j["partial"]["blocks_planned"].as_u64().unwrap_or(0) >= 8,
-        "{}",
-        j["partial"]
-    );
-    let reason = j["partial"]["reason"].as_str().unwrap_or("");
-    assert!(
-        reason.contains("for block 3") && reason.contains("injected fault: start 5"),
-        "{reason}"
-    );
-    // Exactly the two blocks: every setting measured in every cycle of them, no more.
-    let per_block = j["run_shape"]["cycles_per_block"]
-        .as_u64()
-        .expect("cycles per block");
-    assert_eq!(j["run_shape"]["blocks"], 2);
-    assert_eq!(j["run_shape"]["cycles"].as_u64(), Some(2 * per_block));
-    assert_eq!(
-        j["run_shape"]["orders"].as_array().map(Vec::len),
-        Some(2 * per_block as usize)
-    );
-    let metrics = j["metrics"].as_array().expect("metrics").len();
-    for arm in j["arms"].as_array().expect("arms") {
-        assert_eq!(arm["rounds"].as_u64(), Some(2 * per_block), "{arm}");
-        let figures = arm["figures"].as_array().expect("figures");
-        assert_eq!(figures.len(), metrics, "{arm}");
-        for (f, rounds) in figures
-            .iter()
-            .zip(arm["round_figures"].as_array().expect("rounds"))
-        {
-            // Each figure: the median of the blocks' rounds with its interval.
-            let (lo, m, hi) = (f["low"].as_f64(), f["median"].as_f64(), f["high"].as_f64());
-            assert!(lo.is_some() && lo <= m && m <= hi, "{f}");
-            assert_eq!(
-                rounds.as_array().map(Vec::len),
-                Some(2 * per_block as usize)
-            );
-        }
-    }
-    // Each change: its estimate over the two blocks, said to be unjudged (the first look
-    // comes after eight), never a finding.
-    let changes = j["changes"].as_array().expect("changes");
-    assert_eq!(changes.len(), metrics);
-    for c in changes {
-        assert!(c["change_pct"].as_f64().is_some(), "{c}");
-        assert!(c["finding"].is_null(), "{c}");
-        assert!(
-            c["reading"]
-                .as_str()
-                .unwrap_or("")
-                .contains("not judged: stopped after 2 blocks"),
-            "{c}"
-        );
-    }
-    // Every other output asked for is there, and says so too.
-    let tsv = std::fs::read_to_string(&tsv).expect("TSV written");
-    let ended = tsv_column(&tsv, "ended");
-    assert!(
-        !ended.is_empty() && ended.iter().all(|e| e == "failed"),
-        "{tsv}"
-    );
-    let md = std::fs::read_to_string(&md).expect("Markdown written");
-    assert!(md.starts_with(&format!("**{line}")), "{md}");
-    let page = std::fs::read_to_string(&html).expect("HTML written");
-    assert!(
-        page.contains("PARTIAL") && page.contains(line),
-        "{page:.400}"
-    );
-    // The queues it made are gone, the failed block's included.
-    assert!(!stderr.contains("could not delete"), "{stderr}");
-}
-
-#[test]
-fn a_fault_after_two_blocks_of_a_sweep_leaves_a_partial_report_of_those_blocks() {
-    live!(RabbitMq);
-    let dir = tempfile::tempdir().expect("tempdir");
-    // N = 1 threads and N = 1 processes: two flows a block, the fifth start is block 3's.
-    let flow = flow_failing_after(dir.path(), 4);
-    let q = QueueGuard(fresh_queue("sweep-fault"));
-    let (json, tsv, chart) = (
-        dir.path().join("s.json"),
-        dir.path().join("s.tsv"),
-        dir.path().join("s.svg"),
-    );
-    let out = oemputx()
-        .timeout(std::time::Duration::from_secs(240))
-        .args(["sweep", "--tasks", "1", "--flow-cmd"])
-        .arg(format!("{} --echo", flow.display()))
-        .args(["--qmgr", &amqp_url(), "--request-queue", &q.0])
-        .args(["--count", "100", "--max-time", "10m", "--quiet"])
-        .arg("--export-json")
-        .arg(&json)
-        .arg("--export-tsv")
-        .arg(&tsv)
-        .arg("--chart")
-        .arg(&chart)
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("sweep: partial: stopped after 2 of ")
-            && stderr.contains("injected fault: start 5"),
-        "{stderr}"
-    );
-    let j = read_json(&json);
-    assert_matches_schema(&j);
-    assert_eq!(j["run_shape"]["ended"], "failed", "{j}");
-    assert_eq!(j["run_shape"]["blocks"], 2);
-    assert_eq!(j["partial"]["blocks_done"], 2, "{j}");
-    assert!(
-        j["partial"]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("for block 3"),
-        "{}",
-        j["partial"]
-    );
-    let per_block = j["run_shape"]["cycles_per_block"].as_u64().expect("cycles");
-    let points = j["points"].as_array().expect("points");
-    assert_eq!(points.len(), 2);
-    for p in points {
-        assert_eq!(p["rounds"].as_u64(), Some(2 * per_block), "{p}");
-        let rate = &p["rate_tps"];
-        assert!(rate["low"].as_f64() <= rate["median"].as_f64(), "{p}");
-        assert!(rate["median"].as_f64() <= rate["high"].as_f64(), "{p}");
-    }
-    for r in j["ratios"].as_array().expect("ratios") {
-        assert!(r["ratio"].as_f64().is_some(), "{r}");
-        assert!(
-            r["reading"].as_str().unwrap_or("").contains("not judged"),
-            "{r}"
-        );
-    }
-    let tsv = std::fs::read_to_string(&tsv).expect("TSV written");
-    let ended = tsv_column(&tsv, "ended");
-    assert!(
-        ended.len() == 2 && ended.iter().all(|e| e == "failed"),
-        "{tsv}"
-    );
-    let svg = std::fs::read_to_string(&chart).expect("chart written");
-    assert!(svg.contains("PARTIAL"), "{svg:.300}");
     assert!(!stderr.contains("could not delete"), "{stderr}");
 }
