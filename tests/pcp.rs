@@ -66,6 +66,12 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     let q = fresh_queue("pcp");
     let _flow = EchoFlow::start(&q, &[]);
     let host = format!("broker={}", pcp_url());
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(f64::NAN, |d| d.as_secs_f64())
+    };
+    let launched = wall();
     let (code, j, err) = run_json(&[
         "--qmgr",
         &amqp_url(),
@@ -80,6 +86,7 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
         "--group",
         "REMOTE@broker=@rabbitmq",
     ]);
+    let exited = wall();
     assert_eq!(code, 0, "{err}");
     let (local, remote) = (group(&j, "QMGR"), group(&j, "REMOTE"));
     assert_eq!(
@@ -144,9 +151,10 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
         "{broker}"
     );
     // The host's own clock stamps its snapshots, each somewhere inside its request, and
-    // both requests lie inside the run's own span (start_utc .. end_utc, read after the
-    // driver's start and before its end). The "remote" host is this machine's own PCP, so
-    // one clock reads both: the stamps lie inside that span, whatever the load. (Its length
+    // both requests lie inside oemputx's life: after it was launched and before it exited
+    // (not before end_utc: the end snapshots are taken after it, 0.7 s after at load 2 here
+    // once). The "remote" host is this machine's own PCP, so one clock reads both: the
+    // stamps lie inside that span, whatever the load. (Its length
     // is no match for the traffic's elapsed time: with a benchmark beside it, 2.40 s by the
     // host's clock against 1.43 s elapsed, and at load 10 here 7.68 s against 8.35 s,
     // while the two roads' CPU agreed to 0.1 %: pmcd's stamp is not the instant it read
@@ -165,11 +173,12 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     // PCP stamps to the microsecond, the report's UTC times too: 1 ms covers the rounding.
     let tick = 0.001;
     assert!(
-        run_start - tick <= host_start
+        launched - tick <= host_start
+            && run_start <= run_end
             && host_start < host_end
-            && host_end <= run_end + tick
+            && host_end <= exited + tick
             && (by_host - (host_end - host_start)).abs() < 1e-6,
-        "host stamps {host_start}..{host_end} ({by_host} s) outside the run's {run_start}..{run_end}"
+        "host stamps {host_start}..{host_end} ({by_host} s) outside oemputx's life {launched}..{exited} (run {run_start}..{run_end})"
     );
     // The run's corrected total is each host's corrected total, summed.
     let sum: f64 = hosts
