@@ -82,6 +82,26 @@ fn flow_window(start: &[(Key, Sample)], end: &[(Key, Sample)]) -> (Snapshot, Sna
     (a, b)
 }
 
+/// One window in which FLOW (pid 17) used 0.4 s over 1 s on 2 CPUs; idle left to the test.
+fn flow_of_400_ms() -> (Snapshot, Snapshot) {
+    let k = (17, 500);
+    flow_window(
+        &[(k, sample(17, "flow", 0, 0, 0))],
+        &[(k, sample(17, "flow", 400, 30, 10))],
+    )
+}
+
+/// The table of 100 transactions of that window, with a measured capture ratio.
+fn measured(a: &Snapshot, b: &Snapshot) -> CpuTable {
+    table(
+        &groups(&["FLOW=pid:17"]),
+        a,
+        b,
+        traffic(100),
+        RatioMode::Measured,
+    )
+}
+
 #[test]
 fn a_live_process_row_is_its_cpu_delta_per_transaction_split_by_its_ticks() {
     let k = (10, 500);
@@ -355,13 +375,7 @@ fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
     );
     b.idle_ticks = 150;
     b.irq_ticks = 10;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     let r = t.capture_ratio.expect("measured");
     assert_eq!(r.source, "measured");
     assert!((r.value - 0.8).abs() < 1e-9, "{r:?}");
@@ -370,24 +384,12 @@ fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
     // 0.4 s, within tick noise): clamped to 1.
     b.idle_ticks = 161;
     a.idle_ticks = 0;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     assert_eq!(t.capture_ratio.map(|r| r.value), Some(1.0));
     assert!(t.info.warnings.iter().any(|w| w.contains("above 1")));
     // Far less busy time than the tasks used (0.3 s against 0.4 s): not noise, not applied.
     b.idle_ticks = 170;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     let r = t.capture_ratio.expect("measured");
     assert_eq!((r.value, r.source.as_ref()), (1.0, "not applied"), "{r:?}");
     assert!(
@@ -396,13 +398,7 @@ fn the_measured_capture_ratio_is_tasks_over_busy_and_clamped_above_one() {
     );
     // No busy time at all: no ratio, and a warning that says what to do.
     b.idle_ticks = 200;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     assert!(t.capture_ratio.is_none());
     assert!(
         t.info
@@ -640,19 +636,9 @@ fn the_driver_inside_a_group_that_holds_oemputx_is_counted_once() {
 fn busy_cpu_that_neither_tasks_nor_interrupts_explain_leaves_the_ratio_unapplied() {
     // 0.5 s busy, 0.4 s in the tasks the process sum sees, no interrupts: 20 % unaccounted,
     // as when a shell loop's short processes ran under a parent outside the groups.
-    let k = (17, 500);
-    let (a, mut b) = flow_window(
-        &[(k, sample(17, "flow", 0, 0, 0))],
-        &[(k, sample(17, "flow", 400, 30, 10))],
-    );
+    let (a, mut b) = flow_of_400_ms();
     b.idle_ticks = 150;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     let r = t.capture_ratio.expect("measured");
     assert_eq!(r.source, "not applied");
     assert_eq!(r.value, 1.0);
@@ -691,13 +677,7 @@ fn a_root_cgroup_counter_counts_processes_that_came_and_went() {
     };
     a.all_tasks = Some(counter(1_000_000_000));
     b.all_tasks = Some(counter(1_900_000_000));
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     let r = t.capture_ratio.expect("measured");
     assert_eq!(r.source, "measured");
     assert!((r.value - 1.0).abs() < 1e-9, "{r:?}");
@@ -719,20 +699,10 @@ fn a_root_cgroup_counter_counts_processes_that_came_and_went() {
 #[test]
 fn steal_is_left_out_of_the_busy_time_and_shown_beside_the_ratio() {
     // 0.5 s idle-derived busy of which 0.1 s was steal: the tasks' 0.4 s are all of the rest.
-    let k = (17, 500);
-    let (a, mut b) = flow_window(
-        &[(k, sample(17, "flow", 0, 0, 0))],
-        &[(k, sample(17, "flow", 400, 30, 10))],
-    );
+    let (a, mut b) = flow_of_400_ms();
     b.idle_ticks = 150;
     b.steal_ticks = 10;
-    let t = table(
-        &groups(&["FLOW=pid:17"]),
-        &a,
-        &b,
-        traffic(100),
-        RatioMode::Measured,
-    );
+    let t = measured(&a, &b);
     let r = t.capture_ratio.expect("measured");
     assert_eq!(r.source, "measured");
     assert!((r.value - 1.0).abs() < 1e-9, "{r:?}");
