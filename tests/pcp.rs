@@ -152,13 +152,11 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     );
     // The host's own clock stamps its snapshots, each somewhere inside its request, and
     // both requests lie inside oemputx's life: after it was launched and before it exited
-    // (not before end_utc: the end snapshots are taken after it, 0.7 s after at load 2 here
-    // once). The "remote" host is this machine's own PCP, so one clock reads both: the
-    // stamps lie inside that span, whatever the load. (Its length
-    // is no match for the traffic's elapsed time: with a benchmark beside it, 2.40 s by the
-    // host's clock against 1.43 s elapsed, and at load 10 here 7.68 s against 8.35 s,
-    // while the two roads' CPU agreed to 0.1 %: pmcd's stamp is not the instant it read
-    // the counters.)
+    // (not before end_utc: the end snapshots are taken after it). The "remote" host is this
+    // machine's own PCP, so one clock reads both: the stamps lie inside that span, whatever
+    // the load. pmproxy writes the nanoseconds unpadded; read as a decimal, a stamp in the
+    // first 100 ms of a second came out up to 0.9 s late (0.10 s after oemputx exited, once
+    // in CI; 2.40 s of window by the host's clock against 1.43 s elapsed, once).
     let stamp = |k: &str| {
         j[k].as_str()
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())

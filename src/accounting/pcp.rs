@@ -118,6 +118,29 @@ type ProcessSplit = HashMap<i64, (u64, u64)>;
 /// `split_context` when pmdaproc will not list processes alone for this client.
 const NO_SPLIT: u64 = u64::MAX;
 
+/// A fetch's stamp, seconds since the epoch, read from the answer's text.
+///
+/// pmproxy writes it as seconds, a dot and the nanoseconds *unpadded* (`"%I.%I"` in its
+/// webapi.c, 6.0.3 here): 7 ns past second 12 reads `12.7`, 17,468,710 ns reads
+/// `12.17468710`. Read as a decimal number, every stamp in the first 100 ms of a second is
+/// late by up to 0.9 s (seen here: a window's end stamped 0.1 s after oemputx had exited).
+/// More than nine digits can only be a decimal fraction, and is read as one.
+fn host_stamp(body: &str) -> Option<f64> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        timestamp: Option<&'a serde_json::value::RawValue>,
+    }
+    let raw = serde_json::from_str::<Head>(body).ok()?.timestamp?.get();
+    let (secs, frac) = raw.split_once('.').unwrap_or((raw, "0"));
+    let secs: u64 = secs.parse().ok()?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return raw.parse().ok();
+    }
+    let nanos: u64 = frac.parse().ok()?;
+    Some(secs as f64 + nanos as f64 / 1e9)
+}
+
 /// What a host's snapshot says besides the processes.
 #[derive(Debug, Clone, Default)]
 pub struct HostFacts {
@@ -307,8 +330,11 @@ impl PcpHost {
         let body = self.read_body(resp)?;
         let body =
             std::str::from_utf8(&body).map_err(|e| self.protocol("reading pmproxy's answer", e))?;
-        let v: Value = serde_json::from_str(body)
+        let mut v: Value = serde_json::from_str(body)
             .map_err(|e| self.protocol("pmproxy's answer is not JSON", e))?;
+        if let (Some(stamp), Some(o)) = (host_stamp(body), v.as_object_mut()) {
+            o.insert("timestamp".into(), stamp.into());
+        }
         if status >= 400 || v.get("success") == Some(&Value::Bool(false)) {
             let msg = v.get("message").and_then(Value::as_str).unwrap_or(body);
             // pmproxy answers a refused login with 400 and pmcd's words.
@@ -751,6 +777,20 @@ mod tests {
             }
         }
         assert!(PcpHost::parse("db-1.eu=pcp://x").is_ok());
+    }
+
+    #[test]
+    fn pmproxy_s_unpadded_nanoseconds_are_read_as_nanoseconds() {
+        let at = |t: &str| host_stamp(&format!(r#"{{"context":7,"timestamp":{t},"values":[]}}"#));
+        // Written by pmproxy 6.0.3 here within a millisecond of each other's true times.
+        assert_eq!(at("1796397208.11659289"), Some(1796397208.011659289));
+        assert_eq!(at("1796397195.976476846"), Some(1796397195.976476846));
+        assert_eq!(at("12.7"), Some(12.000000007));
+        assert_eq!(at("12"), Some(12.0));
+        // Not pmproxy's shape: read as the number it is.
+        assert_eq!(at("12.1234567891"), Some(12.1234567891));
+        assert_eq!(at("\"x\""), None);
+        assert_eq!(host_stamp(r#"{"context":7}"#), None);
     }
 
     #[test]

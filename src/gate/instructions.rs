@@ -301,6 +301,16 @@ pub fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision 
             Verdict::Inconclusive,
             "flow A counted no instructions for it".to_string(),
         )
+    } else if !confirmed && apart(metric, counts, tolerance) != Verdict::Pass {
+        // Timing moved the counts more than half the tolerance, but less than the change:
+        // whichever run is the undisturbed cost, every B run is beyond every A run.
+        (
+            apart(metric, counts, tolerance),
+            format!(
+                "instruction counts (callgrind): the runs vary by up to {:.2}%, more than half the tolerance, yet every run of one side lies beyond every run of the other by more than the tolerance{check}",
+                100.0 * worst
+            ),
+        )
     } else if !confirmed {
         (
             Verdict::Inconclusive,
@@ -333,6 +343,26 @@ pub fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision 
     d.base_median = a;
     d.current_median = b;
     d
+}
+
+/// Regression when B's smallest figure exceeds A's largest by more than the tolerance,
+/// improvement when B's largest is below A's smallest by more; otherwise `Pass` (not
+/// decided this way). Extra work from timing (a busier broker, a retried read) only adds
+/// instructions, so ranges that far apart are a change whichever run is undisturbed.
+fn apart(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Verdict {
+    let range = |c: &Counts| {
+        let runs = c.per_run(metric);
+        let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
+        (lo, runs.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    };
+    let ((a_lo, a_hi), (b_lo, b_hi)) = (range(&counts[0]), range(&counts[1]));
+    if b_lo > a_hi * (1.0 + tolerance) {
+        Verdict::Regression
+    } else if b_hi < a_lo * (1.0 - tolerance) {
+        Verdict::Improvement
+    } else {
+        Verdict::Pass
+    }
 }
 
 /// The decisions of an instruction gate's counts (a saved verdict's `instruction_counts`)
@@ -408,8 +438,21 @@ mod tests {
             [1_290_000, 195_180_000, 389_380_000],
             [1_290_000, 197_850_000, 389_400_000],
         ]);
-        let d = decide(steady, &[a, lone], 0.01);
+        let d = decide(steady, &[a.clone(), lone], 0.01);
         assert_eq!(d.verdict, Verdict::Inconclusive, "{d:?}");
+        // Runs spread by timing (a loaded host) past half the tolerance, yet every B run is
+        // tens of per cent beyond every A run: a regression all the same, and the mirror an
+        // improvement.
+        let loaded = counts(&[
+            [1_290_000, 250_000_000, 500_000_000],
+            [1_290_000, 254_000_000, 508_000_000],
+            [1_290_000, 258_000_000, 516_000_000],
+        ]);
+        let d = decide(steady, &[a.clone(), loaded.clone()], 0.01);
+        assert_eq!(d.verdict, Verdict::Regression, "{d:?}");
+        assert!(d.note.unwrap_or_default().contains("every run of one side"));
+        let d = decide(steady, &[loaded, a], 0.01);
+        assert_eq!(d.verdict, Verdict::Improvement, "{d:?}");
     }
 
     #[test]
