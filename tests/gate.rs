@@ -389,11 +389,6 @@ fn gate_can_run_the_measurement_itself_and_save_baselines() {
         .stderr(predicate::str::contains("give either --current"));
 }
 
-/// Whether a queue exists on the test broker.
-fn queue_exists(queue: &str) -> bool {
-    std::panic::catch_unwind(|| queue_depth(queue)).is_ok()
-}
-
 /// The two queues a gate named on stderr ("(queue Q)", or "(queue Q.bN, …)" for a queue
 /// made anew each block: Q.b1, Q.b2, …) start with `prefix` and no longer exist on the
 /// broker.

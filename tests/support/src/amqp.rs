@@ -108,18 +108,30 @@ pub fn consumer_count(queue: &str) -> u32 {
     queue_counts(queue).1
 }
 
+/// Whether a queue exists on the test broker (a passive declare answered, not refused).
+pub fn queue_exists(queue: &str) -> bool {
+    try_queue_counts(queue).is_some()
+}
+
 /// (messages, consumers) of a queue, by a passive declare.
 fn queue_counts(queue: &str) -> (u32, u32) {
+    try_queue_counts(queue).unwrap_or_else(|| panic!("queue {queue} does not exist"))
+}
+
+/// (messages, consumers), or `None` when the broker refuses the passive declare (404: no
+/// such queue; it closes the channel).
+fn try_queue_counts(queue: &str) -> Option<(u32, u32)> {
     runtime().block_on(async {
         let conn = connect().await;
         let ch = conn.open_channel(None).await.expect("channel");
-        let (_, depth, consumers) = ch
+        let answer = ch
             .queue_declare(QueueDeclareArguments::new(queue).passive(true).finish())
-            .await
-            .expect("queue exists")
-            .expect("declare-ok");
+            .await;
         let _ = conn.close().await;
-        (depth, consumers)
+        answer
+            .ok()
+            .flatten()
+            .map(|(_, depth, consumers)| (depth, consumers))
     })
 }
 
