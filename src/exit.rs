@@ -114,15 +114,4 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
     Exit::Failure
 }
 
-/// The signal that interrupted the run (0 when none), set by the handlers `main` installs:
-/// a report says which one stopped it (SIGTERM from a supervisor is no Ctrl-C).
-pub static LAST_SIGNAL: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// How a report names what interrupted the run.
-pub fn interrupted_by() -> &'static str {
-    match LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) as i32 {
-        signal_hook::consts::SIGTERM => "SIGTERM",
-        _ => "Ctrl-C",
-    }
-}
+pub use crate::signals::{LAST_SIGNAL, interrupted_by};

@@ -4,9 +4,9 @@
 //! only point down it:
 //!
 //! ```text
-//! cli ─► config ─► measure: driver ‖ accounting (meeting at window) ─► report ─► export
-//!                                    │                                     │
-//!                                transport                               gate
+//! commands ─► interleave ─► measure ─► exit, export, no_reply ─► gate, serving
+//!   ─► report, progress ─► cli, driver, flows ─► config ─► pubsub ─► transport
+//!   ─► accounting ─► experiment, msgfile, url_parts ─► files, secret, signals, stats, window
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.
@@ -31,6 +31,8 @@ pub mod pubsub;
 pub mod report;
 pub mod secret;
 pub mod serving;
+pub mod signals;
+pub mod stats;
 pub mod transport;
 pub mod url_parts;
 pub mod window;

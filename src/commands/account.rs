@@ -163,7 +163,7 @@ fn wait_or_pass_on(
         }
         match passed_on {
             None if interrupt.load(Ordering::Relaxed) => {
-                let sig = match crate::exit::interrupted_by() {
+                let sig = match crate::signals::interrupted_by() {
                     "SIGTERM" => Signal::SIGTERM,
                     _ => Signal::SIGINT,
                 };

@@ -40,7 +40,7 @@ pub fn theil_sen(x: &[f64], y: &[f64]) -> Option<f64> {
             }
         }
     }
-    crate::report::rounds::median(&slopes)
+    crate::stats::median(&slopes)
 }
 
 /// One A/B pair of a metric: its ln(B ÷ A) and the control's in the same pair (NaN when a

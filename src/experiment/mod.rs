@@ -609,7 +609,7 @@ pub fn half_width(i: &PairedInterval) -> f64 {
 
 /// The median, NaN for no values.
 pub fn median(v: &[f64]) -> f64 {
-    crate::report::rounds::median(v).unwrap_or(f64::NAN)
+    crate::stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// The median and the distribution-free interval for it from order statistics (the

@@ -1,9 +1,9 @@
 //! The text exporter: OEMPUTX's report layout, plain aligned text in 80 columns.
 
 use super::rows::{CpuLine, cpu_lines, spread_lines};
-use crate::cli::MatchMode;
 use crate::driver::Status;
 use crate::report::{AccountingInfo, CaptureRatio, GroupRow, OtherCpu, ProcessRow, Report};
+use crate::transport::MatchMode;
 use std::fmt::Write;
 
 fn opt(v: Option<f64>, prec: usize) -> String {

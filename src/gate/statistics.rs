@@ -14,7 +14,7 @@
 
 /// The median, NaN for an empty sample (the report's median, which says None instead).
 pub fn median(v: &[f64]) -> f64 {
-    crate::report::rounds::median(v).unwrap_or(f64::NAN)
+    crate::stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// SplitMix64 (Steele, Lea & Flood, 2014): a tiny, good, seedable generator, so bootstrap

@@ -6,7 +6,7 @@
 use super::engine::Outcome;
 use super::plan::Plan;
 use crate::accounting::CpuTable;
-use crate::report::Latency;
+use crate::stats::Latency;
 use serde::Serialize;
 
 /// Schema of the JSON report.

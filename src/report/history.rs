@@ -116,7 +116,7 @@ impl History {
     pub fn figures(&self, metric: &Metric) -> Result<Vec<f64>, ReportFileError> {
         self.runs
             .iter()
-            .map(|r| Ok(super::rounds::median(&r.require(metric)?).unwrap_or(f64::NAN)))
+            .map(|r| Ok(crate::stats::median(&r.require(metric)?).unwrap_or(f64::NAN)))
             .collect()
     }
 

@@ -20,9 +20,9 @@ pub mod sweep;
 pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
 };
-use crate::cli::MatchMode;
 use crate::config::{RunConfig, RunLength};
 use crate::driver::{Integrity, Outcome, Status};
+use crate::transport::MatchMode;
 use crate::transport::ReplyQueue;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -181,17 +181,7 @@ pub struct Settings {
     pub max_timeouts: Option<u64>,
 }
 
-/// Round-trip latency, microseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Latency {
-    pub mean: f64,
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
+pub use crate::stats::Latency;
 
 /// The driver's own CPU over the window.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -291,24 +281,6 @@ pub fn percentiles(h: &hdrhistogram::Histogram<u64>) -> Vec<Percentile> {
             us: us(h.value_at_quantile((pct * 1000.0).round() / 100_000.0)),
         })
         .collect()
-}
-
-impl Latency {
-    /// The summary of a histogram of round trips in nanoseconds.
-    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency::default();
-        }
-        Latency {
-            mean: h.mean() / 1000.0,
-            min: us(h.min()),
-            p50: us(h.value_at_quantile(0.50)),
-            p90: us(h.value_at_quantile(0.90)),
-            p99: us(h.value_at_quantile(0.99)),
-            p999: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
-        }
-    }
 }
 
 /// One round's figures.
@@ -477,7 +449,7 @@ fn status_detail(cfg: &RunConfig, out: &Outcome) -> Option<String> {
         }),
         Status::Interrupted => Some(format!(
             "interrupted by {}; figures cover the run up to then",
-            crate::exit::interrupted_by()
+            crate::signals::interrupted_by()
         )),
         Status::Failed => out.error.clone(),
     }

@@ -25,20 +25,7 @@ pub struct BestMedianWorst {
     pub spread_pct: f64,
 }
 
-/// The median of a non-empty sample (mean of the middle two for an even count).
-pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
+pub use crate::stats::median;
 
 /// Best/median/worst of `v`; `higher_is_better` for rates, lower for times and CPU.
 pub fn best_median_worst(v: &[f64], higher_is_better: bool) -> Option<BestMedianWorst> {

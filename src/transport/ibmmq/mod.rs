@@ -6,8 +6,10 @@
 //! tested without a queue manager (none can run here) and run for real through `mqi`.
 
 pub mod calls;
+/// A queue manager in memory for the driver's tests of this transport (src/driver/ibmmq_tests.rs:
+/// they run the driver, a layer above).
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 pub mod library;
 impl EndpointKind for IbmMqEndpoint {
     fn transport(&self) -> &'static str {
@@ -69,10 +71,6 @@ impl EndpointKind for IbmMqEndpoint {
     }
 }
 
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_mq_rules;
 pub mod url;
 
 use super::endpoint::{EndpointKind, OptionRefused};
@@ -714,7 +712,7 @@ fn connect_spec(ep: &IbmMqEndpoint) -> Result<ConnectSpec, TransportError> {
 }
 
 /// The connection for an endpoint, given which environment variables are set.
-fn spec_for(
+pub(crate) fn spec_for(
     ep: &IbmMqEndpoint,
     credentials: Option<(String, Secret)>,
     env_set: impl Fn(&str) -> bool,

@@ -1,21 +1,23 @@
 //! The IBM MQ transport against the in-memory queue manager: the exact MQI calls and
 //! options of a run, and what each reason code becomes.
 
-use super::calls::{ConnectSpec, QueueKind, Reason};
-use super::fake::{Call, FakeQm, Responder};
-use super::{IbmMq, MODEL_QUEUE, spec_for};
 use crate::config::{RunConfig, RunOptions};
 use crate::driver::{self, Controls, Outcome, Status};
+use crate::transport::ibmmq::calls::{ConnectSpec, QueueKind, Reason};
+use crate::transport::ibmmq::fake::{Call, FakeQm, Responder};
 use crate::transport::ibmmq::url::IbmMqEndpoint;
+use crate::transport::ibmmq::{IbmMq, MODEL_QUEUE, spec_for};
 use crate::transport::{MatchMode, TaskSession, Transport, TransportError};
 use crate::window::NoWindow;
 use mqi::constants as c;
+
+mod mq_rules;
 use std::sync::Arc;
 use std::time::Duration;
 
 const URL: &str = "ibmmq://QM1?conn=127.0.0.1(1414)&channel=DEV.APP.SVRCONN";
 
-pub(super) fn config(o: RunOptions) -> RunConfig {
+pub(crate) fn config(o: RunOptions) -> RunConfig {
     RunOptions {
         qmgr: Some(URL.into()),
         no_progress: true,
@@ -27,14 +29,14 @@ pub(super) fn config(o: RunOptions) -> RunConfig {
 
 /// The transport over the fake, connecting the way the real one would for `cfg`'s
 /// endpoint (with no MQ environment variables set).
-pub(super) fn transport(cfg: &RunConfig, qm: &FakeQm) -> IbmMq {
+pub(crate) fn transport(cfg: &RunConfig, qm: &FakeQm) -> IbmMq {
     let Some(ep) = cfg.endpoint.downcast::<IbmMqEndpoint>() else {
         panic!("an IBM MQ endpoint expected");
     };
     transport_with(cfg, qm, spec_for(ep, None, |_| false))
 }
 
-pub(super) fn transport_with(cfg: &RunConfig, qm: &FakeQm, spec: ConnectSpec) -> IbmMq {
+pub(crate) fn transport_with(cfg: &RunConfig, qm: &FakeQm, spec: ConnectSpec) -> IbmMq {
     IbmMq::with_library(
         Arc::new(qm.clone()),
         spec,
@@ -43,34 +45,34 @@ pub(super) fn transport_with(cfg: &RunConfig, qm: &FakeQm, spec: ConnectSpec) ->
     )
 }
 
-pub(super) fn run(cfg: &RunConfig, qm: &FakeQm) -> Result<Outcome, TransportError> {
+pub(crate) fn run(cfg: &RunConfig, qm: &FakeQm) -> Result<Outcome, TransportError> {
     drive(cfg, &transport(cfg, qm))
 }
 
-pub(super) fn drive(cfg: &RunConfig, t: &IbmMq) -> Result<Outcome, TransportError> {
+pub(crate) fn drive(cfg: &RunConfig, t: &IbmMq) -> Result<Outcome, TransportError> {
     driver::drive(cfg, t, &Controls::default(), &mut NoWindow)
 }
 
 /// The run's error, whether it failed before the run or during it.
-pub(super) fn error_text(result: Result<Outcome, TransportError>) -> String {
+pub(crate) fn error_text(result: Result<Outcome, TransportError>) -> String {
     match result {
         Err(e) => e.to_string(),
         Ok(out) => out.error.unwrap_or_default(),
     }
 }
 
-pub(super) fn qm(responder: Responder) -> FakeQm {
+pub(crate) fn qm(responder: Responder) -> FakeQm {
     FakeQm::new(&["MQSI.IN", "MQSI.OUT"], "MQSI.IN", responder)
 }
 
-pub(super) fn puts(calls: &[Call]) -> Vec<&Call> {
+pub(crate) fn puts(calls: &[Call]) -> Vec<&Call> {
     calls
         .iter()
         .filter(|c| matches!(c, Call::Put { .. } | Call::Put1 { .. }))
         .collect()
 }
 
-pub(super) fn gets_on<'a>(calls: &'a [Call], queue: &str) -> Vec<&'a Call> {
+pub(crate) fn gets_on<'a>(calls: &'a [Call], queue: &str) -> Vec<&'a Call> {
     calls
         .iter()
         .filter(|c| matches!(c, Call::Get { queue: q, .. } if q == queue))

@@ -2,12 +2,12 @@
 //! fake keeping one MQ rule (fake.rs names the documentation page of each) and checks that
 //! oemputx does what a real queue manager needs.
 
-use super::calls::{MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd};
-use super::fake::{Call, FakeQm, Responder};
-use super::tests::{config, drive, error_text, gets_on, puts, qm, run, transport_with};
-use super::{MODEL_QUEUE, spec_for};
+use super::{config, drive, error_text, gets_on, puts, qm, run, transport_with};
 use crate::config::RunOptions;
+use crate::transport::ibmmq::calls::{MqiConnection, MqiLibrary, QueueKind, Reason, RequestMd};
+use crate::transport::ibmmq::fake::{Call, FakeQm, Responder};
 use crate::transport::ibmmq::url::IbmMqEndpoint;
+use crate::transport::ibmmq::{MODEL_QUEUE, spec_for};
 use mqi::constants as c;
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     assert_eq!(qm.refused_replies(), 1);
 
     // oemputx refuses the combination up front, naming the reason and the ways out.
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     let err = run(
         &config(RunOptions {
             count: Some(3),
@@ -73,7 +73,7 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     assert!(puts(&qm.calls()).is_empty(), "nothing was put");
 
     // A permanent reply queue, or a PERMDYN model, takes persistent replies.
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     let out = run(
         &config(RunOptions {
             count: Some(3),
@@ -85,7 +85,7 @@ fn persistent_requests_with_a_temporary_reply_queue_are_refused_before_any_put()
     )
     .expect("run");
     assert_eq!(out.integrity.matched, 3);
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     qm.model("APP.PERM.MODEL", QueueKind::PermanentDynamic);
     let out = run(
         &config(RunOptions {
@@ -187,7 +187,7 @@ fn a_5_mb_request_goes_through_a_url_channel_when_the_server_channel_allows_it()
 
     // The server-connection channel at its default 4 MB: MQRC_DATA_LENGTH_ERROR, with the
     // MAXMSGL advice.
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     let err = error_text(run(&cfg, &qm));
     assert!(err.contains("MQRC_DATA_LENGTH_ERROR (2010)"), "{err}");
     assert!(err.contains("MAXMSGL") && err.contains("SVRCONN"), "{err}");
@@ -274,7 +274,7 @@ fn mqserver_makes_a_named_queue_manager_connect_by_client_binding() {
     assert_eq!(out.integrity.matched, 2);
 
     // Nothing set: standard binding, which on this host finds no such local queue manager.
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     qm.local_install();
     let spec = spec_for(&ep, None, |_| false);
     assert_eq!(spec.client_binding, None);
@@ -328,7 +328,7 @@ fn requests_that_are_not_utf8_are_labelled_as_bytes() {
             .iter()
             .all(|p| matches!(p, Call::Put { md, .. } if !md.text))
     );
-    let qm = super::tests::qm(Responder::Echo);
+    let qm = super::qm(Responder::Echo);
     run(
         &config(RunOptions {
             count: Some(1),

@@ -1,0 +1,66 @@
+//! Plain statistics the measurement engine, the gate and the reports all use: one
+//! definition of a median and of a latency summary, below every module that summarises
+//! figures.
+
+/// The median of a sample's finite values (mean of the middle two for an even count), `None`
+/// when it has none.
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Round-trip latency, microseconds.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+impl Latency {
+    /// The summary of a histogram of round trips in nanoseconds.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            mean: h.mean() / 1000.0,
+            min: ns_to_us(h.min()),
+            p50: ns_to_us(h.value_at_quantile(0.50)),
+            p90: ns_to_us(h.value_at_quantile(0.90)),
+            p99: ns_to_us(h.value_at_quantile(0.99)),
+            p999: ns_to_us(h.value_at_quantile(0.999)),
+            max: ns_to_us(h.max()),
+        }
+    }
+}
+
+fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn the_middle_value_or_the_mean_of_the_middle_two_of_the_finite_ones() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN, 5.0, f64::INFINITY]), Some(5.0));
+        assert_eq!(median(&[]), None);
+    }
+}
