@@ -34,17 +34,26 @@ macro_rules! say_raw {
 /// then ends with exit 1 naming stdout, once the files are written.
 pub static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Set by `main` when an output was given `-`: stdout then carries that output alone, and
+/// [`out!`] (everything written for a person) goes to stderr.
+pub static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// `print!` that cannot panic: a full stdout is remembered in [`STDOUT_LOST`], a reader
-/// that went away (`| head`) is no error.
+/// that went away (`| head`) is no error. To stderr when an output holds stdout
+/// ([`STDOUT_TAKEN`]).
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
+        if $crate::exit::STDOUT_TAKEN.load(::std::sync::atomic::Ordering::Relaxed) {
+            $crate::say_raw!($($arg)*);
+        } else {
         let mut o = ::std::io::stdout().lock();
         if let Err(e) = ::std::write!(o, $($arg)*).and_then(|()| o.flush()) {
             if e.kind() != ::std::io::ErrorKind::BrokenPipe {
                 $crate::exit::STDOUT_LOST.store(true, ::std::sync::atomic::Ordering::Relaxed);
             }
+        }
         }
     }};
 }

@@ -2,7 +2,6 @@
 //! named code.
 
 use anyhow::Context;
-use clap::Parser;
 use oemputx::cli::Cli;
 use oemputx::commands;
 use oemputx::exit::{Exit, exit_for};
@@ -27,7 +26,22 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<Exit> {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // One policy for every command: at most one output on stdout, and then nothing else.
+    match oemputx::cli::stdout_exports(&matches).as_slice() {
+        [] => {}
+        [_] => oemputx::exit::STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed),
+        many => {
+            oemputx::say!(
+                "Error: {} {} name stdout ('-'); only one output can go there: give the others file paths",
+                many.join(" and "),
+                if many.len() == 2 { "both" } else { "all" }
+            );
+            return Ok(Exit::Usage);
+        }
+    }
 
     // The first Ctrl-C asks the loop to stop and report; a second one ends the process.
     let interrupt = Arc::new(AtomicBool::new(false));

@@ -8,40 +8,6 @@ fn nats_url() -> String {
     std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
 }
 
-/// Deletes the exchange when dropped.
-struct ExchangeGuard(String);
-
-impl Drop for ExchangeGuard {
-    fn drop(&mut self) {
-        let name = self.0.clone();
-        let Ok(ep) = oemputx::transport::amqp::url::AmqpEndpoint::parse(&amqp_url()) else {
-            return;
-        };
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let mut args = amqprs::connection::OpenConnectionArguments::new(
-                &ep.host,
-                ep.port,
-                &ep.user,
-                ep.password.expose(),
-            );
-            args.virtual_host(&ep.vhost);
-            if let Ok(conn) = amqprs::connection::Connection::open(&args).await {
-                if let Ok(ch) = conn.open_channel(None).await {
-                    let _ = ch
-                        .exchange_delete(amqprs::channel::ExchangeDeleteArguments::new(&name))
-                        .await;
-                    let _ = ch.close().await;
-                }
-                let _ = conn.close().await;
-            }
-        });
-    }
-}
-
 /// Deletes the JetStream stream oemputx declared for a topic, when dropped.
 struct StreamGuard(String);
 

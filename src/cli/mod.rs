@@ -23,6 +23,43 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
+/// The `--export-*` options given `-` (stdout), by their flag names, from the command
+/// line as clap matched it (the subcommand's and, for a gate that measures, the run options
+/// after `--`). At most one may be given; when one is, stdout carries that output alone and
+/// everything said to a person goes to stderr.
+pub fn stdout_exports(matches: &clap::ArgMatches) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut m = Some(matches);
+    while let Some(here) = m {
+        for id in here.ids() {
+            let id = id.as_str();
+            let to_stdout = here
+                .try_get_raw(id)
+                .ok()
+                .flatten()
+                .is_some_and(|mut v| v.any(|v| v == "-"));
+            if id.starts_with("export_") && to_stdout {
+                found.push(format!("--{}", id.replace('_', "-")));
+            }
+            if id == "run" {
+                // A gate's run options after `--`, parsed as a run's.
+                let trailing: Vec<String> = here
+                    .try_get_raw(id)
+                    .ok()
+                    .flatten()
+                    .map(|v| v.map(|s| s.to_string_lossy().into_owned()).collect())
+                    .unwrap_or_default();
+                let argv = std::iter::once("oemputx".to_string()).chain(trailing);
+                if let Ok(t) = <Cli as clap::CommandFactory>::command().try_get_matches_from(argv) {
+                    found.extend(stdout_exports(&t));
+                }
+            }
+        }
+        m = here.subcommand().map(|(_, sub)| sub);
+    }
+    found
+}
+
 /// Subcommands besides the default put/get run.
 #[derive(Debug, Subcommand)]
 pub enum Command {

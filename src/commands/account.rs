@@ -136,7 +136,9 @@ fn write(args: &AccountConfig, report: &AccountReport) -> anyhow::Result<()> {
     }
     if to_stdout {
         crate::say_raw!("{o}");
-        crate::out!("{json}");
+        if let Err(e) = crate::export::print_output(&json) {
+            failed.push(format!("{e:#}"));
+        }
     } else if let Err(e) = crate::export::print_stdout(&o) {
         failed.push(format!("{e:#}"));
     }

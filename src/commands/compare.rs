@@ -15,7 +15,7 @@ use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::compare::{self as model, Comparison, SettingRow, TOTAL};
 use crate::report::saved::{Metric, ReportFileError, Saved, SavedFigures, differences};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -57,30 +57,26 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
         text.push_str(&diffs.join("\n"));
         text.push('\n');
     }
-    let write = |path: &Path, what: &str, body: &str| {
-        export::write_output(path, &format!("the comparison {what}"), body)
-    };
-    let machine_on_stdout = [&args.tsv, &args.markdown]
-        .iter()
-        .any(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"));
-    if machine_on_stdout {
-        crate::say_raw!("{text}");
-    } else {
-        crate::export::print_stdout(&text)?;
-    }
-    if let Some(p) = &args.tsv {
-        write(
-            p,
-            "TSV",
-            &cells::delimited(&crate::export::compare::saved_tsv_rows(&runs), b'\t')?,
-        )?;
-    }
-    if let Some(p) = &args.markdown {
-        write(p, "Markdown", &cells::markdown(&rows))?;
-    }
-    if let Some(p) = &args.html {
-        write(p, "HTML", &export::html::compare::saved(&runs, &rows))?;
-    }
+    let mut out = export::outputs::Outputs::new();
+    out.write_opt(&args.tsv, "the comparison TSV", || {
+        Ok(cells::delimited(
+            &crate::export::compare::saved_tsv_rows(&runs),
+            b'\t',
+        )?)
+    });
+    out.write_opt(&args.markdown, "the comparison Markdown", || {
+        Ok(cells::markdown(&rows))
+    });
+    out.write_opt(&args.json, "the comparison JSON", || {
+        Ok(format!(
+            "{:#}\n",
+            crate::export::compare::saved_json(&runs, &diffs)
+        ))
+    });
+    out.write_opt(&args.html, "the comparison HTML", || {
+        Ok(export::html::compare::saved(&runs, &rows))
+    });
+    out.finish(Some(&text))?;
     Ok(Exit::Ok)
 }
 
@@ -289,28 +285,11 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
     if let Some(p) = &c.partial {
         md = format!("**{}**\n\n{md}", p.line());
     }
-    let is_stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    let mut on_stdout = None;
     let html = export::html::compare::live(c);
-    for (path, what, body) in [
-        (&o.json, "JSON", &json),
-        (&o.tsv, "TSV", &tsv),
-        (&o.markdown, "Markdown", &md),
-        (&o.html, "HTML", &html),
-    ] {
-        match path {
-            Some(p) if p.as_os_str() == "-" => on_stdout = Some(body),
-            Some(p) => export::write_output(p, &format!("the comparison {what}"), body)?,
-            None => {}
-        }
-    }
-    if [&o.json, &o.tsv, &o.markdown].iter().any(|p| is_stdout(p)) {
-        crate::say_raw!("{text}");
-    } else {
-        export::print_stdout(&text)?;
-    }
-    if let Some(body) = on_stdout {
-        export::print_stdout(body)?;
-    }
-    Ok(())
+    let mut out = export::outputs::Outputs::new();
+    out.write_opt(&o.json, "the comparison JSON", || Ok(json.clone()));
+    out.write_opt(&o.tsv, "the comparison TSV", || Ok(tsv.clone()));
+    out.write_opt(&o.markdown, "the comparison Markdown", || Ok(md.clone()));
+    out.write_opt(&o.html, "the comparison HTML", || Ok(html.clone()));
+    out.finish(Some(&text))
 }

@@ -253,7 +253,7 @@ fn window(
         })
         .collect();
     if to_stdout {
-        crate::export::print_stdout(&json)?;
+        crate::export::print_output(&json)?;
     } else {
         print_rows(
             &rows,

@@ -44,16 +44,19 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
         }
     }
     // With `--export-json -`, stdout carries the JSON only and the text goes to stderr.
-    let stdout = if to_stdout(&args.export_json) {
-        crate::say_raw!("{text}");
-        json
+    let machine = if to_stdout(&args.export_json) {
+        Some(json)
     } else if to_stdout(&args.export_html) {
-        crate::say_raw!("{text}");
-        files[1].2.clone()
+        Some(files[1].2.clone())
     } else {
-        text
+        None
     };
-    if let Err(e) = export::print_stdout(&stdout) {
+    if let Err(e) = export::print_stdout(&text) {
+        failed.push(format!("{e:#}"));
+    }
+    if let Some(body) = machine
+        && let Err(e) = export::print_output(&body)
+    {
         failed.push(format!("{e:#}"));
     }
     export::all_written(failed)?;

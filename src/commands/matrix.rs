@@ -10,7 +10,7 @@
 use super::pubsub::{broker, measure};
 use crate::config::tools::MatrixConfig;
 use crate::exit::Exit;
-use crate::export::write_atomic;
+use crate::export::outputs::Outputs;
 use crate::report::matrix::{Cell, Matrix, MatrixPartial, SCHEMA};
 use anyhow::Context;
 use std::sync::Arc;
@@ -215,21 +215,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
         cells,
     };
     // Files first: a full or closed stdout cannot lose them.
-    let mut failed = write_exports(m, &matrix);
-    if let Err(e) = crate::export::print_stdout(&crate::export::matrix::text(&matrix)) {
-        failed.push(format!("{e:#}"));
-    }
-    if m.options
-        .export_json
-        .as_ref()
-        .is_some_and(|p| p.as_os_str() == "-")
-    {
-        match serde_json::to_string_pretty(&matrix) {
-            Ok(json) => crate::out!("{json}\n"),
-            Err(e) => failed.push(format!("encoding the matrix JSON: {e}")),
-        }
-    }
-    crate::export::all_written(failed)?;
+    write_exports(m, &matrix).finish(Some(&crate::export::matrix::text(&matrix)))?;
     let lost: u64 = matrix.cells.iter().map(|c| c.lost).sum();
     let failed = matrix
         .cells
@@ -245,34 +231,20 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 }
 
 /// Every file asked for; returns the failures, each named (one does not stop the others).
-fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Vec<String> {
+fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Outputs {
     let m = &mc.options;
-    let mut failed = Vec::new();
-    let mut write = |path: &Option<std::path::PathBuf>,
-                     what: &str,
-                     body: &dyn Fn() -> anyhow::Result<String>| {
-        let Some(path) = path.as_ref().filter(|p| p.as_os_str() != "-") else {
-            return;
-        };
-        let written = body().and_then(|b| {
-            write_atomic(path, b.as_bytes())
-                .with_context(|| format!("writing the matrix {what} to {}", path.display()))
-        });
-        if let Err(e) = written {
-            failed.push(format!("{e:#}"));
-        }
-    };
-    write(&m.export_json, "JSON", &|| {
+    let mut out = Outputs::new();
+    out.write_opt(&m.export_json, "the matrix JSON", || {
         Ok(serde_json::to_string_pretty(matrix)? + "\n")
     });
-    write(&m.export_svg, "chart", &|| {
+    out.write_opt(&m.export_svg, "the matrix chart", || {
         crate::export::matrix::svg(matrix).context("drawing the matrix chart")
     });
-    write(&m.export_tsv, "TSV", &|| {
+    out.write_opt(&m.export_tsv, "the matrix TSV", || {
         Ok(crate::export::matrix::tsv(matrix))
     });
-    write(&m.export_html, "HTML", &|| {
+    out.write_opt(&m.export_html, "the matrix HTML", || {
         Ok(crate::export::html::matrix::render(matrix))
     });
-    failed
+    out
 }

@@ -389,28 +389,21 @@ fn find_capacity(
     })
 }
 
-/// Text to stdout (stderr when the JSON goes to stdout), the files asked for, and the run
-/// saved under the reports folder (unless --no-save).
+/// The files asked for, the run saved under the reports folder (unless --no-save), then
+/// the text and the output on stdout, if one is.
 fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     let text = crate::export::pubsub::text(report);
     let json = serde_json::to_string_pretty(report)? + "\n";
     let tsv = crate::export::cells::delimited(&crate::export::pubsub::rows(report), b'\t')?;
     let md = crate::export::pubsub::markdown(report);
     let html = crate::export::html::pubsub::render(report);
-    let json_to_stdout = args
-        .export_json
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == "-");
-    for (path, what, body) in [
-        (&args.export_json, "the pub/sub JSON", &json),
-        (&args.export_tsv, "the pub/sub TSV", &tsv),
-        (&args.export_markdown, "the pub/sub Markdown", &md),
-        (&args.export_html, "the pub/sub HTML", &html),
-    ] {
-        if let Some(path) = path.as_deref().filter(|p| p.as_os_str() != "-") {
-            crate::export::write_output(path, what, body)?;
-        }
-    }
+    let mut out = crate::export::outputs::Outputs::new();
+    out.write_opt(&args.export_json, "the pub/sub JSON", || Ok(json.clone()));
+    out.write_opt(&args.export_tsv, "the pub/sub TSV", || Ok(tsv.clone()));
+    out.write_opt(&args.export_markdown, "the pub/sub Markdown", || {
+        Ok(md.clone())
+    });
+    out.write_opt(&args.export_html, "the pub/sub HTML", || Ok(html.clone()));
     if let Some(dir) = &args.save_dir {
         let stamp = now_stamp();
         crate::export::save_in_folder(
@@ -426,12 +419,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
             ],
         )?;
     }
-    if json_to_stdout {
-        crate::say_raw!("{text}");
-        crate::export::print_stdout(&json)
-    } else {
-        crate::export::print_stdout(&text)
-    }
+    out.finish(Some(&text))
 }
 
 /// The current UTC time as the reports folder's file names start with it.

@@ -192,7 +192,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         }
     }
     if let Some((_, _, body)) = machine
-        && let Err(err) = export::print_stdout(body)
+        && let Err(err) = export::print_output(body)
     {
         failed.push(format!("{err:#}"));
     }

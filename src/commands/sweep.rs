@@ -11,6 +11,7 @@ use crate::config::sweep::{SweepConfig, SweepMode};
 use crate::exit::Exit;
 use crate::experiment::{Design, Experiment, Figures, Look, MetricSpec, Rule, median_interval};
 use crate::export;
+use crate::export::outputs::Outputs;
 use crate::export::sweep::{render_svg, render_text, rows};
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
@@ -18,7 +19,6 @@ use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
 use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, words};
 use anyhow::Context;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -320,53 +320,28 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
     let json = serde_json::to_string_pretty(s).context("encoding the sweep as JSON")?;
     let tsv = export::cells::delimited(&rows(s), b'\t')?;
     let svg = render_svg(s).context("drawing the sweep chart")?;
-    let write = |path: &Path, what: &str, body: &str| {
-        export::write_output(path, &format!("the sweep {what}"), body)
-    };
     let e = &cfg.exports;
-    let json_to_stdout = cfg
-        .export_json
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == "-");
     // Files first, each failure named without stopping the others: a full or closed stdout
     // cannot lose them.
-    let mut failed = Vec::new();
-    let mut keep = |r: anyhow::Result<()>| {
-        if let Err(e) = r {
-            failed.push(format!("{e:#}"));
-        }
-    };
-    if let Some(p) = cfg.export_json.as_ref().filter(|_| !json_to_stdout) {
-        keep(write(p, "JSON", &json));
-    }
-    if let Some(p) = &e.tsv {
-        keep(write(p, "TSV", &tsv));
-    }
-    if let Some(p) = &e.csv {
-        keep(
-            export::cells::delimited(&rows(s), e.delimiter)
-                .map_err(anyhow::Error::from)
-                .and_then(|csv| write(p, "CSV", &csv)),
-        );
-    }
-    if let Some(p) = &e.markdown {
-        let md = format!(
+    let mut out = Outputs::new();
+    out.write_opt(&cfg.export_json, "the sweep JSON", || Ok(json.clone()));
+    out.write_opt(&e.tsv, "the sweep TSV", || Ok(tsv.clone()));
+    out.write_opt(&e.csv, "the sweep CSV", || {
+        Ok(export::cells::delimited(&rows(s), e.delimiter)?)
+    });
+    out.write_opt(&e.markdown, "the sweep Markdown", || {
+        Ok(format!(
             "### oemputx sweep: {}\n\n{}{}",
             s.flow_cmd,
             s.partial
                 .as_ref()
                 .map_or_else(String::new, |p| format!("**{}**\n\n", p.line())),
             export::cells::markdown(&rows(s))
-        );
-        keep(write(p, "Markdown", &md));
-    }
-    if let Some(p) = &sc.chart {
-        keep(write(p, "chart", &svg));
-    }
+        ))
+    });
+    out.write_opt(&sc.chart, "the sweep chart", || Ok(svg.clone()));
     let html = export::html::sweep::render(s);
-    if let Some(p) = &e.html {
-        keep(write(p, "HTML", &html));
-    }
+    out.write_opt(&e.html, "the sweep HTML", || Ok(html.clone()));
     if let Some(dir) = &e.save_dir {
         let files = [
             ("txt", "the sweep text", text.as_str()),
@@ -380,18 +355,8 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
                 crate::say!("sweep: saved {}.{{txt,tsv,json,svg,html}}", base.display());
             }
             Ok(_) => {}
-            Err(e) => keep(Err(e)),
+            Err(e) => out.failed(format!("{e:#}")),
         }
     }
-    if !cfg.quiet {
-        if json_to_stdout {
-            crate::say_raw!("{text}");
-        } else {
-            keep(crate::export::print_stdout(&text));
-        }
-    }
-    if json_to_stdout {
-        keep(crate::export::print_stdout(&json));
-    }
-    export::all_written(failed)
+    out.finish((!cfg.quiet).then_some(text.as_str()))
 }

@@ -173,6 +173,16 @@ impl CpuOptions {
         if self.interval.is_some_and(|i| i.is_zero()) {
             return Err(bad("--interval", "must be longer than zero, e.g. 1s"));
         }
+        if self
+            .openmetrics
+            .as_deref()
+            .is_some_and(|p| p.as_os_str() == "-")
+        {
+            return Err(bad(
+                "--export-openmetrics",
+                "is rewritten after every interval, which stdout cannot be: give a file (node_exporter's textfile collector reads one)",
+            ));
+        }
         super::outputs::check(
             &[
                 ("--export-openmetrics", self.openmetrics.as_deref()),

@@ -395,6 +395,46 @@ pub fn saved_tsv_rows(runs: &[Saved]) -> Vec<Vec<String>> {
     out
 }
 
+/// The tag of a comparison of saved runs in JSON.
+pub const SAVED_SCHEMA: &str = "oemputx.compare-saved/1";
+
+/// A comparison of saved runs as JSON (`oemputx.compare-saved/1`): the same figures as
+/// the table and the TSV, typed, and the differences a `--force` overrode.
+pub fn saved_json(runs: &[Saved], forced_differences: &[String]) -> serde_json::Value {
+    use serde_json::json;
+    let (table, overhead) = saved_table(runs);
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let metrics: Vec<serde_json::Value> = table
+        .iter()
+        .map(|(name, label, cells)| {
+            let cells: Vec<serde_json::Value> = runs
+                .iter()
+                .zip(cells)
+                .map(|(r, c)| match c {
+                    None => serde_json::Value::Null,
+                    Some(c) => json!({
+                        "report": r.name(),
+                        "rounds": c.rounds,
+                        "median_us_per_tran": finite(c.median),
+                        "min_us_per_tran": finite(c.low),
+                        "max_us_per_tran": finite(c.high),
+                        "change_pct": c.change_pct.and_then(finite),
+                    }),
+                })
+                .collect();
+            json!({"metric": name, "label": label, "cells": cells})
+        })
+        .collect();
+    json!({
+        "schema": SAVED_SCHEMA,
+        "reports": runs.iter().map(Saved::name).collect::<Vec<_>>(),
+        "separate_runs": true,
+        "metrics": metrics,
+        "total_overhead_pct": overhead.iter().map(|o| o.and_then(finite)).collect::<Vec<_>>(),
+        "forced_differences": forced_differences,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod json;
 pub mod markdown;
 pub mod matrix;
 pub mod openmetrics;
+pub mod outputs;
 pub mod pubsub;
 pub mod rows;
 pub mod sweep;
@@ -75,12 +76,21 @@ pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
     ))
 }
 
-/// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
-/// or to stdout when `path` is `-`.
-/// Print to stdout without panicking when it is full or closed (print! panics): a reader
-/// that went away (EPIPE, `| head`) is not an error; any other failure is, naming stdout,
-/// so that the caller can exit 1 — after the files were written.
+/// Text for a person, on stdout: to stderr when an output holds stdout (`-`), which then
+/// carries that output alone ([`print_output`]).
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    if crate::exit::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
+        crate::say_raw!("{text}");
+        return Ok(());
+    }
+    print_output(text)
+}
+
+/// The output named `-`, on stdout whatever else, without panicking when stdout is full
+/// or closed (print! panics): a reader that went away (EPIPE, `| head`) is not an error;
+/// any other failure is, naming stdout, so that the caller can exit 1 — after the files
+/// were written.
+pub fn print_output(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -92,6 +102,8 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
+/// or to stdout when `path` is `-`.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     if path.as_os_str() == "-" {

@@ -108,6 +108,29 @@ pub fn consumer_count(queue: &str) -> u32 {
     queue_counts(queue).1
 }
 
+/// Delete an exchange on the test broker (what `--declare` made), if it is there.
+pub fn delete_exchange(name: &str) {
+    runtime().block_on(async {
+        let conn = connect().await;
+        if let Ok(ch) = conn.open_channel(None).await {
+            let _ = ch
+                .exchange_delete(amqprs::channel::ExchangeDeleteArguments::new(name))
+                .await;
+            let _ = ch.close().await;
+        }
+        let _ = conn.close().await;
+    });
+}
+
+/// An exchange a test named (a fresh name), deleted when dropped, whatever the test's end.
+pub struct ExchangeGuard(pub String);
+
+impl Drop for ExchangeGuard {
+    fn drop(&mut self) {
+        delete_exchange(&self.0);
+    }
+}
+
 /// Whether a queue exists on the test broker (a passive declare answered, not refused).
 pub fn queue_exists(queue: &str) -> bool {
     try_queue_counts(queue).is_some()

@@ -1,0 +1,381 @@
+//! One policy for every output of every subcommand (issue 45): `--export-FORMAT -` puts
+//! that format on stdout and nothing else (the text for a person goes to stderr), and a
+//! file path gets the same bytes. Table-driven: each subcommand, each format it offers.
+//!
+//! Results read from saved files (compare, gate, merge, history) are the same bytes both
+//! ways; results measured now (a run, account, cpu, pub/sub, the matrix) differ in their
+//! figures between two runs, so there both must parse as the format and have the same
+//! shape (keys, header row, title, families). `sweep` and live `compare`, which start
+//! flows for minutes, write through the same `export::outputs::Outputs`; their JSON on
+//! stdout is checked in tests/sweep_compare.rs.
+
+use oemputx_test_support::*;
+use std::path::Path;
+
+/// What a format's text must be, and its shape.
+fn shape(format: &str, text: &str) -> Result<String, String> {
+    let first_line = || text.lines().next().unwrap_or("").to_string();
+    match format {
+        "json" | "bmf" | "gha" => {
+            let v: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+            Ok(match &v {
+                serde_json::Value::Object(m) => m.keys().cloned().collect::<Vec<_>>().join(","),
+                other => format!("{}", other.is_array()),
+            })
+        }
+        "tsv" | "csv" => {
+            let mut r = csv::ReaderBuilder::new()
+                .delimiter(if format == "tsv" { b'\t' } else { b',' })
+                .has_headers(false)
+                .flexible(false)
+                .from_reader(text.as_bytes());
+            let rows: Vec<csv::StringRecord> = r
+                .records()
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("not {format}: {e}"))?;
+            match rows.first() {
+                Some(h) if rows.len() > 1 => Ok(h.iter().collect::<Vec<_>>().join("|")),
+                _ => Err(format!("{format} without a header and a row")),
+            }
+        }
+        "markdown" => {
+            let table = text.lines().filter(|l| l.starts_with('|')).count();
+            if table >= 3 && (text.starts_with('|') || text.starts_with('#')) {
+                Ok(first_line().split('|').count().to_string())
+            } else {
+                Err("no Markdown table".into())
+            }
+        }
+        "html" => {
+            let t = text.trim();
+            if t.to_ascii_lowercase().starts_with("<!doctype html") && t.ends_with("</html>") {
+                let title = t
+                    .split_once("<title>")
+                    .and_then(|(_, r)| r.split_once("</title>"))
+                    .map_or("", |(x, _)| x);
+                Ok(title.split(':').next().unwrap_or("").to_string())
+            } else {
+                Err("not one HTML document".into())
+            }
+        }
+        "junit" | "svg" => {
+            let mut r = quick_xml::Reader::from_str(text);
+            let mut root = None;
+            loop {
+                match r.read_event() {
+                    Ok(quick_xml::events::Event::Eof) => break,
+                    Ok(quick_xml::events::Event::Start(e)) if root.is_none() => {
+                        root =
+                            Some(String::from_utf8_lossy(e.name().as_ref().as_bytes()).into_owned())
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("not XML: {e}")),
+                }
+            }
+            root.ok_or_else(|| "no root element".into())
+        }
+        "openmetrics" => {
+            if text.ends_with("# EOF\n") && text.matches("# EOF").count() == 1 {
+                Ok(text
+                    .lines()
+                    .filter(|l| l.starts_with("# TYPE"))
+                    .collect::<Vec<_>>()
+                    .join(";"))
+            } else {
+                Err("not one OpenMetrics exposition ending # EOF".into())
+            }
+        }
+        other => Err(format!("no check for {other}")),
+    }
+}
+
+/// Run oemputx with `args` and `--export-FORMAT TARGET` (`-` or a file), in `dir`; the
+/// output's text (stdout for `-`), or why not.
+fn export(dir: &Path, args: &[String], format: &str, target: &str) -> (String, String) {
+    // Before any `--`: what follows it is another program's command line.
+    let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let out = oemputx()
+        .current_dir(dir)
+        .args(&args[..at])
+        .arg(format!("--export-{format}"))
+        .arg(target)
+        .args(&args[at..])
+        .timeout(std::time::Duration::from_secs(240))
+        .output()
+        .expect("oemputx runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{args:?} --export-{format} {target}: exit {:?}\n{stderr}",
+        out.status.code()
+    );
+    let body = if target == "-" {
+        out.stdout
+    } else {
+        std::fs::read(dir.join(target)).unwrap_or_else(|e| panic!("{target} not written: {e}"))
+    };
+    (String::from_utf8(body).expect("UTF-8"), stderr)
+}
+
+/// Each format of a command: on stdout it parses as that format alone; in a file it is the
+/// same bytes (`same_bytes`) or the same shape.
+fn check(dir: &Path, what: &str, args: &[String], formats: &[&str], same_bytes: bool) {
+    for format in formats {
+        let (stdout, err) = export(dir, args, format, "-");
+        let on_stdout = shape(format, &stdout)
+            .unwrap_or_else(|e| panic!("{what} {format} on stdout: {e}\n{stdout}\n{err}"));
+        let file = format!("{what}-out.{format}");
+        let (in_file, _) = export(dir, args, format, &file);
+        if same_bytes {
+            assert_eq!(stdout, in_file, "{what} {format}: stdout and file differ");
+        } else {
+            let in_file = shape(format, &in_file)
+                .unwrap_or_else(|e| panic!("{what} {format} in a file: {e}"));
+            assert_eq!(on_stdout, in_file, "{what} {format}: shapes differ");
+        }
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// Two saved runs of the embedded queue manager, a history of three, and the shards of one
+/// run: the inputs of the commands that read files.
+fn saved_inputs(dir: &Path) {
+    let run = |extra: &[&str]| {
+        let out = oemputx()
+            .current_dir(dir)
+            .args(["--count", "300", "--rounds", "2", "--quiet", "--no-save"])
+            .args(extra)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["--export-json", "a.json"]);
+    run(&["--export-json", "b.json"]);
+    for _ in 0..3 {
+        run(&["--save-baseline", "history.json"]);
+    }
+    std::fs::create_dir(dir.join("shards")).expect("shards folder");
+    let start = (chrono::Utc::now() + chrono::Duration::seconds(3))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    // Both shards start together (--start-at), as on two hosts; shard 0 measures the CPU.
+    let shard = |i: &str, measure: bool| {
+        let mut c = oemputx_process();
+        c.current_dir(dir)
+            .args([
+                "--count",
+                "300",
+                "--tasks",
+                "2",
+                "--rounds",
+                "1",
+                "--quiet",
+                "--no-save",
+            ])
+            .args(["--shard", i, "--run-id", "outputs", "--start-at", &start])
+            .args(["--export-json", &format!("shards/{}.json", &i[..1])])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if measure {
+            c.arg("--measure");
+        }
+        c.spawn().expect("a shard starts")
+    };
+    let (a, b) = (shard("0/2", true), shard("1/2", false));
+    for child in [a, b] {
+        let out = child.wait_with_output().expect("a shard ends");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn every_output_of_every_command_on_stdout_is_that_format_alone_and_a_file_gets_the_same() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    saved_inputs(d);
+    let from_files: [(&str, Vec<String>, &[&str]); 4] = [
+        (
+            "compare",
+            strings(&["compare", "a.json", "b.json"]),
+            &["json", "tsv", "markdown", "html"],
+        ),
+        (
+            "gate",
+            strings(&["gate", "--baseline", "history.json", "--current", "b.json"]),
+            &["markdown", "junit", "bmf", "gha", "json", "html"],
+        ),
+        (
+            "merge",
+            strings(&["merge", "shards"]),
+            &["json", "tsv", "html"],
+        ),
+        (
+            "history",
+            strings(&["history", "history.json"]),
+            &["json", "html"],
+        ),
+    ];
+    for (what, args, formats) in &from_files {
+        check(d, what, args, formats, true);
+    }
+    let run = strings(&["--count", "300", "--rounds", "1", "--no-save"]);
+    check(
+        d,
+        "run",
+        &run,
+        &["json", "tsv", "csv", "markdown", "openmetrics", "html"],
+        false,
+    );
+    let me = format!("ME=pid:{}", std::process::id());
+    let account = strings(&["account", "--group", &me, "--messages", "10", "--", "true"]);
+    check(d, "account", &account, &["json"], false);
+    let now = chrono::Utc::now();
+    let (from, until) = (
+        (now - chrono::Duration::seconds(2)).to_rfc3339(),
+        now.to_rfc3339(),
+    );
+    let cpu = strings(&["cpu", "--group", &me, "--from", &from, "--until", &until]);
+    check(d, "cpu", &cpu, &["json"], false);
+}
+
+#[test]
+fn measured_pub_sub_and_matrix_outputs_on_stdout_are_that_format_alone() {
+    live!(RabbitMq);
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Pub/sub selects by headers, the matrix by topic: an exchange of each type.
+    let (ticker, cells) = (
+        ExchangeGuard(fresh_queue("outputs-pubsub")),
+        ExchangeGuard(fresh_queue("outputs-matrix")),
+    );
+    let pubsub = strings(&[
+        "pubsub",
+        "--qmgr",
+        &amqp_url(),
+        "--topic",
+        &ticker.0,
+        "--declare",
+        "--subscribers",
+        "2",
+        "--count",
+        "300",
+        "--no-save",
+    ]);
+    check(
+        dir.path(),
+        "pubsub",
+        &pubsub,
+        &["json", "tsv", "markdown", "html"],
+        false,
+    );
+    let matrix = strings(&[
+        "matrix",
+        "--qmgr",
+        &amqp_url(),
+        "--topic",
+        &cells.0,
+        "--declare",
+        "--count",
+        "100",
+        "--rounds",
+        "1",
+    ]);
+    check(
+        dir.path(),
+        "matrix",
+        &matrix,
+        &["json", "tsv", "svg", "html"],
+        false,
+    );
+}
+
+#[test]
+fn two_outputs_on_stdout_or_a_rewritten_file_on_stdout_are_refused_before_anything_runs() {
+    let out = oemputx()
+        .args(["--count", "100", "--export-json", "-", "--export-tsv", "-"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--export-json and --export-tsv both name stdout"),
+        "{err}"
+    );
+    // A file rewritten every interval cannot be stdout: refused, not a stream of expositions.
+    let out = oemputx()
+        .args([
+            "cpu",
+            "--group",
+            "ME=pid:1",
+            "--interval",
+            "1s",
+            "--count",
+            "2",
+        ])
+        .args(["--export-openmetrics", "-"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--export-openmetrics"), "{err}");
+}
+
+#[test]
+fn a_comparison_of_saved_runs_writes_the_json_it_is_asked_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    for name in ["a.json", "b.json"] {
+        let out = oemputx()
+            .current_dir(d)
+            .args([
+                "--count",
+                "200",
+                "--rounds",
+                "2",
+                "--quiet",
+                "--no-save",
+                "--export-json",
+                name,
+            ])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let out = oemputx()
+        .current_dir(d)
+        .args(["compare", "a.json", "b.json", "--export-json", "cmp.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp.json")).expect("written"))
+            .expect("JSON");
+    oemputx_test_support::schema::assert_matches_schema(&j);
+    assert_eq!(j["reports"].as_array().map(Vec::len), Some(2), "{j}");
+    let flow = j["metrics"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["metric"] == "corrected"))
+        .expect("the corrected total");
+    assert!(flow["cells"][0]["change_pct"].is_null(), "{flow}");
+    assert!(flow["cells"][1]["change_pct"].is_f64(), "{flow}");
+}
