@@ -832,3 +832,64 @@ fn saved_instruction_gates_are_judged_again_with_the_current_rule() {
         .code(2)
         .stderr(predicate::str::contains("no instruction counts"));
 }
+
+#[test]
+fn a_run_that_cannot_be_gated_is_refused_before_measuring_and_the_ci_page_says_why() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    oemputx()
+        .current_dir(d)
+        .args(["--count", "300", "--rounds", "2", "--quiet", "--no-save"])
+        .args(["--save-baseline", "main.json"])
+        .assert()
+        .code(0);
+    // The baseline ran one task; this run asks for two: no comparison, known before any
+    // message (issue 44: it used to measure first, then exit 2 with no JUnit file).
+    let started = std::time::Instant::now();
+    let out = oemputx()
+        .current_dir(d)
+        .args(["gate", "--baseline", "main.json", "--github"])
+        .args([
+            "--export-junit",
+            "gate.xml",
+            "--export-markdown",
+            "summary.md",
+        ])
+        .args(["--", "--tasks", "2", "--count", "2000000"])
+        .output()
+        .expect("runs");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("::error title=oemputx gate: no verdict (exit 2)::")
+            && stdout.contains("tasks: 1 in main.json but 2 in this run"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(d.join("gate.xml")).expect("JUnit written");
+    assert!(
+        junit.contains(r#"errors="1""#) && junit.contains(r#"type="usage""#),
+        "{junit}"
+    );
+    let md = std::fs::read_to_string(d.join("summary.md")).expect("summary written");
+    assert!(
+        md.contains("no verdict (exit 2)") && md.contains("tasks: 1"),
+        "{md}"
+    );
+    // Options refused outright write the same.
+    let out = oemputx()
+        .current_dir(d)
+        .args([
+            "gate",
+            "--baseline",
+            "main.json",
+            "--export-junit",
+            "refused.xml",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let junit = std::fs::read_to_string(d.join("refused.xml")).expect("JUnit written");
+    assert!(junit.contains("--current"), "{junit}");
+}

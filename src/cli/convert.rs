@@ -111,6 +111,20 @@ impl SweepArgs {
 }
 
 impl GateArgs {
+    /// The gate's outputs as given: also what a gate whose options are refused writes its
+    /// reason to (JUnit, step summary, annotations), so that a CI page says why.
+    pub fn outputs(&self) -> GateOutputs {
+        GateOutputs {
+            github: self.github,
+            markdown: self.export_markdown.clone(),
+            junit: self.export_junit.clone(),
+            bmf: self.export_bmf.clone(),
+            gha: self.export_gha.clone(),
+            json: self.export_json.clone(),
+            html: self.export_html.clone(),
+        }
+    }
+
     /// The gate's options, with the run options after `--` parsed as a run's.
     pub fn options(&self) -> Result<GateOptions, anyhow::Error> {
         let run = trailing_run(&self.run)?;
@@ -129,15 +143,7 @@ impl GateArgs {
             metric: self.metric.clone(),
             strict: self.strict,
             force: self.force,
-            outputs: GateOutputs {
-                github: self.github,
-                markdown: self.export_markdown.clone(),
-                junit: self.export_junit.clone(),
-                bmf: self.export_bmf.clone(),
-                gha: self.export_gha.clone(),
-                json: self.export_json.clone(),
-                html: self.export_html.clone(),
-            },
+            outputs: self.outputs(),
             run,
             rejudge: self.rejudge.clone(),
             save_baseline: self.save_baseline.clone(),

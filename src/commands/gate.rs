@@ -15,7 +15,9 @@ use crate::gate::statistics::median;
 use crate::gate::stored::{self, decide};
 use crate::gate::{Decision, Outcome, Verdict, Worse, overall};
 use crate::report::history::History;
-use crate::report::saved::{Metric, ReportFileError, Saved, differences};
+use crate::report::saved::{
+    Metric, ReportFileError, Saved, SavedSettings, differences, settings_differences,
+};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
@@ -50,11 +52,23 @@ pub fn stored(
         }
         Err(e) => return Err(e.into()),
     };
+    let base = history.latest();
+    if let Current::Measure(run) = current {
+        // Before the first message: a run that cannot be gated against this baseline is
+        // refused in seconds, not after minutes of measuring.
+        let planned = SavedSettings::planned(run);
+        let diffs = settings_differences(
+            (&base.report.settings, &base.name()),
+            (&planned, "this run"),
+        );
+        if !diffs.is_empty() && !args.force {
+            return Err(ReportFileError::Differs(diffs).into());
+        }
+    }
     let current = match current {
         Current::Report(p) => Saved::load(p)?,
         Current::Measure(run) => measure_now(run, interrupt)?,
     };
-    let base = history.latest();
     let diffs = differences(base, &current, true);
     if !diffs.is_empty() && !args.force {
         return Err(ReportFileError::Differs(diffs).into());
@@ -272,6 +286,26 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
         failed.push(format!("{e:#}"));
     }
     export::all_written(failed)
+}
+
+/// A gate that ends without a verdict (exit 1, 2 or 130) still writes the step summary,
+/// the JUnit file and the annotation asked for, naming why: a CI page never shows a red
+/// step and nothing else. Best effort: the gate's own error is what the exit reports.
+pub fn write_failure(outputs: &crate::config::gate::GateOutputs, exit: Exit, why: &str) {
+    let code = exit as i32;
+    let mut out = export::outputs::Outputs::new();
+    out.write_opt(&outputs.markdown, "the gate's Markdown", || {
+        Ok(export::gate::render_failure_markdown(code, why))
+    });
+    out.write_opt(&outputs.junit, "the gate's JUnit XML", || {
+        Ok(export::gate::render_failure_junit(code, why))
+    });
+    if outputs.github {
+        crate::out!("{}", export::gate::render_failure_github(code, why));
+    }
+    if let Err(e) = out.finish(None) {
+        crate::say!("Warning: {e:#}");
+    }
 }
 
 /// The exit code of a verdict.

@@ -30,7 +30,28 @@ pub fn dispatch(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?, interrupt),
         Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
         Some(Command::Compare(args)) => compare::compare(&args.options()?.build()?, interrupt),
-        Some(Command::Gate(args)) => gate(&args.options()?.build()?, interrupt),
+        Some(Command::Gate(args)) => {
+            let result = args
+                .options()
+                .and_then(|o| Ok(o.build()?))
+                .and_then(|cfg| gate(&cfg, interrupt));
+            let failure = match &result {
+                Err(e) => Some((crate::exit::exit_for(e), format!("{e:#}"))),
+                Ok(Exit::Interrupted) => Some((
+                    Exit::Interrupted,
+                    format!("interrupted by {}", crate::signals::interrupted_by()),
+                )),
+                Ok(code @ (Exit::Failure | Exit::Usage)) => Some((
+                    *code,
+                    "the gate ended without a verdict (see its log)".into(),
+                )),
+                Ok(_) => None,
+            };
+            if let Some((code, why)) = failure {
+                gate::write_failure(&args.outputs(), code, &why);
+            }
+            result
+        }
         Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),
         Some(Command::Init(args)) => profiles::init(args.path.as_deref(), args.force),
         Some(Command::Merge(args)) => merge::merge(args),

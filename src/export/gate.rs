@@ -211,6 +211,54 @@ pub fn render_junit(o: &Outcome) -> String {
     String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
 }
 
+/// A gate that decided nothing (its options refused, the run failed or was interrupted):
+/// the Markdown for the step summary, naming why and the exit code.
+pub fn render_failure_markdown(exit: i32, why: &str) -> String {
+    format!(
+        "### 🛑 oemputx gate: no verdict (exit {exit})\n\n```text\n{}\n```\n",
+        why.replace("```", "'''")
+    )
+}
+
+/// The same as a GitHub workflow command: one error annotation.
+pub fn render_failure_github(exit: i32, why: &str) -> String {
+    format!(
+        "::error title=oemputx gate: no verdict (exit {exit})::{}\n",
+        why.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    )
+}
+
+/// The same as JUnit XML: one test case in error, so that a CI's test report shows it.
+pub fn render_failure_junit(exit: i32, why: &str) -> String {
+    use quick_xml::Writer;
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    // Writing into a Vec cannot fail.
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let mut suite = BytesStart::new("testsuite");
+    suite.push_attribute(("name", "oemputx gate"));
+    suite.push_attribute(("tests", "1"));
+    suite.push_attribute(("failures", "0"));
+    suite.push_attribute(("errors", "1"));
+    let _ = w.write_event(Event::Start(suite));
+    let mut case = BytesStart::new("testcase");
+    case.push_attribute(("classname", "oemputx.gate"));
+    case.push_attribute(("name", "gate"));
+    let _ = w.write_event(Event::Start(case));
+    let first = why.lines().next().unwrap_or("no verdict");
+    let mut e = BytesStart::new("error");
+    e.push_attribute(("message", first));
+    e.push_attribute(("type", if exit == 2 { "usage" } else { "failure" }));
+    let _ = w.write_event(Event::Start(e));
+    let _ = w.write_event(Event::Text(BytesText::new(why)));
+    let _ = w.write_event(Event::End(BytesEnd::new("error")));
+    let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
+    String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
+}
+
 /// Bencher Metric Format: the current run's medians, with their rounds' range.
 pub fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
     let mut m = serde_json::Map::new();

@@ -356,10 +356,13 @@ impl Saved {
     }
 }
 
-/// What differs between `base` and `other` in what matters, one line each; `groups` adds the
-/// set of group names (the gate's rule).
-pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
-    let (a, b) = (&base.report.settings, &other.report.settings);
+/// The settings in which two runs (each named) differ, one line each: what makes their
+/// figures no comparison. The gate asks it of the run it is about to measure, before the
+/// first message.
+pub fn settings_differences(
+    (a, a_name): (&SavedSettings, &str),
+    (b, b_name): (&SavedSettings, &str),
+) -> Vec<String> {
     let quoted = |s: &str| format!("\"{s}\"");
     let pairs = [
         ("transport", quoted(&a.transport), quoted(&b.transport)),
@@ -390,17 +393,35 @@ pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
             b.msgs_per_loop.to_string(),
         ),
     ];
-    let mut out: Vec<String> = pairs
+    pairs
         .into_iter()
         .filter(|(_, x, y)| x != y)
-        .map(|(what, x, y)| {
-            format!(
-                "  {what}: {x} in {} but {y} in {}",
-                base.name(),
-                other.name()
-            )
-        })
-        .collect();
+        .map(|(what, x, y)| format!("  {what}: {x} in {a_name} but {y} in {b_name}"))
+        .collect()
+}
+
+impl SavedSettings {
+    /// The settings a run of `cfg` will report, known before it runs.
+    pub fn planned(cfg: &crate::config::RunConfig) -> SavedSettings {
+        SavedSettings {
+            transport: cfg.endpoint.transport().to_string(),
+            message_source: cfg.messages.source.clone(),
+            msg_bytes_max: cfg.messages.max_len() as u64,
+            tasks: cfg.tasks as u64,
+            persistent: cfg.persistent,
+            syncpoint: cfg.syncpoint,
+            msgs_per_loop: cfg.msgs_per_loop as u64,
+        }
+    }
+}
+
+/// What differs between `base` and `other` in what matters, one line each; `groups` adds the
+/// set of group names (the gate's rule).
+pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
+    let mut out = settings_differences(
+        (&base.report.settings, &base.name()),
+        (&other.report.settings, &other.name()),
+    );
     if groups {
         let (mut a, mut b) = (base.group_names(), other.group_names());
         a.sort();
