@@ -484,3 +484,70 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
     // The queues it made are gone.
     assert!(!stderr.contains("could not delete"), "{stderr}");
 }
+
+#[test]
+fn a_flow_that_fails_after_two_blocks_leaves_a_compare_report_of_those_blocks() {
+    live!(RabbitMq);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The fault: the flow's command starts sample-flow four times (two settings, two
+    // blocks: each block starts its flows anew), then refuses to start.
+    let counter = dir.path().join("starts");
+    let flow = dir.path().join("flaky-flow");
+    std::fs::write(
+        &flow,
+        format!(
+            "#!/bin/sh\nn=$(cat '{c}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{c}'\n\
+             if [ $n -gt 4 ]; then echo 'flaky-flow: will not start (injected fault)' >&2; exit 1; fi\n\
+             exec '{bin}' \"$@\"\n",
+            c = counter.display(),
+            bin = oemputx_test_support::flow::sample_flow_bin().display()
+        ),
+    )
+    .expect("script");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&flow, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let json = dir.path().join("c.json");
+    let out = oemputx()
+        .timeout(std::time::Duration::from_secs(300))
+        .args(["compare", "--flow-cmd"])
+        .arg(format!("{} --echo", flow.display()))
+        .args([
+            "--setting",
+            "one=--threads 1",
+            "--setting",
+            "two=--threads 1",
+        ])
+        .args(["--max-time", "200s", "--export-json"])
+        .arg(&json)
+        .args(["--", "--qmgr", &amqp_url(), "--count", "100"])
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the partial report"))
+            .expect("JSON");
+    assert_matches_schema(&j);
+    let partial = &j["partial"];
+    assert_eq!(partial["blocks_done"], 2, "{partial}");
+    assert!(
+        partial["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("will not start") || r.contains("exit")),
+        "{partial}"
+    );
+    // Both settings were measured in the two blocks, and the table says it is partial.
+    let rounds: Vec<u64> = j["arms"]
+        .as_array()
+        .expect("arms")
+        .iter()
+        .filter_map(|a| a["rounds"].as_u64())
+        .collect();
+    assert!(
+        rounds.len() == 2 && rounds[0] == rounds[1] && rounds[0] > 0,
+        "{rounds:?}"
+    );
+    assert!(stderr.contains("partial: stopped after 2 of"), "{stderr}");
+}
