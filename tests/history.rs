@@ -381,3 +381,42 @@ fn the_stored_gate_says_when_its_baseline_spans_a_recent_step() {
         .assert()
         .stdout(predicate::str::contains("history stepped").not());
 }
+
+#[test]
+fn runs_saving_into_one_history_at_once_all_land() {
+    // Parallel CI jobs that share a cached history: each appends under a lock, none
+    // overwrites another's run.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jobs: Vec<std::process::Child> = (0..8)
+        .map(|_| {
+            oemputx_process()
+                .current_dir(dir.path())
+                .args(["--count", "300", "--rounds", "2", "--quiet", "--no-save"])
+                .args(["--save-baseline", "main.json"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("a job starts")
+        })
+        .collect();
+    for job in jobs {
+        let out = job.wait_with_output().expect("a job ends");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let h: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("main.json")).expect("the history"),
+    )
+    .expect("JSON");
+    assert_eq!(h["runs"].as_array().map(Vec::len), Some(8), "{h}");
+    // Nothing but the history is left in the folder (the lock is the folder's own).
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("folder")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(names, ["main.json"]);
+}

@@ -140,26 +140,20 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     // The baseline: this run appended to main's history in that file.
     let mut failed: Vec<String> = Vec::new();
     let mut baseline_error = None;
-    let baseline = match &cfg.save_baseline {
-        Some(path) => match baseline_history(path, report, &json) {
-            Ok(body) => body,
-            Err(err) => {
+    if let Some(path) = &cfg.save_baseline {
+        match append_to_history(path, report, &json) {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => {
                 failed.push(format!("{err:#}"));
                 baseline_error = Some(err);
-                String::new()
             }
-        },
-        None => String::new(),
-    };
-    let baseline_path = cfg
-        .save_baseline
-        .clone()
-        .filter(|_| baseline_error.is_none());
+            Err(err) => failed.push(format!("{err:#}")),
+        }
+    }
     // (path, what, body) of every output the options name.
     let mut outputs: Vec<(&std::path::Path, &str, &str)> = Vec::new();
     for (path, what, body) in [
         (&cfg.export_json, "JSON", json.as_str()),
-        (&baseline_path, "baseline history", baseline.as_str()),
         (&e.tsv, "TSV", tsv.as_str()),
         (&e.csv, "CSV", csv.as_str()),
         (&e.markdown, "Markdown", markdown.as_str()),
@@ -237,6 +231,39 @@ fn save_in_reports_dir(
 
 /// The history `path` holds with this run appended (a new one when there is no file); a
 /// run that did not complete is no baseline.
+/// Append this run to main's history in `path`, holding an exclusive lock on the file's
+/// folder from the read to the rename: runs saving into one history at once (parallel CI
+/// jobs sharing a cache or a network folder) all land, none overwriting another's. The
+/// folder, not a lock file beside the history, so that nothing is left behind. The inner
+/// error is the history file's own (exit 2); the outer one, the lock or the write.
+fn append_to_history(
+    path: &std::path::Path,
+    report: &Report,
+    json: &str,
+) -> anyhow::Result<Result<(), ReportFileError>> {
+    use anyhow::Context;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let lock = std::fs::File::open(dir)
+        .and_then(|f| f.lock().map(|()| f))
+        .with_context(|| {
+            format!(
+                "locking {} to append to the baseline history {}",
+                dir.display(),
+                path.display()
+            )
+        })?;
+    let body = match baseline_history(path, report, json) {
+        Ok(body) => body,
+        Err(e) => return Ok(Err(e)),
+    };
+    export::write_output(path, "the baseline history", &body)?;
+    drop(lock);
+    Ok(Ok(()))
+}
+
 fn baseline_history(
     path: &std::path::Path,
     report: &Report,
