@@ -124,3 +124,61 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
 }
 
 pub use crate::signals::{LAST_SIGNAL, interrupted_by};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    fn code(e: anyhow::Error) -> Exit {
+        exit_for(&e)
+    }
+
+    #[test]
+    fn the_first_typed_error_in_the_chain_decides_the_code() {
+        // The user's input, however deep under context: 2.
+        let bad = crate::config::bad("--count", "must be at least 1");
+        assert_eq!(code(anyhow::Error::new(bad)), Exit::Usage);
+        let wrapped: anyhow::Result<()> = Err(crate::config::bad("--rate", "x").into());
+        assert_eq!(
+            code(
+                wrapped
+                    .context("building the run")
+                    .context("oemputx gate")
+                    .unwrap_err()
+            ),
+            Exit::Usage
+        );
+        // A broker that cannot be reached is the command line's (a wrong host or port); a
+        // connection lost mid-run is the run's.
+        let unreachable = TransportError::Unreachable {
+            target: "amqp://guest:***@127.0.0.1:5".into(),
+            why: "connection refused".into(),
+        };
+        assert_eq!(code(anyhow::Error::new(unreachable)), Exit::Usage);
+        let lost = TransportError::ConnectionLost {
+            target: "amqp://guest:***@127.0.0.1:5672".into(),
+            why: "reset".into(),
+        };
+        assert_eq!(
+            code(anyhow::Error::new(lost).context("round 2")),
+            Exit::Failure
+        );
+        // Anything untyped is a runtime failure, never a usage error by accident.
+        assert_eq!(code(anyhow::anyhow!("disk full")), Exit::Failure);
+    }
+
+    #[test]
+    fn the_codes_are_the_documented_ones() {
+        let codes = [
+            Exit::Ok,
+            Exit::Failure,
+            Exit::Usage,
+            Exit::Regression,
+            Exit::Inconclusive,
+            Exit::Interrupted,
+        ]
+        .map(|e| e as i32);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 130]);
+    }
+}
