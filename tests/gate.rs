@@ -102,7 +102,7 @@ fn against_mains_history_identical_runs_pass_and_a_ten_percent_rise_is_a_regress
         .code(3)
         .stdout(predicate::str::contains("Verdict: REGRESSION"))
         .stdout(predicate::str::contains(
-            "::error title=oemputx gate regression: EMBEDDED::",
+            "::error title=oemputx gate regression: EMBEDDED +",
         ))
         // DRIVER, the tool's own cost, is shown and not gated.
         .stdout(predicate::str::contains("Not gated: DRIVER"))

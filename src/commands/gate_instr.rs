@@ -278,19 +278,22 @@ fn which(program: &Path) -> std::path::PathBuf {
 
 /// The CPU's model name and flags (what glibc's routine choice rests on).
 fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |k: &str| {
-        info.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-            .unwrap_or_default()
-    };
-    format!(
-        "{} (flags {:016x})",
-        field("model name"),
-        fnv1a(field("flags").as_bytes())
-    )
+    use procfs::Current;
+    // The first CPU's: a baseline is counted on one machine, whose CPUs are alike. The
+    // flags joined by single spaces, as /proc/cpuinfo lists them, so that the fingerprints
+    // of baselines saved before procfs read it still match.
+    let info = procfs::CpuInfo::current().ok();
+    let model = info
+        .as_ref()
+        .and_then(|i| i.model_name(0))
+        .unwrap_or_default()
+        .to_string();
+    let flags = info
+        .as_ref()
+        .and_then(|i| i.flags(0))
+        .map(|f| f.join(" "))
+        .unwrap_or_default();
+    format!("{model} (flags {:016x})", fnv1a(flags.as_bytes()))
 }
 
 /// FNV-1a, 64 bits: a fingerprint of a file's content (identity, not security).

@@ -138,11 +138,20 @@ pub fn render_github(o: &Outcome) -> String {
             Verdict::Inconclusive => ("warning", "inconclusive"),
             _ => continue,
         };
-        let detail = d.note.clone().unwrap_or_else(|| evidence(d));
+        // The figure, its interval and the baseline first, the rule's note after: an
+        // annotation read on its own says by how much, against what.
+        let mut detail = format!("{} against {}", evidence(d), o.baseline);
+        if let Some(note) = &d.note {
+            detail.push_str(&format!("\n{note}"));
+        }
         lines.push(format!(
-            "::{kind} title=oemputx gate {what}: {}::{}",
+            "::{kind} title=oemputx gate {what}: {} {}::{}",
             d.metric,
-            detail.replace('%', "%25").replace('\n', "%0A")
+            pct(d.ratio),
+            detail
+                .replace('%', "%25")
+                .replace('\r', "%0D")
+                .replace('\n', "%0A")
         ));
     }
     lines.truncate(MAX_ANNOTATIONS);
@@ -365,7 +374,14 @@ mod tests {
         let gh = render_github(&o);
         assert_eq!(gh.lines().count(), 1);
         assert!(
-            gh.starts_with("::error title=oemputx gate regression: FLOW::"),
+            gh.starts_with("::error title=oemputx gate regression: FLOW +"),
+            "{gh}"
+        );
+        // The figure, its interval and the baseline it was judged against.
+        assert!(
+            gh.contains(" -> ")
+                && gh.contains("CI [")
+                && gh.contains(&format!("against {}", o.baseline)),
             "{gh}"
         );
         let bmf: serde_json::Value =

@@ -223,12 +223,12 @@ impl Host {
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
-            cpu_model: std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split_once(':'))
-                    .map(|(_, v)| v.trim().to_string())
-            }),
+            cpu_model: {
+                use procfs::Current;
+                procfs::CpuInfo::current()
+                    .ok()
+                    .and_then(|i| i.model_name(0).map(str::to_string))
+            },
             kernel: uts
                 .map(|u| u.release().to_string_lossy().into_owned())
                 .unwrap_or_default(),
