@@ -147,7 +147,7 @@ pub fn render_github(o: &Outcome) -> String {
         lines.push(format!(
             "::{kind} title=oemputx gate {what}: {} {}::{}",
             d.metric,
-            pct(d.ratio),
+            pct(d.ratio).replace('%', "%25"),
             detail
                 .replace('%', "%25")
                 .replace('\r', "%0D")
