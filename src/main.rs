@@ -10,17 +10,33 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 fn main() -> ExitCode {
+    let exit = outcome();
+    // Ctrl-C, once the reports are written: die of SIGINT as the default handler would, so
+    // that a shell sees 130 *and* stops the loop or script around oemputx, which it does
+    // for a child killed by SIGINT but not for one that exits 130. SIGTERM ends with 130.
+    if exit == Exit::Interrupted
+        && oemputx::signals::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed)
+            == signal_hook::consts::SIGINT as usize
+    {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGINT);
+    }
+    exit.into()
+}
+
+fn outcome() -> Exit {
     match run() {
         Ok(Exit::Ok) if oemputx::exit::STDOUT_LOST.load(std::sync::atomic::Ordering::Relaxed) => {
             oemputx::say!(
                 "Error: cannot write to stdout (is the device full?); the report files were written: check where stdout goes"
             );
-            Exit::Failure.into()
+            Exit::Failure
         }
-        Ok(code) => code.into(),
+        Ok(code) => code,
         Err(e) => {
             oemputx::say!("Error: {e:#}");
-            exit_for(&e).into()
+            exit_for(&e)
         }
     }
 }

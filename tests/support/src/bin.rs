@@ -93,6 +93,18 @@ pub fn signal_and_wait(
     (out, signalled.elapsed())
 }
 
+/// An oemputx stopped by Ctrl-C writes its reports, then re-raises SIGINT: it dies of the
+/// signal, which a shell reports as 130 and which stops a shell loop around it (an exit
+/// code of 130 would not). `context` is shown when it did not.
+pub fn assert_sigint_reraised(status: &std::process::ExitStatus, context: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(nix::sys::signal::Signal::SIGINT as i32),
+        "not ended by SIGINT: {status:?}\n{context}"
+    );
+}
+
 /// The JSON a run wrote to `path`.
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("the JSON file was written");
