@@ -3,7 +3,8 @@
 //! tokio-rustls on ring for clients that take a ready stream.
 //!
 //! Built with a transport that takes these settings (rabbitmq, amqp10, stomp); the streams
-//! only with those that make their own (amqp10, stomp: amqprs makes its own).
+//! only with those that make their own (amqprs makes its own): the async one for amqp10,
+//! the blocking one for stomp.
 
 use std::path::PathBuf;
 
@@ -111,7 +112,7 @@ pub fn client_config(
 }
 
 /// A TLS client stream over `tcp`, trusting the CA file or else the system's roots.
-#[cfg(any(feature = "amqp10", feature = "stomp"))]
+#[cfg(feature = "amqp10")]
 pub async fn connect(
     tls: &TlsOptions,
     tcp: tokio::net::TcpStream,
