@@ -760,6 +760,8 @@ fn members(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> Vec<Members> {
 mod tests {
     use super::*;
 
+    // A host is made only with the feature.
+    #[cfg(feature = "pcp")]
     #[test]
     fn a_host_url_is_shown_without_its_password_and_a_bad_one_names_the_form() {
         let h = PcpHost::parse("broker=pcp://ops:s3cret@mq1:4000").expect("valid");
@@ -805,6 +807,8 @@ mod tests {
         }
     }
 
+    // A host is made only with the feature.
+    #[cfg(feature = "pcp")]
     #[test]
     fn a_host_is_never_a_second_local_and_its_name_is_plain() {
         for bad in [
