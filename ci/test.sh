@@ -14,6 +14,19 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
 cargo build --workspace --bins --quiet
+# The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in a
+# target folder of its own so that the tests' binaries stay the default build's; warnings
+# are errors, as clippy makes them above (about a minute from scratch). It must run on the
+# embedded queue manager and name the feature a left-out transport needs.
+RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal \
+  cargo build --no-default-features --features rabbitmq --quiet
+target/minimal/debug/oemputx --count 1000 --no-save --quiet
+minimal=0
+target/minimal/debug/oemputx --qmgr nats://127.0.0.1:4222 --no-save 2>target/minimal/nats.err || minimal=$?
+if [ "$minimal" -ne 2 ] || ! grep -q "built with the 'nats' feature" target/minimal/nats.err; then
+  echo "ci/test.sh: the rabbitmq-only build did not refuse nats:// with exit 2 naming the feature (exit $minimal): $(cat target/minimal/nats.err)"
+  exit 1
+fi
 # A missing service fails its tests here, never a skip (tests/support/src/live.rs).
 tests=0
 OEMPUTX_LIVE=require cargo test --workspace --all-targets --no-fail-fast 2>&1 || tests=$?

@@ -221,6 +221,8 @@ mod tests {
     /// What every local user can read of a started flow: its command line. The planted
     /// password is in neither the flow command's nor the broker's part of it, only in the
     /// flow's own environment.
+    // Its run is on RabbitMQ.
+    #[cfg(feature = "rabbitmq")]
     #[test]
     fn a_started_flow_s_command_line_holds_no_password() {
         let cmd = FlowCommand::parse(

@@ -6,7 +6,8 @@
 //! ```text
 //! commands ─► interleave ─► measure ─► exit, export, no_reply ─► gate, serving
 //!   ─► report, progress ─► cli, driver, flows ─► config ─► pubsub ─► transport
-//!   ─► accounting ─► experiment, msgfile, url_parts ─► files, secret, signals, stats, window
+//!   ─► accounting ─► experiment, msgfile, url_parts
+//!   ─► features, files, secret, signals, stats, window
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.
@@ -19,6 +20,7 @@ pub mod driver;
 pub mod exit;
 pub mod experiment;
 pub mod export;
+pub mod features;
 pub mod files;
 pub mod flows;
 pub mod gate;

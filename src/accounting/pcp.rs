@@ -32,10 +32,15 @@ use std::time::{Duration, Instant};
 
 /// pmproxy's port.
 pub const DEFAULT_PORT: u16 = 44322;
+// What only the HTTP client reads (its constants, a host's address and credentials, the
+// stamp of an answer) is unused in a build without the `pcp` feature, which never makes a
+// host: allowed there rather than gated item by item.
 /// A request to pmproxy that takes longer has failed (a snapshot is 10-70 ms here).
+#[cfg_attr(not(feature = "pcp"), allow(dead_code))]
 const REQUEST_TIMEOUT_S: u64 = 10;
 /// The largest answer read from pmproxy: a fetch of every process's counters on a host with
 /// tens of thousands of processes is a few MiB.
+#[cfg_attr(not(feature = "pcp"), allow(dead_code))]
 const MAX_ANSWER_BYTES: usize = 64 << 20;
 /// The environment variable a PCP password comes from when the URL has none.
 pub const PASSWORD_ENV: &str = "OEMPUTX_PCP_PASSWORD";
@@ -51,6 +56,9 @@ pub enum PcpError {
     BadSpec(String),
     #[error("--host {name}: {why}")]
     BadUrl { name: String, why: String },
+    /// A build without the `pcp` feature reads no other host.
+    #[error("--host {host} {needs}", needs = crate::features::needs("pcp"))]
+    NotBuilt { host: String },
     #[error(
         "--host {0:?}: a host name is 1 to 64 letters, digits, '_', '-' or '.', and not 'local' (the name of this machine's row in the Hosts lines): choose e.g. broker or db1"
     )]
@@ -95,6 +103,7 @@ pub enum PcpError {
 
 /// One host read through pmproxy.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "pcp"), allow(dead_code))]
 pub struct PcpHost {
     /// The `--host` name rows are labelled with (`Jobname.PID@NAME`).
     pub name: String,
@@ -125,6 +134,7 @@ const NO_SPLIT: u64 = u64::MAX;
 /// `12.17468710`. Read as a decimal number, every stamp in the first 100 ms of a second is
 /// late by up to 0.9 s (seen here: a window's end stamped 0.1 s after oemputx had exited).
 /// More than nine digits can only be a decimal fraction, and is read as one.
+#[cfg_attr(not(feature = "pcp"), allow(dead_code))]
 fn host_stamp(body: &str) -> Option<f64> {
     #[derive(serde::Deserialize)]
     struct Head<'a> {
@@ -222,6 +232,11 @@ impl PcpHost {
         };
         let u = UrlParts::parse(url).map_err(|e| bad(format!("{e}; write pcp://HOST[:PORT]")))?;
         match u.scheme.as_str() {
+            "pcp" if !cfg!(feature = "pcp") => {
+                return Err(PcpError::NotBuilt {
+                    host: format!("{name}={}", crate::secret::redact_url(url)),
+                });
+            }
             "pcp" => {}
             "pcps" => {
                 return Err(bad(
@@ -290,6 +305,7 @@ impl PcpHost {
     /// `Authorization` case-sensitively and ignores `authorization`, which is how clients
     /// built on the `http` crate (ureq 3, hyper) send it, so credentials never reached pmcd
     /// through them.
+    #[cfg(feature = "pcp")]
     fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
         // Redirects are not followed: the credentials go to the pmproxy named, never to
         // wherever an answer points.
@@ -352,6 +368,7 @@ impl PcpHost {
 
     /// An answer's body, at most [`MAX_ANSWER_BYTES`] and within [`REQUEST_TIMEOUT_S`] in
     /// all: a server that streams without end costs a bounded memory and time.
+    #[cfg(feature = "pcp")]
     fn read_body(&self, mut resp: minreq::ResponseLazy) -> Result<Vec<u8>, PcpError> {
         use std::io::Read;
         let deadline = Instant::now() + Duration::from_secs(REQUEST_TIMEOUT_S);
@@ -382,6 +399,15 @@ impl PcpHost {
             }
         }
         Ok(body)
+    }
+
+    /// No request in a build without the `pcp` feature: [`PcpHost::parse`] refuses every
+    /// host there, so this is never reached.
+    #[cfg(not(feature = "pcp"))]
+    fn get(&self, _path_and_query: &str) -> Result<Value, PcpError> {
+        Err(PcpError::NotBuilt {
+            host: format!("{}={}", self.name, self.shown),
+        })
     }
 
     /// A pmproxy context for the host's local pmcd, kept across snapshots.
@@ -734,6 +760,8 @@ fn members(groups: &[GroupSpec], facts: &[(Key, ProcFacts)]) -> Vec<Members> {
 mod tests {
     use super::*;
 
+    // A host is made only with the feature.
+    #[cfg(feature = "pcp")]
     #[test]
     fn a_host_url_is_shown_without_its_password_and_a_bad_one_names_the_form() {
         let h = PcpHost::parse("broker=pcp://ops:s3cret@mq1:4000").expect("valid");
@@ -761,6 +789,26 @@ mod tests {
         assert!(!e.contains("s3cret"), "{e}");
     }
 
+    #[test]
+    fn a_build_without_pcp_names_the_feature_for_a_host() {
+        let e = PcpError::NotBuilt {
+            host: "broker=pcp://mq1".into(),
+        }
+        .to_string();
+        assert!(
+            e.starts_with("--host broker=pcp://mq1 needs") && e.contains("'pcp' feature"),
+            "{e}"
+        );
+        if !cfg!(feature = "pcp") {
+            let e = PcpHost::parse("broker=pcp://ops:s3cret@mq1")
+                .expect_err("left out")
+                .to_string();
+            assert!(e.contains("'pcp' feature") && !e.contains("s3cret"), "{e}");
+        }
+    }
+
+    // A host is made only with the feature.
+    #[cfg(feature = "pcp")]
     #[test]
     fn a_host_is_never_a_second_local_and_its_name_is_plain() {
         for bad in [

@@ -73,6 +73,7 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
             crate::export::compare::saved_json(&runs, &diffs)
         ))
     });
+    #[cfg(feature = "html")]
     out.write_opt(&args.html, "the comparison HTML", || {
         Ok(export::html::compare::saved(&runs, &rows))
     });
@@ -285,11 +286,13 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
     if let Some(p) = &c.partial {
         md = format!("**{}**\n\n{md}", p.line());
     }
+    #[cfg(feature = "html")]
     let html = export::html::compare::live(c);
     let mut out = export::outputs::Outputs::new();
     out.write_opt(&o.json, "the comparison JSON", || Ok(json.clone()));
     out.write_opt(&o.tsv, "the comparison TSV", || Ok(tsv.clone()));
     out.write_opt(&o.markdown, "the comparison Markdown", || Ok(md.clone()));
+    #[cfg(feature = "html")]
     out.write_opt(&o.html, "the comparison HTML", || Ok(html.clone()));
     out.finish(Some(&text))
 }

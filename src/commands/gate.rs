@@ -275,6 +275,7 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
     write(&args.json, "JSON", &|| {
         Ok(serde_json::to_string_pretty(outcome)?)
     });
+    #[cfg(feature = "html")]
     write(&args.html, "HTML", &|| {
         Ok(export::html::gate::render(outcome))
     });

@@ -16,6 +16,7 @@ use std::path::Path;
 
 /// `oemputx history FILE`.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
+    crate::config::outputs::check_built("--export-html", args.export_html.as_deref())?;
     let h = History::load(&args.file)?;
     // The gate's own choice, checked as the gate checks it; the newest run stands in for the
     // gate's current one.
@@ -29,7 +30,8 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
     // Files first, each failure named without stopping the others; stdout last.
     let mut failed = Vec::new();
     let files = [
-        (&args.export_json, "the change points' JSON", json.clone()),
+        (&args.export_json, "the change points' JSON", json),
+        #[cfg(feature = "html")]
         (
             &args.export_html,
             "the change points' HTML",
@@ -43,14 +45,12 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
             failed.push(format!("{e:#}"));
         }
     }
-    // With `--export-json -`, stdout carries the JSON only and the text goes to stderr.
-    let machine = if to_stdout(&args.export_json) {
-        Some(json)
-    } else if to_stdout(&args.export_html) {
-        Some(files[1].2.clone())
-    } else {
-        None
-    };
+    // With `--export-json -`, stdout carries the JSON only and the text goes to stderr
+    // (the JSON first when both ask for it).
+    let machine = files
+        .iter()
+        .find(|(p, ..)| to_stdout(p))
+        .map(|(.., body)| body.clone());
     if let Err(e) = export::print_stdout(&text) {
         failed.push(format!("{e:#}"));
     }

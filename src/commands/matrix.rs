@@ -243,6 +243,7 @@ fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Outputs {
     out.write_opt(&m.export_tsv, "the matrix TSV", || {
         Ok(crate::export::matrix::tsv(matrix))
     });
+    #[cfg(feature = "html")]
     out.write_opt(&m.export_html, "the matrix HTML", || {
         Ok(crate::export::html::matrix::render(matrix))
     });

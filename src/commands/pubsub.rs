@@ -7,20 +7,13 @@ use crate::config::ConfigError;
 use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
 use crate::export::write_atomic;
+use crate::pubsub::Broker;
 use crate::pubsub::engine::{self, Pacing};
-use crate::pubsub::mqtt::{MqttEndpoint, MqttPubSub};
-use crate::pubsub::nats::NatsPubSub;
-use crate::pubsub::rabbit::RabbitPubSub;
 use crate::pubsub::report::{
     BestMedianWorst, CAPACITY_SCHEMA, CapacityStep, PubSubCapacity, PubSubReport, PubSubRounds,
     PubSubSettings, ROUNDS_SCHEMA,
 };
-use crate::pubsub::stomp::StompPubSub;
-use crate::pubsub::{Broker, SelectBy};
-use crate::transport::amqp::url::AmqpEndpoint;
-use crate::transport::nats::url::NatsEndpoint;
 use crate::transport::parse_url;
-use crate::transport::stomp::url::StompEndpoint;
 use crate::window::Window as _;
 use anyhow::Context;
 use std::sync::Arc;
@@ -35,56 +28,37 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// The broker the URL names.
+/// The broker the URL names. A broker comes with its transport's feature; a URL of a
+/// transport this build left out never gets here (parse_url names the feature).
 pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
-    let plan = &args.plan;
     let endpoint = parse_url(&args.qmgr)?;
-    if let Some(endpoint) = endpoint.downcast::<MqttEndpoint>() {
-        return Ok(Arc::new(MqttPubSub {
+    #[cfg(feature = "mqtt")]
+    if let Some(endpoint) = endpoint.downcast::<crate::pubsub::mqtt::MqttEndpoint>() {
+        return Ok(Arc::new(crate::pubsub::mqtt::MqttPubSub {
             endpoint: endpoint.clone(),
-            plan: plan.clone(),
+            plan: args.plan.clone(),
             ack: args.ack,
             persistent: args.persistent,
         }));
     }
-    if let Some(endpoint) = endpoint.downcast::<StompEndpoint>() {
-        if plan.competing {
-            return Err(bad(
-                "--compete",
-                "competing subscribers are not yet run on ActiveMQ over STOMP (it does that with virtual topics, whose queues outlive the run and STOMP cannot delete): leave --compete out",
-            ));
-        }
-        return Ok(Arc::new(StompPubSub {
-            endpoint: endpoint.clone(),
-            plan: plan.clone(),
-            ack: args.ack,
-            select_by: args.select_by,
-            persistent: args.persistent,
-        }));
+    #[cfg(feature = "stomp")]
+    if let Some(endpoint) = endpoint.downcast::<crate::transport::stomp::url::StompEndpoint>() {
+        return stomp(args, endpoint);
     }
-    if let Some(endpoint) = endpoint.downcast::<AmqpEndpoint>() {
-        return Ok(Arc::new(RabbitPubSub {
+    #[cfg(feature = "rabbitmq")]
+    if let Some(endpoint) = endpoint.downcast::<crate::transport::amqp::url::AmqpEndpoint>() {
+        return Ok(Arc::new(crate::pubsub::rabbit::RabbitPubSub {
             endpoint: endpoint.clone(),
-            plan: plan.clone(),
+            plan: args.plan.clone(),
             ack: args.ack,
             select_by: args.select_by,
             persistent: args.persistent,
             declare: args.declare,
         }));
     }
-    if let Some(endpoint) = endpoint.downcast::<NatsEndpoint>() {
-        if args.select_by == SelectBy::Header {
-            crate::say!(
-                "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
-            );
-        }
-        return Ok(Arc::new(NatsPubSub {
-            endpoint: endpoint.clone(),
-            plan: plan.clone(),
-            ack: args.ack,
-            persistent: args.persistent,
-            declare: args.declare,
-        }));
+    #[cfg(feature = "nats")]
+    if let Some(endpoint) = endpoint.downcast::<crate::transport::nats::url::NatsEndpoint>() {
+        return Ok(nats(args, endpoint));
     }
     Err(bad(
         "--qmgr",
@@ -93,6 +67,47 @@ pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
             endpoint.redacted()
         ),
     ))
+}
+
+/// ActiveMQ over STOMP, which runs no competing subscribers yet.
+#[cfg(feature = "stomp")]
+fn stomp(
+    args: &PubsubConfig,
+    endpoint: &crate::transport::stomp::url::StompEndpoint,
+) -> anyhow::Result<Arc<dyn Broker>> {
+    if args.plan.competing {
+        return Err(bad(
+            "--compete",
+            "competing subscribers are not yet run on ActiveMQ over STOMP (it does that with virtual topics, whose queues outlive the run and STOMP cannot delete): leave --compete out",
+        ));
+    }
+    Ok(Arc::new(crate::pubsub::stomp::StompPubSub {
+        endpoint: endpoint.clone(),
+        plan: args.plan.clone(),
+        ack: args.ack,
+        select_by: args.select_by,
+        persistent: args.persistent,
+    }))
+}
+
+/// NATS, which selects by subject only.
+#[cfg(feature = "nats")]
+fn nats(
+    args: &PubsubConfig,
+    endpoint: &crate::transport::nats::url::NatsEndpoint,
+) -> Arc<dyn Broker> {
+    if args.select_by == crate::pubsub::SelectBy::Header {
+        crate::say!(
+            "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
+        );
+    }
+    Arc::new(crate::pubsub::nats::NatsPubSub {
+        endpoint: endpoint.clone(),
+        plan: args.plan.clone(),
+        ack: args.ack,
+        persistent: args.persistent,
+        declare: args.declare,
+    })
 }
 
 /// `oemputx pubsub`.
@@ -396,6 +411,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(report)? + "\n";
     let tsv = crate::export::cells::delimited(&crate::export::pubsub::rows(report), b'\t')?;
     let md = crate::export::pubsub::markdown(report);
+    #[cfg(feature = "html")]
     let html = crate::export::html::pubsub::render(report);
     let mut out = crate::export::outputs::Outputs::new();
     out.write_opt(&args.export_json, "the pub/sub JSON", || Ok(json.clone()));
@@ -403,6 +419,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     out.write_opt(&args.export_markdown, "the pub/sub Markdown", || {
         Ok(md.clone())
     });
+    #[cfg(feature = "html")]
     out.write_opt(&args.export_html, "the pub/sub HTML", || Ok(html.clone()));
     if let Some(dir) = &args.save_dir {
         let stamp = now_stamp();
@@ -415,6 +432,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
                 ("tsv", "the pub/sub TSV", tsv.as_str()),
                 ("json", "the pub/sub JSON", json.as_str()),
                 ("md", "the pub/sub Markdown", md.as_str()),
+                #[cfg(feature = "html")]
                 ("html", "the pub/sub HTML", html.as_str()),
             ],
         )?;

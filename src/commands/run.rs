@@ -78,6 +78,7 @@ struct Rendered {
     csv: String,
     markdown: String,
     text: String,
+    #[cfg(feature = "html")]
     html: String,
     openmetrics: String,
 }
@@ -117,6 +118,7 @@ fn render_all(cfg: &RunConfig, report: &Report) -> anyhow::Result<Rendered> {
         csv,
         markdown,
         text: export::text::render(report),
+        #[cfg(feature = "html")]
         html: export::html::run::render(report),
         openmetrics,
     })
@@ -134,6 +136,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         csv,
         markdown,
         text,
+        #[cfg(feature = "html")]
         html,
         openmetrics,
     } = render_all(cfg, report)?;
@@ -158,6 +161,7 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         (&e.csv, "CSV", csv.as_str()),
         (&e.markdown, "Markdown", markdown.as_str()),
         (&e.openmetrics, "OpenMetrics", openmetrics.as_str()),
+        #[cfg(feature = "html")]
         (&e.html, "HTML", html.as_str()),
     ] {
         if let Some(p) = path {
@@ -170,11 +174,14 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
         }
     }
     if let Some(dir) = &e.save_dir {
-        failed.extend(save_in_reports_dir(
-            dir,
-            report,
-            [&text, &tsv, &json, &html],
-        ));
+        let files = [
+            ("txt", "the text report", text.as_str()),
+            ("tsv", "the TSV report", tsv.as_str()),
+            ("json", "the JSON report", json.as_str()),
+            #[cfg(feature = "html")]
+            ("html", "the HTML report", html.as_str()),
+        ];
+        failed.extend(save_in_reports_dir(dir, report, &files, &json));
     }
     // Stdout last. Keep it clean for a machine format when one goes there.
     let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
@@ -203,22 +210,17 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     }
 }
 
-/// The run's text, TSV and JSON stamped in the reports folder, and latest.json: the
-/// failures, each named. latest.json is written even when a stamped file failed: it is what
-/// tools read.
+/// The run's `files` (text, TSV, JSON, HTML) stamped in the reports folder, and its `json`
+/// as latest.json: the failures, each named. latest.json is written even when a stamped file
+/// failed: it is what tools read.
 fn save_in_reports_dir(
     dir: &std::path::Path,
     report: &Report,
-    [text, tsv, json, html]: [&str; 4],
+    files: &[(&str, &str, &str)],
+    json: &str,
 ) -> Vec<String> {
     let mut failed = Vec::new();
-    let files = [
-        ("txt", "the text report", text),
-        ("tsv", "the TSV report", tsv),
-        ("json", "the JSON report", json),
-        ("html", "the HTML report", html),
-    ];
-    if let Err(err) = export::save_in_folder(dir, &report.start_utc, &report.label, &files) {
+    if let Err(err) = export::save_in_folder(dir, &report.start_utc, &report.label, files) {
         failed.push(format!("{err:#}"));
     }
     if dir.is_dir()

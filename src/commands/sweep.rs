@@ -340,7 +340,9 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
         ))
     });
     out.write_opt(&sc.chart, "the sweep chart", || Ok(svg.clone()));
+    #[cfg(feature = "html")]
     let html = export::html::sweep::render(s);
+    #[cfg(feature = "html")]
     out.write_opt(&e.html, "the sweep HTML", || Ok(html.clone()));
     if let Some(dir) = &e.save_dir {
         let files = [
@@ -348,11 +350,13 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
             ("tsv", "the sweep TSV", tsv.as_str()),
             ("json", "the sweep JSON", json.as_str()),
             ("svg", "the sweep chart", svg.as_str()),
+            #[cfg(feature = "html")]
             ("html", "the sweep HTML", html.as_str()),
         ];
         match export::save_in_folder(dir, &s.start_utc, &s.label, &files) {
             Ok(base) if !cfg.quiet => {
-                crate::say!("sweep: saved {}.{{txt,tsv,json,svg,html}}", base.display());
+                let kinds: Vec<&str> = files.iter().map(|(ext, ..)| *ext).collect();
+                crate::say!("sweep: saved {}.{{{}}}", base.display(), kinds.join(","));
             }
             Ok(_) => {}
             Err(e) => out.failed(format!("{e:#}")),

@@ -229,7 +229,7 @@ fn endpoint(args: &RunOptions) -> Result<(Endpoint, Option<String>, Option<Profi
             let note = format!(
                 "--qmgr {name} is no profile in {searched} (known profiles: {known}), so it was taken as an IBM MQ queue manager"
             );
-            registry::bare_name(name, note)
+            registry::bare_name(name, note)?
                 .map(|e| (e, None, None))
                 .ok_or(ConfigError::UnknownProfile {
                     name: n,

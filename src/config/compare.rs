@@ -334,20 +334,24 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(flag(embedded), "--qmgr");
-        let live = CompareOptions {
-            flow_cmd: Some("sample-flow --echo".into()),
-            settings: vec!["off=--stats off".into(), "node=--stats node".into()],
-            run: Some(RunOptions::on("amqp://guest:guest@127.0.0.1:5672/%2f")),
-            min_effect: Some("2%".into()),
-            ..Default::default()
+        // A live comparison on RabbitMQ.
+        #[cfg(feature = "rabbitmq")]
+        {
+            let live = CompareOptions {
+                flow_cmd: Some("sample-flow --echo".into()),
+                settings: vec!["off=--stats off".into(), "node=--stats node".into()],
+                run: Some(RunOptions::on("amqp://guest:guest@127.0.0.1:5672/%2f")),
+                min_effect: Some("2%".into()),
+                ..Default::default()
+            }
+            .build()
+            .expect("live");
+            let CompareConfig::Live(l) = live else {
+                panic!("live")
+            };
+            assert_eq!(l.settings[1].extra, ["--stats", "node"]);
+            assert_eq!(l.min_effect, 0.02);
+            assert_eq!(l.control.as_deref(), Some("DRIVER"));
         }
-        .build()
-        .expect("live");
-        let CompareConfig::Live(l) = live else {
-            panic!("live")
-        };
-        assert_eq!(l.settings[1].extra, ["--stats", "node"]);
-        assert_eq!(l.min_effect, 0.02);
-        assert_eq!(l.control.as_deref(), Some("DRIVER"));
     }
 }

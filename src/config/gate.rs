@@ -508,6 +508,8 @@ mod tests {
         );
     }
 
+    // Its run is on RabbitMQ.
+    #[cfg(feature = "rabbitmq")]
     #[test]
     fn the_instruction_gate_counts_both_flows_or_saves_one_or_judges_one_against_a_file() {
         let with = |a: Option<&str>, b: Option<&str>, base: Option<&str>, save: Option<&str>| {

@@ -50,6 +50,12 @@ pub enum ConfigError {
     BadProfileFile { path: PathBuf, why: String },
     #[error("{flag}: {why}")]
     BadValue { flag: &'static str, why: String },
+    /// An output a build without `feature` cannot write (`--export-html` without `html`).
+    #[error("{flag} {}", crate::features::needs(.feature))]
+    NotBuilt {
+        flag: &'static str,
+        feature: &'static str,
+    },
     #[error(transparent)]
     MsgFile(#[from] MsgFileError),
     #[error(transparent)]
@@ -217,6 +223,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "ibmmq")]
     #[test]
     fn a_queue_manager_by_name_accounts_the_queue_manager_broker_and_database() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -21,6 +21,7 @@ pub fn check(
         .filter_map(|(flag, p)| p.map(|p| (*flag, p)))
         .collect();
     for (flag, path) in &given {
+        check_built(flag, Some(path))?;
         check_output(flag, path)?;
     }
     let stdout: Vec<&str> = given
@@ -66,6 +67,21 @@ pub fn check(
         check_reports_dir(dir)?;
     }
     Ok(())
+}
+
+/// The outputs a build may leave out, by flag: the cargo feature that writes each, and
+/// whether this build has it.
+const GATED: [(&str, &str, bool); 1] = [("--export-html", "html", cfg!(feature = "html"))];
+
+/// `flag`'s output, when given, is one this build writes: a left-out one is refused by its
+/// feature before anything is measured (the run would otherwise end without it).
+pub fn check_built(flag: &'static str, path: Option<&Path>) -> Result<(), ConfigError> {
+    match GATED.iter().find(|(f, ..)| *f == flag) {
+        Some(&(_, feature, false)) if path.is_some() => {
+            Err(ConfigError::NotBuilt { flag, feature })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn is_device(p: &Path) -> bool {
@@ -189,5 +205,22 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn html_is_written_with_its_feature_and_refused_by_it_without() {
+        let e = ConfigError::NotBuilt {
+            flag: "--export-html",
+            feature: "html",
+        }
+        .to_string();
+        assert!(
+            e.starts_with("--export-html needs") && e.contains("--features html"),
+            "{e}"
+        );
+        let asked = check_built("--export-html", Some(Path::new("r.html")));
+        assert_eq!(asked.is_ok(), cfg!(feature = "html"));
+        assert!(check_built("--export-html", None).is_ok());
+        assert!(check_built("--export-json", Some(Path::new("r.json"))).is_ok());
     }
 }

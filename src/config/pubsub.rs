@@ -151,7 +151,7 @@ impl PubsubOptions {
             (!self.no_save).then_some(self.reports_dir.as_path()),
             &[],
         )?;
-        if let Some(why) = crate::transport::nats::url::subject_problem(&self.topic) {
+        if let Some(why) = crate::transport::subject::subject_problem(&self.topic) {
             return Err(bad("--topic", why));
         }
         // MQTT takes + and # as wildcards in a topic (a publish to one is refused, and the

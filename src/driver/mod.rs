@@ -18,7 +18,7 @@
 
 /// The IBM MQ transport driven against an in-memory queue manager (no queue manager can run
 /// here): the tests need the driver, so they live above the transport.
-#[cfg(test)]
+#[cfg(all(test, feature = "ibmmq"))]
 mod ibmmq_tests;
 mod latch;
 mod outcome;

@@ -8,6 +8,9 @@ pub mod compare;
 pub mod delimited;
 pub mod gate;
 pub mod history;
+// The HTML reports come with the `html` cargo feature; a build without it refuses
+// --export-html (config::outputs) and saves runs without their .html.
+#[cfg(feature = "html")]
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -12,12 +12,18 @@
 
 pub mod engine;
 pub mod memory;
+// A broker comes with its transport's cargo feature (its client is that transport's).
+#[cfg(feature = "mqtt")]
 pub mod mqtt;
+#[cfg(feature = "nats")]
 pub mod nats;
+#[cfg(feature = "nats")]
 pub mod nats_js;
 pub mod plan;
+#[cfg(feature = "rabbitmq")]
 pub mod rabbit;
 pub mod report;
+#[cfg(feature = "stomp")]
 pub mod stomp;
 
 use crate::transport::TransportError;

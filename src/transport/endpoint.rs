@@ -19,6 +19,10 @@ pub enum EndpointError {
         scheme: String,
         known: String,
     },
+    /// A transport this build left out: `what` was asked (`--qmgr nats://…`), `feature` is
+    /// the cargo feature that brings it.
+    #[error("{what} {}", crate::features::needs(.feature))]
+    NotBuilt { what: String, feature: &'static str },
 }
 
 impl EndpointError {

@@ -7,18 +7,28 @@
 //! with a wait; pairing replies with requests is the driver's job, written once for all
 //! transports.
 
+// A transport's folder is compiled only with its cargo feature (Cargo.toml); the registry
+// knows every scheme either way, and answers a left-out one with the feature it needs.
+#[cfg(feature = "rabbitmq")]
 pub mod amqp;
+#[cfg(feature = "amqp10")]
 pub mod amqp10;
 pub mod correl;
 pub mod deadline;
 pub mod embedded;
 pub mod endpoint;
+#[cfg(feature = "ibmmq")]
 pub mod ibmmq;
+#[cfg(feature = "mqtt")]
 pub mod mqtt;
+#[cfg(feature = "nats")]
 pub mod nats;
 pub mod registry;
 pub mod session;
+#[cfg(feature = "stomp")]
 pub mod stomp;
+pub mod subject;
+#[cfg(any(feature = "rabbitmq", feature = "amqp10", feature = "stomp"))]
 pub mod tls;
 
 pub use endpoint::{Endpoint, EndpointError, EndpointKind, OptionRefused};

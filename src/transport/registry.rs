@@ -1,20 +1,108 @@
 //! Which transport a URL names: the one table of transports. Adding a transport is its
 //! folder under `src/transport/` (a `url.rs` that exports `REGISTERED`, a `mod.rs` with the
-//! transport) and one line in [`TRANSPORTS`].
+//! transport), one line in [`TRANSPORTS`] and, since a build may leave it out, one in
+//! [`GATED`] with its cargo feature.
 
+#[cfg(feature = "rabbitmq")]
+use super::amqp;
+#[cfg(feature = "amqp10")]
+use super::amqp10;
+use super::embedded;
 use super::endpoint::{Endpoint, EndpointError, Registered};
-use super::{amqp, amqp10, embedded, ibmmq, mqtt, nats, stomp};
+#[cfg(feature = "ibmmq")]
+use super::ibmmq;
+#[cfg(feature = "mqtt")]
+use super::mqtt;
+#[cfg(feature = "nats")]
+use super::nats;
+#[cfg(feature = "stomp")]
+use super::stomp;
 
-/// Every transport, in the order errors and help list them.
+/// Every transport this build has, in the order errors and help list them.
 const TRANSPORTS: &[Registered] = &[
     embedded::REGISTERED,
+    #[cfg(feature = "rabbitmq")]
     amqp::url::REGISTERED,
+    #[cfg(feature = "ibmmq")]
     ibmmq::url::REGISTERED,
+    #[cfg(feature = "nats")]
     nats::url::REGISTERED,
+    #[cfg(feature = "amqp10")]
     amqp10::url::REGISTERED,
+    #[cfg(feature = "stomp")]
     stomp::url::REGISTERED,
+    #[cfg(feature = "mqtt")]
     mqtt::url::REGISTERED,
 ];
+
+/// A transport a build may leave out, as the registry knows it without its code: the cargo
+/// feature that brings it and the schemes it registers (a test checks them against the
+/// transport's own `REGISTERED`), so that in a build without it its URL is answered with
+/// the feature, not taken for an unknown scheme.
+#[derive(Debug, Clone, Copy)]
+pub struct Gated {
+    pub feature: &'static str,
+    /// Whether this build has it (then [`TRANSPORTS`] holds it too).
+    pub built: bool,
+    pub schemes: &'static [&'static str],
+    /// It takes bare names (IBM MQ's queue managers).
+    pub bare_names: bool,
+}
+
+impl Gated {
+    /// The refusal of `raw`, a URL of this transport's, in a build without it.
+    pub fn refuse(&self, raw: &str) -> EndpointError {
+        EndpointError::NotBuilt {
+            what: format!("--qmgr {}", crate::secret::redact_url(raw)),
+            feature: self.feature,
+        }
+    }
+}
+
+/// Every transport behind a cargo feature, built or not.
+pub const GATED: &[Gated] = &[
+    Gated {
+        feature: "rabbitmq",
+        built: cfg!(feature = "rabbitmq"),
+        schemes: &["amqp", "amqps"],
+        bare_names: false,
+    },
+    Gated {
+        feature: "ibmmq",
+        built: cfg!(feature = "ibmmq"),
+        schemes: &["ibmmq"],
+        bare_names: true,
+    },
+    Gated {
+        feature: "nats",
+        built: cfg!(feature = "nats"),
+        schemes: &["nats", "tls"],
+        bare_names: false,
+    },
+    Gated {
+        feature: "amqp10",
+        built: cfg!(feature = "amqp10"),
+        schemes: &["amqp10", "amqps10"],
+        bare_names: false,
+    },
+    Gated {
+        feature: "stomp",
+        built: cfg!(feature = "stomp"),
+        schemes: &["stomp", "stomp+ssl"],
+        bare_names: false,
+    },
+    Gated {
+        feature: "mqtt",
+        built: cfg!(feature = "mqtt"),
+        schemes: &["mqtt"],
+        bare_names: false,
+    },
+];
+
+/// The transports this build left out.
+fn left_out() -> impl Iterator<Item = &'static Gated> {
+    GATED.iter().filter(|t| !t.built)
+}
 
 /// Schemes that name a protocol oemputx knows of but cannot drive put/get over yet.
 const NOT_YET: &[&str] = &["mqtts"];
@@ -22,12 +110,15 @@ const NOT_YET: &[&str] = &["mqtts"];
 /// Schemes written wrong in a way worth a hint of its own.
 const MISSPELT: &[(&str, &str)] = &[("amqp1", "amqp10"), ("amqps1", "amqps10")];
 
-/// Every scheme a run takes, e.g. for help texts and the typo check.
+/// Every scheme the registry knows, e.g. for help texts and the typo check: a transport
+/// this build left out too (its URL is then answered with the feature it needs).
 pub fn schemes() -> impl Iterator<Item = &'static str> {
-    TRANSPORTS.iter().flat_map(|t| t.schemes.iter().copied())
+    let built = TRANSPORTS.iter().flat_map(|t| t.schemes.iter().copied());
+    built.chain(left_out().flat_map(|t| t.schemes.iter().copied()))
 }
 
-/// The transports' examples, for "use …" in errors: `embedded:, amqp://…, …`.
+/// The examples of the transports this build has, for "use …" in errors: `embedded:,
+/// amqp://…, …`.
 pub fn known() -> String {
     TRANSPORTS
         .iter()
@@ -67,6 +158,9 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
     {
         return (t.parse)(raw);
     }
+    if let Some(t) = left_out().find(|t| t.schemes.contains(&scheme.as_str())) {
+        return Err(t.refuse(raw));
+    }
     if let Some((_, right)) = MISSPELT.iter().find(|(wrong, _)| *wrong == scheme) {
         return Err(EndpointError::bad(
             raw,
@@ -87,17 +181,37 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
 }
 
 /// A name that is no profile, as a transport that takes bare names takes it (an IBM MQ
-/// queue manager, as OEMPUTX did); `None` when none can.
-pub fn bare_name(name: &str, note: String) -> Option<Endpoint> {
-    TRANSPORTS
+/// queue manager, as OEMPUTX did); `None` when none can. `note` says why it was taken so;
+/// in a build without that transport it heads the refusal.
+pub fn bare_name(name: &str, note: String) -> Result<Option<Endpoint>, EndpointError> {
+    if let Some(e) = TRANSPORTS
         .iter()
         .find_map(|t| t.bare_name.and_then(|f| f(name, note.clone())))
+    {
+        return Ok(Some(e));
+    }
+    match left_out().find(|t| t.bare_names) {
+        Some(t) => Err(EndpointError::NotBuilt {
+            what: format!("{note}, which"),
+            feature: t.feature,
+        }),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    // Every transport built: the default features.
+    #[cfg(all(
+        feature = "rabbitmq",
+        feature = "amqp10",
+        feature = "nats",
+        feature = "mqtt",
+        feature = "stomp",
+        feature = "ibmmq"
+    ))]
     #[test]
     fn every_scheme_reaches_its_transport() {
         for (raw, transport) in [
@@ -136,14 +250,77 @@ mod tests {
         let err = parse_url("gopher://u:hunter2@h")
             .expect_err("unknown")
             .to_string();
-        assert!(!err.contains("hunter2") && err.contains("amqp://"), "{err}");
+        assert!(
+            !err.contains("hunter2") && err.contains("embedded:"),
+            "{err}"
+        );
         assert!(parse_url("no scheme at all").is_err());
     }
 
+    #[cfg(feature = "ibmmq")]
     #[test]
     fn a_bare_name_is_taken_as_an_ibm_mq_queue_manager_when_it_can_be_one() {
-        let e = bare_name("QM1", "no profile QM1".into()).expect("an MQ name");
+        let e = bare_name("QM1", "no profile QM1".into())
+            .expect("built")
+            .expect("an MQ name");
         assert_eq!(e.transport(), "ibmmq");
-        assert!(bare_name("not a name!", String::new()).is_none());
+        assert!(bare_name("not a name!", String::new()).is_ok_and(|e| e.is_none()));
+    }
+
+    #[cfg(not(feature = "ibmmq"))]
+    #[test]
+    fn a_bare_name_without_ibm_mq_names_the_feature() {
+        let err = bare_name("QM1", "--qmgr QM1 is no profile".into()).expect_err("left out");
+        assert!(err.to_string().contains("'ibmmq' feature"), "{err}");
+    }
+
+    #[test]
+    fn a_left_out_transport_s_url_names_its_feature_and_hides_its_password() {
+        for t in GATED {
+            for scheme in t.schemes {
+                let raw = format!("{scheme}://user:hunter2@127.0.0.1:1");
+                let err = t.refuse(&raw).to_string();
+                assert!(
+                    err.contains(&format!("built with the '{}' feature", t.feature))
+                        && err
+                            .ends_with(&format!("cargo install --path . --features {}", t.feature))
+                        && err.contains(&format!("{scheme}://"))
+                        && !err.contains("hunter2"),
+                    "{err}"
+                );
+                // Whatever this build has, the URL reaches its transport or that refusal.
+                match parse_url(&raw) {
+                    Err(EndpointError::NotBuilt { feature, .. }) => {
+                        assert!(!t.built && feature == t.feature, "{raw}")
+                    }
+                    _ => assert!(t.built, "{raw}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_gated_table_matches_the_transports_built() {
+        for t in GATED.iter().filter(|t| t.built) {
+            let r = TRANSPORTS
+                .iter()
+                .find(|r| r.schemes.contains(&t.schemes[0]))
+                .unwrap_or_else(|| panic!("{} is built but not registered", t.feature));
+            assert_eq!(r.schemes, t.schemes, "{}", t.feature);
+            assert_eq!(r.bare_name.is_some(), t.bare_names, "{}", t.feature);
+        }
+        // Every registered scheme but the embedded one's is behind a feature.
+        for r in &TRANSPORTS[1..] {
+            assert!(
+                GATED.iter().any(|t| t.built && t.schemes == r.schemes),
+                "{:?} is in no feature",
+                r.schemes
+            );
+        }
+        let mut all: Vec<&str> = schemes().collect();
+        all.sort_unstable();
+        let before = all.len();
+        all.dedup();
+        assert_eq!(all.len(), before, "a scheme listed twice");
     }
 }

@@ -1,9 +1,12 @@
 //! TLS settings of a URL (RabbitMQ's query parameters `cacertfile`, `certfile`, `keyfile`,
 //! `server_name_indication`, which the AMQP transports share) and a client stream made with
 //! tokio-rustls on ring for clients that take a ready stream.
+//!
+//! Built with a transport that takes these settings (rabbitmq, amqp10, stomp); the streams
+//! only with those that make their own (amqprs makes its own): the async one for amqp10,
+//! the blocking one for stomp.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// TLS settings of an `amqps://` or `amqps10://` URL.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,11 +75,12 @@ impl TlsOptions {
 
 /// The client configuration and server name: the CA file's certificates, or else the
 /// system's roots.
+#[cfg(any(feature = "amqp10", feature = "stomp"))]
 pub fn client_config(
     tls: &TlsOptions,
 ) -> Result<
     (
-        Arc<rustls::ClientConfig>,
+        std::sync::Arc<rustls::ClientConfig>,
         rustls::pki_types::ServerName<'static>,
     ),
     String,
@@ -104,10 +108,11 @@ pub fn client_config(
         .with_no_client_auth();
     let name = rustls::pki_types::ServerName::try_from(tls.server_name.clone())
         .map_err(|e| format!("server name '{}': {e}", tls.server_name))?;
-    Ok((Arc::new(config), name))
+    Ok((std::sync::Arc::new(config), name))
 }
 
 /// A TLS client stream over `tcp`, trusting the CA file or else the system's roots.
+#[cfg(feature = "amqp10")]
 pub async fn connect(
     tls: &TlsOptions,
     tcp: tokio::net::TcpStream,
@@ -120,6 +125,7 @@ pub async fn connect(
 }
 
 /// The same over a blocking `tcp`: the handshake completes on the first read or write.
+#[cfg(any(feature = "amqp10", feature = "stomp"))]
 pub fn connect_blocking(
     tls: &TlsOptions,
     tcp: std::net::TcpStream,

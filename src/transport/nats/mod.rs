@@ -451,7 +451,7 @@ impl EndpointKind for NatsEndpoint {
                 "on NATS each task gets its replies on its own inbox subject: leave --reply-queue out",
             ));
         }
-        if let Some(why) = url::subject_problem(&setup.request_queue) {
+        if let Some(why) = super::subject::subject_problem(&setup.request_queue) {
             return Err(OptionRefused::new("--request-queue", why));
         }
         Ok(())
