@@ -28,10 +28,10 @@ impl Drop for StreamGuard {
     }
 }
 
-/// The JSON a command printed after its text table (`--export-json -`).
-fn json_after_table(text: &str) -> serde_json::Value {
-    let start = text.find("{\n").expect("JSON after the table");
-    let j = serde_json::from_str(&text[start..]).expect("JSON");
+/// The JSON a command printed with `--export-json -`: stdout holds it alone (the text
+/// table goes to stderr then).
+fn stdout_json(stdout: &str) -> serde_json::Value {
+    let j = serde_json::from_str(stdout).expect("stdout is the JSON alone");
     assert_matches_schema(&j);
     j
 }
@@ -326,7 +326,7 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
         .output()
         .expect("oemputx runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let j = json_after_table(&text);
+    let j = stdout_json(&text);
     assert_eq!(j["schema"], "oemputx.pubsub-capacity/1");
     let steps = j["steps"].as_array().expect("steps");
     assert!(!steps.is_empty());
@@ -340,7 +340,9 @@ fn find_capacity_raises_the_rate_until_a_step_falls_behind_and_names_the_last_th
         assert!((b / a - 1.5).abs() < 1e-9, "{a} {b}");
         assert_eq!(w[0]["sustained"], true);
     }
-    assert!(text.contains("Capacity:"), "{text}");
+    // The steps' table goes to stderr when the JSON holds stdout.
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert!(table.contains("Capacity:"), "{table}");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -385,7 +387,7 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             .expect("oemputx runs");
         let text = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let j: serde_json::Value = json_after_table(&text);
+        let j: serde_json::Value = stdout_json(&text);
         oemputx_test_support::schema::assert_matches_schema(&j);
         assert_eq!(j["rounds"], rounds);
         let cells = j["cells"].as_array().expect("cells");
@@ -415,11 +417,12 @@ fn the_matrix_fills_its_eight_cells_on_rabbitmq_and_on_nats_with_jetstream() {
             }
         }
         if rounds > 1 {
+            // The table goes to stderr when the JSON holds stdout.
             assert!(
-                text.contains(&format!("the median of {rounds} rounds")),
-                "{text}"
+                stderr.contains(&format!("the median of {rounds} rounds")),
+                "{stderr}"
             );
-            assert!(text.contains('±'), "{text}");
+            assert!(stderr.contains('±'), "{stderr}");
             // Each round ran every cell: eight lines a round on stderr.
             assert_eq!(stderr.matches("round 3 of 3:").count(), 8, "{stderr}");
             oemputx_test_support::browser::assert_renders(
@@ -640,7 +643,7 @@ fn rounds_repeat_the_window_and_report_the_spread() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    let j: serde_json::Value = json_after_table(&text);
+    let j: serde_json::Value = stdout_json(&text);
     assert_eq!(j["schema"], "oemputx.pubsub-rounds/1");
     assert_eq!(j["rounds"].as_array().map(Vec::len), Some(3));
     let s = &j["captured_us_per_published"];
@@ -650,7 +653,11 @@ fn rounds_repeat_the_window_and_report_the_spread() {
         s["worst"].as_f64(),
     );
     assert!(b <= m && m <= w && b.is_some(), "{s}");
-    assert!(text.contains("best") && text.contains("spread"), "{text}");
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        table.contains("best") && table.contains("spread"),
+        "{table}"
+    );
 }
 
 #[test]

@@ -6,7 +6,6 @@ use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::ConfigError;
 use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
-use crate::export::write_atomic;
 use crate::pubsub::Broker;
 use crate::pubsub::engine::{self, Pacing};
 use crate::pubsub::report::{
@@ -15,7 +14,6 @@ use crate::pubsub::report::{
 };
 use crate::transport::parse_url;
 use crate::window::Window as _;
-use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -308,12 +306,9 @@ fn rounds(
         )?;
     }
     if let Some(path) = &args.export_json {
-        if path.as_os_str() == "-" {
-            crate::out!("{text}");
-        } else {
-            write_atomic(path, text.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        let mut out = crate::export::outputs::Outputs::new();
+        out.write(Some(path), "the pub/sub JSON", || Ok(text.clone()));
+        out.finish(None)?;
     }
     Ok(if all.iter().any(|r| r.interrupted) {
         Exit::Interrupted
@@ -388,12 +383,9 @@ fn find_capacity(
                 .collect(),
         };
         let text = serde_json::to_string_pretty(&json)? + "\n";
-        if path.as_os_str() == "-" {
-            crate::out!("{text}");
-        } else {
-            write_atomic(path, text.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
+        let mut out = crate::export::outputs::Outputs::new();
+        out.write(Some(path), "the pub/sub JSON", || Ok(text.clone()));
+        out.finish(None)?;
     }
     Ok(if steps.iter().any(|(_, r)| r.interrupted) {
         Exit::Interrupted
