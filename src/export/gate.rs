@@ -174,50 +174,79 @@ fn evidence(d: &Decision) -> String {
     )
 }
 
+type Xml = quick_xml::Writer<Vec<u8>>;
+
+/// A JUnit document: the declaration, one `testsuite` named "oemputx gate" with `counts` as
+/// its attributes, and what `cases` writes inside it. Writing into a Vec cannot fail.
+fn junit_suite(counts: &[(&str, usize)], cases: impl FnOnce(&mut Xml)) -> String {
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, Event};
+    let mut w = quick_xml::Writer::new_with_indent(Vec::new(), b' ', 2);
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let mut suite = BytesStart::new("testsuite");
+    suite.push_attribute(("name", "oemputx gate"));
+    for (k, n) in counts {
+        suite.push_attribute((*k, n.to_string().as_str()));
+    }
+    let _ = w.write_event(Event::Start(suite));
+    cases(&mut w);
+    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
+    String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
+}
+
+/// One `testcase` of the gate named `name`, holding what `body` writes.
+fn junit_case(w: &mut Xml, name: &str, body: impl FnOnce(&mut Xml)) {
+    use quick_xml::events::{BytesEnd, BytesStart, Event};
+    let mut case = BytesStart::new("testcase");
+    case.push_attribute(("classname", "oemputx.gate"));
+    case.push_attribute(("name", name));
+    let _ = w.write_event(Event::Start(case));
+    body(w);
+    let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
+}
+
+/// An element holding text: `<tag attrs…>text</tag>`.
+fn junit_text(w: &mut Xml, tag: &str, attrs: &[(&str, &str)], text: &str) {
+    use quick_xml::events::{BytesEnd, BytesStart, BytesText, Event};
+    let mut e = BytesStart::new(tag);
+    for a in attrs {
+        e.push_attribute(*a);
+    }
+    let _ = w.write_event(Event::Start(e));
+    let _ = w.write_event(Event::Text(BytesText::new(text)));
+    let _ = w.write_event(Event::End(BytesEnd::new(tag)));
+}
+
 /// JUnit XML: one test case per metric, a failure per regression.
 pub fn render_junit(o: &Outcome) -> String {
-    use quick_xml::Writer;
-    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
+    use quick_xml::events::{BytesStart, Event};
     let failures = o
         .decisions
         .iter()
         .filter(|d| d.verdict == Verdict::Regression)
         .count();
-    // Writing into a Vec cannot fail.
-    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    let mut suite = BytesStart::new("testsuite");
-    suite.push_attribute(("name", "oemputx gate"));
-    suite.push_attribute(("tests", o.decisions.len().to_string().as_str()));
-    suite.push_attribute(("failures", failures.to_string().as_str()));
-    let _ = w.write_event(Event::Start(suite));
-    for d in &o.decisions {
-        let mut case = BytesStart::new("testcase");
-        case.push_attribute(("classname", "oemputx.gate"));
-        case.push_attribute(("name", d.metric.as_str()));
-        let _ = w.write_event(Event::Start(case));
-        let message = format!("{} {}: {}", d.metric, d.verdict.as_str(), evidence(d));
-        match d.verdict {
-            Verdict::Regression => {
-                let mut f = BytesStart::new("failure");
-                f.push_attribute(("message", message.as_str()));
-                f.push_attribute(("type", "regression"));
-                let _ = w.write_event(Event::Empty(f));
-            }
-            _ => {
-                let text = match &d.note {
-                    Some(n) => format!("{message}\n{n}"),
-                    None => message,
-                };
-                let _ = w.write_event(Event::Start(BytesStart::new("system-out")));
-                let _ = w.write_event(Event::Text(BytesText::new(&text)));
-                let _ = w.write_event(Event::End(BytesEnd::new("system-out")));
-            }
+    let counts = [("tests", o.decisions.len()), ("failures", failures)];
+    junit_suite(&counts, |w| {
+        for d in &o.decisions {
+            junit_case(w, &d.metric, |w| {
+                let message = format!("{} {}: {}", d.metric, d.verdict.as_str(), evidence(d));
+                match d.verdict {
+                    Verdict::Regression => {
+                        let mut f = BytesStart::new("failure");
+                        f.push_attribute(("message", message.as_str()));
+                        f.push_attribute(("type", "regression"));
+                        let _ = w.write_event(Event::Empty(f));
+                    }
+                    _ => {
+                        let text = match &d.note {
+                            Some(n) => format!("{message}\n{n}"),
+                            None => message,
+                        };
+                        junit_text(w, "system-out", &[], &text);
+                    }
+                }
+            });
         }
-        let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
-    }
-    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
-    String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
+    })
 }
 
 /// A gate that decided nothing (its options refused, the run failed or was interrupted):
@@ -241,31 +270,14 @@ pub fn render_failure_github(exit: i32, why: &str) -> String {
 
 /// The same as JUnit XML: one test case in error, so that a CI's test report shows it.
 pub fn render_failure_junit(exit: i32, why: &str) -> String {
-    use quick_xml::Writer;
-    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-    let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
-    // Writing into a Vec cannot fail.
-    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    let mut suite = BytesStart::new("testsuite");
-    suite.push_attribute(("name", "oemputx gate"));
-    suite.push_attribute(("tests", "1"));
-    suite.push_attribute(("failures", "0"));
-    suite.push_attribute(("errors", "1"));
-    let _ = w.write_event(Event::Start(suite));
-    let mut case = BytesStart::new("testcase");
-    case.push_attribute(("classname", "oemputx.gate"));
-    case.push_attribute(("name", "gate"));
-    let _ = w.write_event(Event::Start(case));
-    let first = why.lines().next().unwrap_or("no verdict");
-    let mut e = BytesStart::new("error");
-    e.push_attribute(("message", first));
-    e.push_attribute(("type", if exit == 2 { "usage" } else { "failure" }));
-    let _ = w.write_event(Event::Start(e));
-    let _ = w.write_event(Event::Text(BytesText::new(why)));
-    let _ = w.write_event(Event::End(BytesEnd::new("error")));
-    let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
-    let _ = w.write_event(Event::End(BytesEnd::new("testsuite")));
-    String::from_utf8_lossy(&w.into_inner()).into_owned() + "\n"
+    let counts = [("tests", 1), ("failures", 0), ("errors", 1)];
+    junit_suite(&counts, |w| {
+        junit_case(w, "gate", |w| {
+            let first = why.lines().next().unwrap_or("no verdict");
+            let kind = if exit == 2 { "usage" } else { "failure" };
+            junit_text(w, "error", &[("message", first), ("type", kind)], why);
+        })
+    })
 }
 
 /// Bencher Metric Format: the current run's medians, with their rounds' range.
