@@ -141,24 +141,28 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
+/// A quiet run of the embedded queue manager in `dir` (300 messages, 2 rounds) with `extra`
+/// options: where it writes is the caller's.
+fn embedded_run(dir: &Path, extra: &[&str]) {
+    let out = oemputx()
+        .current_dir(dir)
+        .args(["--count", "300", "--rounds", "2", "--quiet", "--no-save"])
+        .args(extra)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Two saved runs of the embedded queue manager, a history of three, and the shards of one
 /// run: the inputs of the commands that read files.
 fn saved_inputs(dir: &Path) {
-    let run = |extra: &[&str]| {
-        let out = oemputx()
-            .current_dir(dir)
-            .args(["--count", "300", "--rounds", "2", "--quiet", "--no-save"])
-            .args(extra)
-            .timeout(std::time::Duration::from_secs(120))
-            .output()
-            .expect("runs");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let run = |extra: &[&str]| embedded_run(dir, extra);
     run(&["--export-json", "a.json"]);
     run(&["--export-json", "b.json"]);
     for _ in 0..3 {
@@ -340,21 +344,7 @@ fn a_comparison_of_saved_runs_writes_the_json_it_is_asked_for() {
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
     for name in ["a.json", "b.json"] {
-        let out = oemputx()
-            .current_dir(d)
-            .args([
-                "--count",
-                "200",
-                "--rounds",
-                "2",
-                "--quiet",
-                "--no-save",
-                "--export-json",
-                name,
-            ])
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(0));
+        embedded_run(d, &["--export-json", name]);
     }
     let out = oemputx()
         .current_dir(d)
