@@ -9,8 +9,11 @@
 #   (target/release)
 #   STORED_HISTORY (10 runs of main), STORED_GAP (180 s between them), STORED_AGE (1800 s
 #   from the last of them to the first gate: the issue asks for baselines made 30 minutes
-#   or more before the run). STORED_HISTORY=1 STORED_GAP=0 STORED_AGE=0 is the single
-#   stored report of the calibrations before the history.
+#   or more before the run). STORED_HISTORY=1 STORED_GAP=0 STORED_AGE=0 is a one-run
+#   baseline (what a new user makes first).
+#   LOAD_BASELINE, LOAD_RUNS (0): busy loops (`nice 0`) kept running while the baseline's
+#   runs, and while the gated runs, are measured: load 4 on 2 cores is LOAD_RUNS=4.
+#   FULL_CASES ("aa plus5 plus50"): the cases run in every run; the others in the first half.
 #
 # The baseline is main's history: STORED_HISTORY runs of the unchanged reference flow (as
 # ci/gate.sh --stored runs it), each on a fresh flow, STORED_GAP apart, appended with
@@ -49,11 +52,28 @@ stop_flow() {
   flow=
 }
 cleanup() {
+  unload
   stop_flow
   psql "$db" -qc "DROP TABLE IF EXISTS $table" >/dev/null 2>&1 || true
   command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+
+# Busy loops standing for other work on a shared host; stopped by unload and on exit.
+spinners=()
+load() { # N
+  local i
+  for i in $(seq "$1"); do
+    sh -c 'while :; do :; done' &
+    spinners+=($!)
+  done
+}
+unload() {
+  [ "${#spinners[@]}" -gt 0 ] || return 0
+  kill "${spinners[@]}" 2>/dev/null || true
+  wait "${spinners[@]}" 2>/dev/null || true
+  spinners=()
+}
 
 # The reference flow as ci/gate.sh --stored runs it; waits until it consumes.
 start_flow() { # extra-cpu-us
@@ -75,12 +95,15 @@ measure() { # report.json [more oemputx options]
 history=${STORED_HISTORY:-10}
 gap=${STORED_GAP:-180}
 age=${STORED_AGE:-1800}
+full=${FULL_CASES:-aa plus5 plus50}
+load "${LOAD_BASELINE:-0}"
 for h in $(seq "$history"); do
   start_flow 0
   measure "$out/baseline-report-$h.json" --save-baseline "$out/baseline.json"
   stop_flow
   [ "$h" = "$history" ] || sleep "$gap"
 done
+unload
 saved=$(date +%s)
 flow_us=$(python3 -c "
 import json,statistics
@@ -90,12 +113,14 @@ print(statistics.median(med))")
 echo "baseline: $history runs of main ${gap}s apart, FLOW median of medians $flow_us us/tran; first gate ${age}s after the last; rounds: $rounds of $count messages, $tasks tasks; tolerances $tolerances; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 while [ $(( $(date +%s) - saved )) -lt "$age" ]; do sleep 10; done
 
+load "${LOAD_RUNS:-0}"
+echo "load: ${LOAD_BASELINE:-0} busy loops while the baseline ran, ${LOAD_RUNS:-0} while the gated runs ran" | tee -a "$out/settings.txt"
 printf 'case\trun\textra_cpu_us\ttolerance\texit\tverdict\tmetric_verdicts\n' >"$tsv"
 half=$(( (runs + 1) / 2 ))
 for i in $(seq "$runs"); do
   for c in $cases; do
     pct=${c#plus}; [ "$c" = aa ] && pct=0
-    if [ "$c" != aa ] && [ "$c" != plus5 ] && [ "$i" -gt "$half" ]; then continue; fi
+    case " $full " in *" $c "*) ;; *) [ "$i" -le "$half" ] || continue ;; esac
     extra=$(python3 -c "print(round($flow_us * $pct / 100, 2))")
     start_flow "$extra"
     measure "$out/$c-$i-report.json" || echo "run $c $i: oemputx exited $?" >&2

@@ -42,8 +42,19 @@ fn report(dir: &Path, name: &str, scale: f64, rounds: usize, extra: &[&str]) -> 
         })
         .collect();
     j["rounds"] = Value::from(rows);
+    // The host's state is the test's, not the loaded machine's: a first baseline's drift
+    // bound depends on it.
+    j["accounting"]["host_load"]["state"] = Value::from("quiet");
     std::fs::write(&path, serde_json::to_string(&j).expect("encode")).expect("write");
     path
+}
+
+/// The report at `path` as if its host had been in `state` (quiet, busy, contended).
+fn on_host(path: &Path, state: &str) {
+    let mut j: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+    j["accounting"]["host_load"]["state"] = Value::from(state);
+    std::fs::write(path, serde_json::to_string(&j).expect("encode")).expect("write");
 }
 
 fn gate(base: &Path, current: &Path) -> assert_cmd::Command {
@@ -142,9 +153,11 @@ fn against_mains_history_identical_runs_pass_and_a_ten_percent_rise_is_a_regress
 }
 
 #[test]
-fn one_stored_run_cannot_tell_a_change_from_drift_so_it_calls_no_regression() {
+fn one_stored_run_calls_only_changes_beyond_the_drift_between_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
     let base = report(dir.path(), "base.json", 1.0, 10, &[]);
+    // +10 %: the rounds (±1.5 %) are sure, but drift between two runs on quiet hosts may
+    // reach 10 % however tight the rounds: only beyond (1.05)(1.10) = +15.5 % is called.
     let worse = report(dir.path(), "worse.json", 1.10, 10, &[]);
     gate(&base, &worse)
         .assert()
@@ -152,9 +165,31 @@ fn one_stored_run_cannot_tell_a_change_from_drift_so_it_calls_no_regression() {
         .stdout(predicate::str::contains(
             "a baseline of 1 run has no spread",
         ))
+        .stdout(predicate::str::contains(
+            "(hosts both quiet, docs/gate.md): EMBEDDED +16%",
+        ))
         .stdout(predicate::str::contains("the rounds say regression"))
         .stdout(predicate::str::contains("Verdict: inconclusive"));
     gate(&base, &worse).arg("--strict").assert().code(4);
+    // +25 % on hosts in the same state is beyond drift and tolerance: a regression.
+    let much = report(dir.path(), "much.json", 1.25, 10, &[]);
+    gate(&base, &much)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("Verdict: REGRESSION"))
+        .stdout(predicate::str::contains("drift between runs allowed"));
+    // The same +25 % measured on a contended host against a quiet baseline: drift between
+    // hosts in different states reaches further, so it is not called; +50 % still is.
+    on_host(&much, "contended");
+    gate(&base, &much)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "quiet for the baseline, contended now",
+        ));
+    let far = report(dir.path(), "far.json", 1.5, 10, &[]);
+    on_host(&far, "contended");
+    gate(&base, &far).assert().code(3);
     // Main's runs drifting ±8 %: wider than a 5 % tolerance, so not even +30 % is called.
     let wide = dir.path().join("wide.json");
     let reports: Vec<Value> = [1.0, 1.08, 0.93, 1.05, 0.95]

@@ -10,6 +10,7 @@ use crate::export;
 use crate::export::gate::{
     render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
 };
+use crate::gate::first::{self, Bound, Hosts};
 use crate::gate::history::{self, MIN_RUNS, Prediction};
 use crate::gate::statistics::median;
 use crate::gate::stored::{self, decide};
@@ -115,7 +116,7 @@ pub fn stored(
 }
 
 /// One metric's decision: against the spread of main's runs when the history has three or
-/// more, else by the rounds rule with no regression called.
+/// more, else by the rounds rule, a regression standing only beyond the drift bound.
 fn judge(
     m: &str,
     tolerance: f64,
@@ -135,10 +136,19 @@ fn judge(
         return Ok(d);
     }
     let base = history.latest().require(&metric)?;
-    Ok(history::cap(
+    Ok(first::judge(
         decide(m, &base, &now, tolerance, worse),
         history.runs.len(),
+        Bound::of(hosts(history, current), &base, &now),
     ))
+}
+
+/// The host's state in the baseline's newest run and in this one.
+fn hosts(history: &History, current: &Saved) -> Hosts {
+    Hosts {
+        baseline: history.latest().host_state(),
+        current: current.host_state(),
+    }
 }
 
 /// Each of main's runs' figure for a metric: the median of its rounds.
@@ -147,14 +157,15 @@ fn run_figures(history: &History, metric: &Metric) -> Result<Vec<f64>, ReportFil
 }
 
 /// Up front: the smallest regression this gate can call, metric by metric — from the
-/// spread of main's runs, or (fewer than three) the rounds' reach and why no regression
-/// will be called.
+/// spread of main's runs, or (fewer than three) the larger of the first baseline's bound
+/// and what the rounds themselves can tell.
 fn print_reach(
     metrics: &[(String, f64)],
     history: &History,
     current: &Saved,
 ) -> Result<(), ReportFileError> {
     let n = history.runs.len();
+    let hosts = hosts(history, current);
     let mut parts = Vec::new();
     for (m, t) in metrics {
         let metric = Metric::named(m);
@@ -168,13 +179,16 @@ fn print_reach(
                     100.0 * p.band()
                 ),
             });
-        } else if let Some(r) = stored::reach(
-            &history.latest().samples(&metric),
-            &current.samples(&metric),
-            *t,
-        ) {
-            parts.push(format!("{m} +{:.1}%", 100.0 * r));
+            continue;
         }
+        let (base, now) = (history.latest().samples(&metric), current.samples(&metric));
+        parts.push(match stored::reach(&base, &now, *t) {
+            Some(rounds) => {
+                let r = Bound::of(hosts, &base, &now).reach(*t).max(rounds);
+                format!("{m} +{:.0}%", 100.0 * r)
+            }
+            None => format!("{m} none (fewer than 3 rounds)"),
+        });
     }
     let text = if n >= MIN_RUNS {
         format!(
@@ -183,13 +197,10 @@ fn print_reach(
         )
     } else {
         format!(
-            "Reach: a baseline of {n} run{} has no spread between runs, so no regression is called (rounds alone would reach {}); append main's runs with --save-baseline until it holds {MIN_RUNS}\n",
+            "Reach: a baseline of {n} run{} has no spread between runs, so a change is called only beyond the tolerance and the drift allowed between two runs (hosts {}, docs/gate.md): {}; smaller ones need a history of {MIN_RUNS} runs (--save-baseline on main)\n",
             if n == 1 { "" } else { "s" },
-            if parts.is_empty() {
-                "nothing".to_string()
-            } else {
-                parts.join(", ")
-            }
+            hosts.describe(),
+            parts.join(", "),
         )
     };
     // Before the verdict's files: a full stdout must not keep them from being written.

@@ -21,8 +21,8 @@
 //!
 //! A false alarm needs an unchanged run beyond the one-sided 2.5 % tail of main's drift
 //! *and* the tolerance beyond it. With fewer than [`MIN_RUNS`] runs there is no spread of
-//! runs to judge by: the rounds rule of [`super::stored`] decides, but may not call a
-//! regression or an improvement (it says why).
+//! runs to judge by: the rounds rule of [`super::stored`] decides, and [`super::first`]
+//! lets its regression stand only beyond a measured bound on the drift between runs.
 
 use super::statistics::median;
 use super::{Decision, Verdict, Worse};
@@ -152,21 +152,6 @@ pub fn decide(
     )
 }
 
-/// With fewer than [`MIN_RUNS`] runs, a verdict of the rounds rule may pass, but may not
-/// call a regression or an improvement: one run's rounds cannot tell drift from change.
-pub fn cap(mut d: Decision, runs: usize) -> Decision {
-    if matches!(d.verdict, Verdict::Regression | Verdict::Improvement) {
-        let was = d.verdict.as_str().to_lowercase();
-        d.verdict = Verdict::Inconclusive;
-        d.note = Some(format!(
-            "the rounds say {was} ({:+.1}%), but a baseline of {runs} run{} cannot tell a change from the drift between runs: append main's runs to it (--save-baseline FILE on main) until it holds {MIN_RUNS}",
-            100.0 * (d.ratio - 1.0),
-            if runs == 1 { "" } else { "s" }
-        ));
-    }
-    d
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,22 +238,8 @@ mod tests {
     }
 
     #[test]
-    fn fewer_than_three_runs_give_no_prediction_and_cap_the_rounds_rule() {
+    fn fewer_than_three_runs_give_no_prediction() {
         assert!(Prediction::of(&[100.0, 101.0]).is_none());
-        let rounds = crate::gate::tests::rounds(1.0);
-        let worse = crate::gate::tests::rounds(1.2);
-        let d = super::super::stored::decide("FLOW", &rounds, &worse, 0.05, Worse::Higher);
-        assert_eq!(d.verdict, Verdict::Regression);
-        let capped = cap(d, 1);
-        assert_eq!(capped.verdict, Verdict::Inconclusive);
-        assert!(
-            capped
-                .note
-                .as_deref()
-                .unwrap_or("")
-                .contains("1 run cannot"),
-            "{capped:?}"
-        );
     }
 
     /// Main's runs and the branch's unchanged run drawn from one drifting machine: the rule

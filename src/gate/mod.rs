@@ -3,7 +3,8 @@
 //! - [`history`]: the current run against the spread of main's stored runs (a prediction
 //!   interval), and, while a history holds fewer than three runs, [`stored`]: the current
 //!   run's rounds against the newest run's (bootstrap interval of the ratio of medians and
-//!   a Mann-Whitney test, criterion.rs's shape), never calling a regression;
+//!   a Mann-Whitney test, criterion.rs's shape), whose regression stands only beyond the
+//!   drift between runs ([`first`]);
 //! - [`ab`]: two flows in interleaved rounds, judged by the experiment engine
 //!   ([`crate::experiment`]) on paired log-ratios with repeated confidence intervals;
 //! - [`instructions`]: instruction counts under callgrind, the least-disturbed of runs.
@@ -13,6 +14,7 @@
 
 pub mod ab;
 pub mod change_points;
+pub mod first;
 pub mod history;
 pub mod instructions;
 pub mod statistics;

@@ -11,7 +11,7 @@
 //! Its interval assumes the rounds within a run show the spread between runs; on a machine
 //! that drifts they do not, which [`reach`] says up front (docs/gate.md).
 
-use super::statistics::{bootstrap_ratio_ci, mann_whitney_p, median};
+use super::statistics::{bootstrap_ratio_ci, mann_whitney_p, median, robust_log_sd, smallest_p};
 use super::{Decision, GateError, Verdict, Worse};
 use crate::report::saved::{Metric, Saved};
 
@@ -57,7 +57,14 @@ pub fn decide(
     } else if hi <= 1.0 + tolerance {
         (Verdict::Pass, None)
     } else {
-        let why = if lo > 1.0 + tolerance {
+        let floor_p = smallest_p(base.len(), current.len());
+        let why = if floor_p >= ALPHA {
+            format!(
+                "{} baseline and {} current rounds cannot reach p < {ALPHA} (the smallest two-sided p they can give is {floor_p:.3}), so no change can be called: run both with --rounds 5 or more",
+                base.len(),
+                current.len()
+            )
+        } else if lo > 1.0 + tolerance {
             format!(
                 "the interval lies above +{:.1}% but the rounds differ too little to be sure (p = {p:.3})",
                 100.0 * tolerance
@@ -90,13 +97,10 @@ pub fn decide(
 /// mean's, and 1.96 for 95 %. None with fewer than 3 rounds on a side.
 pub fn reach(base: &[f64], current: &[f64], tolerance: f64) -> Option<f64> {
     let robust_var = |v: &[f64]| -> Option<f64> {
-        if v.len() < MIN_ROUNDS || v.iter().any(|x| *x <= 0.0) {
+        if v.len() < MIN_ROUNDS {
             return None;
         }
-        let logs: Vec<f64> = v.iter().map(|x| x.ln()).collect();
-        let m = median(&logs);
-        let dev: Vec<f64> = logs.iter().map(|x| (x - m).abs()).collect();
-        let sd = 1.4826 * median(&dev);
+        let sd = robust_log_sd(v)?;
         Some(sd * sd * std::f64::consts::FRAC_PI_2 / v.len() as f64)
     };
     let half = 1.96 * (robust_var(base)? + robust_var(current)?).sqrt();

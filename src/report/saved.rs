@@ -112,6 +112,22 @@ pub struct SavedReport {
     #[serde(flatten)]
     pub whole: SavedFigures,
     pub rounds: Vec<SavedFigures>,
+    /// The host's state over the run (reports made before it was recorded have none).
+    #[serde(default)]
+    pub accounting: Option<SavedAccounting>,
+}
+
+/// The part of a report's accounting the gate reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedAccounting {
+    #[serde(default)]
+    pub host_load: Option<SavedHostLoad>,
+}
+
+/// How busy the host was with other work over the run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SavedHostLoad {
+    pub state: crate::accounting::host_load::HostState,
 }
 
 /// The largest figure a report can hold (µs/tran, µs, transactions a second): 10^12 µs is
@@ -328,6 +344,16 @@ impl Saved {
             .iter()
             .filter_map(|r| metric.of(r))
             .collect()
+    }
+
+    /// The host's state over the run: quiet, busy or contended; None in reports made before
+    /// oemputx recorded it.
+    pub fn host_state(&self) -> Option<crate::accounting::host_load::HostState> {
+        self.report
+            .accounting
+            .as_ref()
+            .and_then(|a| a.host_load.as_ref())
+            .map(|h| h.state)
     }
 
     /// A metric's value in every round, or an error naming the missing field.
