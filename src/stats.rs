@@ -1,6 +1,7 @@
 //! Plain statistics the measurement engine, the gate and the reports all use: one
-//! definition of a median and of a latency summary, below every module that summarises
-//! figures.
+//! definition of a median and of a latency summary, and the one seeded random generator
+//! (bootstrap resamples, permutation tests, simulations, pub/sub blocks), below every
+//! module that summarises figures.
 
 /// The median of a sample's finite values (mean of the middle two for an even count), `None`
 /// when it has none.
@@ -62,5 +63,37 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(median(&[f64::NAN, 5.0, f64::INFINITY]), Some(5.0));
         assert_eq!(median(&[]), None);
+    }
+}
+
+/// The one seeded generator: fastrand's wyrand, so that the same seed gives the same
+/// bootstrap interval, permutation test, simulation and `--seed` blocks run after run.
+#[derive(Debug, Clone)]
+pub struct Draws(fastrand::Rng);
+
+impl Draws {
+    pub fn seeded(seed: u64) -> Draws {
+        Draws(fastrand::Rng::with_seed(seed))
+    }
+
+    /// A uniform index below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { self.0.usize(..n) }
+    }
+
+    /// A uniform number in (0, 1]: never 0, so that its logarithm is finite.
+    pub fn uniform(&mut self) -> f64 {
+        1.0 - self.0.f64()
+    }
+
+    /// A standard normal number (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (a, b) = (self.uniform(), self.uniform());
+        (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+    }
+
+    /// Fisher–Yates.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        self.0.shuffle(v);
     }
 }

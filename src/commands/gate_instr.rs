@@ -298,9 +298,10 @@ fn cpu_model() -> String {
 
 /// FNV-1a, 64 bits: a fingerprint of a file's content (identity, not security).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
 /// Count every side `runs` times over 1, `n` and 2`n` messages, the sides taking turns to go

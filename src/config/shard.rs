@@ -143,14 +143,17 @@ pub fn check_run_id(id: &str) -> Result<(), ConfigError> {
 /// FNV-1a (64 bits) of the settings every shard must share, as hex: a merge refuses shards
 /// whose settings differ. Not cryptographic: it guards against mistakes, not attacks.
 pub fn settings_hash(fields: &[(&str, String)]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
     for (k, v) in fields {
-        for b in k.bytes().chain([b'=']).chain(v.bytes()).chain([0u8]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        // Fed byte by byte as `key=value\0`: the same hash as before the crate was used,
+        // so shards written by older builds still merge.
+        h.write(k.as_bytes());
+        h.write(b"=");
+        h.write(v.as_bytes());
+        h.write(&[0]);
     }
-    format!("{h:016x}")
+    format!("{:016x}", h.finish())
 }
 
 #[cfg(test)]
@@ -229,6 +232,9 @@ mod tests {
             settings_hash(&[("count", "1000".into()), ("tasks", "5".into())])
         );
         assert_eq!(a.len(), 16);
+        // FNV-1a of "count=1000\0tasks=4\0", as every earlier build wrote it: shards of
+        // older builds still merge.
+        assert_eq!(a, "d95087181c34eefb");
         assert!(check_run_id("nightly-2026.12.03").is_ok() && check_run_id("a b").is_err());
     }
 }

@@ -99,15 +99,10 @@ mod tests {
         assert_eq!(theil_sen(&[0.0, f64::NAN], &[0.0, 1.0]), None);
     }
 
-    /// Deterministic draws in [-0.5, 0.5) (xorshift64*).
+    /// Deterministic draws in [-0.5, 0.5).
     fn uniform(seed: u64) -> impl FnMut() -> f64 {
-        let mut s = seed;
-        move || {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            (s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        }
+        let mut d = crate::stats::Draws::seeded(seed);
+        move || d.uniform() - 0.5
     }
 
     #[test]

@@ -531,20 +531,10 @@ mod tests {
         assert!(detectable_change(0.05, 25, 2.8, 0.02) > 0.02);
     }
 
-    /// Deterministic standard normal draws (xorshift64* and Box–Muller).
+    /// Deterministic standard normal draws.
     fn normals(seed: u64) -> impl FnMut() -> f64 {
-        let mut state = seed;
-        move || {
-            let mut u = || {
-                state ^= state >> 12;
-                state ^= state << 25;
-                state ^= state >> 27;
-                ((state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 0.5)
-                    / (1u64 << 53) as f64
-            };
-            let (a, b) = (u(), u());
-            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-        }
+        let mut d = crate::stats::Draws::seeded(seed);
+        move || d.normal()
     }
 
     const MAX: usize = 24;

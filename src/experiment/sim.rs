@@ -7,6 +7,7 @@
 //! the table the docs quote; the unit tests run a smaller one.
 
 use super::{Design, Experiment, FIRST_LOOK, Figures, Finding, MetricSpec, Rule};
+use crate::stats::Draws;
 
 /// The noise of a simulated machine (standard deviations of ln cost).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,28 +91,9 @@ pub struct Run {
     pub blocks: usize,
 }
 
-/// Deterministic draws: xorshift64* for uniforms, Box–Muller for normals (the gate's
-/// simulations use them too).
-pub(crate) struct Draws(pub(crate) u64);
-
-impl Draws {
-    pub(crate) fn uniform(&mut self) -> f64 {
-        let s = &mut self.0;
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        ((s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    pub(crate) fn normal(&mut self) -> f64 {
-        let (a, b) = (self.uniform(), self.uniform());
-        (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-    }
-}
-
 /// Simulate one run of `case` with `seed`.
 pub fn run(case: &Case, seed: u64) -> Run {
-    let mut rng = Draws(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Draws::seeded(seed);
     let design = Design {
         arms: case.arms,
         contrasts: (1..case.arms).map(|i| (0, i)).collect(),

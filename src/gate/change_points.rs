@@ -22,7 +22,7 @@
 //! p-value is (#{permuted Q̂ ≥ observed} + 1) / (permutations + 1), and the candidate is a
 //! change point when p ≤ [`ALPHA`]. Then the search repeats on the segments either side,
 //! until a candidate is not significant. The shuffles come from the gate's one seeded
-//! generator ([`super::statistics`]'s SplitMix64) with a fixed seed, so the same history
+//! generator ([`crate::stats::Draws`]) with a fixed seed, so the same history
 //! always gives the same change points. A test stops shuffling as soon as its p-value can
 //! no longer reach [`ALPHA`] (a sequential Monte Carlo test, Besag & Clifford 1991): the
 //! decision is the one the full test would make, in a fraction of the shuffles.
@@ -36,7 +36,8 @@
 pub mod outcome;
 pub mod sim;
 
-use super::statistics::{SplitMix, median};
+use super::statistics::median;
+use crate::stats::Draws;
 use serde::Serialize;
 
 /// The fewest runs either side of a step.
@@ -90,7 +91,7 @@ pub fn steps(series: &[f64]) -> Result<Vec<Step>, Unsearchable> {
     if let Some((index, &value)) = series.iter().enumerate().find(|(_, x)| !x.is_finite()) {
         return Err(Unsearchable::NotFinite { index, value });
     }
-    let mut rng = SplitMix(SEED);
+    let mut rng = Draws::seeded(SEED);
     // The segments' bounds: 0, each change point, the end.
     let mut bounds = vec![0, series.len()];
     let mut found: Vec<(usize, f64)> = Vec::new();
@@ -126,7 +127,7 @@ pub fn steps(series: &[f64]) -> Result<Vec<Step>, Unsearchable> {
 
 /// The permutation test of a candidate of statistic `q`: its p-value when p ≤ [`ALPHA`],
 /// None as soon as it cannot be.
-fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut SplitMix) -> Option<f64> {
+fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut Draws) -> Option<f64> {
     // A shuffle that ties the observed statistic counts against it (rounding included).
     let tie = q - 1e-12 * q.abs();
     let mut work = series.to_vec();
@@ -134,7 +135,7 @@ fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut SplitMix) -
     let mut beaten = 0usize;
     for _ in 0..PERMUTATIONS {
         for w in bounds.windows(2) {
-            shuffle(&mut work[w[0]..w[1]], rng);
+            rng.shuffle(&mut work[w[0]..w[1]]);
         }
         sums.fill(&work);
         if best(&sums, bounds).is_some_and(|(qp, _)| qp >= tie) {
@@ -145,13 +146,6 @@ fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut SplitMix) -
         }
     }
     Some((beaten + 1) as f64 / (PERMUTATIONS + 1) as f64)
-}
-
-/// Fisher–Yates.
-fn shuffle(v: &mut [f64], rng: &mut SplitMix) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, rng.below(i + 1));
-    }
 }
 
 /// The largest Q̂ over the segments between `bounds` (sorted), and where it splits.

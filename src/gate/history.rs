@@ -247,7 +247,7 @@ mod tests {
     /// change well beyond the tolerance and the drift is caught.
     #[test]
     fn an_unchanged_run_is_rarely_called_a_regression_over_simulated_histories() {
-        let mut draws = crate::experiment::sim::Draws(0x9e37_79b9_7f4a_7c15);
+        let mut draws = crate::stats::Draws::seeded(0x9e37_79b9_7f4a_7c15);
         for (runs, spread, tolerance) in [
             (3, 0.02, 0.10),
             (5, 0.02, 0.10),

@@ -30,31 +30,12 @@ pub fn robust_log_sd(v: &[f64]) -> Option<f64> {
     Some(1.4826 * median(&dev))
 }
 
-/// SplitMix64 (Steele, Lea & Flood, 2014): a tiny, good, seedable generator, so bootstrap
-/// intervals and the change points' permutation tests are reproducible without a
-/// dependency: the gate's one seeded generator.
-pub(crate) struct SplitMix(pub(crate) u64);
-
-impl SplitMix {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        // The modulo bias is below 1e-17 for samples this small.
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// A 95% percentile-bootstrap interval for median(current) / median(base).
 pub fn bootstrap_ratio_ci(base: &[f64], current: &[f64], resamples: usize) -> Option<(f64, f64)> {
     if base.is_empty() || current.is_empty() || resamples == 0 {
         return None;
     }
-    let mut rng = SplitMix(0x006f_656d_7075_7478); // "oemputx"
+    let mut rng = crate::stats::Draws::seeded(0x006f_656d_7075_7478); // "oemputx"
     let mut ratios = Vec::with_capacity(resamples);
     let (mut b, mut c) = (vec![0.0; base.len()], vec![0.0; current.len()]);
     for _ in 0..resamples {

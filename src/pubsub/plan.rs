@@ -51,7 +51,10 @@ impl Plan {
             return 0..self.symbols;
         }
         let room = u64::from(self.symbols - self.select) + 1;
-        let start = (splitmix(self.seed ^ (i as u64).wrapping_mul(0x9e37_79b9)) % room) as u16;
+        // One generator per subscriber, seeded from --seed and its index, so that a block
+        // does not depend on how many subscribers came before it.
+        let start = crate::stats::Draws::seeded(self.seed ^ (i as u64).wrapping_mul(0x9e37_79b9))
+            .below(room as usize) as u16;
         start..start + self.select
     }
 
@@ -77,14 +80,6 @@ impl Plan {
             .map(|p| self.in_block(self.share(p), &block))
             .sum()
     }
-}
-
-/// SplitMix64: a well-mixed number from a seed, so that `--seed` reproduces the blocks.
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! `cargo bench --bench change_points` prints the table docs/gate.md quotes.
 
 use super::steps;
-use crate::experiment::sim::Draws;
+use crate::stats::Draws;
 
 /// One configuration to simulate.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,12 +72,12 @@ pub(crate) fn series(draws: &mut Draws, n: usize, cv: f64, (at, step): (usize, f
 
 /// [`series`] from a seed: the synthetic histories of the integration tests.
 pub fn seeded_series(seed: u64, n: usize, cv: f64, (at, step): (usize, f64)) -> Vec<f64> {
-    series(&mut Draws(seed | 1), n, cv, (at, step))
+    series(&mut Draws::seeded(seed), n, cv, (at, step))
 }
 
 /// Run a scenario: `trials` flat series and `trials` stepped ones.
 pub fn rates(s: &Scenario) -> Rates {
-    let mut draws = Draws(s.seed | 1);
+    let mut draws = Draws::seeded(s.seed);
     let mut r = Rates {
         scenario: s.clone(),
         trials: s.trials,
