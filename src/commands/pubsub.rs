@@ -26,86 +26,17 @@ fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// The broker the URL names. A broker comes with its transport's feature; a URL of a
-/// transport this build left out never gets here (parse_url names the feature).
+/// The broker the URL names, built by its transport (`crate::pubsub::broker`).
 pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
     let endpoint = parse_url(&args.qmgr)?;
-    #[cfg(feature = "mqtt")]
-    if let Some(endpoint) = endpoint.downcast::<crate::pubsub::mqtt::MqttEndpoint>() {
-        return Ok(Arc::new(crate::pubsub::mqtt::MqttPubSub {
-            endpoint: endpoint.clone(),
-            plan: args.plan.clone(),
-            ack: args.ack,
-            persistent: args.persistent,
-        }));
-    }
-    #[cfg(feature = "stomp")]
-    if let Some(endpoint) = endpoint.downcast::<crate::transport::stomp::url::StompEndpoint>() {
-        return stomp(args, endpoint);
-    }
-    #[cfg(feature = "rabbitmq")]
-    if let Some(endpoint) = endpoint.downcast::<crate::transport::amqp::url::AmqpEndpoint>() {
-        return Ok(Arc::new(crate::pubsub::rabbit::RabbitPubSub {
-            endpoint: endpoint.clone(),
-            plan: args.plan.clone(),
-            ack: args.ack,
-            select_by: args.select_by,
-            persistent: args.persistent,
-            declare: args.declare,
-        }));
-    }
-    #[cfg(feature = "nats")]
-    if let Some(endpoint) = endpoint.downcast::<crate::transport::nats::url::NatsEndpoint>() {
-        return Ok(nats(args, endpoint));
-    }
-    Err(bad(
-        "--qmgr",
-        format!(
-            "pub/sub runs on RabbitMQ (amqp://), NATS (nats://), MQTT (mqtt://) and ActiveMQ (stomp://) so far, not on {}",
-            endpoint.redacted()
-        ),
-    ))
-}
-
-/// ActiveMQ over STOMP, which runs no competing subscribers yet.
-#[cfg(feature = "stomp")]
-fn stomp(
-    args: &PubsubConfig,
-    endpoint: &crate::transport::stomp::url::StompEndpoint,
-) -> anyhow::Result<Arc<dyn Broker>> {
-    if args.plan.competing {
-        return Err(bad(
-            "--compete",
-            "competing subscribers are not yet run on ActiveMQ over STOMP (it does that with virtual topics, whose queues outlive the run and STOMP cannot delete): leave --compete out",
-        ));
-    }
-    Ok(Arc::new(crate::pubsub::stomp::StompPubSub {
-        endpoint: endpoint.clone(),
+    let options = crate::pubsub::BrokerOptions {
         plan: args.plan.clone(),
         ack: args.ack,
         select_by: args.select_by,
         persistent: args.persistent,
-    }))
-}
-
-/// NATS, which selects by subject only.
-#[cfg(feature = "nats")]
-fn nats(
-    args: &PubsubConfig,
-    endpoint: &crate::transport::nats::url::NatsEndpoint,
-) -> Arc<dyn Broker> {
-    if args.select_by == crate::pubsub::SelectBy::Header {
-        crate::say!(
-            "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
-        );
-    }
-    Arc::new(crate::pubsub::nats::NatsPubSub {
-        endpoint: endpoint.clone(),
-        plan: args.plan.clone(),
-        ack: args.ack,
-        persistent: args.persistent,
         declare: args.declare,
-    })
+    };
+    crate::pubsub::broker(&endpoint, &options).map_err(|u| bad(u.flag, u.why))
 }
 
 /// `oemputx pubsub`.

@@ -26,8 +26,9 @@ pub mod report;
 #[cfg(feature = "stomp")]
 pub mod stomp;
 
-use crate::transport::TransportError;
+use crate::transport::{Endpoint, TransportError};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What every message says about itself.
@@ -88,6 +89,57 @@ pub trait Subscriber {
         None
     }
     fn close(self: Box<Self>);
+}
+
+/// What a pub/sub run asks of whichever broker serves it.
+#[derive(Debug, Clone)]
+pub struct BrokerOptions {
+    pub plan: plan::Plan,
+    pub ack: Ack,
+    pub select_by: SelectBy,
+    pub persistent: bool,
+    pub declare: bool,
+}
+
+/// A broker that cannot run these options: the user's, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag}: {why}")]
+pub struct Unsupported {
+    pub flag: &'static str,
+    pub why: String,
+}
+
+/// One transport's pub/sub: given an endpoint, its broker when the endpoint is its own
+/// (None when it is another transport's). Each transport's module knows its own endpoint.
+type Factory = fn(&Endpoint, &BrokerOptions) -> Option<Result<Arc<dyn Broker>, Unsupported>>;
+
+/// The transports this build runs pub/sub on.
+const FACTORIES: &[Factory] = &[
+    #[cfg(feature = "mqtt")]
+    mqtt::broker,
+    #[cfg(feature = "stomp")]
+    stomp::broker,
+    #[cfg(feature = "rabbitmq")]
+    rabbit::broker,
+    #[cfg(feature = "nats")]
+    nats::broker,
+];
+
+/// The broker `endpoint` names, built by its transport. A URL of a transport this build
+/// left out never gets here (parsing it names the feature).
+pub fn broker(endpoint: &Endpoint, o: &BrokerOptions) -> Result<Arc<dyn Broker>, Unsupported> {
+    FACTORIES
+        .iter()
+        .find_map(|f| f(endpoint, o))
+        .unwrap_or_else(|| {
+            Err(Unsupported {
+                flag: "--qmgr",
+                why: format!(
+                    "pub/sub runs on RabbitMQ (amqp://), NATS (nats://), MQTT (mqtt://) and ActiveMQ (stomp://) so far, not on {}",
+                    endpoint.redacted()
+                ),
+            })
+        })
 }
 
 /// A broker that can run the experiment.

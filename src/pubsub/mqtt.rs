@@ -27,6 +27,20 @@ pub struct MqttPubSub {
     pub persistent: bool,
 }
 
+/// Pub/sub on an `mqtt://` endpoint (None for another transport's).
+pub(super) fn broker(
+    endpoint: &crate::transport::Endpoint,
+    o: &super::BrokerOptions,
+) -> Option<Result<std::sync::Arc<dyn Broker>, super::Unsupported>> {
+    let endpoint = endpoint.downcast::<MqttEndpoint>()?;
+    Some(Ok(std::sync::Arc::new(MqttPubSub {
+        endpoint: endpoint.clone(),
+        plan: o.plan.clone(),
+        ack: o.ack,
+        persistent: o.persistent,
+    })))
+}
+
 impl MqttPubSub {
     /// A connected client: the event loop has seen the broker's CONNACK.
     fn connect(&self, rt: &Runtime, id: &str) -> Result<(AsyncClient, EventLoop), TransportError> {

@@ -28,6 +28,27 @@ pub struct NatsPubSub {
     pub declare: bool,
 }
 
+/// Pub/sub on a `nats://` endpoint (None for another transport's): NATS selects by subject
+/// only.
+pub(super) fn broker(
+    endpoint: &crate::transport::Endpoint,
+    o: &super::BrokerOptions,
+) -> Option<Result<std::sync::Arc<dyn Broker>, super::Unsupported>> {
+    let endpoint = endpoint.downcast::<NatsEndpoint>()?;
+    if o.select_by == super::SelectBy::Header {
+        crate::say!(
+            "oemputx pubsub: NATS selects by subject only: --select-by header is taken as topic"
+        );
+    }
+    Some(Ok(std::sync::Arc::new(NatsPubSub {
+        endpoint: endpoint.clone(),
+        plan: o.plan.clone(),
+        ack: o.ack,
+        persistent: o.persistent,
+        declare: o.declare,
+    })))
+}
+
 impl NatsPubSub {
     /// JetStream subscribers: one consumer per subject, or one durable shared by name.
     fn open_js_subscriber(
@@ -61,9 +82,12 @@ impl NatsPubSub {
             transport::connect_options(ep, name)
                 .connect(ep.server())
                 .await
-                .map_err(|e| TransportError::Unreachable {
-                    target: ep.redacted(),
-                    why: crate::secret::scrub(&e.to_string()),
+                .map_err(|e| {
+                    TransportError::Unreachable {
+                        target: ep.redacted(),
+                        why: crate::secret::scrub(&e.to_string()),
+                    }
+                    .caused_by(&e)
                 })
         })
     }

@@ -33,6 +33,22 @@ pub struct RabbitPubSub {
     pub declare: bool,
 }
 
+/// Pub/sub on an `amqp://` endpoint (None for another transport's).
+pub(super) fn broker(
+    endpoint: &crate::transport::Endpoint,
+    o: &super::BrokerOptions,
+) -> Option<Result<std::sync::Arc<dyn Broker>, super::Unsupported>> {
+    let endpoint = endpoint.downcast::<AmqpEndpoint>()?;
+    Some(Ok(std::sync::Arc::new(RabbitPubSub {
+        endpoint: endpoint.clone(),
+        plan: o.plan.clone(),
+        ack: o.ack,
+        select_by: o.select_by,
+        persistent: o.persistent,
+        declare: o.declare,
+    })))
+}
+
 fn field(table: &mut FieldTable, k: &str, v: &str) {
     if let Ok(name) = k.try_into() {
         table.insert(name, FieldValue::from(v));
@@ -59,9 +75,12 @@ impl RabbitPubSub {
                     target: target.clone(),
                     why: "no answer within 5 s".into(),
                 })?
-                .map_err(|e| TransportError::Unreachable {
-                    target: target.clone(),
-                    why: crate::secret::scrub(&e.to_string()),
+                .map_err(|e| {
+                    TransportError::Unreachable {
+                        target: target.clone(),
+                        why: crate::secret::scrub(&e.to_string()),
+                    }
+                    .caused_by(&e)
                 })?;
             let ch = conn
                 .open_channel(None)

@@ -42,6 +42,28 @@ pub struct StompPubSub {
     pub persistent: bool,
 }
 
+/// Pub/sub on a `stomp://` endpoint (None for another transport's): ActiveMQ, which runs no
+/// competing subscribers yet.
+pub(super) fn broker(
+    endpoint: &crate::transport::Endpoint,
+    o: &super::BrokerOptions,
+) -> Option<Result<std::sync::Arc<dyn Broker>, super::Unsupported>> {
+    let endpoint = endpoint.downcast::<StompEndpoint>()?;
+    if o.plan.competing {
+        return Some(Err(super::Unsupported {
+            flag: "--compete",
+            why: "competing subscribers are not yet run on ActiveMQ over STOMP (it does that with virtual topics, whose queues outlive the run and STOMP cannot delete): leave --compete out".into(),
+        }));
+    }
+    Some(Ok(std::sync::Arc::new(StompPubSub {
+        endpoint: endpoint.clone(),
+        plan: o.plan.clone(),
+        ack: o.ack,
+        select_by: o.select_by,
+        persistent: o.persistent,
+    })))
+}
+
 impl StompPubSub {
     fn connect(&self, what: &str) -> Result<Conn, TransportError> {
         Conn::open(
