@@ -38,6 +38,53 @@ pub use session::{
 };
 use std::sync::Arc;
 
+/// What lies beneath an error a client library returned: each level of its `source()`
+/// chain as text with credentials scrubbed ([`crate::secret::scrub`]), so that the chain can
+/// be printed without a password in it. A level whose text the level above already
+/// contains is left out (libraries that print their source in their own message).
+#[derive(Debug)]
+pub struct Cause {
+    text: String,
+    next: Option<Box<Cause>>,
+}
+
+impl Cause {
+    /// The chain beneath `e` (not `e` itself); None when there is nothing beneath it.
+    pub fn below(e: &(dyn std::error::Error + 'static)) -> Option<Cause> {
+        let mut levels = Vec::new();
+        let mut above = e.to_string();
+        let mut at = e.source();
+        while let Some(level) = at {
+            let text = level.to_string();
+            if !text.is_empty() && !above.contains(&text) {
+                levels.push(crate::secret::scrub(&text));
+            }
+            above = text;
+            at = level.source();
+        }
+        levels.into_iter().rev().fold(None, |next, text| {
+            Some(Cause {
+                text,
+                next: next.map(Box::new),
+            })
+        })
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.next
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
 /// A failure talking to a queue manager.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
@@ -148,6 +195,15 @@ pub enum TransportError {
         user: String,
         why: String,
     },
+    /// One of the errors above with what the client library said beneath it, kept as a
+    /// chain: `source()` walks it and `{:#}` prints it, so a TLS or socket failure's own
+    /// reason is not lost in a flattened string.
+    #[error("{error}")]
+    Caused {
+        error: Box<TransportError>,
+        #[source]
+        cause: Cause,
+    },
 }
 
 impl TransportError {
@@ -160,9 +216,30 @@ impl TransportError {
         }
     }
 
+    /// This error with the causes beneath `e` (whose own text this error already carries)
+    /// kept as its source chain; itself when `e` has none.
+    pub fn caused_by(self, e: &(dyn std::error::Error + 'static)) -> TransportError {
+        match Cause::below(e) {
+            Some(cause) => TransportError::Caused {
+                error: Box::new(self),
+                cause,
+            },
+            None => self,
+        }
+    }
+
+    /// The error itself, whatever cause it carries.
+    pub fn kind(&self) -> &TransportError {
+        match self {
+            TransportError::Caused { error, .. } => error.kind(),
+            other => other,
+        }
+    }
+
     /// Whether the user's input or environment is at fault (exit 2) rather than the run (exit 1).
     pub fn is_usage(&self) -> bool {
         matches!(
+            self.kind(),
             self,
             TransportError::Unreachable { .. }
                 | TransportError::AuthRefused { .. }
@@ -296,4 +373,54 @@ pub fn client_runtime(
 /// Open the transport an endpoint names, once its rules allow the setup.
 pub fn open(endpoint: &Endpoint, setup: QueueSetup) -> Result<Arc<dyn Transport>, TransportError> {
     endpoint.kind().open(setup)
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use super::*;
+
+    /// A client library's error with a cause beneath it, as rustls or a socket gives one.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{text}")]
+    struct Level {
+        text: String,
+        #[source]
+        below: Option<Box<Level>>,
+    }
+
+    fn level(text: &str, below: Option<Level>) -> Level {
+        Level {
+            text: text.into(),
+            below: below.map(Box::new),
+        }
+    }
+
+    #[test]
+    fn the_causes_beneath_a_client_error_are_kept_scrubbed_and_not_repeated() {
+        let e = level(
+            "connection failed: handshake refused",
+            Some(level(
+                "handshake refused",
+                Some(level(
+                    "invalid peer certificate for amqps://guest:hunter2@broker:5671",
+                    None,
+                )),
+            )),
+        );
+        let err = TransportError::Unreachable {
+            target: "amqps://guest:***@broker:5671".into(),
+            why: e.to_string(),
+        }
+        .caused_by(&e);
+        assert!(err.is_usage(), "a wrapped error keeps its kind's exit code");
+        assert!(matches!(err.kind(), TransportError::Unreachable { .. }));
+        let chain = format!("{:#}", anyhow::Error::new(err));
+        // "handshake refused" is in the message above it: said once; the password never.
+        assert_eq!(chain.matches("handshake refused").count(), 1, "{chain}");
+        assert!(chain.contains("invalid peer certificate"), "{chain}");
+        assert!(!chain.contains("hunter2"), "{chain}");
+        // Nothing beneath: the error stays as it was.
+        let plain = TransportError::broker("t", "x", "y").caused_by(&level("y", None));
+        assert!(matches!(plain, TransportError::Broker { .. }));
+    }
 }

@@ -135,7 +135,7 @@ impl Amqp {
                 // A closed socket means a refused login only if an AMQP broker is there: a
                 // port that accepts and then resets (a proxy, another service) looks the same
                 // from inside the client.
-                if matches!(err, TransportError::AuthRefused { .. })
+                if matches!(err.kind(), TransportError::AuthRefused { .. })
                     && ep.tls.is_none()
                     && !self.speaks_amqp().await
                 {
@@ -143,7 +143,7 @@ impl Amqp {
                         "the port accepted the connection, then closed or reset it without starting the AMQP handshake: is an AMQP 0-9-1 broker listening there (not a proxy or another service)?".into(),
                     ));
                 }
-                Err(err)
+                Err(err.caused_by(&e))
             }
         }
     }
@@ -221,6 +221,7 @@ impl Amqp {
             target: self.target(),
             why: crate::secret::scrub(&e.to_string()),
         }
+        .caused_by(&e)
     }
 
     /// Check that `queue` exists (a passive declare), creating it with `declare`.

@@ -113,8 +113,9 @@ pub fn connect(
                     Err(e) => {
                         return Err(TransportError::Unreachable {
                             target: target.clone(),
-                            why: e.to_string(),
-                        });
+                            why: crate::secret::scrub(&e.to_string()),
+                        }
+                        .caused_by(&e));
                     }
                 }
             }

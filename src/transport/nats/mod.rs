@@ -95,7 +95,7 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
     let options = connect_options(ep, name).max_reconnects(Some(1));
     options.connect(ep.server()).await.map_err(|e| {
         let why = crate::secret::scrub(&e.to_string());
-        match e.kind() {
+        let err = match e.kind() {
             ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
                 TransportError::AuthRefused {
                     target,
@@ -107,7 +107,8 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
                 why: format!("TLS failed: {why}; is the server's certificate trusted here?"),
             },
             _ => TransportError::Unreachable { target, why },
-        }
+        };
+        err.caused_by(&e)
     })
 }
 
