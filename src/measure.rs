@@ -212,3 +212,52 @@ fn round_rows(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunOptions;
+    use crate::driver::Status;
+
+    fn embedded(o: RunOptions) -> Report {
+        let cfg = RunOptions {
+            no_progress: true,
+            ..o
+        }
+        .build()
+        .expect("test config is valid");
+        measure(&cfg, Arc::new(AtomicBool::new(false))).expect("embedded run")
+    }
+
+    #[test]
+    fn a_run_in_rounds_has_a_row_per_round_that_adds_up_to_the_run() {
+        let r = embedded(RunOptions {
+            count: Some(600),
+            rounds: 3,
+            ..RunOptions::default()
+        });
+        assert_eq!(r.status, Status::Completed);
+        assert_eq!(r.transactions, 600);
+        assert_eq!(r.rounds.len(), 3);
+        let per_round: Vec<u64> = r.rounds.iter().map(|x| x.transactions).collect();
+        assert_eq!(per_round.iter().sum::<u64>(), 600, "{per_round:?}");
+        for (i, row) in r.rounds.iter().enumerate() {
+            assert_eq!(row.round, i + 1);
+            assert!(row.rate_tps > 0.0 && row.elapsed_s > 0.0, "{row:?}");
+            // The driver's own CPU is measured per round, exactly (a thread clock).
+            assert!(row.app_cpu_us_per_tran.is_some_and(|x| x > 0.0), "{row:?}");
+        }
+        assert!(r.rounds_summary.is_some());
+    }
+
+    #[test]
+    fn a_single_round_run_reports_its_own_table_and_no_round_rows_to_summarise() {
+        let r = embedded(RunOptions {
+            count: Some(200),
+            ..RunOptions::default()
+        });
+        assert_eq!(r.status, Status::Completed);
+        assert_eq!(r.transactions, 200);
+        assert!(r.rounds.len() <= 1, "{:?}", r.rounds.len());
+    }
+}

@@ -180,3 +180,17 @@ fn wait_or_pass_on(
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_commands_cpu_is_the_difference_and_never_negative() {
+        let ms = Duration::from_millis;
+        assert_eq!(sub((ms(30), ms(12)), (ms(10), ms(2))), (ms(20), ms(10)));
+        // A child reaped by someone else cannot make the split negative.
+        assert_eq!(sub((ms(5), ms(1)), (ms(10), ms(2))), (ms(0), ms(0)));
+        assert_eq!(command_split((ms(20), ms(10))), (20_000, 10_000));
+    }
+}

@@ -296,3 +296,27 @@ fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
     out.write_opt(&o.html, "the comparison HTML", || Ok(html.clone()));
     out.finish(Some(&text))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_bound_below_the_first_look_is_refused_naming_the_least() {
+        let first = crate::experiment::FIRST_LOOK;
+        // Two settings, one round each a block: the first look needs 2 × FIRST_LOOK rounds.
+        assert_eq!(max_rounds(Some(2 * first), 2, 1).ok(), Some(2 * first));
+        let e = max_rounds(Some(2 * first - 1), 2, 1).expect_err("below the first look");
+        assert!(
+            e.to_string().contains(&format!("give {}", 2 * first)),
+            "{e}"
+        );
+        // Without a bound, the default, raised to what many settings need.
+        let many = max_rounds(None, 50, 2).expect("default");
+        assert!(many >= 50 * 2 * first, "{many}");
+        assert_eq!(
+            max_rounds(None, 2, 1).ok(),
+            Some(crate::config::compare::MAX_ROUNDS.max(2 * first))
+        );
+    }
+}

@@ -329,3 +329,19 @@ pub fn exit_of(v: Verdict, strict: bool) -> Exit {
         Verdict::Inconclusive => Exit::Ok,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_map_to_exit_codes_and_strict_fails_the_inconclusive() {
+        for strict in [false, true] {
+            assert_eq!(exit_of(Verdict::Pass, strict), Exit::Ok);
+            assert_eq!(exit_of(Verdict::Improvement, strict), Exit::Ok);
+            assert_eq!(exit_of(Verdict::Regression, strict), Exit::Regression);
+        }
+        assert_eq!(exit_of(Verdict::Inconclusive, false), Exit::Ok);
+        assert_eq!(exit_of(Verdict::Inconclusive, true), Exit::Inconclusive);
+    }
+}

@@ -127,3 +127,22 @@ pub fn init(path: Option<&Path>, force: bool) -> anyhow::Result<Exit> {
     );
     Ok(Exit::Ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_left_aligned_to_the_widest_cell_without_trailing_blanks() {
+        let rows = vec![
+            vec!["NAME".to_string(), "URL".to_string()],
+            vec!["rabbitmq".to_string(), "amqp://127.0.0.1".to_string()],
+            vec!["µq".to_string(), String::new()],
+        ];
+        assert_eq!(
+            left_aligned(&rows),
+            "NAME      URL\nrabbitmq  amqp://127.0.0.1\nµq\n"
+        );
+        assert_eq!(left_aligned(&[]), "");
+    }
+}

@@ -312,3 +312,21 @@ fn this_commit() -> Option<String> {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_its_exit_code() {
+        assert_eq!(exit_of(Status::Completed), Exit::Ok);
+        assert_eq!(exit_of(Status::Interrupted), Exit::Interrupted);
+        for s in [
+            Status::TimedOut,
+            Status::StoppedAfterTimeouts,
+            Status::Failed,
+        ] {
+            assert_eq!(exit_of(s), Exit::Failure, "{s:?}");
+        }
+    }
+}
