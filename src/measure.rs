@@ -236,11 +236,12 @@ mod tests {
             rounds: 3,
             ..RunOptions::default()
         });
+        // --count is each round's: three rounds of 600.
         assert_eq!(r.status, Status::Completed);
-        assert_eq!(r.transactions, 600);
+        assert_eq!(r.transactions, 1800);
         assert_eq!(r.rounds.len(), 3);
         let per_round: Vec<u64> = r.rounds.iter().map(|x| x.transactions).collect();
-        assert_eq!(per_round.iter().sum::<u64>(), 600, "{per_round:?}");
+        assert_eq!(per_round, [600, 600, 600]);
         for (i, row) in r.rounds.iter().enumerate() {
             assert_eq!(row.round, i + 1);
             assert!(row.rate_tps > 0.0 && row.elapsed_s > 0.0, "{row:?}");

@@ -240,7 +240,6 @@ impl TransportError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self.kind(),
-            self,
             TransportError::Unreachable { .. }
                 | TransportError::AuthRefused { .. }
                 | TransportError::VhostRefused { .. }
