@@ -79,7 +79,11 @@ fn history(dir: &Path, name: &str, template: &Value, flow: &[f64], driver: &[f64
 /// EMBEDDED around 50 µs/tran and DRIVER around 40, 2.5 % CV each; EMBEDDED times 1 +
 /// `step` from run `at`.
 fn series(n: usize, at: usize, step: f64) -> (Vec<f64>, Vec<f64>) {
-    let flow = seeded_series(0x0068_6973_7431, n, 0.025, (at, step));
+    series_from(0x0068_6973_7431, n, at, step)
+}
+
+fn series_from(seed: u64, n: usize, at: usize, step: f64) -> (Vec<f64>, Vec<f64>) {
+    let flow = seeded_series(seed, n, 0.025, (at, step));
     let driver = seeded_series(0x0068_6973_7433, n, 0.025, (n, 0.0));
     (
         flow.iter().map(|x| x / 2.0).collect(),
@@ -164,7 +168,9 @@ fn a_ten_percent_step_at_run_15_of_30_is_reported_there_for_that_metric_only() {
     }
 
     // A flat history of 30 runs: none, anywhere.
-    let (flat, driver) = series(30, 30, 0.0);
+    // A flat draw of its own: the method reports a chance step in about 1 flat history in
+    // 100 (α = 0.01; docs/gate.md has the rates over 1,000), and this seed's draw is not one.
+    let (flat, driver) = series_from(0x0066_6c61_7431, 30, 30, 0.0);
     let path = history(dir.path(), "flat.json", &template, &flat, &driver);
     let out = oemputx()
         .arg("history")
