@@ -306,6 +306,71 @@ fn measured_pub_sub_and_matrix_outputs_on_stdout_are_that_format_alone() {
     );
 }
 
+/// Each format of a measured command on stdout only: it parses as that format alone (the
+/// same outputs in files are checked by the command's own tests; one run a format keeps
+/// this short).
+fn on_stdout(dir: &Path, what: &str, args: &[String], formats: &[&str]) {
+    for format in formats {
+        let (stdout, err) = export(dir, args, format, "-");
+        shape(format, &stdout)
+            .unwrap_or_else(|e| panic!("{what} {format} on stdout: {e}\n{stdout}\n{err}"));
+    }
+}
+
+#[test]
+fn a_sweep_and_a_live_compare_on_stdout_are_that_format_alone() {
+    live!(RabbitMq);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let q = QueueGuard(fresh_queue("outputs-sweep"));
+    // A few seconds each: what is measured by then is reported as partial, in every format.
+    let sweep = strings(&[
+        "sweep",
+        "--tasks",
+        "1",
+        "--flow-cmd",
+        "sample-flow --echo",
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q.0,
+        "--count",
+        "50",
+        "--max-time",
+        "3s",
+        "--no-save",
+    ]);
+    on_stdout(
+        dir.path(),
+        "sweep",
+        &sweep,
+        &["json", "tsv", "csv", "markdown", "html"],
+    );
+    let compare = strings(&[
+        "compare",
+        "--flow-cmd",
+        "sample-flow --echo",
+        "--setting",
+        "one=--threads 1",
+        "--setting",
+        "two=--threads 2",
+        "--max-time",
+        "3s",
+        "--",
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q.0,
+        "--count",
+        "50",
+    ]);
+    on_stdout(
+        dir.path(),
+        "compare",
+        &compare,
+        &["json", "tsv", "markdown", "html"],
+    );
+}
+
 #[test]
 fn two_outputs_on_stdout_or_a_rewritten_file_on_stdout_are_refused_before_anything_runs() {
     let out = oemputx()
@@ -337,6 +402,20 @@ fn two_outputs_on_stdout_or_a_rewritten_file_on_stdout_are_refused_before_anythi
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--export-openmetrics"), "{err}");
+    // A format a result cannot produce is a usage error naming those it can, before any
+    // flow starts (a sweep has no single run's metrics to expose).
+    let out = oemputx()
+        .args(["sweep", "--flow-cmd", "sample-flow --echo", "--tasks", "1"])
+        .args(["--qmgr", "amqp://guest:guest@127.0.0.1:5672/%2f"])
+        .args(["--export-openmetrics", "m.prom"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--export-openmetrics") && err.contains("--export-json"),
+        "{err}"
+    );
 }
 
 #[test]

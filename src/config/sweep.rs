@@ -132,12 +132,25 @@ impl SweepOptions {
             None => MIN_EFFECT,
         };
         let out = &self.run.outputs;
+        if out.export_openmetrics.is_some() {
+            return Err(bad(
+                "--export-openmetrics",
+                "a sweep is a table of points, not one run's metrics: export it with --export-json, --export-tsv, --export-csv, --export-markdown or --export-html (scrape a single run with oemputx --export-openmetrics)",
+            ));
+        }
+        if out.save_baseline.is_some() {
+            return Err(bad(
+                "--save-baseline",
+                "a sweep is not a run the gate can judge against: save a baseline from a run (oemputx ... --save-baseline FILE)",
+            ));
+        }
         super::outputs::check(
             &[
                 ("--export-json", out.export_json.as_deref()),
                 ("--export-tsv", out.export_tsv.as_deref()),
                 ("--export-csv", out.export_csv.as_deref()),
                 ("--export-markdown", out.export_markdown.as_deref()),
+                ("--export-html", out.export_html.as_deref()),
                 ("--chart", self.chart.as_deref()),
             ],
             None,

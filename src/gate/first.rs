@@ -12,9 +12,9 @@
 //! between runs was large where the rounds *within* the runs were spread, as both follow
 //! the host. In units of s, the larger of the two runs' robust standard deviations of log
 //! round figures ([`super::statistics::robust_log_sd`]; at least ln 1.10), the change
-//! beyond the tolerance reached at most 1.8 s in 52 unchanged runs on hosts in the same
-//! state (quiet, or at load 4 on 2 cores), and 1.3 s or more for the +50 % flow (4 of 52
-//! below 2 s); between hosts in different states unchanged runs reached 3.7 s. So, with
+//! beyond the tolerance reached at most 1.8 s in 82 unchanged runs on hosts in the same
+//! state (quiet, or at load 4 on 2 cores), and 1.3 s or more for the +50 % flow (6 of 82
+//! below 2 s: the misses); between hosts in different states unchanged runs reached 3.7 s. So, with
 //! τ = ln(1 + tolerance) and d the change of the medians on the log scale (+ is worse):
 //!
 //! bound = τ + max(ln(1 + floor), K · s), with K = [`K_SAME`] and floor = [`FLOOR`] when
