@@ -125,15 +125,7 @@ impl Flows {
             let log = Arc::new(Mutex::new(Vec::new()));
             if let Some(stderr) = child.stderr.take() {
                 let log = log.clone();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                        if let Ok(mut l) = log.lock() {
-                            l.push(line);
-                            let excess = l.len().saturating_sub(LOG_LINES);
-                            l.drain(..excess);
-                        }
-                    }
-                });
+                std::thread::spawn(move || keep_tail(stderr, &log));
             }
             flows.children.push(child);
             flows.logs.push(log);
@@ -214,8 +206,73 @@ impl Drop for Flows {
     }
 }
 
+/// The longest line of a flow's stderr kept (the rest of a longer line is dropped).
+pub const LOG_LINE_BYTES: usize = 4096;
+
+/// Read a flow's stderr to its end, keeping its last [`LOG_LINES`] lines, each cut at
+/// [`LOG_LINE_BYTES`] and decoded lossily. It never stops early: a reader that gave up at
+/// a byte that is not UTF-8 closed the pipe, and the flow died of SIGPIPE at its next write;
+/// and a line is never held whole, however long it runs.
+fn keep_tail(stderr: impl std::io::Read, log: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        let (done, used) = match reader.fill_buf() {
+            Ok([]) => (true, 0),
+            Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                Some(at) => {
+                    let room = LOG_LINE_BYTES.saturating_sub(line.len());
+                    line.extend_from_slice(&buf[..at.min(room)]);
+                    push_line(log, &mut line);
+                    (false, at + 1)
+                }
+                None => {
+                    let room = LOG_LINE_BYTES.saturating_sub(line.len());
+                    line.extend_from_slice(&buf[..buf.len().min(room)]);
+                    (false, buf.len())
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => (false, 0),
+            Err(_) => (true, 0),
+        };
+        reader.consume(used);
+        if done {
+            if !line.is_empty() {
+                push_line(log, &mut line);
+            }
+            return;
+        }
+    }
+}
+
+fn push_line(log: &Mutex<Vec<String>>, line: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(line).into_owned();
+    line.clear();
+    if let Ok(mut l) = log.lock() {
+        l.push(text);
+        let excess = l.len().saturating_sub(LOG_LINES);
+        l.drain(..excess);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_flows_stderr_is_read_to_its_end_whatever_its_bytes_and_lines_are_bounded() {
+        let long = vec![b'x'; 3 * super::LOG_LINE_BYTES];
+        let mut input = b"first\n\xff\xfe not UTF-8\n".to_vec();
+        input.extend(&long);
+        input.extend(b"\nlast, no newline");
+        let log = std::sync::Mutex::new(Vec::new());
+        super::keep_tail(&input[..], &log);
+        let l = log.lock().expect("log");
+        assert_eq!(l.len(), 4, "{l:?}");
+        assert_eq!(l[0], "first");
+        assert!(l[1].ends_with(" not UTF-8"), "{:?}", l[1]);
+        assert_eq!(l[2].len(), super::LOG_LINE_BYTES);
+        assert_eq!(l[3], "last, no newline");
+    }
+
     use super::*;
 
     /// What every local user can read of a started flow: its command line. The planted

@@ -343,3 +343,83 @@ fn the_docs_kubernetes_manifest_is_a_valid_indexed_job() {
         .expect("run kubernetes-validate");
     assert!(!bad.status.success());
 }
+
+/// A shard file edited by `edit`, written beside the original as `name`.
+fn edited(from: &Path, name: &str, edit: impl Fn(&mut Value)) -> PathBuf {
+    let mut j: Value =
+        serde_json::from_str(&std::fs::read_to_string(from).expect("read")).expect("json");
+    edit(&mut j);
+    let to = from.with_file_name(name);
+    std::fs::write(&to, j.to_string()).expect("write");
+    to
+}
+
+#[test]
+fn hostile_shards_are_refused_by_name_without_allocating_by_their_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let two = shards(
+        dir.path(),
+        "hostile",
+        &[0, 1],
+        2,
+        true,
+        &["--count", "200", "--tasks", "2"],
+    );
+    // A count of 10^15 shards: named as missing in an instant, not 4.5 GB of indices.
+    let huge: Vec<PathBuf> = two
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            edited(p, &format!("huge-{i}.json"), |j| {
+                j["shard"]["of"] = Value::from(1_000_000_000_000_000u64)
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let (code, _, err) = merged(&[&huge[0], &huge[1]], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more of 1000000000000000 missing"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // An index at or above its count.
+    let beyond = edited(&two[1], "beyond.json", |j| {
+        j["shard"]["index"] = Value::from(2)
+    });
+    let (code, _, err) = merged(&[&two[0], &beyond], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("says it is shard 2 of 2"), "{err}");
+    // Counts that would wrap when added, and a negative figure.
+    let wrap: Vec<PathBuf> = two
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            edited(p, &format!("wrap-{i}.json"), |j| {
+                j["transactions"] = Value::from(1u64 << 63)
+            })
+        })
+        .collect();
+    let (code, _, err) = merged(&[&wrap[0], &wrap[1]], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("transactions is 9223372036854775808"), "{err}");
+    let negative = edited(&two[0], "negative.json", |j| {
+        j["groups"][0]["total_us_per_tran"] = Value::from(-5.0)
+    });
+    let (code, _, err) = merged(&[&negative, &two[1]], &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("total_us_per_tran is -5e0"), "{err}");
+    // The merged report written over one of its own shards: refused, the shard kept.
+    let before = std::fs::read(&two[0]).expect("shard");
+    let out = oemputx()
+        .arg("merge")
+        .args(&two)
+        .arg("--export-json")
+        .arg(&two[0])
+        .output()
+        .expect("merge runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("one of the shards being merged"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&two[0]).expect("shard"), before);
+}

@@ -247,12 +247,8 @@ fn every_output_of_every_command_on_stdout_is_that_format_alone_and_a_file_gets_
     let me = format!("ME=pid:{}", std::process::id());
     let account = strings(&["account", "--group", &me, "--messages", "10", "--", "true"]);
     check(d, "account", &account, &["json"], false);
-    let now = chrono::Utc::now();
-    let (from, until) = (
-        (now - chrono::Duration::seconds(2)).to_rfc3339(),
-        now.to_rfc3339(),
-    );
-    let cpu = strings(&["cpu", "--group", &me, "--from", &from, "--until", &until]);
+    // A window still to come for each run (one in the past is refused).
+    let cpu = strings(&["cpu", "--group", &me, "--from", "+1s", "--until", "+2s"]);
     check(d, "cpu", &cpu, &["json"], false);
 }
 
@@ -402,6 +398,18 @@ fn two_outputs_on_stdout_or_a_rewritten_file_on_stdout_are_refused_before_anythi
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--export-openmetrics"), "{err}");
+    // A window that began in the past cannot be measured: refused, not measured "now".
+    let out = oemputx()
+        .args(["cpu", "--group", "ME=pid:1"])
+        .args(["--from", "2026-01-01T00:00:00Z", "--until", "+2s"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--from") && err.contains("in the past"),
+        "{err}"
+    );
     // A format a result cannot produce is a usage error naming those it can, before any
     // flow starts (a sweep has no single run's metrics to expose).
     let out = oemputx()

@@ -67,9 +67,42 @@ fn read<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// An output that names one of the inputs would replace a shard with the merged report:
+/// refused before anything is read (exit 2).
+fn refuse_overwriting_inputs(
+    args: &MergeArgs,
+    inputs: &[PathBuf],
+) -> Result<(), crate::config::ConfigError> {
+    let inputs: Vec<PathBuf> = inputs
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let outputs = [
+        ("--export-json", &args.export_json),
+        ("--export-tsv", &args.export_tsv),
+        ("--export-html", &args.export_html),
+    ];
+    for (flag, path) in outputs {
+        let Some(path) = path.as_deref().filter(|p| *p != Path::new("-")) else {
+            continue;
+        };
+        if std::fs::canonicalize(path).is_ok_and(|c| inputs.contains(&c)) {
+            return Err(crate::config::ConfigError::BadValue {
+                flag,
+                why: format!(
+                    "{} is one of the shards being merged: write the merged report to another file",
+                    path.display()
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `oemputx merge REPORT…`.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     let paths = files(&args.reports)?;
+    refuse_overwriting_inputs(args, &paths)?;
     let shards = paths
         .iter()
         .map(|p| {

@@ -79,7 +79,7 @@ fn default_init_path() -> Result<PathBuf, ConfigError> {
     profile_paths(None).into_iter().nth(1).ok_or_else(|| {
         bad(
             "--path",
-            "neither XDG_CONFIG_HOME nor HOME is set: give --path FILE",
+            "neither XDG_CONFIG_HOME nor HOME is set to an absolute path: give --path FILE",
         )
     })
 }

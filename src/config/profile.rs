@@ -106,13 +106,26 @@ pub fn profile_paths(explicit: Option<&Path>) -> Vec<PathBuf> {
         return vec![p.to_path_buf()];
     }
     let mut paths = vec![PathBuf::from("oemputx.toml")];
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if let Some(dir) = xdg {
+    let dir = config_home(
+        std::env::var_os("XDG_CONFIG_HOME"),
+        std::env::var_os("HOME"),
+    );
+    if let Some(dir) = dir {
         paths.push(dir.join("oemputx").join("oemputx.toml"));
     }
     paths
+}
+
+/// The user's config folder, as the XDG Base Directory spec has it: $XDG_CONFIG_HOME when it
+/// is set to an absolute path, else $HOME/.config when HOME is. An empty or relative value
+/// counts as unset: it would otherwise read profiles from a folder under wherever the
+/// command happens to run.
+fn config_home(
+    xdg: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let absolute = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg).or_else(|| absolute(home).map(|h| h.join(".config")))
 }
 
 /// Read the profiles of one file; a missing file has none.
@@ -185,6 +198,26 @@ pub(super) fn find_profile(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_empty_or_relative_config_home_counts_as_unset() {
+        let os = |s: &str| Some(std::ffi::OsString::from(s));
+        assert_eq!(
+            config_home(os("/x/cfg"), os("/home/u")),
+            Some(PathBuf::from("/x/cfg"))
+        );
+        assert_eq!(
+            config_home(os(""), os("/home/u")),
+            Some(PathBuf::from("/home/u/.config"))
+        );
+        assert_eq!(
+            config_home(os("rel/cfg"), os("/home/u")),
+            Some(PathBuf::from("/home/u/.config"))
+        );
+        assert_eq!(config_home(None, os("")), None);
+        assert_eq!(config_home(os(""), None), None);
+    }
+
     use super::*;
 
     #[test]

@@ -117,9 +117,20 @@ pub fn instant(
             .ok_or_else(|| bad(flag, format!("'{raw}' is more than a day away")))?;
         return Ok(now + d);
     }
-    DateTime::parse_from_rfc3339(raw.trim())
+    let at = DateTime::parse_from_rfc3339(raw.trim())
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| bad(flag, format!("'{raw}' is not an RFC 3339 time ({e}): write e.g. 2026-12-03T10:00:00Z, or +30s")))
+        .map_err(|e| bad(flag, format!("'{raw}' is not an RFC 3339 time ({e}): write e.g. 2026-12-03T10:00:00Z, or +30s")))?;
+    // As for +DURATION: an instant years away is a typo, and a wait for it would look hung.
+    if at - now > chrono::Duration::days(1) {
+        return Err(bad(
+            flag,
+            format!(
+                "'{raw}' is more than a day away (it is now {}): check the date",
+                now.to_rfc3339()
+            ),
+        ));
+    }
+    Ok(at)
 }
 
 /// A run id: what names a run in every shard's report; letters, digits, '-', '_', '.'.
@@ -218,6 +229,17 @@ mod tests {
         );
         assert!(start_at("+3days", now).is_err());
         assert!(start_at("soon", now).is_err());
+    }
+
+    #[test]
+    fn an_instant_more_than_a_day_ahead_is_refused_as_a_typo() {
+        let now = DateTime::parse_from_rfc3339("2026-12-04T10:00:00Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        assert!(start_at("9999-12-31T00:00:00Z", now).is_err());
+        assert!(start_at("2026-12-06T10:00:00Z", now).is_err());
+        assert!(start_at("2026-12-04T10:05:00Z", now).is_ok());
+        assert!(start_at("+2d", now).is_err());
     }
 
     #[test]

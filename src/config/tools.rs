@@ -199,6 +199,19 @@ impl CpuOptions {
                 if until <= from {
                     return Err(bad("--until", "must come after --from"));
                 }
+                // The counters are read at the window's edges as they pass: a window that
+                // began in the past cannot be measured, and measuring "now" instead would
+                // pass for it (a second of slack for `--from "$(date ...)"` in scripts).
+                if now - from > chrono::Duration::seconds(1) {
+                    return Err(bad(
+                        "--from",
+                        format!(
+                            "{} is in the past (it is now {}): oemputx cpu reads the counters as the window's edges pass, so give a --from still to come, e.g. +5s",
+                            from.to_rfc3339(),
+                            now.to_rfc3339()
+                        ),
+                    ));
+                }
                 Some((from, until))
             }
             None => None,

@@ -97,6 +97,71 @@ fn utc(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// The set checked: one run, one settings hash, shards 0..N each once and completed.
+/// More transactions than any real run makes (a billion a second for eleven days): a
+/// larger count is a damaged file, and sums of such counts could overflow.
+pub const MAX_TRANSACTIONS: u64 = 1_000_000_000_000_000;
+
+/// Why a shard's figures cannot be a run's, if they cannot: a count beyond
+/// [`MAX_TRANSACTIONS`], or a CPU figure negative, not finite or beyond
+/// [`super::saved::MAX_FIGURE`].
+fn implausible(r: &Report) -> Option<String> {
+    let i = &r.integrity;
+    let counts = [
+        ("transactions", r.transactions),
+        ("sent", i.sent),
+        ("received", i.received),
+        ("matched", i.matched),
+        ("unmatched", i.unmatched),
+        ("timed_out", i.timed_out),
+        ("duplicates", i.duplicates),
+        ("late", i.late),
+        ("abandoned", i.abandoned),
+    ];
+    if let Some((name, n)) = counts.iter().find(|(_, n)| *n > MAX_TRANSACTIONS) {
+        return Some(format!(
+            "{name} is {n}, beyond {MAX_TRANSACTIONS} (no run is that long)"
+        ));
+    }
+    let ok = |x: f64| x.is_finite() && (0.0..=super::saved::MAX_FIGURE).contains(&x);
+    let figures = r
+        .groups
+        .iter()
+        .flat_map(|g| {
+            [
+                (
+                    format!("group {} user_us_per_tran", g.name),
+                    g.user_us_per_tran,
+                ),
+                (
+                    format!("group {} sys_us_per_tran", g.name),
+                    g.sys_us_per_tran,
+                ),
+                (
+                    format!("group {} total_us_per_tran", g.name),
+                    g.total_us_per_tran,
+                ),
+            ]
+        })
+        .chain([
+            ("elapsed_s".to_string(), r.elapsed_s),
+            ("rate_tps".to_string(), r.rate_tps),
+        ])
+        .chain(
+            r.app_cpu
+                .total_s
+                .map(|x| ("app_cpu.total_s".to_string(), x)),
+        );
+    for (name, x) in figures {
+        if !ok(x) {
+            return Some(format!(
+                "{name} is {x:e}: a run's figures are never negative, infinite or above {:e}",
+                super::saved::MAX_FIGURE
+            ));
+        }
+    }
+    None
+}
+
 fn check(shards: &[Shard]) -> Result<(String, usize), MergeError> {
     let Some(first) = shards.first() else {
         return Err(MergeError::Incomplete("no report was given".into()));
@@ -126,6 +191,18 @@ fn check(shards: &[Shard]) -> Result<(String, usize), MergeError> {
                 s.file, i.of, first.file, head.of
             ));
         }
+        if i.index >= i.of {
+            problems.push(format!(
+                "{} says it is shard {} of {}: a shard's index is below the count",
+                s.file, i.index, i.of
+            ));
+        }
+        if let Some(why) = implausible(&s.report) {
+            return Err(MergeError::Measurement(format!(
+                "{}: {why}; the report is damaged or hand-edited, make it again",
+                s.file
+            )));
+        }
         seen.entry(i.index).or_default().push(&s.file);
         if s.report.status != crate::driver::Status::Completed {
             problems.push(format!(
@@ -142,14 +219,25 @@ fn check(shards: &[Shard]) -> Result<(String, usize), MergeError> {
     {
         return Err(MergeError::Mixed(p.clone()));
     }
-    let missing: Vec<String> = (0..head.of)
-        .filter(|i| !seen.contains_key(i))
-        .map(|i| i.to_string())
-        .collect();
-    if !missing.is_empty() {
+    // The count comes from a file: never allocate by it. The first few missing indices
+    // are named (they lie within the first `seen.len() + SHOWN` indices), the rest counted.
+    const SHOWN: usize = 10;
+    let present = seen.keys().filter(|k| **k < head.of).count();
+    let missing_count = head.of - present;
+    if missing_count > 0 {
+        let named: Vec<String> = (0..head.of)
+            .filter(|i| !seen.contains_key(i))
+            .take(SHOWN)
+            .map(|i| i.to_string())
+            .collect();
+        let more = if missing_count > named.len() {
+            format!(" and {} more", missing_count - named.len())
+        } else {
+            String::new()
+        };
         problems.insert(
             0,
-            format!("shard(s) {} of {} missing", missing.join(", "), head.of),
+            format!("shard(s) {}{more} of {} missing", named.join(", "), head.of),
         );
     }
     for (i, files) in &seen {

@@ -127,15 +127,97 @@ pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<String> {
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-/// A histogram back from [`encode_histogram`]'s text.
+/// The largest decoded histogram accepted, in bytes: a 3-significant-figure histogram of
+/// any range encodes its counts in well under this (about 54,000 counts of at most 9 bytes).
+const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
+
+/// A histogram back from [`encode_histogram`]'s text. The text comes from files other
+/// hosts wrote, so nothing is sized by what its header claims: the deflated counts are
+/// inflated through a reader bounded by [`MAX_HISTOGRAM_BYTES`], and the V2 header's
+/// length, precision and range are checked against what follows before the decoder
+/// allocates by them.
 pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
     use base64::Engine as _;
+    use std::io::Read as _;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("not base64: {e}"))?;
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    const V2: u32 = 0x1c84_9303;
+    const V2_DEFLATE: u32 = 0x1c84_9304;
+    let plain = match word(&bytes, 0) {
+        Some(V2_DEFLATE) => {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default())
+                .take(MAX_HISTOGRAM_BYTES + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("its deflated counts do not inflate: {e}"))?;
+            if out.len() as u64 > MAX_HISTOGRAM_BYTES {
+                return Err(format!(
+                    "it inflates to more than {MAX_HISTOGRAM_BYTES} bytes, more than any run's histogram"
+                ));
+            }
+            out
+        }
+        Some(V2) => bytes,
+        other => {
+            return Err(format!(
+                "not an HdrHistogram V2 encoding (cookie {:#x})",
+                other.unwrap_or(0)
+            ));
+        }
+    };
+    check_v2_header(&plain)?;
     hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut std::io::Cursor::new(bytes))
+        .deserialize(&mut std::io::Cursor::new(plain))
         .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+}
+
+/// An uncompressed V2 header's claims, against the bytes that follow it: the counts'
+/// length, at most 3 significant figures (what oemputx writes; it bounds the counts array
+/// below half a megabyte whatever the range) and a range with 1 ≤ lowest and 2 × lowest ≤
+/// highest.
+fn check_v2_header(b: &[u8]) -> Result<(), String> {
+    const HEADER: usize = 40;
+    let field = |at: usize, n: usize| -> Result<&[u8], String> {
+        b.get(at..at + n)
+            .ok_or_else(|| format!("shorter than an HdrHistogram V2 header ({HEADER} bytes)"))
+    };
+    let u32_at = |at| -> Result<u32, String> {
+        Ok(u32::from_be_bytes(
+            field(at, 4)?.try_into().map_err(|_| "header")?,
+        ))
+    };
+    let i64_at = |at| -> Result<i64, String> {
+        Ok(i64::from_be_bytes(
+            field(at, 8)?.try_into().map_err(|_| "header")?,
+        ))
+    };
+    if u32_at(0)? != 0x1c84_9303 {
+        return Err("its inflated counts are not an HdrHistogram V2 encoding".into());
+    }
+    let payload = u32_at(4)? as usize;
+    let follows = b.len().saturating_sub(HEADER);
+    if payload > follows {
+        return Err(format!(
+            "its header claims {payload} bytes of counts, but {follows} follow"
+        ));
+    }
+    let figures = u32_at(12)?;
+    if figures > 3 {
+        return Err(format!(
+            "its header claims {figures} significant figures; oemputx writes 3"
+        ));
+    }
+    let (low, high) = (i64_at(16)?, i64_at(24)?);
+    if low < 1 || high < low.saturating_mul(2) {
+        return Err(format!(
+            "its header's range [{low}, {high}] is not a histogram's"
+        ));
+    }
+    Ok(())
 }
 
 /// Name and version of the tool that wrote the report.
@@ -647,6 +729,69 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A V2 encoding whose header says `payload`, `figures`, [low, high], with `body` after
+    /// it; deflated as encode_histogram writes it when `deflate`.
+    fn forged(
+        payload: u32,
+        figures: u32,
+        (low, high): (i64, i64),
+        body: &[u8],
+        deflate: bool,
+    ) -> String {
+        use base64::Engine as _;
+        use std::io::Write as _;
+        let mut v2 = Vec::new();
+        v2.extend(0x1c84_9303u32.to_be_bytes());
+        v2.extend(payload.to_be_bytes());
+        v2.extend(0u32.to_be_bytes());
+        v2.extend(figures.to_be_bytes());
+        v2.extend(low.to_be_bytes());
+        v2.extend(high.to_be_bytes());
+        v2.extend(1.0f64.to_be_bytes());
+        v2.extend(body);
+        let bytes = if deflate {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(&v2).expect("deflate");
+            let packed = z.finish().expect("deflate");
+            let mut out = 0x1c84_9304u32.to_be_bytes().to_vec();
+            out.extend((packed.len() as u32).to_be_bytes());
+            out.extend(packed);
+            out
+        } else {
+            v2
+        };
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn a_histogram_whose_header_lies_is_refused_before_anything_is_sized_by_it() {
+        // What oemputx writes comes back.
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+            .expect("histogram");
+        for v in [1_000u64, 2_000, 50_000, 7_000_000] {
+            h.record(v).expect("record");
+        }
+        let back = decode_histogram(&encode_histogram(&h).expect("encode")).expect("decode");
+        assert_eq!(back.len(), 4);
+        assert_eq!(back.max(), h.max());
+        // A header claiming 4 GB of counts, with none after it: refused, nothing allocated.
+        for deflate in [false, true] {
+            let e = decode_histogram(&forged(u32::MAX, 3, (1, 1 << 40), &[], deflate))
+                .expect_err("lying length");
+            assert!(e.contains("claims 4294967295 bytes"), "{e}");
+        }
+        // Five significant figures over the widest range would size ~100 MB of counts.
+        let e = decode_histogram(&forged(0, 5, (1, i64::MAX / 2), &[], true)).expect_err("figures");
+        assert!(e.contains("significant figures"), "{e}");
+        let e = decode_histogram(&forged(0, 3, (0, 10), &[], false)).expect_err("range");
+        assert!(e.contains("range"), "{e}");
+        // A deflate bomb stops at the bound.
+        let e = decode_histogram(&forged(0, 3, (1, 1 << 40), &vec![0u8; 4 << 20], true))
+            .expect_err("bomb");
+        assert!(e.contains("inflates to more than"), "{e}");
+        assert!(decode_histogram("AAAA").is_err());
+    }
 
     fn round(round: usize, flow: f64, db: f64) -> RoundRow {
         RoundRow {
