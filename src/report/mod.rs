@@ -145,9 +145,11 @@ pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, Stri
     let word = |b: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
+    // The cookie's second-lowest nibble carries a word size (0x10 as hdrhistogram writes
+    // it), which the base values leave out.
     const V2: u32 = 0x1c84_9303;
     const V2_DEFLATE: u32 = 0x1c84_9304;
-    let plain = match word(&bytes, 0) {
+    let plain = match word(&bytes, 0).map(|c| c & 0xffff_ff0f) {
         Some(V2_DEFLATE) => {
             let mut out = Vec::new();
             flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default())
@@ -195,7 +197,7 @@ fn check_v2_header(b: &[u8]) -> Result<(), String> {
             field(at, 8)?.try_into().map_err(|_| "header")?,
         ))
     };
-    if u32_at(0)? != 0x1c84_9303 {
+    if u32_at(0)? & 0xffff_ff0f != 0x1c84_9303 {
         return Err("its inflated counts are not an HdrHistogram V2 encoding".into());
     }
     let payload = u32_at(4)? as usize;
