@@ -980,3 +980,29 @@ fn the_shipped_profiles_travel_with_the_binary_and_init_writes_them_to_edit() {
             .contains("MINE")
     );
 }
+
+#[test]
+fn a_profile_files_control_characters_and_workflow_commands_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("hostile.toml");
+    std::fs::write(
+        &file,
+        "[profile.\"::error::pwned\"]\nurl = \"embedded:\"\nrequest_queue = \"Q\\u001b[2J\\rX\"\n",
+    )
+    .expect("write");
+    let out = oemputx()
+        .args(["profiles", "--config"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+    assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");
+    assert!(text.contains("error::pwned"), "{text}");
+}

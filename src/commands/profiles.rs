@@ -29,15 +29,17 @@ pub fn profiles(config: Option<&Path>) -> anyhow::Result<Exit> {
                     .join(", ")
             ),
         };
+        // A profile file is anyone's text: no control character reaches the terminal.
+        let shown = |t: &str| crate::export::for_terminal(t);
         rows.push(vec![
-            k.name.clone(),
-            crate::secret::scrub(&k.profile.url),
-            k.profile.request_queue.clone().unwrap_or_else(|| {
+            shown(&k.name),
+            shown(&crate::secret::scrub(&k.profile.url)),
+            shown(&k.profile.request_queue.clone().unwrap_or_else(|| {
                 crate::transport::parse_url(&k.profile.url)
                     .map_or(DEFAULT_REQUEST_QUEUE, |e| e.kind().default_request_queue())
                     .into()
-            }),
-            from,
+            })),
+            shown(&from),
         ]);
     }
     let searched: Vec<String> = paths

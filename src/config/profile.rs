@@ -82,17 +82,23 @@ pub fn known_profiles(paths: &[PathBuf], explicit: bool) -> Result<Vec<Known>, C
         sources.push((Source::File(path.clone()), read_profiles(path)?));
     }
     sources.push((Source::BuiltIn, built_in()?));
+    // Each name's place in `known`, so that 40,000 profiles take one lookup each rather
+    // than a scan of all before them (22.6 s, issue 48).
     let mut known: Vec<Known> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (source, profiles) in sources {
         for (name, profile) in profiles {
-            match known.iter_mut().find(|k| k.name == name) {
-                Some(k) => k.overrides.push(source.clone()),
-                None => known.push(Known {
-                    name,
-                    profile,
-                    source: source.clone(),
-                    overrides: Vec::new(),
-                }),
+            match at.get(&name) {
+                Some(&i) => known[i].overrides.push(source.clone()),
+                None => {
+                    at.insert(name.clone(), known.len());
+                    known.push(Known {
+                        name,
+                        profile,
+                        source: source.clone(),
+                        overrides: Vec::new(),
+                    });
+                }
             }
         }
     }

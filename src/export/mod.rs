@@ -22,6 +22,21 @@ pub mod rows;
 pub mod sweep;
 pub mod text;
 
+/// Text from outside (a profile file, a broker, a process name) as it may reach a terminal
+/// or a CI log on one line: every control character (an escape sequence, a carriage
+/// return, a newline) becomes U+FFFD, and a leading `::` — a GitHub Actions workflow
+/// command such as `::error::` or `::add-mask::` — is broken with a zero-width space.
+pub fn for_terminal(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    match clean.strip_prefix("::") {
+        Some(rest) => format!(":\u{200b}:{rest}"),
+        None => clean,
+    }
+}
+
 /// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being
 /// written where, e.g. "writing the sweep TSV to out.tsv".
 pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
@@ -149,6 +164,18 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn text_for_a_terminal_carries_no_control_character_or_workflow_command() {
+        assert_eq!(super::for_terminal("plain name"), "plain name");
+        assert_eq!(
+            super::for_terminal("\u{1b}[2J\rname\nnext"),
+            "\u{fffd}[2J\u{fffd}name\u{fffd}next"
+        );
+        let ci = super::for_terminal("::error::pwned");
+        assert!(!ci.starts_with("::"), "{ci}");
+        assert!(ci.ends_with("error::pwned"), "{ci}");
+    }
+
     use super::write_atomic;
     use std::os::unix::fs::FileTypeExt;
 

@@ -10,11 +10,22 @@
 use crate::report::Report;
 use std::fmt::Write as _;
 
-/// A label value as OpenMetrics quotes it: backslash, double quote and newline escaped.
+/// A label value as OpenMetrics quotes it: backslash, double quote and newline escaped,
+/// and every other control character (a carriage return, an escape sequence) replaced by
+/// U+FFFD: the grammar has no escape for them, and a `\r` made whole expositions
+/// unparseable to scrapers.
 fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A sample value: finite numbers only (a NaN or infinity is left out by the callers).
@@ -238,6 +249,11 @@ mod tests {
             "# TYPE oemputx_group_cpu_seconds counter\n# UNIT oemputx_group_cpu_seconds seconds\n"
         ));
         assert!(t.ends_with("# EOF\n"));
+        // A carriage return or an escape sequence in a name cannot break the exposition.
+        assert_eq!(
+            label("a\rb\u{1b}[31mc\td"),
+            "a\u{fffd}b\u{fffd}[31mc\u{fffd}d"
+        );
         assert_eq!(value(2.0), "2.0");
         assert_eq!(value(0.875), "0.875");
     }
