@@ -1006,3 +1006,31 @@ fn a_profile_files_control_characters_and_workflow_commands_never_reach_the_term
     assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");
     assert!(text.contains("error::pwned"), "{text}");
 }
+
+#[test]
+fn a_process_that_names_itself_a_workflow_command_is_shown_defused() {
+    // Any local user can name a process: here "::error::" and an escape sequence.
+    let mut named = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '::error::\\033[2Jx' > /proc/$$/comm; while :; do :; done",
+        ])
+        .spawn()
+        .expect("sh starts");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = oemputx()
+        .args(["--count", "300", "--no-save"])
+        .args(["--group", &format!("NAMED=pid:{}", named.id())])
+        .output()
+        .expect("runs");
+    let _ = named.kill();
+    let _ = named.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("error::"), "the process row is there: {text}");
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with("::")),
+        "{text}"
+    );
+}

@@ -72,10 +72,12 @@ fn member_rows(o: &mut String, r: &CpuSection) {
     for line in cpu_lines(r.processes, r.groups) {
         match line {
             CpuLine::Member(p) => {
-                let name = if p.name.chars().count() > 24 {
-                    format!("{}~", p.name.chars().take(23).collect::<String>())
+                // A process names itself: any local user's text, never raw on a terminal.
+                let shown = super::for_terminal(&p.name);
+                let name = if shown.chars().count() > 24 {
+                    format!("{}~", shown.chars().take(23).collect::<String>())
                 } else {
-                    p.name.clone()
+                    shown
                 };
                 let _ = writeln!(
                     o,
@@ -155,7 +157,14 @@ fn totals(o: &mut String, r: &CpuSection) {
         let top: Vec<String> = other
             .top
             .iter()
-            .map(|t| format!("{}.{} {:.2}", t.name, t.pid, t.us_per_tran))
+            .map(|t| {
+                format!(
+                    "{}.{} {:.2}",
+                    super::for_terminal(&t.name),
+                    t.pid,
+                    t.us_per_tran
+                )
+            })
             .collect();
         let _ = writeln!(
             o,
