@@ -928,3 +928,55 @@ fn a_run_that_cannot_be_gated_is_refused_before_measuring_and_the_ci_page_says_w
     let junit = std::fs::read_to_string(d.join("refused.xml")).expect("JUnit written");
     assert!(junit.contains("--current"), "{junit}");
 }
+
+#[test]
+fn a_group_named_with_control_characters_or_workflow_commands_is_shown_defused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let evil = "EVIL\u{1}\n::add-mask::x";
+    let rename = |path: &Path| {
+        let mut j: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+        let fix = |groups: &mut Value| {
+            for g in groups.as_array_mut().into_iter().flatten() {
+                if g["name"] != "DRIVER" {
+                    g["name"] = Value::from(evil);
+                }
+            }
+        };
+        fix(&mut j["groups"]);
+        for r in j["rounds"].as_array_mut().into_iter().flatten() {
+            fix(&mut r["groups"]);
+        }
+        std::fs::write(path, j.to_string()).expect("write");
+    };
+    let base = report(dir.path(), "base.json", 1.0, 10, &[]);
+    let cur = report(dir.path(), "cur.json", 1.5, 10, &[]);
+    rename(&base);
+    rename(&cur);
+    let junit = dir.path().join("gate.xml");
+    let out = gate(&base, &cur)
+        .arg("--github")
+        .arg("--export-junit")
+        .arg(&junit)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("EVIL"), "{stdout}");
+    // Only oemputx's own annotations start a line with "::" (the runner reads commands at
+    // a line's start only): the name's newline is gone, its "::" left mid-line.
+    for l in stdout.lines() {
+        assert!(
+            !l.trim_start().starts_with("::")
+                || l.starts_with("::error title=oemputx gate")
+                || l.starts_with("::warning title=oemputx gate"),
+            "{l}"
+        );
+    }
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    assert!(
+        !xml.chars()
+            .any(|c| (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r')),
+        "a character XML 1.0 forbids: {xml:?}"
+    );
+}

@@ -167,8 +167,10 @@ fn print_reach(
     let n = history.runs.len();
     let hosts = hosts(history, current);
     let mut parts = Vec::new();
-    for (m, t) in metrics {
-        let metric = Metric::named(m);
+    for (name, t) in metrics {
+        let metric = Metric::named(name);
+        // Group names come from saved reports: never raw on a terminal or a CI log.
+        let m = crate::export::for_terminal(name);
         let figures = run_figures(history, &metric)?;
         if let Some(p) = Prediction::of(&figures) {
             parts.push(match p.reach(*t) {

@@ -72,7 +72,8 @@ pub fn rows(o: &Outcome) -> Vec<Vec<String>> {
     ];
     for d in &o.decisions {
         out.push(vec![
-            d.metric.clone(),
+            // Group names come from saved reports: anyone's text.
+            super::for_terminal(&d.metric),
             format!("{:.2}", d.base_median),
             format!("{:.2}", d.current_median),
             pct(d.ratio),
@@ -102,7 +103,7 @@ pub fn render_text(o: &Outcome) -> String {
         cells::text(&rows(o))
     );
     for (metric, note) in notes(o) {
-        s.push_str(&format!("\n{metric}: {note}"));
+        s.push_str(&format!("\n{}: {note}", super::for_terminal(metric)));
     }
     s.push_str(&format!("\n\nVerdict: {}\n", o.verdict.as_str()));
     s
@@ -146,7 +147,7 @@ pub fn render_github(o: &Outcome) -> String {
         }
         lines.push(format!(
             "::{kind} title=oemputx gate {what}: {} {}::{}",
-            d.metric,
+            super::for_github_property(&super::for_terminal(&d.metric)),
             pct(d.ratio).replace('%', "%25"),
             detail
                 .replace('%', "%25")
@@ -198,7 +199,7 @@ fn junit_case(w: &mut Xml, name: &str, body: impl FnOnce(&mut Xml)) {
     use quick_xml::events::{BytesEnd, BytesStart, Event};
     let mut case = BytesStart::new("testcase");
     case.push_attribute(("classname", "oemputx.gate"));
-    case.push_attribute(("name", name));
+    case.push_attribute(("name", super::for_xml(name).as_str()));
     let _ = w.write_event(Event::Start(case));
     body(w);
     let _ = w.write_event(Event::End(BytesEnd::new("testcase")));
@@ -208,11 +209,12 @@ fn junit_case(w: &mut Xml, name: &str, body: impl FnOnce(&mut Xml)) {
 fn junit_text(w: &mut Xml, tag: &str, attrs: &[(&str, &str)], text: &str) {
     use quick_xml::events::{BytesEnd, BytesStart, BytesText, Event};
     let mut e = BytesStart::new(tag);
-    for a in attrs {
-        e.push_attribute(*a);
+    for (k, v) in attrs {
+        e.push_attribute((*k, super::for_xml(v).as_str()));
     }
     let _ = w.write_event(Event::Start(e));
-    let _ = w.write_event(Event::Text(BytesText::new(text)));
+    let text = super::for_xml(text);
+    let _ = w.write_event(Event::Text(BytesText::new(&text)));
     let _ = w.write_event(Event::End(BytesEnd::new(tag)));
 }
 
@@ -228,7 +230,12 @@ pub fn render_junit(o: &Outcome) -> String {
     junit_suite(&counts, |w| {
         for d in &o.decisions {
             junit_case(w, &d.metric, |w| {
-                let message = format!("{} {}: {}", d.metric, d.verdict.as_str(), evidence(d));
+                let message = super::for_xml(&format!(
+                    "{} {}: {}",
+                    d.metric,
+                    d.verdict.as_str(),
+                    evidence(d)
+                ));
                 match d.verdict {
                     Verdict::Regression => {
                         let mut f = BytesStart::new("failure");

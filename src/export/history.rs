@@ -104,7 +104,7 @@ pub fn render_text(o: &Outcome, name: &str) -> String {
 pub fn recent_step_line(c: &ChangePoint, runs: usize, file: &str) -> String {
     format!(
         "{}: main's history stepped {} at run {} of {runs} (index {}, {}): the baseline spans it, so its median and drift mix the levels before and after; `oemputx history {file}` shows the series\n",
-        c.metric,
+        super::for_terminal(&c.metric),
         pct(c.change_pct),
         c.index + 1,
         c.index,

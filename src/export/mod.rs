@@ -37,6 +37,31 @@ pub fn for_terminal(text: &str) -> String {
     }
 }
 
+/// Text from outside as XML 1.0 may carry it: the characters the standard forbids (C0
+/// controls but tab, newline and carriage return; U+FFFE, U+FFFF) become U+FFFD. The XML
+/// writer escapes markup; this keeps a group name with a control character from making
+/// the whole JUnit file ill-formed.
+pub fn for_xml(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
+/// A GitHub Actions workflow command's property value (`title=…`), escaped as the runner
+/// reads it: `%`, CR, LF, `:` and `,` percent-encoded, so that a name cannot end the
+/// property or start another command.
+pub fn for_github_property(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+        .replace(':', "%3A")
+        .replace(',', "%2C")
+}
+
 /// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being
 /// written where, e.g. "writing the sweep TSV to out.tsv".
 pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
@@ -164,6 +189,18 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn xml_and_workflow_properties_carry_no_character_that_breaks_them() {
+        assert_eq!(
+            super::for_xml("a\u{1}b\tc\u{ffff}"),
+            "a\u{fffd}b\tc\u{fffd}"
+        );
+        assert_eq!(
+            super::for_github_property("Q:M,G%\n::error::x"),
+            "Q%3AM%2CG%25%0A%3A%3Aerror%3A%3Ax"
+        );
+    }
+
     #[test]
     fn text_for_a_terminal_carries_no_control_character_or_workflow_command() {
         assert_eq!(super::for_terminal("plain name"), "plain name");
