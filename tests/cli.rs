@@ -993,14 +993,10 @@ fn a_profile_files_control_characters_and_workflow_commands_never_reach_the_term
     let out = oemputx()
         .args(["profiles", "--config"])
         .arg(&file)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     assert!(!text.lines().any(|l| l.starts_with("::")), "{text}");

@@ -433,17 +433,11 @@ fn a_comparison_of_saved_runs_writes_the_json_it_is_asked_for() {
     for name in ["a.json", "b.json"] {
         embedded_run(d, &["--export-json", name]);
     }
-    let out = oemputx()
+    oemputx()
         .current_dir(d)
         .args(["compare", "a.json", "b.json", "--export-json", "cmp.json"])
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("cmp.json")).expect("written"))
             .expect("JSON");

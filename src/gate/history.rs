@@ -24,7 +24,7 @@
 //! runs to judge by: the rounds rule of [`super::stored`] decides, and [`super::first`]
 //! lets its regression stand only beyond a measured bound on the drift between runs.
 
-use super::statistics::median;
+use super::statistics::{median, robust_log_sd};
 use super::{Decision, Verdict, Worse};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -53,8 +53,7 @@ impl Prediction {
         }
         let logs: Vec<f64> = run_figures.iter().map(|x| x.ln()).collect();
         let centre = median(&logs);
-        let dev: Vec<f64> = logs.iter().map(|x| (x - centre).abs()).collect();
-        let mad = 1.4826 * median(&dev);
+        let mad = robust_log_sd(run_figures)?;
         let mean = logs.iter().sum::<f64>() / n as f64;
         let sd = (logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
         let spread = sd.max(mad);

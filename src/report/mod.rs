@@ -142,14 +142,11 @@ pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, Stri
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| format!("not base64: {e}"))?;
-    let word = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
     // The cookie's second-lowest nibble carries a word size (0x10 as hdrhistogram writes
     // it), which the base values leave out.
     const V2: u32 = 0x1c84_9303;
     const V2_DEFLATE: u32 = 0x1c84_9304;
-    let plain = match word(&bytes, 0).map(|c| c & 0xffff_ff0f) {
+    let plain = match be_bytes::<4>(&bytes, 0).map(|c| u32::from_be_bytes(c) & 0xffff_ff0f) {
         Some(V2_DEFLATE) => {
             let mut out = Vec::new();
             flate2::read::ZlibDecoder::new(bytes.get(8..).unwrap_or_default())
@@ -177,43 +174,41 @@ pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, Stri
         .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
 }
 
+/// `N` bytes of `b` from `at`, for a big-endian number (None past the end).
+fn be_bytes<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
+    b.get(at..at + N)?.try_into().ok()
+}
+
 /// An uncompressed V2 header's claims, against the bytes that follow it: the counts'
 /// length, at most 3 significant figures (what oemputx writes; it bounds the counts array
 /// below half a megabyte whatever the range) and a range with 1 ≤ lowest and 2 × lowest ≤
 /// highest.
 fn check_v2_header(b: &[u8]) -> Result<(), String> {
     const HEADER: usize = 40;
-    let field = |at: usize, n: usize| -> Result<&[u8], String> {
-        b.get(at..at + n)
-            .ok_or_else(|| format!("shorter than an HdrHistogram V2 header ({HEADER} bytes)"))
-    };
-    let u32_at = |at| -> Result<u32, String> {
-        Ok(u32::from_be_bytes(
-            field(at, 4)?.try_into().map_err(|_| "header")?,
-        ))
-    };
-    let i64_at = |at| -> Result<i64, String> {
-        Ok(i64::from_be_bytes(
-            field(at, 8)?.try_into().map_err(|_| "header")?,
-        ))
-    };
-    if u32_at(0)? & 0xffff_ff0f != 0x1c84_9303 {
+    if b.len() < HEADER {
+        return Err(format!(
+            "shorter than an HdrHistogram V2 header ({HEADER} bytes)"
+        ));
+    }
+    let u32_at = |at| be_bytes::<4>(b, at).map_or(0, u32::from_be_bytes);
+    let i64_at = |at| be_bytes::<8>(b, at).map_or(0, i64::from_be_bytes);
+    if u32_at(0) & 0xffff_ff0f != 0x1c84_9303 {
         return Err("its inflated counts are not an HdrHistogram V2 encoding".into());
     }
-    let payload = u32_at(4)? as usize;
+    let payload = u32_at(4) as usize;
     let follows = b.len().saturating_sub(HEADER);
     if payload > follows {
         return Err(format!(
             "its header claims {payload} bytes of counts, but {follows} follow"
         ));
     }
-    let figures = u32_at(12)?;
+    let figures = u32_at(12);
     if figures > 3 {
         return Err(format!(
             "its header claims {figures} significant figures; oemputx writes 3"
         ));
     }
-    let (low, high) = (i64_at(16)?, i64_at(24)?);
+    let (low, high) = (i64_at(16), i64_at(24));
     if low < 1 || high < low.saturating_mul(2) {
         return Err(format!(
             "its header's range [{low}, {high}] is not a histogram's"
