@@ -42,7 +42,7 @@ fn outcome() -> Exit {
 }
 
 fn run() -> anyhow::Result<Exit> {
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let matches = oemputx::cli::command().get_matches();
     let cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // One policy for every command: at most one output on stdout, and then nothing else.

@@ -9,8 +9,18 @@
 //! flows for minutes, write through the same `export::outputs::Outputs`; their JSON on
 //! stdout is checked in tests/sweep_compare.rs.
 
+use oemputx::config::formats::{Format, ResultKind};
 use oemputx_test_support::*;
 use std::path::Path;
+
+/// The formats `kind` writes, by the name this file's flags and shapes use: the table
+/// under test is the library's own, so that a format added to a result is tested here.
+fn formats_of(kind: ResultKind) -> Vec<&'static str> {
+    kind.formats()
+        .iter()
+        .map(|f| f.id().trim_start_matches("export_"))
+        .collect()
+}
 
 /// What a format's text must be, and its shape.
 fn shape(format: &str, text: &str) -> Result<String, String> {
@@ -211,44 +221,43 @@ fn every_output_of_every_command_on_stdout_is_that_format_alone_and_a_file_gets_
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
     saved_inputs(d);
-    let from_files: [(&str, Vec<String>, &[&str]); 4] = [
+    let from_files: [(&str, Vec<String>, ResultKind); 4] = [
         (
             "compare",
             strings(&["compare", "a.json", "b.json"]),
-            &["json", "tsv", "markdown", "html"],
+            ResultKind::Compare,
         ),
         (
             "gate",
             strings(&["gate", "--baseline", "history.json", "--current", "b.json"]),
-            &["markdown", "junit", "bmf", "gha", "json", "html"],
+            ResultKind::Gate,
         ),
-        (
-            "merge",
-            strings(&["merge", "shards"]),
-            &["json", "tsv", "html"],
-        ),
+        ("merge", strings(&["merge", "shards"]), ResultKind::Merge),
         (
             "history",
             strings(&["history", "history.json"]),
-            &["json", "html"],
+            ResultKind::History,
         ),
     ];
-    for (what, args, formats) in &from_files {
-        check(d, what, args, formats, true);
+    for (what, args, kind) in &from_files {
+        check(d, what, args, &formats_of(*kind), true);
     }
     let run = strings(&["--count", "300", "--rounds", "1", "--no-save"]);
-    check(
-        d,
-        "run",
-        &run,
-        &["json", "tsv", "csv", "markdown", "openmetrics", "html"],
-        false,
-    );
+    check(d, "run", &run, &formats_of(ResultKind::Run), false);
     let me = format!("ME=pid:{}", std::process::id());
     let account = strings(&["account", "--group", &me, "--messages", "10", "--", "true"]);
-    check(d, "account", &account, &["json"], false);
+    check(
+        d,
+        "account",
+        &account,
+        &formats_of(ResultKind::Account),
+        false,
+    );
     // A window still to come for each run (one in the past is refused).
     let cpu = strings(&["cpu", "--group", &me, "--from", "+1s", "--until", "+2s"]);
+    // The window's JSON; its OpenMetrics is the watch's, rewritten every interval (a file
+    // only, checked in tests/cli.rs).
+    assert_eq!(formats_of(ResultKind::Cpu), ["json", "openmetrics"]);
     check(d, "cpu", &cpu, &["json"], false);
 }
 
@@ -278,8 +287,25 @@ fn measured_pub_sub_and_matrix_outputs_on_stdout_are_that_format_alone() {
         dir.path(),
         "pubsub",
         &pubsub,
-        &["json", "tsv", "markdown", "html"],
+        &formats_of(ResultKind::Pubsub),
         false,
+    );
+    // Its rounds and its capacity search: each is a result of its own (JSON).
+    let mut rounds = pubsub.clone();
+    rounds.extend(strings(&["--rounds", "2"]));
+    on_stdout(
+        dir.path(),
+        "pubsub --rounds",
+        &rounds,
+        &formats_of(ResultKind::PubsubRounds),
+    );
+    let mut capacity = pubsub.clone();
+    capacity.extend(strings(&["--find-capacity", "--rate", "200"]));
+    on_stdout(
+        dir.path(),
+        "pubsub --find-capacity",
+        &capacity,
+        &formats_of(ResultKind::PubsubCapacity),
     );
     let matrix = strings(&[
         "matrix",
@@ -297,7 +323,7 @@ fn measured_pub_sub_and_matrix_outputs_on_stdout_are_that_format_alone() {
         dir.path(),
         "matrix",
         &matrix,
-        &["json", "tsv", "svg", "html"],
+        &formats_of(ResultKind::Matrix),
         false,
     );
 }
@@ -449,4 +475,80 @@ fn a_comparison_of_saved_runs_writes_the_json_it_is_asked_for() {
         .expect("the corrected total");
     assert!(flow["cells"][0]["change_pct"].is_null(), "{flow}");
     assert!(flow["cells"][1]["change_pct"].is_f64(), "{flow}");
+}
+
+/// Options that would start each command (against port 1, where nothing listens, and files
+/// that do not exist): a format checked any later would fail differently.
+fn starting(kind: ResultKind) -> Vec<&'static str> {
+    const NOBODY: &str = "amqp://guest:guest@127.0.0.1:1/%2f";
+    match kind {
+        ResultKind::Run => vec!["--count", "1", "--qmgr", NOBODY],
+        ResultKind::Cpu => vec!["cpu", "--group", "ME=pid:1"],
+        ResultKind::Account => vec!["account", "--messages", "1", "--group", "ME=pid:1"],
+        ResultKind::Sweep => vec![
+            "sweep",
+            "--flow-cmd",
+            "sample-flow --echo",
+            "--tasks",
+            "1",
+            "--qmgr",
+            NOBODY,
+        ],
+        ResultKind::Compare => vec!["compare", "a.json", "b.json"],
+        ResultKind::Gate => vec!["gate", "--baseline", "a.json", "--current", "b.json"],
+        ResultKind::Pubsub => vec!["pubsub", "--qmgr", NOBODY],
+        ResultKind::PubsubRounds => vec!["pubsub", "--qmgr", NOBODY, "--rounds", "2"],
+        ResultKind::PubsubCapacity => vec!["pubsub", "--qmgr", NOBODY, "--find-capacity"],
+        ResultKind::Matrix => vec!["matrix", "--qmgr", NOBODY],
+        ResultKind::Merge => vec!["merge", "a.json"],
+        ResultKind::History => vec!["history", "a.json"],
+    }
+}
+
+#[test]
+fn a_format_a_result_does_not_have_is_refused_naming_those_it_has_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut tried = 0;
+    for kind in ResultKind::ALL {
+        for f in Format::ALL.iter().filter(|f| !kind.formats().contains(f)) {
+            let mut args = starting(kind);
+            args.extend([f.flag(), "out.x"]);
+            if kind == ResultKind::Account {
+                args.extend(["--", "true"]);
+            }
+            let out = oemputx()
+                .current_dir(dir.path())
+                .args(&args)
+                .timeout(std::time::Duration::from_secs(20))
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("writes no {}", f.name())) && err.contains(f.flag()),
+                "{args:?}: {err}"
+            );
+            for has in kind.formats() {
+                assert!(
+                    err.contains(has.flag()),
+                    "{args:?} names {}: {err}",
+                    has.flag()
+                );
+            }
+            assert!(!dir.path().join("out.x").exists(), "{args:?} wrote out.x");
+            tried += 1;
+        }
+    }
+    assert!(tried > 50, "{tried}");
+    // Help shows each command the flags it takes, and only those.
+    let help = |args: &[&str]| {
+        let out = oemputx().args(args).arg("--help").output().expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let compare = help(&["compare"]);
+    assert!(compare.contains("--export-markdown") && !compare.contains("--export-csv"));
+    let gate = help(&["gate"]);
+    assert!(gate.contains("--export-junit") && !gate.contains("--export-tsv"));
+    let run = help(&[]);
+    assert!(run.contains("--export-openmetrics") && !run.contains("--export-junit"));
 }

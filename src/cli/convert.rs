@@ -65,12 +65,12 @@ impl RunArgs {
             rate: self.rate,
             accounting: accounting(&self.groups, &self.source, &self.ratio, self.no_groups),
             outputs: OutputOptions {
-                export_json: self.export_json.clone(),
-                export_tsv: self.export_tsv.clone(),
-                export_csv: self.export_csv.clone(),
-                export_markdown: self.export_markdown.clone(),
-                export_openmetrics: self.export_openmetrics.clone(),
-                export_html: self.export_html.clone(),
+                export_json: self.outputs.export_json.clone(),
+                export_tsv: self.outputs.export_tsv.clone(),
+                export_csv: self.outputs.export_csv.clone(),
+                export_markdown: self.outputs.export_markdown.clone(),
+                export_openmetrics: self.outputs.export_openmetrics.clone(),
+                export_html: self.outputs.export_html.clone(),
                 save_baseline: self.save_baseline.clone(),
                 delimiter: self.delimiter,
                 decimal_comma: self.decimal_comma,
@@ -98,7 +98,10 @@ impl SweepArgs {
         SweepOptions {
             flow_cmd: self.flow_cmd.clone(),
             modes: self.modes.clone(),
-            chart: self.chart.clone(),
+            chart: self
+                .chart
+                .clone()
+                .or_else(|| self.run.outputs.export_svg.clone()),
             tasks: self.run.tasks.clone(),
             run: self
                 .run
@@ -116,12 +119,7 @@ impl GateArgs {
     pub fn outputs(&self) -> GateOutputs {
         GateOutputs {
             github: self.github,
-            markdown: self.export_markdown.clone(),
-            junit: self.export_junit.clone(),
-            bmf: self.export_bmf.clone(),
-            gha: self.export_gha.clone(),
-            json: self.export_json.clone(),
-            html: self.export_html.clone(),
+            exports: self.outputs.exports(),
         }
     }
 
@@ -171,10 +169,7 @@ impl PubsubArgs {
             select_by: self.select_by,
             drain_timeout: self.drain_timeout.into(),
             accounting: accounting(&self.groups, &self.source, &self.ratio, false),
-            export_json: self.export_json.clone(),
-            export_tsv: self.export_tsv.clone(),
-            export_markdown: self.export_markdown.clone(),
-            export_html: self.export_html.clone(),
+            exports: self.outputs.exports(),
             no_save: self.save.no_save,
             reports_dir: self.save.reports_dir.clone(),
             rounds: self.rounds,
@@ -195,10 +190,7 @@ impl MatrixArgs {
             declare: self.declare,
             pattern: self.pattern.clone(),
             accounting: accounting(&self.groups, &self.source, &self.ratio, false),
-            export_json: self.export_json.clone(),
-            export_tsv: self.export_tsv.clone(),
-            export_svg: self.export_svg.clone(),
-            export_html: self.export_html.clone(),
+            exports: self.outputs.exports(),
         }
     }
 }
@@ -211,9 +203,9 @@ impl CpuArgs {
             interval: self.interval.map(Duration::from),
             count: self.count,
             tsv: self.tsv,
-            openmetrics: self.export_openmetrics.clone(),
+            openmetrics: self.outputs.export_openmetrics.clone(),
             window: self.from.clone().zip(self.until.clone()),
-            window_json: self.export_json.clone(),
+            window_json: self.outputs.export_json.clone(),
             cpu_source: self.source.cpu_source,
         }
     }
@@ -224,7 +216,7 @@ impl AccountArgs {
         AccountOptions {
             messages: self.messages,
             accounting: accounting(&self.groups, &self.source, &self.ratio, false),
-            export_json: self.export_json.clone(),
+            exports: self.outputs.exports(),
             command: self.command.clone(),
         }
     }
@@ -245,10 +237,7 @@ impl CompareArgs {
             floor_us: self.floor_us,
             control: self.control.clone(),
             force: self.force,
-            export_tsv: self.export_tsv.clone(),
-            export_markdown: self.export_markdown.clone(),
-            export_json: self.export_json.clone(),
-            export_html: self.export_html.clone(),
+            exports: self.outputs.exports(),
         })
     }
 }

@@ -5,6 +5,7 @@
 pub mod convert;
 
 pub use crate::accounting::snapshot::CpuSource;
+pub use crate::config::formats::{Format, ResultKind};
 pub use crate::config::sweep::SweepMode;
 pub use crate::transport::MatchMode;
 use clap::{Args, Parser, Subcommand};
@@ -21,6 +22,27 @@ pub struct Cli {
 
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+impl Cli {
+    /// The result the command line asks for and its outputs (`None`: profiles, init).
+    pub fn outputs(&self) -> Option<(ResultKind, &OutputArgs)> {
+        Some(match &self.command {
+            None => (ResultKind::Run, &self.run.outputs),
+            Some(Command::Cpu(a)) => (ResultKind::Cpu, &a.outputs),
+            Some(Command::Account(a)) => (ResultKind::Account, &a.outputs),
+            Some(Command::Sweep(a)) => (ResultKind::Sweep, &a.run.outputs),
+            Some(Command::Compare(a)) => (ResultKind::Compare, &a.outputs),
+            Some(Command::Gate(a)) => (ResultKind::Gate, &a.outputs),
+            Some(Command::Pubsub(a)) if a.find_capacity => (ResultKind::PubsubCapacity, &a.outputs),
+            Some(Command::Pubsub(a)) if a.rounds > 1 => (ResultKind::PubsubRounds, &a.outputs),
+            Some(Command::Pubsub(a)) => (ResultKind::Pubsub, &a.outputs),
+            Some(Command::Matrix(a)) => (ResultKind::Matrix, &a.outputs),
+            Some(Command::Merge(a)) => (ResultKind::Merge, &a.outputs),
+            Some(Command::History(a)) => (ResultKind::History, &a.outputs),
+            Some(Command::Profiles(_) | Command::Init(_)) => return None,
+        })
+    }
 }
 
 /// The `--export-*` options given `-` (stdout), by their flag names, from the command
@@ -121,14 +143,8 @@ pub struct HistoryArgs {
     /// by default what the gate gates: every group but DRIVER, and the CPU total.
     #[arg(long, value_name = "NAME")]
     pub metric: Vec<String>,
-    /// Write the change points as JSON (schema oemputx.change-points/1; `-` for stdout,
-    /// which then carries the JSON only).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write them as one self-contained HTML file: each series charted, its change points
-    /// marked.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 /// Options of `oemputx merge`.
@@ -141,15 +157,8 @@ pub struct MergeArgs {
     /// --until END --export-json FILE`, instead of a shard run with --measure.
     #[arg(long, value_name = "FILE")]
     pub cpu: Option<PathBuf>,
-    /// Write the merged report as JSON (schema oemputx.report/2; `-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write it as TSV.
-    #[arg(long, value_name = "PATH")]
-    pub export_tsv: Option<PathBuf>,
-    /// Write it as one self-contained HTML file.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Do not print the text report.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -227,6 +236,108 @@ pub struct SaveArgs {
     pub reports_dir: PathBuf,
 }
 
+/// The outputs, the same flags for every command: each command writes the formats its
+/// result has ([`ResultKind::formats`]); a format it has not is refused before anything
+/// runs, naming those it has. `-` is stdout (one output at most), which then carries that
+/// output alone. Help shows each command the flags it takes.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Write the result as JSON to PATH (`-` for stdout); the file names its schema.
+    #[arg(long, value_name = "PATH")]
+    pub export_json: Option<PathBuf>,
+    /// Write the result as tab-separated values for a spreadsheet (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_tsv: Option<PathBuf>,
+    /// Write the result as CSV, RFC 4180 (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the summary and tables as Markdown, e.g. for a CI job summary
+    /// ($GITHUB_STEP_SUMMARY; `-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_markdown: Option<PathBuf>,
+    /// Write OpenMetrics text (Prometheus; node_exporter's textfile collector reads it):
+    /// CPU seconds as counters, µs/tran or CPUs busy as gauges (`-` for stdout). `cpu`
+    /// rewrites the file after every --interval.
+    #[arg(long, value_name = "PATH")]
+    pub export_openmetrics: Option<PathBuf>,
+    /// Write the result as one self-contained HTML file with its charts, to send (no
+    /// network needed to open it).
+    #[arg(long, value_name = "PATH")]
+    pub export_html: Option<PathBuf>,
+    /// Write the result's chart as SVG (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_svg: Option<PathBuf>,
+    /// Write JUnit XML: one test case per metric, a failure per regression.
+    #[arg(long, value_name = "PATH")]
+    pub export_junit: Option<PathBuf>,
+    /// Write the current medians in Bencher Metric Format.
+    #[arg(long, value_name = "PATH")]
+    pub export_bmf: Option<PathBuf>,
+    /// Write github-action-benchmark's customSmallerIsBetter JSON.
+    #[arg(long, value_name = "PATH")]
+    pub export_gha: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The path given for `format`, if any.
+    pub fn path(&self, format: Format) -> Option<&PathBuf> {
+        match format {
+            Format::Json => self.export_json.as_ref(),
+            Format::Tsv => self.export_tsv.as_ref(),
+            Format::Csv => self.export_csv.as_ref(),
+            Format::Markdown => self.export_markdown.as_ref(),
+            Format::OpenMetrics => self.export_openmetrics.as_ref(),
+            Format::Html => self.export_html.as_ref(),
+            Format::Svg => self.export_svg.as_ref(),
+            Format::Junit => self.export_junit.as_ref(),
+            Format::Bmf => self.export_bmf.as_ref(),
+            Format::Gha => self.export_gha.as_ref(),
+        }
+    }
+
+    /// Every output asked for, with its path.
+    pub fn given(&self) -> Vec<(Format, &std::path::Path)> {
+        Format::ALL
+            .iter()
+            .filter_map(|&f| self.path(f).map(|p| (f, p.as_path())))
+            .collect()
+    }
+
+    /// The outputs asked for, by format.
+    pub fn exports(&self) -> crate::config::formats::Exports {
+        crate::config::formats::Exports::new(
+            self.given().into_iter().map(|(f, p)| (f, p.to_path_buf())),
+        )
+    }
+
+    /// Refuse a format `kind` is not written in, naming those it is (before anything runs).
+    pub fn check(&self, kind: ResultKind) -> Result<(), crate::config::ConfigError> {
+        kind.check(&self.given())
+    }
+}
+
+/// The command line with each subcommand's help showing only the `--export-*` flags its
+/// result writes (the others still parse, to be refused by [`OutputArgs::check`] with the
+/// formats that command has, rather than by clap's bare "unexpected argument").
+pub fn command() -> clap::Command {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    for kind in ResultKind::ALL.into_iter().filter(|k| !k.is_variant()) {
+        let hide = |mut c: clap::Command| {
+            for f in Format::ALL {
+                if !kind.formats().contains(&f) {
+                    c = c.mut_arg(f.id(), |a| a.hide(true));
+                }
+            }
+            c
+        };
+        cmd = match kind.subcommand() {
+            "" => hide(cmd),
+            sub => cmd.mut_subcommand(sub, hide),
+        };
+    }
+    cmd
+}
+
 /// Options of `oemputx matrix`.
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
@@ -256,18 +367,8 @@ pub struct MatrixArgs {
     pub source: SourceArgs,
     #[command(flatten)]
     pub ratio: RatioArgs,
-    /// Write the matrix as JSON (schema oemputx.matrix/1) to PATH (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write the matrix as TSV to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub export_tsv: Option<PathBuf>,
-    /// Write a bar chart of the cells (SVG) to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub export_svg: Option<PathBuf>,
-    /// Write the matrix as one self-contained HTML file with its chart, to send.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 /// Options of `oemputx pubsub`.
@@ -329,19 +430,8 @@ pub struct PubsubArgs {
     pub source: SourceArgs,
     #[command(flatten)]
     pub ratio: RatioArgs,
-    /// Write the report as JSON (schema oemputx.pubsub/1) to PATH (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write the per-subscriber rows as TSV to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub export_tsv: Option<PathBuf>,
-    /// Write the summary and the subscriber table as Markdown to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    /// Write the run as one self-contained HTML file with its charts (rates side by side,
-    /// backlog over time, CPU per message), to send.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     #[command(flatten)]
     pub save: SaveArgs,
     /// Run the same window this many times and report each round and the spread of the CPU
@@ -433,25 +523,8 @@ pub struct GateArgs {
     /// Print GitHub Actions annotations (::error / ::warning, at most ten).
     #[arg(long)]
     pub github: bool,
-    /// Write the verdict as Markdown (for $GITHUB_STEP_SUMMARY).
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per metric, a failure per regression.
-    #[arg(long, value_name = "PATH")]
-    pub export_junit: Option<PathBuf>,
-    /// Write the current medians in Bencher Metric Format.
-    #[arg(long, value_name = "PATH")]
-    pub export_bmf: Option<PathBuf>,
-    /// Write github-action-benchmark's customSmallerIsBetter JSON.
-    #[arg(long, value_name = "PATH")]
-    pub export_gha: Option<PathBuf>,
-    /// Write the verdicts as JSON.
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write the verdict as one self-contained HTML file: each metric's interval against
-    /// the tolerance, to send.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// --instructions: save flow A's counts here as the baseline of later gates (on main);
     /// a branch then gives --flow-b and --baseline PATH, and only its flow is counted.
     #[arg(long, value_name = "PATH", requires = "instructions")]
@@ -481,8 +554,9 @@ pub struct SweepArgs {
         default_value = "threads,processes"
     )]
     pub modes: Vec<SweepMode>,
-    /// Also write the SVG chart here (it is always saved in the reports folder unless --no-save).
-    #[arg(long, value_name = "PATH")]
+    /// Also write the SVG chart here, as --export-svg does (it is always saved in the
+    /// reports folder unless --no-save).
+    #[arg(long, value_name = "PATH", conflicts_with = "export_svg")]
     pub chart: Option<PathBuf>,
     /// Stop adding rounds after this long; each N's ratio is then reported with the
     /// interval it has.
@@ -541,18 +615,8 @@ pub struct CompareArgs {
     /// transport.
     #[arg(long)]
     pub force: bool,
-    /// Also write the table as TSV, one value per cell (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_tsv: Option<PathBuf>,
-    /// Also write the table as Markdown (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-    /// Live: write the comparison as JSON (schema oemputx.compare/1; `-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
-    /// Write the comparison as one self-contained HTML file with its charts, to send.
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Live: the run options (after --) of one round, e.g. -- --qmgr RABBIT --count 2000.
     #[arg(last = true, value_name = "RUN OPTIONS")]
     pub run: Vec<String>,
@@ -572,11 +636,8 @@ pub struct CpuArgs {
     /// Tab-separated values (units in the column names) instead of a table.
     #[arg(long)]
     pub tsv: bool,
-    /// With --interval: rewrite this file (atomically) after every interval as OpenMetrics
-    /// text: each group's CPU seconds since the watch began (counters) and CPUs busy in the
-    /// last interval (gauge), for node_exporter's textfile collector or any Prometheus.
-    #[arg(long, value_name = "PATH", requires = "interval")]
-    pub export_openmetrics: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// Measure one window: snapshot the groups at this instant (RFC 3339, or +DURATION from
     /// now) and again at --until; the CPU of each group in between, for `oemputx merge --cpu`
     /// (the run's shared processes measured once for all shards).
@@ -590,10 +651,6 @@ pub struct CpuArgs {
     /// The window's end (RFC 3339, or +DURATION from now).
     #[arg(long, value_name = "TIME", requires = "from")]
     pub until: Option<String>,
-    /// With --from/--until: write the window as JSON (schema oemputx.cpu-window/1; `-` for
-    /// stdout).
-    #[arg(long, value_name = "PATH", requires = "from")]
-    pub export_json: Option<PathBuf>,
     #[command(flatten)]
     pub source: SourceArgs,
 }
@@ -611,9 +668,8 @@ pub struct AccountArgs {
     pub source: SourceArgs,
     #[command(flatten)]
     pub ratio: RatioArgs,
-    /// Write the result as JSON (schema oemputx.account/1) to PATH (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     /// The load driver and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -761,22 +817,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub ratio: RatioArgs,
 
-    /// Write the report as JSON (schema oemputx.report/2) to PATH (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// Write the report as JSON to PATH as the gate's baseline (run it with --rounds 5 or
     /// more: the gate compares rounds).
     #[arg(long, value_name = "PATH")]
     pub save_baseline: Option<PathBuf>,
-
-    /// Write the report as tab-separated values for a spreadsheet (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_tsv: Option<PathBuf>,
-
-    /// Write the report as CSV, RFC 4180 (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_csv: Option<PathBuf>,
 
     /// CSV field delimiter, e.g. ';' for spreadsheets that use decimal commas.
     #[arg(long, value_name = "CHAR", default_value = ",")]
@@ -785,21 +832,6 @@ pub struct RunArgs {
     /// Write decimal commas in TSV and CSV (e.g. 41,20 instead of 41.20).
     #[arg(long)]
     pub decimal_comma: bool,
-
-    /// Write the summary and tables as Markdown, e.g. for a CI job summary (`-` for stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_markdown: Option<PathBuf>,
-
-    /// Write the run's summary as OpenMetrics text (Prometheus; node_exporter's textfile
-    /// collector reads it): per-group CPU seconds as counters, µs/tran as gauges (`-` for
-    /// stdout).
-    #[arg(long, value_name = "PATH")]
-    pub export_openmetrics: Option<PathBuf>,
-
-    /// Write the report as one self-contained HTML file with its charts, to send (no
-    /// network needed to open it; also saved in the reports folder).
-    #[arg(long, value_name = "PATH")]
-    pub export_html: Option<PathBuf>,
 
     #[command(flatten)]
     pub save: SaveArgs,

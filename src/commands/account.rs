@@ -5,7 +5,7 @@ use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::ConfigError;
 use crate::config::tools::AccountConfig;
 use crate::exit::Exit;
-use crate::export::write_atomic;
+use crate::export::outputs::{Outputs, Style};
 use crate::report::Host;
 use crate::report::account::AccountReport;
 use crate::window::Window;
@@ -119,30 +119,9 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
 
 /// The JSON file first (a full or closed stdout cannot lose it), then the text.
 fn write(args: &AccountConfig, report: &AccountReport) -> anyhow::Result<()> {
-    let o = crate::export::account::text(report);
-    let to_stdout = args
-        .export_json
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == "-");
-    let json = serde_json::to_string_pretty(report)? + "\n";
-    let mut failed = Vec::new();
-    if let Some(path) = args.export_json.as_ref().filter(|_| !to_stdout)
-        && let Err(e) = write_atomic(path, json.as_bytes())
-    {
-        failed.push(format!(
-            "writing the account JSON to {}: {e}",
-            path.display()
-        ));
-    }
-    if to_stdout {
-        crate::say_raw!("{o}");
-        if let Err(e) = crate::export::print_output(&json) {
-            failed.push(format!("{e:#}"));
-        }
-    } else if let Err(e) = crate::export::print_stdout(&o) {
-        failed.push(format!("{e:#}"));
-    }
-    crate::export::all_written(failed)
+    let mut out = Outputs::new();
+    out.artifact(report, &args.exports, &Style::default());
+    out.finish(Some(&crate::export::account::text(report)))
 }
 
 /// Wait for the command; on Ctrl-C or SIGTERM pass the signal on to it and wait at most

@@ -9,6 +9,8 @@
 use crate::config::compare::{CompareConfig, CompareOutputs, LiveCompare};
 use crate::exit::Exit;
 use crate::experiment::{Experiment, Figures, Look};
+use crate::export::compare::SavedComparison;
+use crate::export::outputs::{Outputs, Style};
 use crate::export::{self, cells};
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
@@ -57,26 +59,12 @@ fn saved(reports: &[PathBuf], force: bool, args: &CompareOutputs) -> anyhow::Res
         text.push_str(&diffs.join("\n"));
         text.push('\n');
     }
-    let mut out = export::outputs::Outputs::new();
-    out.write_opt(&args.tsv, "the comparison TSV", || {
-        Ok(cells::delimited(
-            &crate::export::compare::saved_tsv_rows(&runs),
-            b'\t',
-        )?)
-    });
-    out.write_opt(&args.markdown, "the comparison Markdown", || {
-        Ok(cells::markdown(&rows))
-    });
-    out.write_opt(&args.json, "the comparison JSON", || {
-        Ok(format!(
-            "{:#}\n",
-            crate::export::compare::saved_json(&runs, &diffs)
-        ))
-    });
-    #[cfg(feature = "html")]
-    out.write_opt(&args.html, "the comparison HTML", || {
-        Ok(export::html::compare::saved(&runs, &rows))
-    });
+    let mut out = Outputs::new();
+    let comparison = SavedComparison {
+        runs: &runs,
+        forced_differences: &diffs,
+    };
+    out.artifact(&comparison, args, &Style::default());
     out.finish(Some(&text))?;
     Ok(Exit::Ok)
 }
@@ -279,22 +267,9 @@ fn measure_live(l: &LiveCompare, interrupt: Arc<AtomicBool>) -> anyhow::Result<E
 
 /// The live comparison: the files asked for first, then stdout.
 fn write_live(c: &Comparison, o: &CompareOutputs) -> anyhow::Result<()> {
-    let text = export::compare::live_text(c);
-    let json = serde_json::to_string_pretty(c)? + "\n";
-    let tsv = cells::delimited(&export::compare::live_tsv_rows(c), b'\t')?;
-    let mut md = cells::markdown(&export::compare::live_rows(c));
-    if let Some(p) = &c.partial {
-        md = format!("**{}**\n\n{md}", p.line());
-    }
-    #[cfg(feature = "html")]
-    let html = export::html::compare::live(c);
-    let mut out = export::outputs::Outputs::new();
-    out.write_opt(&o.json, "the comparison JSON", || Ok(json.clone()));
-    out.write_opt(&o.tsv, "the comparison TSV", || Ok(tsv.clone()));
-    out.write_opt(&o.markdown, "the comparison Markdown", || Ok(md.clone()));
-    #[cfg(feature = "html")]
-    out.write_opt(&o.html, "the comparison HTML", || Ok(html.clone()));
-    out.finish(Some(&text))
+    let mut out = Outputs::new();
+    out.artifact(c, o, &Style::default());
+    out.finish(Some(&export::compare::live_text(c)))
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //! [`crate::gate`] decide, and writes the verdict in the formats asked for.
 
 use crate::config::compare::FLOOR_US;
+use crate::config::formats::Format;
 use crate::config::gate::{Current, GateConfig};
 use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
 use crate::export;
-use crate::export::gate::{
-    render_bmf, render_gha, render_github, render_junit, render_markdown, render_text,
-};
+use crate::export::gate::{render_github, render_text};
+use crate::export::outputs::{Outputs, Style};
 use crate::gate::first::{self, Bound, Hosts};
 use crate::gate::history::{self, MIN_RUNS, Prediction};
 use crate::gate::statistics::median;
@@ -265,41 +265,15 @@ fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Sa
 
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
 pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
-    let args = &cfg.outputs;
     // Files first, each failure named without stopping the others; stdout last, so that a
     // full or closed stdout loses none of them.
-    let mut failed = Vec::new();
-    let mut write = |path: &Option<std::path::PathBuf>,
-                     what: &str,
-                     body: &dyn Fn() -> anyhow::Result<String>| {
-        let Some(path) = path else { return };
-        let written =
-            body().and_then(|b| export::write_output(path, &format!("the gate's {what}"), &b));
-        if let Err(e) = written {
-            failed.push(format!("{e:#}"));
-        }
-    };
-    write(&args.markdown, "Markdown", &|| Ok(render_markdown(outcome)));
-    write(&args.junit, "JUnit XML", &|| Ok(render_junit(outcome)));
-    write(&args.bmf, "Bencher metrics", &|| render_bmf(outcome));
-    write(&args.gha, "github-action-benchmark JSON", &|| {
-        render_gha(outcome)
-    });
-    write(&args.json, "JSON", &|| {
-        Ok(serde_json::to_string_pretty(outcome)?)
-    });
-    #[cfg(feature = "html")]
-    write(&args.html, "HTML", &|| {
-        Ok(export::html::gate::render(outcome))
-    });
-    let mut stdout = render_text(outcome);
-    if args.github {
-        stdout.push_str(&render_github(outcome));
+    let mut out = Outputs::new();
+    out.artifact(outcome, &cfg.outputs.exports, &Style::default());
+    let mut text = render_text(outcome);
+    if cfg.outputs.github {
+        text.push_str(&render_github(outcome));
     }
-    if let Err(e) = crate::export::print_stdout(&stdout) {
-        failed.push(format!("{e:#}"));
-    }
-    export::all_written(failed)
+    out.finish(Some(&text))
 }
 
 /// A gate that ends without a verdict (exit 1, 2 or 130) still writes the step summary,
@@ -308,12 +282,16 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
 pub fn write_failure(outputs: &crate::config::gate::GateOutputs, exit: Exit, why: &str) {
     let code = exit as i32;
     let mut out = export::outputs::Outputs::new();
-    out.write_opt(&outputs.markdown, "the gate's Markdown", || {
-        Ok(export::gate::render_failure_markdown(code, why))
-    });
-    out.write_opt(&outputs.junit, "the gate's JUnit XML", || {
-        Ok(export::gate::render_failure_junit(code, why))
-    });
+    out.write(
+        outputs.exports.get(Format::Markdown),
+        "the gate's Markdown",
+        || Ok(export::gate::render_failure_markdown(code, why)),
+    );
+    out.write(
+        outputs.exports.get(Format::Junit),
+        "the gate's JUnit XML",
+        || Ok(export::gate::render_failure_junit(code, why)),
+    );
     if outputs.github {
         crate::out!("{}", export::gate::render_failure_github(code, why));
     }

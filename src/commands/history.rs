@@ -6,17 +6,18 @@
 use crate::cli::HistoryArgs;
 use crate::exit::Exit;
 use crate::export;
+use crate::export::history::ChangePoints;
+use crate::export::outputs::{Outputs, Style};
 use crate::gate::change_points::RECENT_RUNS;
 use crate::gate::change_points::outcome::{Outcome, Runs};
 use crate::gate::stored;
 use crate::report::history::History;
 use crate::report::saved::{Metric, ReportFileError};
-use anyhow::Context;
 use std::path::Path;
 
 /// `oemputx history FILE`.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
-    crate::config::outputs::check_built("--export-html", args.export_html.as_deref())?;
+    crate::config::outputs::check_built("--export-html", args.outputs.export_html.as_deref())?;
     let h = History::load(&args.file)?;
     // The gate's own choice, checked as the gate checks it; the newest run stands in for the
     // gate's current one.
@@ -24,42 +25,15 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
     let outcome = search(&h, metrics.iter().map(|(m, _)| m.as_str()))?;
     let name = h.name();
     let text = export::history::render_text(&outcome, &name);
-    let json = serde_json::to_string_pretty(&outcome).context("encoding the change points")? + "\n";
-    let to_stdout =
-        |p: &Option<std::path::PathBuf>| p.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    // Files first, each failure named without stopping the others; stdout last.
-    let mut failed = Vec::new();
-    let files = [
-        (&args.export_json, "the change points' JSON", json),
-        #[cfg(feature = "html")]
-        (
-            &args.export_html,
-            "the change points' HTML",
-            export::html::history::render(&outcome, &name),
-        ),
-    ];
-    for (path, what, body) in files.iter().filter(|(p, ..)| !to_stdout(p)) {
-        if let Some(path) = path
-            && let Err(e) = export::write_output(path, what, body)
-        {
-            failed.push(format!("{e:#}"));
-        }
-    }
-    // With `--export-json -`, stdout carries the JSON only and the text goes to stderr
-    // (the JSON first when both ask for it).
-    let machine = files
-        .iter()
-        .find(|(p, ..)| to_stdout(p))
-        .map(|(.., body)| body.clone());
-    if let Err(e) = export::print_stdout(&text) {
-        failed.push(format!("{e:#}"));
-    }
-    if let Some(body) = machine
-        && let Err(e) = export::print_output(&body)
-    {
-        failed.push(format!("{e:#}"));
-    }
-    export::all_written(failed)?;
+    // Files first, each failure named without stopping the others; the text, then an
+    // output on stdout, last (with `--export-json -` the text goes to stderr).
+    let mut out = Outputs::new();
+    let points = ChangePoints {
+        outcome: &outcome,
+        name: &name,
+    };
+    out.artifact(&points, &args.outputs.exports(), &Style::default());
+    out.finish(Some(&text))?;
     Ok(Exit::Ok)
 }
 

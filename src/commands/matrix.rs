@@ -10,9 +10,9 @@
 use super::pubsub::{broker, measure};
 use crate::config::tools::MatrixConfig;
 use crate::exit::Exit;
-use crate::export::outputs::Outputs;
+use crate::export::outputs::{Outputs, Style};
 use crate::report::matrix::{Cell, Matrix, MatrixPartial, SCHEMA};
-use anyhow::Context;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -232,20 +232,7 @@ pub fn matrix(m: &MatrixConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 
 /// Every file asked for; returns the failures, each named (one does not stop the others).
 fn write_exports(mc: &MatrixConfig, matrix: &Matrix) -> Outputs {
-    let m = &mc.options;
     let mut out = Outputs::new();
-    out.write_opt(&m.export_json, "the matrix JSON", || {
-        Ok(serde_json::to_string_pretty(matrix)? + "\n")
-    });
-    out.write_opt(&m.export_svg, "the matrix chart", || {
-        crate::export::matrix::svg(matrix).context("drawing the matrix chart")
-    });
-    out.write_opt(&m.export_tsv, "the matrix TSV", || {
-        Ok(crate::export::matrix::tsv(matrix))
-    });
-    #[cfg(feature = "html")]
-    out.write_opt(&m.export_html, "the matrix HTML", || {
-        Ok(crate::export::html::matrix::render(matrix))
-    });
+    out.artifact(matrix, &mc.options.exports, &Style::default());
     out
 }

@@ -77,15 +77,12 @@ fn refuse_overwriting_inputs(
         .iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
-    let outputs = [
-        ("--export-json", &args.export_json),
-        ("--export-tsv", &args.export_tsv),
-        ("--export-html", &args.export_html),
-    ];
-    for (flag, path) in outputs {
-        let Some(path) = path.as_deref().filter(|p| *p != Path::new("-")) else {
+    let exports = args.outputs.exports();
+    for (format, path) in exports.given() {
+        let flag = format.flag();
+        if path == Path::new("-") {
             continue;
-        };
+        }
         if std::fs::canonicalize(path).is_ok_and(|c| inputs.contains(&c)) {
             return Err(crate::config::ConfigError::BadValue {
                 flag,
@@ -120,9 +117,9 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     let merged = merge_shards(shards, cpu)?;
     let options = crate::config::RunOptions {
         outputs: crate::config::OutputOptions {
-            export_json: args.export_json.clone(),
-            export_tsv: args.export_tsv.clone(),
-            export_html: args.export_html.clone(),
+            export_json: args.outputs.export_json.clone(),
+            export_tsv: args.outputs.export_tsv.clone(),
+            export_html: args.outputs.export_html.clone(),
             no_save: true,
             quiet: args.quiet,
             ..crate::config::OutputOptions::default()

@@ -4,8 +4,10 @@
 use crate::accounting::selector;
 use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::ConfigError;
+use crate::config::formats::Format;
 use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
+use crate::export::outputs::{Artifact as _, Outputs, Style};
 use crate::pubsub::Broker;
 use crate::pubsub::engine::{self, Pacing};
 use crate::pubsub::report::{
@@ -226,21 +228,21 @@ fn rounds(
         },
         rounds: &all,
     };
-    let text = serde_json::to_string_pretty(&json)? + "\n";
+    let mut out = Outputs::new();
     if let Some(dir) = &args.save_dir {
-        let stamp = now_stamp();
-        crate::export::save_in_folder(
+        let text = json.render(Format::Json, &Style::default())?;
+        let saved = crate::export::save_in_folder(
             dir,
-            &stamp,
+            &now_stamp(),
             "pubsub-rounds",
             &[("json", "the pub/sub rounds JSON", text.as_str())],
-        )?;
+        );
+        if let Err(e) = saved {
+            out.failed(format!("{e:#}"));
+        }
     }
-    if let Some(path) = &args.export_json {
-        let mut out = crate::export::outputs::Outputs::new();
-        out.write(Some(path), "the pub/sub JSON", || Ok(text.clone()));
-        out.finish(None)?;
-    }
+    out.artifact(&json, &args.exports, &Style::default());
+    out.finish(None)?;
     Ok(if all.iter().any(|r| r.interrupted) {
         Exit::Interrupted
     } else if all.iter().all(PubSubReport::complete) {
@@ -300,24 +302,21 @@ fn find_capacity(
             "Capacity: not found: even the first step did not keep up; start lower with --rate"
         ),
     }
-    if let Some(path) = &args.export_json {
-        let json = PubSubCapacity {
-            schema: CAPACITY_SCHEMA,
-            capacity_mps: best.map(|(_, r)| r.publish_mps),
-            steps: steps
-                .iter()
-                .map(|(rate, r)| CapacityStep {
-                    rate_asked: *rate,
-                    sustained: sustained(r),
-                    report: r,
-                })
-                .collect(),
-        };
-        let text = serde_json::to_string_pretty(&json)? + "\n";
-        let mut out = crate::export::outputs::Outputs::new();
-        out.write(Some(path), "the pub/sub JSON", || Ok(text.clone()));
-        out.finish(None)?;
-    }
+    let json = PubSubCapacity {
+        schema: CAPACITY_SCHEMA,
+        capacity_mps: best.map(|(_, r)| r.publish_mps),
+        steps: steps
+            .iter()
+            .map(|(rate, r)| CapacityStep {
+                rate_asked: *rate,
+                sustained: sustained(r),
+                report: r,
+            })
+            .collect(),
+    };
+    let mut out = Outputs::new();
+    out.artifact(&json, &args.exports, &Style::default());
+    out.finish(None)?;
     Ok(if steps.iter().any(|(_, r)| r.interrupted) {
         Exit::Interrupted
     } else if best.is_some() {
@@ -331,34 +330,30 @@ fn find_capacity(
 /// the text and the output on stdout, if one is.
 fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
     let text = crate::export::pubsub::text(report);
-    let json = serde_json::to_string_pretty(report)? + "\n";
-    let tsv = crate::export::cells::delimited(&crate::export::pubsub::rows(report), b'\t')?;
-    let md = crate::export::pubsub::markdown(report);
-    #[cfg(feature = "html")]
-    let html = crate::export::html::pubsub::render(report);
-    let mut out = crate::export::outputs::Outputs::new();
-    out.write_opt(&args.export_json, "the pub/sub JSON", || Ok(json.clone()));
-    out.write_opt(&args.export_tsv, "the pub/sub TSV", || Ok(tsv.clone()));
-    out.write_opt(&args.export_markdown, "the pub/sub Markdown", || {
-        Ok(md.clone())
-    });
-    #[cfg(feature = "html")]
-    out.write_opt(&args.export_html, "the pub/sub HTML", || Ok(html.clone()));
+    let mut out = Outputs::new();
+    out.artifact(report, &args.exports, &Style::default());
     if let Some(dir) = &args.save_dir {
-        let stamp = now_stamp();
-        crate::export::save_in_folder(
-            dir,
-            &stamp,
-            "pubsub",
-            &[
-                ("txt", "the pub/sub text report", text.as_str()),
-                ("tsv", "the pub/sub TSV", tsv.as_str()),
-                ("json", "the pub/sub JSON", json.as_str()),
-                ("md", "the pub/sub Markdown", md.as_str()),
-                #[cfg(feature = "html")]
-                ("html", "the pub/sub HTML", html.as_str()),
-            ],
-        )?;
+        let style = Style::default();
+        let mut files = Vec::new();
+        for (ext, format) in [
+            ("tsv", Format::Tsv),
+            ("json", Format::Json),
+            ("md", Format::Markdown),
+            #[cfg(feature = "html")]
+            ("html", Format::Html),
+        ] {
+            files.push((ext, format, report.render(format, &style)?));
+        }
+        let mut named: Vec<(&str, &str, &str)> =
+            vec![("txt", "the pub/sub text report", text.as_str())];
+        named.extend(
+            files
+                .iter()
+                .map(|(ext, f, body)| (*ext, f.name(), body.as_str())),
+        );
+        if let Err(e) = crate::export::save_in_folder(dir, &now_stamp(), "pubsub", &named) {
+            out.failed(format!("{e:#}"));
+        }
     }
     out.finish(Some(&text))
 }

@@ -2,14 +2,16 @@
 //! options name, and an exit code from how the run ended.
 
 use crate::config::RunConfig;
+use crate::config::formats::Format;
 use crate::driver::Status;
 use crate::exit::Exit;
-use crate::export::{self, delimited::Format};
+use crate::export;
+use crate::export::outputs::{Artifact as _, Outputs, Style};
 use crate::measure::measure;
 use crate::report::Report;
 use crate::report::history::{self, History};
 use crate::report::saved::ReportFileError;
-use anyhow::Context;
+
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -71,109 +73,35 @@ pub fn exit_of(status: Status) -> Exit {
     }
 }
 
-/// The report in every format a run writes (the optional ones only when asked for).
-struct Rendered {
-    json: String,
-    tsv: String,
-    csv: String,
-    markdown: String,
-    text: String,
-    #[cfg(feature = "html")]
-    html: String,
-    openmetrics: String,
-}
-
-fn render_all(cfg: &RunConfig, report: &Report) -> anyhow::Result<Rendered> {
-    let e = &cfg.exports;
-    let json = export::json::render(report).context("encoding the JSON report")?;
-    let tsv_format = Format {
-        delimiter: b'\t',
-        decimal_comma: e.decimal_comma,
-    };
-    let tsv = export::delimited::render(report, tsv_format).context("encoding the TSV report")?;
-    let csv = match &e.csv {
-        Some(_) => export::delimited::render(
-            report,
-            Format {
-                delimiter: e.delimiter,
-                decimal_comma: e.decimal_comma,
-            },
-        )
-        .context("encoding the CSV report")?,
-        None => String::new(),
-    };
-    let markdown = e
-        .markdown
-        .as_ref()
-        .map(|_| export::markdown::render(report))
-        .unwrap_or_default();
-    let openmetrics = e
-        .openmetrics
-        .as_ref()
-        .map(|_| export::openmetrics::run(report))
-        .unwrap_or_default();
-    Ok(Rendered {
-        json,
-        tsv,
-        csv,
-        markdown,
-        text: export::text::render(report),
-        #[cfg(feature = "html")]
-        html: export::html::run::render(report),
-        openmetrics,
-    })
-}
-
 /// Write the report to every file the options name, then to stdout (unless --quiet): a
 /// stdout that is full or closed can no longer lose the files. A file that cannot be
 /// written does not stop the others; the error names every one that failed.
 pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
     let e = &cfg.exports;
-    let is_stdout = |p: &std::path::Path| p.as_os_str() == "-";
-    let Rendered {
-        json,
-        tsv,
-        csv,
-        markdown,
-        text,
-        #[cfg(feature = "html")]
-        html,
-        openmetrics,
-    } = render_all(cfg, report)?;
+    let style = Style {
+        delimiter: e.delimiter,
+        decimal_comma: e.decimal_comma,
+    };
+    let json = report.render(Format::Json, &style)?;
+    let mut out = Outputs::new();
     // The baseline: this run appended to main's history in that file.
-    let mut failed: Vec<String> = Vec::new();
     let mut baseline_error = None;
     if let Some(path) = &cfg.save_baseline {
         match append_to_history(path, report, &json) {
             Ok(Ok(())) => {}
             Ok(Err(err)) => {
-                failed.push(format!("{err:#}"));
+                out.failed(format!("{err:#}"));
                 baseline_error = Some(err);
             }
-            Err(err) => failed.push(format!("{err:#}")),
+            Err(err) => out.failed(format!("{err:#}")),
         }
     }
-    // (path, what, body) of every output the options name.
-    let mut outputs: Vec<(&std::path::Path, &str, &str)> = Vec::new();
-    for (path, what, body) in [
-        (&cfg.export_json, "JSON", json.as_str()),
-        (&e.tsv, "TSV", tsv.as_str()),
-        (&e.csv, "CSV", csv.as_str()),
-        (&e.markdown, "Markdown", markdown.as_str()),
-        (&e.openmetrics, "OpenMetrics", openmetrics.as_str()),
-        #[cfg(feature = "html")]
-        (&e.html, "HTML", html.as_str()),
-    ] {
-        if let Some(p) = path {
-            outputs.push((p.as_path(), what, body));
-        }
-    }
-    for (path, what, body) in outputs.iter().filter(|(p, ..)| !is_stdout(p)) {
-        if let Err(err) = export::write_output(path, &format!("the {what} report"), body) {
-            failed.push(format!("{err:#}"));
-        }
-    }
+    out.artifact(report, &cfg.outputs(), &style);
+    let text = export::text::render(report);
     if let Some(dir) = &e.save_dir {
+        let tsv = report.render(Format::Tsv, &style)?;
+        #[cfg(feature = "html")]
+        let html = report.render(Format::Html, &style)?;
         let files = [
             ("txt", "the text report", text.as_str()),
             ("tsv", "the TSV report", tsv.as_str()),
@@ -181,32 +109,19 @@ pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
             #[cfg(feature = "html")]
             ("html", "the HTML report", html.as_str()),
         ];
-        failed.extend(save_in_reports_dir(dir, report, &files, &json));
-    }
-    // Stdout last. Keep it clean for a machine format when one goes there.
-    let machine = outputs.iter().find(|(p, ..)| is_stdout(p));
-    if !cfg.quiet {
-        if machine.is_some() {
-            crate::say_raw!("{text}");
-        } else if let Err(err) = export::print_stdout(&text) {
-            failed.push(format!("{err:#}"));
+        for failure in save_in_reports_dir(dir, report, &files, &json) {
+            out.failed(failure);
         }
     }
-    if let Some((_, _, body)) = machine
-        && let Err(err) = export::print_output(body)
-    {
-        failed.push(format!("{err:#}"));
-    }
+    // Stdout last: the text (to stderr when an output holds stdout), then that output.
+    let failed = out.finish_failures((!cfg.quiet).then_some(text.as_str()));
     match (failed.is_empty(), baseline_error) {
         (true, _) => Ok(()),
         // The user's file (exit 2), once everything else is safe.
         (false, Some(err)) if failed.len() == 1 => {
             Err(anyhow::Error::new(err).context("every other output was written"))
         }
-        _ => Err(anyhow::anyhow!(
-            "{}; every other output was written",
-            failed.join("; ")
-        )),
+        _ => export::all_written(failed),
     }
 }
 

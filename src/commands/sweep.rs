@@ -7,18 +7,18 @@
 //! bars. The flow gets its mode in `OEMPUTX_SWEEP_MODE` (`threads` or `processes`).
 
 use crate::config::RunConfig;
+use crate::config::formats::{Exports, Format};
 use crate::config::sweep::{SweepConfig, SweepMode};
 use crate::exit::Exit;
 use crate::experiment::{Design, Experiment, Figures, Look, MetricSpec, Rule, median_interval};
 use crate::export;
-use crate::export::outputs::Outputs;
-use crate::export::sweep::{render_svg, render_text, rows};
+use crate::export::outputs::{Artifact as _, Outputs, Style};
+use crate::export::sweep::render_text;
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
 use crate::report::sweep::{GroupFigure, ModeRatio, Point, RunShape, SCHEMA, Sweep, words};
-use anyhow::Context;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -316,46 +316,41 @@ fn look_line(sc: &SweepConfig, look: &Look, elapsed: std::time::Duration) -> Str
 }
 
 fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result<()> {
+    let style = Style {
+        delimiter: cfg.exports.delimiter,
+        decimal_comma: false,
+    };
     let text = render_text(s);
-    let json = serde_json::to_string_pretty(s).context("encoding the sweep as JSON")?;
-    let tsv = export::cells::delimited(&rows(s), b'\t')?;
-    let svg = render_svg(s).context("drawing the sweep chart")?;
-    let e = &cfg.exports;
     // Files first, each failure named without stopping the others: a full or closed stdout
-    // cannot lose them.
+    // cannot lose them. The chart's path is --chart or --export-svg.
+    let mut exports: Vec<(Format, std::path::PathBuf)> = cfg
+        .outputs()
+        .given()
+        .map(|(f, p)| (f, p.to_path_buf()))
+        .collect();
+    exports.extend(sc.chart.clone().map(|p| (Format::Svg, p)));
     let mut out = Outputs::new();
-    out.write_opt(&cfg.export_json, "the sweep JSON", || Ok(json.clone()));
-    out.write_opt(&e.tsv, "the sweep TSV", || Ok(tsv.clone()));
-    out.write_opt(&e.csv, "the sweep CSV", || {
-        Ok(export::cells::delimited(&rows(s), e.delimiter)?)
-    });
-    out.write_opt(&e.markdown, "the sweep Markdown", || {
-        Ok(format!(
-            "### oemputx sweep: {}\n\n{}{}",
-            s.flow_cmd,
-            s.partial
-                .as_ref()
-                .map_or_else(String::new, |p| format!("**{}**\n\n", p.line())),
-            export::cells::markdown(&rows(s))
-        ))
-    });
-    out.write_opt(&sc.chart, "the sweep chart", || Ok(svg.clone()));
-    #[cfg(feature = "html")]
-    let html = export::html::sweep::render(s);
-    #[cfg(feature = "html")]
-    out.write_opt(&e.html, "the sweep HTML", || Ok(html.clone()));
-    if let Some(dir) = &e.save_dir {
-        let files = [
-            ("txt", "the sweep text", text.as_str()),
-            ("tsv", "the sweep TSV", tsv.as_str()),
-            ("json", "the sweep JSON", json.as_str()),
-            ("svg", "the sweep chart", svg.as_str()),
+    out.artifact(s, &Exports::new(exports), &style);
+    if let Some(dir) = &cfg.exports.save_dir {
+        let mut rendered = Vec::new();
+        for (ext, format) in [
+            ("tsv", Format::Tsv),
+            ("json", Format::Json),
+            ("svg", Format::Svg),
             #[cfg(feature = "html")]
-            ("html", "the sweep HTML", html.as_str()),
-        ];
-        match export::save_in_folder(dir, &s.start_utc, &s.label, &files) {
+            ("html", Format::Html),
+        ] {
+            rendered.push((ext, format.name(), s.render(format, &style)?));
+        }
+        let mut named = vec![("txt", "the sweep text", text.as_str())];
+        named.extend(
+            rendered
+                .iter()
+                .map(|(ext, what, b)| (*ext, *what, b.as_str())),
+        );
+        match export::save_in_folder(dir, &s.start_utc, &s.label, &named) {
             Ok(base) if !cfg.quiet => {
-                let kinds: Vec<&str> = files.iter().map(|(ext, ..)| *ext).collect();
+                let kinds: Vec<&str> = named.iter().map(|(ext, ..)| *ext).collect();
                 crate::say!("sweep: saved {}.{{{}}}", base.display(), kinds.join(","));
             }
             Ok(_) => {}

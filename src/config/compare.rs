@@ -3,6 +3,7 @@
 //! arm in one window, in interleaved rounds, by the experiment engine.
 
 use super::flow_command::FlowCommand;
+use super::formats::Exports;
 use super::gate::parse_tolerance;
 use super::options::RunOptions;
 use super::{ConfigError, RunConfig, bad};
@@ -41,10 +42,8 @@ pub struct CompareOptions {
     /// The control group of the pairs, or `none`.
     pub control: String,
     pub force: bool,
-    pub export_tsv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-    pub export_json: Option<PathBuf>,
-    pub export_html: Option<PathBuf>,
+    /// The outputs asked for (a comparison's formats: JSON, TSV, Markdown, HTML).
+    pub exports: Exports,
 }
 
 impl Default for CompareOptions {
@@ -61,22 +60,13 @@ impl Default for CompareOptions {
             floor_us: FLOOR_US,
             control: "DRIVER".into(),
             force: false,
-            export_tsv: None,
-            export_markdown: None,
-            export_json: None,
-            export_html: None,
+            exports: Exports::default(),
         }
     }
 }
 
 /// Where a comparison's tables go besides stdout.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CompareOutputs {
-    pub tsv: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
-    pub json: Option<PathBuf>,
-    pub html: Option<PathBuf>,
-}
+pub type CompareOutputs = Exports;
 
 /// A comparison, checked.
 #[derive(Debug, Clone)]
@@ -120,12 +110,7 @@ pub struct LiveCompare {
 impl CompareOptions {
     pub fn build(&self) -> Result<CompareConfig, ConfigError> {
         super::outputs::check(
-            &[
-                ("--export-tsv", self.export_tsv.as_deref()),
-                ("--export-markdown", self.export_markdown.as_deref()),
-                ("--export-json", self.export_json.as_deref()),
-                ("--export-html", self.export_html.as_deref()),
-            ],
+            &self.exports.by_flag(),
             None,
             &self
                 .reports
@@ -133,12 +118,7 @@ impl CompareOptions {
                 .map(PathBuf::as_path)
                 .collect::<Vec<_>>(),
         )?;
-        let outputs = CompareOutputs {
-            tsv: self.export_tsv.clone(),
-            markdown: self.export_markdown.clone(),
-            json: self.export_json.clone(),
-            html: self.export_html.clone(),
-        };
+        let outputs = self.exports.clone();
         let live = self.flow_cmd.is_some() || !self.settings.is_empty() || !self.flows.is_empty();
         if !live {
             if self.reports.len() < 2 {

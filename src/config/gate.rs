@@ -4,6 +4,7 @@
 //! settled here too; [`crate::gate`] decides, [`crate::commands`] runs and prints.
 
 use super::flow_command::FlowCommand;
+use super::formats::Exports;
 use super::options::RunOptions;
 use super::{ConfigError, RunConfig, RunLength, bad};
 use serde::Deserialize;
@@ -80,12 +81,9 @@ impl Default for GateOptions {
 pub struct GateOutputs {
     /// GitHub Actions annotations on stdout.
     pub github: bool,
-    pub markdown: Option<PathBuf>,
-    pub junit: Option<PathBuf>,
-    pub bmf: Option<PathBuf>,
-    pub gha: Option<PathBuf>,
-    pub json: Option<PathBuf>,
-    pub html: Option<PathBuf>,
+    /// The files asked for (the gate's formats: JSON, Markdown, HTML, JUnit XML, Bencher
+    /// Metric Format, github-action-benchmark JSON).
+    pub exports: Exports,
 }
 
 /// A gate, checked.
@@ -263,19 +261,9 @@ impl GateOptions {
             .chain(&self.rejudge)
             .map(PathBuf::as_path)
             .collect();
-        super::outputs::check(
-            &[
-                ("--export-markdown", o.markdown.as_deref()),
-                ("--export-junit", o.junit.as_deref()),
-                ("--export-bmf", o.bmf.as_deref()),
-                ("--export-gha", o.gha.as_deref()),
-                ("--export-json", o.json.as_deref()),
-                ("--export-html", o.html.as_deref()),
-                ("--save-baseline", self.save_baseline.as_deref()),
-            ],
-            None,
-            &inputs,
-        )?;
+        let mut outputs = o.exports.by_flag();
+        outputs.push(("--save-baseline", self.save_baseline.as_deref()));
+        super::outputs::check(&outputs, None, &inputs)?;
         let (mode, fallback) = if !self.rejudge.is_empty() {
             (
                 GateMode::Rejudge(self.rejudge.clone()),

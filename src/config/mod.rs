@@ -5,6 +5,7 @@
 mod build;
 pub mod compare;
 pub mod flow_command;
+pub mod formats;
 pub mod gate;
 pub mod options;
 pub mod outputs;
@@ -157,6 +158,24 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The outputs asked for, by format (the reports folder and the baseline apart).
+    pub fn outputs(&self) -> formats::Exports {
+        use formats::Format;
+        let e = &self.exports;
+        formats::Exports::new(
+            [
+                (Format::Json, &self.export_json),
+                (Format::Tsv, &e.tsv),
+                (Format::Csv, &e.csv),
+                (Format::Markdown, &e.markdown),
+                (Format::OpenMetrics, &e.openmetrics),
+                (Format::Html, &e.html),
+            ]
+            .into_iter()
+            .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
+        )
+    }
+
     /// The queue and message settings every transport needs.
     pub fn queue_setup(&self) -> QueueSetup {
         QueueSetup {

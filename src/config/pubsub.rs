@@ -2,6 +2,7 @@
 //! matrix`), checked into a [`PubsubConfig`]: the plan of who sends and who must receive
 //! what, the pacing, the accounting and where the report goes.
 
+use super::formats::Exports;
 use super::options::AccountingOptions;
 use super::{ConfigError, bad, parse_ratio};
 use crate::accounting::RatioMode;
@@ -34,10 +35,8 @@ pub struct PubsubOptions {
     pub select_by: SelectBy,
     pub drain_timeout: Duration,
     pub accounting: AccountingOptions,
-    pub export_json: Option<PathBuf>,
-    pub export_tsv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-    pub export_html: Option<PathBuf>,
+    /// The outputs asked for (pub/sub's formats; its rounds and capacity search: JSON).
+    pub exports: Exports,
     pub no_save: bool,
     pub reports_dir: PathBuf,
     pub rounds: usize,
@@ -66,10 +65,7 @@ impl Default for PubsubOptions {
             select_by: SelectBy::Header,
             drain_timeout: Duration::from_secs(5),
             accounting: AccountingOptions::default(),
-            export_json: None,
-            export_tsv: None,
-            export_markdown: None,
-            export_html: None,
+            exports: Exports::default(),
             no_save: false,
             reports_dir: PathBuf::from("reports"),
             rounds: 1,
@@ -97,10 +93,8 @@ pub struct PubsubConfig {
     pub hosts: Vec<PcpHost>,
     pub cpu_source: CpuSource,
     pub ratio: RatioMode,
-    pub export_json: Option<PathBuf>,
-    pub export_tsv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-    pub export_html: Option<PathBuf>,
+    /// The outputs asked for (pub/sub's formats; its rounds and capacity search: JSON).
+    pub exports: Exports,
     /// The reports folder, unless --no-save.
     pub save_dir: Option<PathBuf>,
     pub rounds: usize,
@@ -142,12 +136,7 @@ impl PubsubOptions {
     pub fn build(&self) -> Result<PubsubConfig, ConfigError> {
         self.check_shape()?;
         super::outputs::check(
-            &[
-                ("--export-json", self.export_json.as_deref()),
-                ("--export-tsv", self.export_tsv.as_deref()),
-                ("--export-markdown", self.export_markdown.as_deref()),
-                ("--export-html", self.export_html.as_deref()),
-            ],
+            &self.exports.by_flag(),
             (!self.no_save).then_some(self.reports_dir.as_path()),
             &[],
         )?;
@@ -198,10 +187,7 @@ impl PubsubOptions {
             hosts,
             cpu_source: self.accounting.cpu_source,
             ratio,
-            export_json: self.export_json.clone(),
-            export_tsv: self.export_tsv.clone(),
-            export_markdown: self.export_markdown.clone(),
-            export_html: self.export_html.clone(),
+            exports: self.exports.clone(),
             save_dir: (!self.no_save).then(|| self.reports_dir.clone()),
             rounds: self.rounds,
             find_capacity: self.find_capacity,

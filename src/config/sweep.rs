@@ -3,6 +3,7 @@
 //! checked before any flow starts), and how long the interleaved rounds may go on.
 
 use super::flow_command::FlowCommand;
+use super::formats::{Format, ResultKind};
 use super::gate::parse_tolerance;
 use super::options::RunOptions;
 use super::{ConfigError, RunConfig, bad};
@@ -132,12 +133,20 @@ impl SweepOptions {
             None => MIN_EFFECT,
         };
         let out = &self.run.outputs;
-        if out.export_openmetrics.is_some() {
-            return Err(bad(
-                "--export-openmetrics",
-                "a sweep is a table of points, not one run's metrics: export it with --export-json, --export-tsv, --export-csv, --export-markdown or --export-html (scrape a single run with oemputx --export-openmetrics)",
-            ));
-        }
+        // The one table of formats (a sweep is a table of points: no OpenMetrics).
+        let given: Vec<(Format, &std::path::Path)> = [
+            (Format::Json, &out.export_json),
+            (Format::Tsv, &out.export_tsv),
+            (Format::Csv, &out.export_csv),
+            (Format::Markdown, &out.export_markdown),
+            (Format::OpenMetrics, &out.export_openmetrics),
+            (Format::Html, &out.export_html),
+            (Format::Svg, &self.chart),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect();
+        ResultKind::Sweep.check(&given)?;
         if out.save_baseline.is_some() {
             return Err(bad(
                 "--save-baseline",

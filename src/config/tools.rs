@@ -1,6 +1,7 @@
 //! The options of the smaller commands, checked: `oemputx matrix` (its cells are pub/sub
 //! runs), `cpu` and `account`.
 
+use super::formats::Exports;
 use super::options::AccountingOptions;
 use super::pubsub::{PubsubConfig, PubsubOptions};
 use super::{ConfigError, bad, parse_ratio};
@@ -24,10 +25,8 @@ pub struct MatrixOptions {
     /// `topic` or `queue`.
     pub pattern: String,
     pub accounting: AccountingOptions,
-    pub export_json: Option<PathBuf>,
-    pub export_tsv: Option<PathBuf>,
-    pub export_svg: Option<PathBuf>,
-    pub export_html: Option<PathBuf>,
+    /// The outputs asked for (the matrix's formats: JSON, TSV, SVG, HTML).
+    pub exports: Exports,
 }
 
 impl Default for MatrixOptions {
@@ -40,10 +39,7 @@ impl Default for MatrixOptions {
             declare: false,
             pattern: "topic".into(),
             accounting: AccountingOptions::default(),
-            export_json: None,
-            export_tsv: None,
-            export_svg: None,
-            export_html: None,
+            exports: Exports::default(),
         }
     }
 }
@@ -58,16 +54,7 @@ pub struct MatrixConfig {
 
 impl MatrixOptions {
     pub fn build(&self) -> Result<MatrixConfig, ConfigError> {
-        super::outputs::check(
-            &[
-                ("--export-json", self.export_json.as_deref()),
-                ("--export-tsv", self.export_tsv.as_deref()),
-                ("--export-svg", self.export_svg.as_deref()),
-                ("--export-html", self.export_html.as_deref()),
-            ],
-            None,
-            &[],
-        )?;
+        super::outputs::check(&self.exports.by_flag(), None, &[])?;
         let compete = match self.pattern.as_str() {
             "topic" => false,
             "queue" => true,
@@ -173,6 +160,20 @@ impl CpuOptions {
         if self.interval.is_some_and(|i| i.is_zero()) {
             return Err(bad("--interval", "must be longer than zero, e.g. 1s"));
         }
+        // Each of cpu's two outputs belongs to one of its modes: the watch rewrites the
+        // OpenMetrics file every interval, the window writes its JSON once.
+        if self.openmetrics.is_some() && self.interval.is_none() {
+            return Err(bad(
+                "--export-openmetrics",
+                "is rewritten after every --interval: give --interval, e.g. --interval 10s",
+            ));
+        }
+        if self.window_json.is_some() && self.window.is_none() {
+            return Err(bad(
+                "--export-json",
+                "writes one measured window: give --from and --until, e.g. --from +0s --until +60s",
+            ));
+        }
         if self
             .openmetrics
             .as_deref()
@@ -244,7 +245,8 @@ pub fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError
 pub struct AccountOptions {
     pub messages: u64,
     pub accounting: AccountingOptions,
-    pub export_json: Option<PathBuf>,
+    /// The outputs asked for (JSON).
+    pub exports: Exports,
     /// The load driver and its arguments.
     pub command: Vec<String>,
 }
@@ -257,7 +259,7 @@ pub struct AccountConfig {
     pub hosts: Vec<PcpHost>,
     pub cpu_source: CpuSource,
     pub ratio: RatioMode,
-    pub export_json: Option<PathBuf>,
+    pub exports: Exports,
     pub program: String,
     pub args: Vec<String>,
 }
@@ -279,14 +281,14 @@ impl AccountOptions {
                 "give the command to run after --, e.g. oemputx account --messages 1000 --group Q=@rabbitmq -- perf-test ...",
             )
         })?;
-        super::outputs::check(&[("--export-json", self.export_json.as_deref())], None, &[])?;
+        super::outputs::check(&self.exports.by_flag(), None, &[])?;
         Ok(AccountConfig {
             messages: self.messages,
             groups: selector::parse_groups(self.accounting.groups.iter().map(String::as_str))?,
             hosts: crate::accounting::pcp::parse_hosts(&self.accounting.hosts, None)?,
             cpu_source: self.accounting.cpu_source,
             ratio: parse_ratio(&self.accounting.capture_ratio)?,
-            export_json: self.export_json.clone(),
+            exports: self.exports.clone(),
             program: program.clone(),
             args: args.to_vec(),
         })

@@ -12,11 +12,20 @@ use super::cells::safe_cell;
 use crate::report::Report;
 use serde::Serialize;
 
-/// How numbers are written.
+/// How numbers are written: the CSV delimiter (TSV's is always a tab) and decimal commas.
 #[derive(Debug, Clone, Copy)]
 pub struct Format {
     pub delimiter: u8,
     pub decimal_comma: bool,
+}
+
+impl Default for Format {
+    fn default() -> Self {
+        Format {
+            delimiter: b',',
+            decimal_comma: false,
+        }
+    }
 }
 
 /// Seconds get 6 decimals (µs), everything else 3 (ns when in µs).

@@ -19,6 +19,7 @@ pub mod openmetrics;
 pub mod outputs;
 pub mod pubsub;
 pub mod rows;
+pub mod run;
 pub mod sweep;
 pub mod text;
 

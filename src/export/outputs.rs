@@ -4,7 +4,40 @@
 //! file. With an output on stdout, `main` has already sent everything said to a person to
 //! stderr ([`crate::exit::STDOUT_TAKEN`]), so stdout carries that output alone.
 
+use crate::config::formats::{Exports, Format, ResultKind};
 use std::path::{Path, PathBuf};
+
+/// How delimited outputs are written (the CSV delimiter, decimal commas): the one style
+/// option some formats take.
+pub use super::delimited::Format as Style;
+
+/// A result as its outputs see it: which result it is (its formats are that kind's, in
+/// [`ResultKind::formats`], the table the command line was checked against) and how it
+/// renders in each.
+pub trait Artifact {
+    /// Which result: the formats it is written in.
+    const KIND: ResultKind;
+    /// What messages call it ("the matrix").
+    const WHAT: &'static str;
+    /// The result in `format`, one of `KIND`'s.
+    fn render(&self, format: Format, style: &Style) -> anyhow::Result<String>;
+}
+
+/// The error of a format `A` is not written in (or, for HTML, not in this build).
+pub fn unwritten<A: Artifact>(format: Format) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is not written as {}: {} writes {}",
+        A::WHAT,
+        format.name(),
+        A::WHAT,
+        A::KIND
+            .formats()
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
 
 /// The outputs of one result, written as they are offered, stdout kept for the end.
 #[derive(Debug, Default)]
@@ -49,6 +82,23 @@ impl Outputs {
         self.write(path.as_deref(), what, body)
     }
 
+    /// Every output of `result` that `exports` asks for, each rendered only when asked.
+    pub fn artifact<A: Artifact>(&mut self, result: &A, exports: &Exports, style: &Style) {
+        for (format, path) in exports.given() {
+            let what = format!("{} as {}", A::WHAT, format.name());
+            if !A::KIND.formats().contains(&format) {
+                // The command line was checked against the same table before the run; a
+                // result reaching here without the format is named, never skipped.
+                self.failed(format!(
+                    "{what}: not written: {} has no such format",
+                    A::WHAT
+                ));
+                continue;
+            }
+            self.write(Some(path), &what, || result.render(format, style));
+        }
+    }
+
     /// A failure met beside the outputs (a folder of saved reports, say), named with them.
     pub fn failed(&mut self, why: String) {
         self.failed.push(why);
@@ -56,7 +106,12 @@ impl Outputs {
 
     /// The text for a person (`None` under --quiet), then the output on stdout; an error
     /// naming every output that failed, once the others are written.
-    pub fn finish(mut self, text: Option<&str>) -> anyhow::Result<()> {
+    pub fn finish(self, text: Option<&str>) -> anyhow::Result<()> {
+        super::all_written(self.finish_failures(text))
+    }
+
+    /// [`Outputs::finish`], with the failures as they are, for a caller that says more.
+    pub fn finish_failures(mut self, text: Option<&str>) -> Vec<String> {
         if let Some(t) = text
             && let Err(e) = super::print_stdout(t)
         {
@@ -67,7 +122,7 @@ impl Outputs {
         {
             self.failed.push(format!("{e:#}"));
         }
-        super::all_written(self.failed)
+        self.failed
     }
 }
 
