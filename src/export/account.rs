@@ -1,21 +1,8 @@
 //! The account report as text.
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::export::text::{CpuSection, cpu_table};
 use crate::report::account::AccountReport;
 
-impl Artifact for AccountReport {
-    const KIND: ResultKind = ResultKind::Account;
-    const WHAT: &'static str = "the account report";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
 use std::fmt::Write as _;
 
 /// The account report as text: the command's figures, then OEMPUTX's CPU table.

@@ -1,9 +1,6 @@
 //! compare's overhead tables as rows of cells: of saved reports (separate runs), and of a
 //! live comparison (settings measured in one window), with a TSV of one value per cell.
 
-use super::cells;
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::experiment::Finding;
 use crate::gate::statistics::median;
 use crate::report::compare::{Change, Comparison, TOTAL};
@@ -92,52 +89,11 @@ fn sign_notes(changes: &[Change]) -> String {
     o
 }
 
-impl Artifact for Comparison {
-    const KIND: ResultKind = ResultKind::Compare;
-    const WHAT: &'static str = "the comparison";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            Format::Tsv => Ok(cells::delimited(&live_tsv_rows(self), b'\t')?),
-            Format::Markdown => {
-                let md = cells::markdown(&live_rows(self));
-                Ok(match &self.partial {
-                    Some(p) => format!("**{}**\n\n{md}", p.line()),
-                    None => md,
-                })
-            }
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::compare::live(self)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
-
 /// A comparison of saved runs (separate runs, each with its own spread), as its outputs
 /// see it: the runs, and the differences between them compared under --force.
 pub struct SavedComparison<'a> {
     pub runs: &'a [Saved],
     pub forced_differences: &'a [String],
-}
-
-impl Artifact for SavedComparison<'_> {
-    const KIND: ResultKind = ResultKind::Compare;
-    const WHAT: &'static str = "the comparison";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(format!(
-                "{:#}\n",
-                saved_json(self.runs, self.forced_differences)
-            )),
-            Format::Tsv => Ok(cells::delimited(&saved_tsv_rows(self.runs), b'\t')?),
-            Format::Markdown => Ok(cells::markdown(&rows(self.runs))),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::compare::saved(self.runs, &rows(self.runs))),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
 }
 
 /// The paper's overhead table of a live comparison: each group's median µs/tran per

@@ -1,28 +1,8 @@
 //! The gate's result rendered: the verdict table (text and Markdown), GitHub annotations,
 //! JUnit XML, Bencher metric format and github-action-benchmark JSON.
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::export::cells;
 use crate::gate::{Decision, Outcome, Verdict};
-
-impl Artifact for Outcome {
-    const KIND: ResultKind = ResultKind::Gate;
-    const WHAT: &'static str = "the gate's verdict";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)?),
-            Format::Markdown => Ok(render_markdown(self)),
-            Format::Junit => Ok(render_junit(self)),
-            Format::Bmf => render_bmf(self),
-            Format::Gha => render_gha(self),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::gate::render(self)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
 
 /// At most this many GitHub annotation lines (GitHub shows ten per step).
 const MAX_ANNOTATIONS: usize = 10;

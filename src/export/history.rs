@@ -1,28 +1,12 @@
 //! `oemputx history`'s change points as text: a line per metric with a sparkline of its
 //! series and each step under it; and the gate's line for a step among main's latest runs.
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::gate::change_points::outcome::{ChangePoint, Outcome, Series};
 
 /// A history's change points with the history's name, as its outputs see them.
 pub struct ChangePoints<'a> {
     pub outcome: &'a Outcome,
     pub name: &'a str,
-}
-
-impl Artifact for ChangePoints<'_> {
-    const KIND: ResultKind = ResultKind::History;
-    const WHAT: &'static str = "the change points";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self.outcome)? + "\n"),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::history::render(self.outcome, self.name)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
 }
 
 /// The eight heights of a sparkline, lowest first.

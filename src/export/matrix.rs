@@ -1,26 +1,7 @@
 //! The matrix rendered: the CJMQ layout as text, and its bar chart (SVG).
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::report::matrix::{Cell, Matrix, Spread};
-use anyhow::Context as _;
 use std::fmt::Write as _;
-
-impl Artifact for Matrix {
-    const KIND: ResultKind = ResultKind::Matrix;
-    const WHAT: &'static str = "the matrix";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            Format::Tsv => Ok(tsv(self)),
-            Format::Svg => svg(self).context("drawing the matrix chart"),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::matrix::render(self)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
 
 pub fn fmt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))

@@ -10,6 +10,7 @@ pub mod gate;
 pub mod history;
 // The HTML reports come with the `html` cargo feature; a build without it refuses
 // --export-html (config::outputs) and saves runs without their .html.
+pub mod artifacts;
 #[cfg(feature = "html")]
 pub mod html;
 pub mod json;
@@ -19,7 +20,6 @@ pub mod openmetrics;
 pub mod outputs;
 pub mod pubsub;
 pub mod rows;
-pub mod run;
 pub mod sweep;
 pub mod text;
 

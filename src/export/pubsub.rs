@@ -1,53 +1,11 @@
 //! The pub/sub report rendered: the text report, the per-subscriber rows (TSV/CSV) and
 //! Markdown.
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::export::text::{CpuSection, cpu_table};
-use crate::pubsub::report::{PubSubCapacity, PubSubReport, PubSubRounds};
+use crate::pubsub::report::PubSubReport;
 use std::fmt::Write as _;
 
 /// The per-subscriber rows, a header first: for TSV/CSV and Markdown.
-impl Artifact for PubSubReport {
-    const KIND: ResultKind = ResultKind::Pubsub;
-    const WHAT: &'static str = "the pub/sub report";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            Format::Tsv => Ok(super::cells::delimited(&rows(self), b'\t')?),
-            Format::Markdown => Ok(markdown(self)),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(super::html::pubsub::render(self)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
-
-impl Artifact for PubSubRounds<'_> {
-    const KIND: ResultKind = ResultKind::PubsubRounds;
-    const WHAT: &'static str = "the pub/sub rounds";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
-
-impl Artifact for PubSubCapacity<'_> {
-    const KIND: ResultKind = ResultKind::PubsubCapacity;
-    const WHAT: &'static str = "the capacity search";
-
-    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => Ok(serde_json::to_string_pretty(self)? + "\n"),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
-
 pub fn rows(r: &PubSubReport) -> Vec<Vec<String>> {
     let mut rows = vec![
         [

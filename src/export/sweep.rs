@@ -1,40 +1,10 @@
 //! The sweep rendered: its points as a table of medians with their intervals (one value per
 //! cell for TSV/CSV), each N's processes ÷ threads, and the chart (SVG) with error bars.
 
-use super::outputs::{Artifact, Style, unwritten};
-use crate::config::formats::{Format, ResultKind};
 use crate::config::sweep::SweepMode;
 use crate::experiment::ArmSummary;
 use crate::export;
 use crate::report::sweep::{Point, Sweep};
-use anyhow::Context as _;
-
-impl Artifact for Sweep {
-    const KIND: ResultKind = ResultKind::Sweep;
-    const WHAT: &'static str = "the sweep";
-
-    fn render(&self, format: Format, style: &Style) -> anyhow::Result<String> {
-        match format {
-            Format::Json => {
-                Ok(serde_json::to_string_pretty(self).context("encoding the sweep as JSON")?)
-            }
-            Format::Tsv => Ok(export::cells::delimited(&rows(self), b'\t')?),
-            Format::Csv => Ok(export::cells::delimited(&rows(self), style.delimiter)?),
-            Format::Markdown => Ok(format!(
-                "### oemputx sweep: {}\n\n{}{}",
-                self.flow_cmd,
-                self.partial
-                    .as_ref()
-                    .map_or_else(String::new, |p| format!("**{}**\n\n", p.line())),
-                export::cells::markdown(&rows(self))
-            )),
-            Format::Svg => render_svg(self).context("drawing the sweep chart"),
-            #[cfg(feature = "html")]
-            Format::Html => Ok(export::html::sweep::render(self)),
-            other => Err(unwritten::<Self>(other)),
-        }
-    }
-}
 
 /// Group names across the points, in first-seen order.
 fn group_names(s: &Sweep) -> Vec<String> {

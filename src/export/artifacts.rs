@@ -1,0 +1,222 @@
+//! Every result as its outputs see it ([`Artifact`]): which result it is — its formats are
+//! that kind's in the one table, `config::formats::ResultKind::formats` — and the exporter
+//! that renders it in each. Kept apart from the exporters so that the HTML pages, which use
+//! the text exporters' helpers, and the exporters themselves import no circle.
+
+use super::outputs::{Artifact, Style, unwritten};
+use super::{cells, compare, gate, history, matrix, pubsub, sweep};
+use crate::config::formats::{Format, ResultKind};
+use crate::gate::Outcome;
+use crate::pubsub::report::{PubSubCapacity, PubSubReport, PubSubRounds};
+use crate::report::Report;
+use crate::report::account::AccountReport;
+use crate::report::compare::Comparison;
+use anyhow::Context as _;
+
+/// JSON as every result writes it: pretty, one newline at the end.
+fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
+impl Artifact for Report {
+    const KIND: ResultKind = ResultKind::Run;
+    const WHAT: &'static str = "the report";
+
+    fn render(&self, format: Format, style: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => super::json::render(self).context("encoding the JSON report"),
+            Format::Tsv => super::delimited::render(
+                self,
+                Style {
+                    delimiter: b'\t',
+                    ..*style
+                },
+            )
+            .context("encoding the TSV report"),
+            Format::Csv => {
+                super::delimited::render(self, *style).context("encoding the CSV report")
+            }
+            Format::Markdown => Ok(super::markdown::render(self)),
+            Format::OpenMetrics => Ok(super::openmetrics::run(self)),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::run::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for crate::report::sweep::Sweep {
+    const KIND: ResultKind = ResultKind::Sweep;
+    const WHAT: &'static str = "the sweep";
+
+    fn render(&self, format: Format, style: &Style) -> anyhow::Result<String> {
+        match format {
+            // The sweep's JSON has always ended without a newline; kept, files compare equal.
+            Format::Json => {
+                Ok(serde_json::to_string_pretty(self).context("encoding the sweep as JSON")?)
+            }
+            Format::Tsv => Ok(cells::delimited(&sweep::rows(self), b'\t')?),
+            Format::Csv => Ok(cells::delimited(&sweep::rows(self), style.delimiter)?),
+            Format::Markdown => Ok(format!(
+                "### oemputx sweep: {}\n\n{}{}",
+                self.flow_cmd,
+                self.partial
+                    .as_ref()
+                    .map_or_else(String::new, |p| format!("**{}**\n\n", p.line())),
+                cells::markdown(&sweep::rows(self))
+            )),
+            Format::Svg => sweep::render_svg(self).context("drawing the sweep chart"),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::sweep::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for Comparison {
+    const KIND: ResultKind = ResultKind::Compare;
+    const WHAT: &'static str = "the comparison";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            Format::Tsv => Ok(cells::delimited(&compare::live_tsv_rows(self), b'\t')?),
+            Format::Markdown => {
+                let md = cells::markdown(&compare::live_rows(self));
+                Ok(match &self.partial {
+                    Some(p) => format!("**{}**\n\n{md}", p.line()),
+                    None => md,
+                })
+            }
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::compare::live(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for compare::SavedComparison<'_> {
+    const KIND: ResultKind = ResultKind::Compare;
+    const WHAT: &'static str = "the comparison";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => Ok(format!(
+                "{:#}\n",
+                compare::saved_json(self.runs, self.forced_differences)
+            )),
+            Format::Tsv => Ok(cells::delimited(
+                &compare::saved_tsv_rows(self.runs),
+                b'\t',
+            )?),
+            Format::Markdown => Ok(cells::markdown(&compare::rows(self.runs))),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::compare::saved(
+                self.runs,
+                &compare::rows(self.runs),
+            )),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for Outcome {
+    const KIND: ResultKind = ResultKind::Gate;
+    const WHAT: &'static str = "the gate's verdict";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            // The verdict's JSON has always ended without a newline; kept.
+            Format::Json => Ok(serde_json::to_string_pretty(self)?),
+            Format::Markdown => Ok(gate::render_markdown(self)),
+            Format::Junit => Ok(gate::render_junit(self)),
+            Format::Bmf => gate::render_bmf(self),
+            Format::Gha => gate::render_gha(self),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::gate::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for PubSubReport {
+    const KIND: ResultKind = ResultKind::Pubsub;
+    const WHAT: &'static str = "the pub/sub report";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            Format::Tsv => Ok(cells::delimited(&pubsub::rows(self), b'\t')?),
+            Format::Markdown => Ok(pubsub::markdown(self)),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::pubsub::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for PubSubRounds<'_> {
+    const KIND: ResultKind = ResultKind::PubsubRounds;
+    const WHAT: &'static str = "the pub/sub rounds";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for PubSubCapacity<'_> {
+    const KIND: ResultKind = ResultKind::PubsubCapacity;
+    const WHAT: &'static str = "the capacity search";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for crate::report::matrix::Matrix {
+    const KIND: ResultKind = ResultKind::Matrix;
+    const WHAT: &'static str = "the matrix";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            Format::Tsv => Ok(matrix::tsv(self)),
+            Format::Svg => matrix::svg(self).context("drawing the matrix chart"),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::matrix::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for history::ChangePoints<'_> {
+    const KIND: ResultKind = ResultKind::History;
+    const WHAT: &'static str = "the change points";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self.outcome),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::history::render(self.outcome, self.name)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for AccountReport {
+    const KIND: ResultKind = ResultKind::Account;
+    const WHAT: &'static str = "the account report";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
