@@ -22,7 +22,7 @@ use super::endpoint::{Endpoint, EndpointKind, OptionRefused, nagle_hint, refuse_
 use super::{
     Prepared, QueueSetup, Reply, ReplyQueue, Session, TaskSession, Transport, TransportError,
 };
-use frame::{Frame, decode, encode_parts};
+use frame::{Frame, FrameReader, encode_parts};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -81,9 +81,9 @@ impl Write for Stream {
 /// One STOMP connection: frames out, frames in with a deadline on every read.
 pub struct Conn {
     stream: Stream,
-    /// Bytes read and not yet decoded start at `pos`.
-    buf: Vec<u8>,
-    pos: usize,
+    /// Bytes read and not yet taken as frames; it resumes its scan where the last read left
+    /// it, so a large frame in many reads costs linear work.
+    frames: FrameReader,
     out: Vec<u8>,
     target: String,
     /// The socket's read timeout as last set: it is set again only when it changes.
@@ -140,8 +140,7 @@ impl Conn {
         };
         let mut c = Conn {
             stream,
-            buf: Vec::with_capacity(8192),
-            pos: 0,
+            frames: FrameReader::new(MAX_MESSAGE),
             out: Vec::with_capacity(1024),
             target: target.clone(),
             read_timeout: None,
@@ -228,25 +227,9 @@ impl Conn {
     pub fn next_frame(&mut self, deadline: Instant) -> Result<Option<Frame>, TransportError> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            match decode(&self.buf[self.pos..], MAX_MESSAGE) {
-                Ok(Some((f, used))) => {
-                    // Frames are taken from the front by moving `pos`; the bytes are shifted
-                    // out only once the buffer is used up, not once per frame: a subscriber
-                    // that reads hundreds of small frames per socket read would otherwise
-                    // move the whole rest of the buffer for each of them.
-                    self.pos += used;
-                    if self.pos == self.buf.len() {
-                        self.buf.clear();
-                        self.pos = 0;
-                    }
-                    return Ok(Some(f));
-                }
-                Ok(None) => {
-                    if self.pos > 0 {
-                        self.buf.drain(..self.pos);
-                        self.pos = 0;
-                    }
-                }
+            match self.frames.next_frame() {
+                Ok(Some(f)) => return Ok(Some(f)),
+                Ok(None) => {}
                 Err(e) => return Err(self.lost(e)),
             }
             let now = Instant::now();
@@ -260,7 +243,7 @@ impl Conn {
             }
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(self.lost("the broker closed the connection")),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.frames.extend(&chunk[..n]),
                 // A slice ran out: the top of the loop says whether the deadline has.
                 Err(e)
                     if matches!(
