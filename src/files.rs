@@ -89,6 +89,78 @@ pub fn read_regular(path: &Path, max: u64, what: &'static str) -> Result<Vec<u8>
     Ok(data)
 }
 
+/// FIFOs opened for an output before the run (see [`hold_fifo`]), kept open until it is
+/// written: closing one would give its reader an end of file before the report came.
+fn held() -> &'static std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> {
+    static HELD: std::sync::OnceLock<std::sync::Mutex<Vec<(PathBuf, std::fs::File)>>> =
+        std::sync::OnceLock::new();
+    HELD.get_or_init(Default::default)
+}
+
+/// Open `path` for writing in place (a device, a FIFO), never waiting for a FIFO's reader.
+/// A FIFO opened for writing blocks until some process opens it for reading — forever,
+/// deaf to SIGTERM, with every other output unwritten (issue 48, item 20) — so it is
+/// opened with O_NONBLOCK, where no reader is ENXIO: an error naming the path and what to
+/// do. The file is then made blocking again, so that the reader takes a report larger
+/// than the pipe's buffer at its own pace instead of the write failing with EAGAIN.
+pub fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    if let Some(file) = held().lock().ok().and_then(|mut h| {
+        let i = h.iter().position(|(p, _)| p == path)?;
+        Some(h.swap_remove(i).1)
+    }) {
+        return Ok(file);
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(nix::libc::ENXIO) {
+                std::io::Error::other(format!(
+                    "{} is a FIFO with no reader: start the reader first, or give a file path",
+                    path.display()
+                ))
+            } else {
+                e
+            }
+        })?;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function owns (`file` lives to the end), with
+    // F_GETFL/F_SETFL, which read and set its status flags and touch no memory.
+    let cleared = unsafe {
+        let flags = nix::libc::fcntl(fd, nix::libc::F_GETFL);
+        flags >= 0 && nix::libc::fcntl(fd, nix::libc::F_SETFL, flags & !nix::libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+/// Check before the run that the FIFO at `path` has a reader (an error naming it if not),
+/// and keep it open for [`open_in_place`], which hands it to the writer after the run.
+pub fn hold_fifo(path: &Path) -> std::io::Result<()> {
+    // Once per path: a second descriptor left open after the write would keep the reader
+    // from its end of file until oemputx exits.
+    if held()
+        .lock()
+        .is_ok_and(|h| h.iter().any(|(p, _)| p == path))
+    {
+        return Ok(());
+    }
+    let file = open_in_place(path)?;
+    if let Ok(mut h) = held().lock() {
+        h.push((path.to_path_buf(), file));
+    }
+    Ok(())
+}
+
+/// Whether `path` is a FIFO (a named pipe).
+pub fn is_fifo(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
 /// [`read_regular`] as UTF-8 text.
 pub fn read_text(path: &Path, max: u64, what: &'static str) -> Result<String, ReadError> {
     let data = read_regular(path, max, what)?;

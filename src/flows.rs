@@ -319,6 +319,32 @@ mod tests {
         );
     }
 
+    /// A flow is handed its broker's password percent-encoded (`OEMPUTX_URL`); one that
+    /// prints it so, not in a URL's password place, and dies must not show it either.
+    #[cfg(feature = "rabbitmq")]
+    #[test]
+    fn a_dying_flow_that_prints_its_percent_encoded_password_does_not_show_it() {
+        let cmd = FlowCommand::parse(
+            "--flow-cmd",
+            "sh -c 'echo \"retrying with ${OEMPUTX_URL#*app:}\" >&2; sleep 0.3; exit 3'",
+        )
+        .expect("parses");
+        let Ok(endpoint) = crate::transport::parse_url("amqp://app:p%40ss%2Fw0rd@127.0.0.1:1/%2f")
+        else {
+            panic!("URL parses");
+        };
+        let mut flows = Flows::start(&cmd, &endpoint, "q.secret.enc", 1, &[]).expect("starts");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut why = None;
+        while why.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            why = flows.exited();
+        }
+        let why = why.expect("the flow exited");
+        assert!(why.contains("retrying with ***@127.0.0.1"), "{why}");
+        assert!(!why.contains("p%40ss") && !why.contains("w0rd"), "{why}");
+    }
+
     #[test]
     fn a_keyword_password_leaves_the_command_line_and_a_dying_flow_does_not_show_it() {
         // The flow prints its bare password and dies: oemputx's error must not repeat it.

@@ -18,7 +18,10 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
         .with_hosts(&cfg.hosts)
         .map_err(crate::config::ConfigError::from)?;
-    let transport = transport::open(&cfg.endpoint, cfg.queue_setup())?;
+    let transport = transport::open(
+        &cfg.endpoint,
+        cfg.queue_setup().interrupted_by(interrupt.clone()),
+    )?;
     // Who consumed the request queue as the run began: a run no one answers can then say
     // that someone was there (a flow that died of the first request shows 0 at the end).
     // Not on a queue oemputx made for its own flows (compare, sweep, the gate): it knows who

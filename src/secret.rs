@@ -82,17 +82,73 @@ pub fn remember(value: &str) {
     }
 }
 
-/// `text` with every secret taken out: URL passwords, `password=` values and every secret
-/// this process has made, each replaced by `***`.
+/// `text` with every secret taken out: every secret this process has made, in any
+/// spelling (as it is, or percent-encoded as a URL carries it), URL passwords and
+/// `password=` values, each replaced by `***`.
 pub fn scrub(text: &str) -> String {
-    let mut out = keyword_passwords(&url_passwords(text));
+    // Known secrets first: a decoded password with a '/' or '@' in a URL
+    // (`amqp://u:p@ss/word@h`) would otherwise be cut where the URL rule ends its authority.
+    let mut out = text.to_string();
     if let Ok(k) = known().lock() {
         for secret in k.iter() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), MASK);
-            }
+            out = mask_spellings(&out, secret);
         }
     }
+    keyword_passwords(&url_passwords(&out))
+}
+
+/// The value of a `%XX` escape's two hex digits.
+fn hex_byte(digits: &[u8]) -> Option<u8> {
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| u8::from_str_radix(d, 16).ok())
+}
+
+/// Where `secret` ends if it is spelled at `text[at..]`: each of its bytes as it is or as a
+/// `%XX` escape (either case, any mix: encoders differ in what they escape, `%2F` or `%2f`
+/// or a bare `/`), a space also as `+` (forms). A flow is handed its broker's password
+/// percent-encoded in `OEMPUTX_URL`, and may print it so (issue 48, item 16).
+fn spelled_at(text: &[u8], at: usize, secret: &[u8]) -> Option<usize> {
+    let mut k = at;
+    for &want in secret {
+        let escaped = match text.get(k..k + 3) {
+            Some([b'%', digits @ ..]) => hex_byte(digits),
+            _ => None,
+        };
+        if escaped == Some(want) {
+            k += 3;
+        } else if text.get(k) == Some(&want) || (want == b' ' && text.get(k) == Some(&b'+')) {
+            k += 1;
+        } else {
+            return None;
+        }
+    }
+    Some(k)
+}
+
+/// `text` with every spelling of `secret` (see [`spelled_at`]) replaced by `***`.
+fn mask_spellings(text: &str, secret: &str) -> String {
+    let (t, s) = (text.as_bytes(), secret.as_bytes());
+    // Every spelling starts with the secret's first byte or a '%' (or a '+' for a space).
+    let Some(&first) = s.first() else {
+        return text.to_string();
+    };
+    if !t.iter().any(|b| *b == first || *b == b'%' || *b == b'+') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut last, mut i) = (0, 0);
+    while i < t.len() {
+        match spelled_at(t, i, s) {
+            Some(end) if text.is_char_boundary(i) && text.is_char_boundary(end) => {
+                out.push_str(&text[last..i]);
+                out.push_str(MASK);
+                (last, i) = (end, end);
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
     out
 }
 
@@ -257,6 +313,36 @@ mod tests {
         assert_eq!(scrub("the password is long"), "the password is long");
         // Not ASCII around it: no slicing inside a character.
         assert_eq!(scrub("é password=€uro ü"), "é password=*** ü");
+    }
+
+    #[test]
+    fn a_secret_is_scrubbed_in_its_percent_encoded_spellings_too() {
+        // Issue 48, item 16: a flow handed `p@ss/word` as `p%40ss%2Fword` in OEMPUTX_URL
+        // printed it so, and only the decoded spelling was masked.
+        let _s = Secret::new("p@ss/word x");
+        for (text, masked) in [
+            (
+                "retrying p%40ss%2Fword%20x@127.0.0.1",
+                "retrying ***@127.0.0.1",
+            ),
+            ("lower p%40ss%2fword+x end", "lower *** end"),
+            ("mixed p%40ss/word%20x", "mixed ***"),
+            ("as is: 'p@ss/word x'", "as is: '***'"),
+            (
+                "in a url amqp://app:p@ss/word x@h/%2f",
+                "in a url amqp://app:***@h/%2f",
+            ),
+            (
+                "twice p%40ss%2Fword%20x and p@ss/word x",
+                "twice *** and ***",
+            ),
+        ] {
+            assert_eq!(scrub(text), masked, "{text}");
+        }
+        // Near misses stay.
+        for text in ["p%40ss%2Fwor", "p%4", "%", "p%40ss%2Fword%2"] {
+            assert_eq!(scrub(text), text);
+        }
     }
 
     #[test]

@@ -774,6 +774,34 @@ fn devices_and_fifos_named_as_files_are_refused_at_once_not_read_or_waited_on() 
 }
 
 #[test]
+fn an_output_fifo_with_no_reader_is_refused_before_the_run_not_waited_on() {
+    // Issue 48, item 20: the run measured, then waited forever to open the FIFO (deaf to
+    // SIGTERM), and the other outputs were never written.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let tsv = dir.path().join("r.tsv");
+    let started = std::time::Instant::now();
+    oemputx()
+        .args(["--count", "10", "--no-save", "--quiet", "--export-json"])
+        .arg(&fifo)
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "is a FIFO with no reader: start the reader first",
+        ));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(!tsv.exists(), "nothing was measured, so nothing written");
+}
+
+#[test]
 fn a_full_stdout_loses_no_file_of_the_gate_or_account_either() {
     // The gate panicked (rc 101) and wrote none of its files; account said "the report
     // files were written" and had written none (issue 30, item 17).

@@ -300,3 +300,74 @@ fn the_reference_flow_serves_stomp_and_writes_a_row_per_request() {
         Some(200)
     );
 }
+
+/// A STOMP server on 127.0.0.1 that logs every client in (CONNECTED), takes its frames and
+/// answers none of them: a broker that never sends a receipt. Each connection is served
+/// by a thread of its own, which ends when the client goes.
+fn broker_without_receipts() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut chunk) {
+                    if chunk[..n].windows(8).any(|w| w == b"CONNECT\n") {
+                        let _ = s.write_all(b"CONNECTED\nversion:1.2\n\n\0");
+                    }
+                }
+            });
+        }
+    });
+    format!("stomp://127.0.0.1:{port}")
+}
+
+/// A persistent run of one request against a broker that never sends its receipt.
+fn run_without_receipt(wait: &str, json: &std::path::Path) -> std::process::Child {
+    oemputx_process()
+        .args(["--qmgr", &broker_without_receipts()])
+        .args(["--request-queue", &fresh_queue("stomp-no-receipt")])
+        .args(["--count", "1", "--persistent", "--wait", wait])
+        .args(["--group", &format!("SELF={}", own_tree())])
+        .args(["--quiet", "--export-json"])
+        .arg(json)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+#[test]
+fn sigterm_during_a_persistent_send_s_wait_for_its_receipt_exits_130_with_its_report() {
+    // Issue 48, item 18: the receipt was waited for 60 s whatever the signal, then the run
+    // failed (exit 1). No ActiveMQ needed: the broker is a local listener.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("no-receipt.json");
+    let child = run_without_receipt("60s", &json);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(after < std::time::Duration::from_secs(5), "{after:?}");
+    let j = read_json(&json);
+    assert_eq!(j["status"], "interrupted", "{err}");
+    assert_eq!(j["integrity"]["abandoned"], 1, "{}", j["integrity"]);
+}
+
+#[test]
+fn a_receipt_that_never_comes_ends_the_run_after_wait_not_a_fixed_minute() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("no-receipt.json");
+    let started = std::time::Instant::now();
+    let out = run_without_receipt("1s", &json)
+        .wait_with_output()
+        .expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.contains("no receipt within --wait (1s)"), "{err}");
+}

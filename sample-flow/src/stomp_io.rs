@@ -7,7 +7,7 @@
 
 use super::engine::{FlowIo, FlowOptions, Incoming};
 use anyhow::Context;
-use oemputx::transport::stomp::frame::{Frame, decode, encode_parts};
+use oemputx::transport::stomp::frame::{Frame, FrameReader, encode_parts};
 use oemputx::transport::stomp::url::{StompEndpoint, queue_destination};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,7 +19,8 @@ const MAX_FRAME: usize = 100 * 1024 * 1024;
 /// One instance's connection and subscription.
 pub struct StompIo {
     tcp: TcpStream,
-    buf: Vec<u8>,
+    /// Bytes read and not yet taken as frames (its scan resumes where the last read left it).
+    frames: FrameReader,
     out: Vec<u8>,
     queue: String,
 }
@@ -51,7 +52,7 @@ impl StompIo {
         let _ = tcp.set_nodelay(true);
         let mut io = StompIo {
             tcp,
-            buf: Vec::with_capacity(8192),
+            frames: FrameReader::new(MAX_FRAME),
             out: Vec::with_capacity(1024),
             queue: o.input_queue.clone(),
         };
@@ -103,14 +104,13 @@ impl StompIo {
         let deadline = tokio::time::Instant::now() + wait;
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            if let Some((f, used)) = decode(&self.buf, MAX_FRAME)? {
-                self.buf.drain(..used);
+            if let Some(f) = self.frames.next_frame()? {
                 return Ok(Some(f));
             }
             match tokio::time::timeout_at(deadline, self.tcp.read(&mut chunk)).await {
                 Err(_) => return Ok(None),
                 Ok(Ok(0)) => anyhow::bail!("the broker closed the connection"),
-                Ok(Ok(n)) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(Ok(n)) => self.frames.extend(&chunk[..n]),
                 Ok(Err(e)) => return Err(e).context("reading from the broker"),
             }
         }

@@ -282,6 +282,8 @@ fn check_transport_options(
             match_mode: args.match_mode,
             put1: args.put1,
             model_queue: args.model_queue.clone(),
+            wait: args.wait,
+            interrupt: Default::default(),
         };
         endpoint
             .kind()

@@ -189,6 +189,9 @@ impl RunConfig {
             match_mode: self.match_mode,
             put1: self.put1,
             model_queue: self.model_queue.clone(),
+            wait: self.wait,
+            // The run's own flag is set by `measure` (QueueSetup::interrupted_by).
+            interrupt: Default::default(),
         }
     }
 }

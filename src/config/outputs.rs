@@ -108,6 +108,12 @@ fn resolved(p: &Path) -> PathBuf {
 /// An output can be written where it is asked: its folder exists, it is not a folder, its
 /// name is not too long. `-` (stdout) and devices are fine.
 pub fn check_output(flag: &'static str, path: &Path) -> Result<(), ConfigError> {
+    // A FIFO must have its reader now: found after the run, its absence cost the run. The
+    // FIFO is kept open from here to its write, or its reader would see an end of file.
+    if crate::files::is_fifo(path) {
+        return crate::files::hold_fifo(path)
+            .map_err(|e| bad(flag, format!("{e} (checked before the run)")));
+    }
     if path.as_os_str() == "-" || is_device(path) {
         return Ok(());
     }
@@ -205,6 +211,47 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn a_fifo_output_needs_its_reader_before_the_run_and_keeps_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let e = check(&[("--export-json", Some(&fifo))], None, &[])
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("a FIFO with no reader: start the reader first")
+                && e.contains("--export-json"),
+            "{e}"
+        );
+        // With a reader waiting, the check passes and the reader sees no end of file
+        // before the report: the FIFO is held open for the write.
+        let path = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(path).expect("read the fifo"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut checked = check(&[("--export-json", Some(&fifo))], None, &[]);
+        while checked.is_err() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            checked = check(&[("--export-json", Some(&fifo))], None, &[]);
+        }
+        assert!(checked.is_ok(), "{checked:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !reader.is_finished(),
+            "the reader got an end of file before the report"
+        );
+        // What write_atomic does with an output in place (export sits above config).
+        let mut held = crate::files::open_in_place(&fifo).expect("the held FIFO");
+        std::io::Write::write_all(&mut held, b"report").expect("written");
+        drop(held);
+        assert_eq!(reader.join().expect("reader"), b"report");
     }
 
     #[test]

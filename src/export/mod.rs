@@ -157,9 +157,10 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     }
     // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is written in place:
     // renaming a temporary file onto it would replace the device node with a regular file,
-    // which for /dev/null breaks every other program on the machine.
+    // which for /dev/null breaks every other program on the machine. A FIFO with no reader
+    // is an error, not a wait (files::open_in_place).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        let mut f = crate::files::open_in_place(path)?;
         f.write_all(bytes)?;
         return f.flush();
     }
@@ -240,6 +241,31 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_with_no_reader_is_an_error_naming_it_not_a_wait() {
+        // Issue 48, item 20: opening it for writing waited for a reader forever.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(write_atomic(&path, b"report").map_err(|e| e.to_string()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the write returns instead of waiting for a reader");
+        let e = got.expect_err("no reader is an error");
+        assert!(
+            e.contains("is a FIFO with no reader: start the reader first"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_fifo_is_written_in_place_not_replaced() {
         // The same path as /dev/null takes: renaming onto a device node would replace it.
         let dir = tempfile::tempdir().expect("temp dir");
@@ -253,7 +279,14 @@ mod tests {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).expect("read the fifo"))
         };
-        write_atomic(&fifo, b"report").expect("write to the fifo");
+        // The reader first: until its thread has the FIFO open, a write is refused.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut written = write_atomic(&fifo, b"report");
+        while written.is_err() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            written = write_atomic(&fifo, b"report");
+        }
+        written.expect("write to the fifo");
         assert_eq!(reader.join().expect("reader"), b"report");
         let kind = std::fs::metadata(&fifo).expect("still there").file_type();
         assert!(kind.is_fifo(), "the FIFO must survive the write");

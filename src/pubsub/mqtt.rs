@@ -6,6 +6,7 @@
 //! `--persistent` publishes at QoS 1 (the broker acknowledges each publish).
 
 use super::{Ack, Broker, Publisher, Stamp, Subscriber};
+use crate::transport::mqtt::refusal::{check_puback, check_suback};
 use crate::transport::mqtt::{lost, next_publish};
 use crate::transport::{TransportError, client_runtime};
 use rumqttc::v5::mqttbytes::QoS;
@@ -88,7 +89,8 @@ impl MqttPubSub {
             Ack::None => QoS::AtMostOnce,
             Ack::Auto | Ack::Client => QoS::AtLeastOnce,
         };
-        let filters: Vec<Filter> = topics.into_iter().map(|t| Filter::new(t, qos)).collect();
+        let filters: Vec<Filter> = topics.iter().map(|t| Filter::new(t, qos)).collect();
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         rt.block_on(async {
             client
                 .subscribe_many(filters)
@@ -97,7 +99,9 @@ impl MqttPubSub {
             let acked = tokio::time::timeout(Duration::from_secs(5), async {
                 loop {
                     match events.poll().await {
-                        Ok(Event::Incoming(Packet::SubAck(_))) => return Ok(()),
+                        Ok(Event::Incoming(Packet::SubAck(ack))) => {
+                            return check_suback(&target, &names, &ack);
+                        }
                         Ok(_) => {}
                         Err(e) => return Err(lost(&target, e)),
                     }
@@ -194,8 +198,9 @@ struct MqttPublisher {
 
 impl MqttPublisher {
     /// Run the event loop until it has written publish packets out (and, at QoS 1, taken
-    /// the broker's acknowledgements in), or `idle` passes with nothing to do.
-    async fn drive(&mut self, idle: Duration) -> Result<(), TransportError> {
+    /// the broker's acknowledgements in), or `idle` passes with nothing to do. A PUBACK
+    /// refusing the publish to `topic` is an error at once.
+    async fn drive(&mut self, idle: Duration, topic: &str) -> Result<(), TransportError> {
         loop {
             match tokio::time::timeout(idle, self.events.poll()).await {
                 Err(_) => return Ok(()),
@@ -204,7 +209,9 @@ impl MqttPublisher {
                         return Ok(());
                     }
                 }
-                Ok(Ok(Event::Incoming(Packet::PubAck(_)))) => return Ok(()),
+                Ok(Ok(Event::Incoming(Packet::PubAck(ack)))) => {
+                    return check_puback(&self.target, topic, &ack);
+                }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => return Err(lost(&self.target, e)),
             }
@@ -228,11 +235,11 @@ impl Publisher for MqttPublisher {
         let rt = self.rt.clone();
         rt.block_on(async {
             self.client
-                .publish_with_properties(topic, qos, false, payload, properties)
+                .publish_with_properties(topic.clone(), qos, false, payload, properties)
                 .await
                 .map_err(|e| lost(&self.target, format!("publishing: {e}")))?;
             // The event loop is what writes it: run it until the publish is out.
-            self.drive(Duration::from_secs(5)).await
+            self.drive(Duration::from_secs(5), &topic).await
         })
     }
     fn pause(&mut self, d: Duration) {
@@ -245,7 +252,7 @@ impl Publisher for MqttPublisher {
         let rt = self.rt.clone();
         rt.block_on(async {
             let _ = self.client.disconnect().await;
-            let _ = self.drive(Duration::from_millis(200)).await;
+            let _ = self.drive(Duration::from_millis(200), "").await;
         });
         Ok(())
     }
@@ -263,7 +270,8 @@ impl Subscriber for MqttSubscriber {
     fn next(&mut self, wait: Duration) -> Result<Option<Stamp>, TransportError> {
         let (events, plan, target) = (&mut self.events, &self.plan, &self.target);
         self.rt.block_on(async {
-            let Some(p) = next_publish(events, wait, target).await? else {
+            // A subscriber publishes nothing: no PUBACK is its own.
+            let Some(p) = next_publish(events, wait, target, "").await? else {
                 return Ok(None);
             };
             let props = p

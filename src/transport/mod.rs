@@ -335,6 +335,14 @@ pub struct QueueSetup {
     pub put1: bool,
     /// IBM MQ: the model queue of temporary reply queues (None: SYSTEM.DEFAULT.MODEL.QUEUE).
     pub model_queue: Option<String>,
+    /// The longest one wait for the broker's answer to a request may take (the run's
+    /// `--wait`): a transport that waits inside `put` (STOMP's receipt of a persistent
+    /// send) waits no longer than a get would.
+    pub wait: std::time::Duration,
+    /// Raised when the run is interrupted (Ctrl-C, SIGTERM): a wait inside `put` ends at
+    /// once and leaves the request to the driver, which abandons it, so that the run ends
+    /// with its report and exit 130 rather than a failure after the wait.
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl QueueSetup {
@@ -351,7 +359,18 @@ impl QueueSetup {
             match_mode: MatchMode::Correl,
             put1: false,
             model_queue: None,
+            wait: std::time::Duration::from_secs(60),
+            interrupt: Default::default(),
         }
+    }
+
+    /// The setup with the run's interrupt flag, which waits inside `put` watch.
+    pub fn interrupted_by(
+        mut self,
+        interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> QueueSetup {
+        self.interrupt = interrupt;
+        self
     }
 }
 

@@ -14,6 +14,7 @@
 //! responders share requests through a shared subscription (`$share/GROUP/TOPIC`, MQTT 5),
 //! as sample-flow's instances do.
 
+pub mod refusal;
 pub mod url;
 
 use super::endpoint::{EndpointKind, OptionRefused, nagle_hint, refuse_mq_calls};
@@ -43,15 +44,20 @@ pub(crate) fn lost(target: &str, why: impl std::fmt::Display) -> TransportError 
 
 /// The next PUBLISH the event loop delivers within `wait` (None when none came), driving
 /// the loop through every other packet; for put/get replies and pub/sub subscribers alike.
+/// A PUBACK refusing one of this client's publishes (to `publishes_to`) is an error at once.
 pub(crate) async fn next_publish(
     events: &mut EventLoop,
     wait: Duration,
     target: &str,
+    publishes_to: &str,
 ) -> Result<Option<rumqttc::v5::mqttbytes::v5::Publish>, TransportError> {
     let got = tokio::time::timeout(wait, async {
         loop {
             match events.poll().await {
                 Ok(Event::Incoming(Packet::Publish(p))) => return Ok(p),
+                Ok(Event::Incoming(Packet::PubAck(ack))) => {
+                    refusal::check_puback(target, publishes_to, &ack)?;
+                }
                 Ok(_) => {}
                 Err(e) => return Err(lost(target, e)),
             }
@@ -108,7 +114,10 @@ pub fn connect(
                             .await
                             .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
                     }
-                    Ok(Event::Incoming(Packet::SubAck(_))) if connected => return Ok(()),
+                    Ok(Event::Incoming(Packet::SubAck(ack))) if connected => {
+                        let topics: Vec<&str> = subscribe.iter().map(|(t, _)| *t).collect();
+                        return refusal::check_suback(&target, &topics, &ack);
+                    }
                     Ok(_) => {}
                     Err(e) => {
                         return Err(TransportError::Unreachable {
@@ -206,7 +215,9 @@ struct MqttSession {
 
 impl MqttSession {
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        let Some(p) = next_publish(&mut self.events, wait, &self.target).await? else {
+        let Some(p) =
+            next_publish(&mut self.events, wait, &self.target, &self.request_topic).await?
+        else {
             return Ok(None);
         };
         let correl_id = p
@@ -325,5 +336,108 @@ impl EndpointKind for MqttEndpoint {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// One MQTT packet from `s`: its first byte and its body (none when the client went).
+    fn packet(s: &mut std::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+        let mut one = [0u8; 1];
+        s.read_exact(&mut one).ok()?;
+        let kind = one[0];
+        let (mut len, mut shift) = (0usize, 0);
+        loop {
+            s.read_exact(&mut one).ok()?;
+            len |= usize::from(one[0] & 0x7f) << shift;
+            shift += 7;
+            if one[0] & 0x80 == 0 || shift > 21 {
+                break;
+            }
+        }
+        let mut body = vec![0u8; len];
+        s.read_exact(&mut body).ok()?;
+        Some((kind, body))
+    }
+
+    /// A fake MQTT 5 broker on 127.0.0.1 speaking just enough: CONNACK to CONNECT, a
+    /// SUBACK with `suback` for every SUBSCRIBE, a PUBACK with `puback` for every QoS 1
+    /// PUBLISH. One connection, served until the client goes.
+    fn fake_broker(suback: u8, puback: u8) -> MqttEndpoint {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            while let Some((kind, body)) = packet(&mut s) {
+                let answer = match kind >> 4 {
+                    1 => vec![0x20, 3, 0, 0, 0],
+                    8 if body.len() >= 2 => vec![0x90, 4, body[0], body[1], 0, suback],
+                    3 if kind & 0x06 == 0x02 && body.len() >= 2 => {
+                        let topic = usize::from(u16::from_be_bytes([body[0], body[1]]));
+                        match body.get(2 + topic..4 + topic) {
+                            Some(id) => vec![0x40, 4, id[0], id[1], puback, 0],
+                            None => return,
+                        }
+                    }
+                    12 => vec![0xd0, 0],
+                    _ => continue,
+                };
+                if s.write_all(&answer).is_err() {
+                    return;
+                }
+            }
+        });
+        MqttEndpoint::parse(&format!("mqtt://127.0.0.1:{port}")).expect("an MQTT URL")
+    }
+
+    fn persistent(ep: &MqttEndpoint) -> Result<TaskSession, TransportError> {
+        let mut setup = QueueSetup::for_queue("oemputx/test/requests");
+        setup.persistent = true;
+        Mqtt {
+            endpoint: ep.clone(),
+            setup,
+        }
+        .session(0)
+    }
+
+    #[test]
+    fn a_refused_subscription_is_an_error_at_once_naming_topic_reason_and_fix() {
+        // Issue 48, item 17: a SUBACK of 0x87 passed for a subscription; the run then
+        // timed out five times and said the flow was most likely gone.
+        let ep = fake_broker(0x87, 0x00);
+        let started = std::time::Instant::now();
+        let Err(e) = persistent(&ep) else {
+            panic!("a refused subscription must not open a session");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("the broker refused the subscription to 'oemputx/reply/")
+                && text.contains("not authorised (reason code 0x87); check the broker's ACL"),
+            "{text}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(4));
+    }
+
+    #[test]
+    fn a_refused_publish_is_an_error_at_once_naming_topic_reason_and_fix() {
+        let ep = fake_broker(0x01, 0x87);
+        let Ok(TaskSession::Async(mut session)) = persistent(&ep) else {
+            panic!("the session opens");
+        };
+        session.put(b"request", "c1").expect("queued");
+        let rt = session.runtime();
+        let started = std::time::Instant::now();
+        let got = rt.block_on(session.get(Duration::from_secs(10)));
+        let text = got.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("the broker refused the publish to 'oemputx/test/requests': not authorised (reason code 0x87)"),
+            "{text}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(4));
     }
 }

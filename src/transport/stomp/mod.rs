@@ -22,11 +22,12 @@ use super::endpoint::{Endpoint, EndpointKind, OptionRefused, nagle_hint, refuse_
 use super::{
     Prepared, QueueSetup, Reply, ReplyQueue, Session, TaskSession, Transport, TransportError,
 };
-use frame::{Frame, decode, encode_parts};
+use frame::{Frame, FrameReader, encode_parts};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use url::{StompEndpoint, queue_destination};
 
@@ -34,8 +35,8 @@ use url::{StompEndpoint, queue_destination};
 pub const MAX_MESSAGE: usize = 100 * 1024 * 1024;
 /// Connecting, the TLS handshake and CONNECT's answer.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest a persistent SEND waits for its receipt.
-const RECEIPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a persistent SEND's wait for its receipt looks at the run's interrupt flag.
+const RECEIPT_SLICE: Duration = Duration::from_millis(100);
 /// DISCONNECT's receipt is waited for this long at most.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -81,9 +82,9 @@ impl Write for Stream {
 /// One STOMP connection: frames out, frames in with a deadline on every read.
 pub struct Conn {
     stream: Stream,
-    /// Bytes read and not yet decoded start at `pos`.
-    buf: Vec<u8>,
-    pos: usize,
+    /// Bytes read and not yet taken as frames; it resumes its scan where the last read left
+    /// it, so a large frame in many reads costs linear work.
+    frames: FrameReader,
     out: Vec<u8>,
     target: String,
     /// The socket's read timeout as last set: it is set again only when it changes.
@@ -140,8 +141,7 @@ impl Conn {
         };
         let mut c = Conn {
             stream,
-            buf: Vec::with_capacity(8192),
-            pos: 0,
+            frames: FrameReader::new(MAX_MESSAGE),
             out: Vec::with_capacity(1024),
             target: target.clone(),
             read_timeout: None,
@@ -228,25 +228,9 @@ impl Conn {
     pub fn next_frame(&mut self, deadline: Instant) -> Result<Option<Frame>, TransportError> {
         let mut chunk = [0u8; 16 * 1024];
         loop {
-            match decode(&self.buf[self.pos..], MAX_MESSAGE) {
-                Ok(Some((f, used))) => {
-                    // Frames are taken from the front by moving `pos`; the bytes are shifted
-                    // out only once the buffer is used up, not once per frame: a subscriber
-                    // that reads hundreds of small frames per socket read would otherwise
-                    // move the whole rest of the buffer for each of them.
-                    self.pos += used;
-                    if self.pos == self.buf.len() {
-                        self.buf.clear();
-                        self.pos = 0;
-                    }
-                    return Ok(Some(f));
-                }
-                Ok(None) => {
-                    if self.pos > 0 {
-                        self.buf.drain(..self.pos);
-                        self.pos = 0;
-                    }
-                }
+            match self.frames.next_frame() {
+                Ok(Some(f)) => return Ok(Some(f)),
+                Ok(None) => {}
                 Err(e) => return Err(self.lost(e)),
             }
             let now = Instant::now();
@@ -260,7 +244,7 @@ impl Conn {
             }
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(self.lost("the broker closed the connection")),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.frames.extend(&chunk[..n]),
                 // A slice ran out: the top of the loop says whether the deadline has.
                 Err(e)
                     if matches!(
@@ -357,6 +341,8 @@ impl Transport for Stomp {
                 ("correlation-id".into(), String::new()),
             ],
             persistent: self.setup.persistent,
+            receipt_wait: self.setup.wait,
+            interrupt: self.setup.interrupt.clone(),
             receipts: 0,
             inbox: VecDeque::new(),
             target: conn.target.clone(),
@@ -393,6 +379,10 @@ struct StompSession {
     /// SEND's headers; the last is the correlation id, set per request.
     request: Vec<(String, String)>,
     persistent: bool,
+    /// The longest a persistent SEND waits for its receipt: the run's --wait.
+    receipt_wait: Duration,
+    /// The run's interrupt flag: a receipt is no longer waited for once it is up.
+    interrupt: Arc<AtomicBool>,
     receipts: u64,
     /// Replies read while waiting for a receipt.
     inbox: VecDeque<Reply>,
@@ -407,6 +397,40 @@ impl StompSession {
                 target: self.target.clone(),
                 why: "the session is closed".into(),
             })
+    }
+
+    /// Wait for receipt `id`: at most --wait, as a get waits for its reply, and looking at
+    /// the interrupt flag every [`RECEIPT_SLICE`]. Interrupted, the wait ends without an
+    /// error: the request is in flight, the driver sees the stop and abandons it, and the
+    /// run ends with its report (exit 130) — a fixed 60 s wait that no signal ended, then
+    /// a failure (exit 1), was issue 48's item 18. Replies read meanwhile are kept.
+    fn wait_for_receipt(&mut self, id: &str) -> Result<(), TransportError> {
+        let deadline = Instant::now() + self.receipt_wait;
+        loop {
+            if self.interrupt.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(TransportError::broker(
+                    &self.target,
+                    "a persistent send",
+                    format!(
+                        "no receipt within --wait ({}): the broker did not confirm that it stored the message; check the broker (its store, its log), or give a longer --wait",
+                        humantime::format_duration(self.receipt_wait)
+                    ),
+                ));
+            }
+            let Some(f) = self.conn()?.next_frame(deadline.min(now + RECEIPT_SLICE))? else {
+                continue;
+            };
+            if f.command == "RECEIPT" && f.get("receipt-id") == Some(id) {
+                return Ok(());
+            }
+            if let Some(r) = self.reply_of(&f)? {
+                self.inbox.push_back(r);
+            }
+        }
     }
 
     /// What a frame means to the loop: a reply, or nothing (a receipt), or an error.
@@ -440,22 +464,7 @@ impl Session for StompSession {
         let mut headers = self.request.clone();
         headers.push(("receipt".into(), id.clone()));
         self.conn()?.send_parts("SEND", &headers, body)?;
-        let deadline = Instant::now() + RECEIPT_TIMEOUT;
-        loop {
-            let Some(f) = self.conn()?.next_frame(deadline)? else {
-                return Err(TransportError::broker(
-                    &self.target,
-                    "a persistent send",
-                    "no receipt within 60 s",
-                ));
-            };
-            if f.command == "RECEIPT" && f.get("receipt-id") == Some(id.as_str()) {
-                return Ok(());
-            }
-            if let Some(r) = self.reply_of(&f)? {
-                self.inbox.push_back(r);
-            }
-        }
+        self.wait_for_receipt(&id)
     }
 
     fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
@@ -546,4 +555,94 @@ impl EndpointKind for StompEndpoint {
 /// The endpoint behind a registered URL (for tests and sample-flow).
 pub fn endpoint(ep: StompEndpoint) -> Endpoint {
     Endpoint::new(ep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A STOMP server on 127.0.0.1 that answers CONNECT with CONNECTED, then reads every
+    /// frame and answers none: a broker that never sends a receipt. It ends when the
+    /// client closes the connection.
+    fn broker_without_receipts() -> StompEndpoint {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut frames = FrameReader::new(1 << 20);
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = s.read(&mut chunk) {
+                frames.extend(&chunk[..n]);
+                while let Ok(Some(f)) = frames.next_frame() {
+                    if f.command == "CONNECT" {
+                        let _ = s.write_all(b"CONNECTED\nversion:1.2\n\n\0");
+                    }
+                }
+            }
+        });
+        StompEndpoint::parse(&format!("stomp://127.0.0.1:{port}")).expect("a STOMP URL")
+    }
+
+    /// A persistent session on `ep` whose receipt waits last `wait` and watch `interrupt`.
+    fn persistent_session(
+        ep: &StompEndpoint,
+        wait: Duration,
+        interrupt: Arc<AtomicBool>,
+    ) -> Box<dyn Session> {
+        let mut setup = QueueSetup::for_queue("q.receipts").interrupted_by(interrupt);
+        setup.persistent = true;
+        setup.wait = wait;
+        let stomp = Stomp {
+            endpoint: ep.clone(),
+            setup,
+        };
+        match stomp.session(0) {
+            Ok(TaskSession::Blocking(s)) => s,
+            Ok(TaskSession::Async(_)) => panic!("STOMP sessions are blocking"),
+            Err(e) => panic!("the session opens: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_receipt_that_never_comes_is_waited_for_no_longer_than_wait() {
+        // Issue 48, item 18: the wait was a fixed 60 s, whatever --wait said.
+        let ep = broker_without_receipts();
+        let mut session = persistent_session(&ep, Duration::from_millis(400), Arc::default());
+        let started = Instant::now();
+        let err = session
+            .put(b"request", "c1")
+            .expect_err("no receipt is an error");
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(400) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("no receipt within --wait (400ms)") && text.contains("longer --wait"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_wait_for_a_receipt_at_once() {
+        // Issue 48, item 18: no signal ended the wait. Interrupted, the put ends without an
+        // error, so that the driver abandons the request and the run ends 130.
+        let ep = broker_without_receipts();
+        let interrupt = Arc::new(AtomicBool::new(false));
+        let mut session = persistent_session(&ep, Duration::from_secs(60), interrupt.clone());
+        let raise = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            interrupt.store(true, Ordering::Relaxed);
+        });
+        let started = Instant::now();
+        let put = session.put(b"request", "c1");
+        let took = started.elapsed();
+        let _ = raise.join();
+        assert!(put.is_ok(), "{put:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
 }
