@@ -104,7 +104,6 @@ fn held() -> &'static std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> {
 /// do. The file is then made blocking again, so that the reader takes a report larger
 /// than the pipe's buffer at its own pace instead of the write failing with EAGAIN.
 pub fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
     if let Some(file) = held().lock().ok().and_then(|mut h| {
         let i = h.iter().position(|(p, _)| p == path)?;
         Some(h.swap_remove(i).1)
@@ -125,16 +124,13 @@ pub fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
                 e
             }
         })?;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this function owns (`file` lives to the end), with
-    // F_GETFL/F_SETFL, which read and set its status flags and touch no memory.
-    let cleared = unsafe {
-        let flags = nix::libc::fcntl(fd, nix::libc::F_GETFL);
-        flags >= 0 && nix::libc::fcntl(fd, nix::libc::F_SETFL, flags & !nix::libc::O_NONBLOCK) == 0
-    };
-    if !cleared {
-        return Err(std::io::Error::last_os_error());
-    }
+    // Blocking again for the write, through nix's safe fcntl.
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_truncate(fcntl(&file, FcntlArg::F_GETFL)?);
+    fcntl(
+        &file,
+        FcntlArg::F_SETFL(flags.difference(OFlag::O_NONBLOCK)),
+    )?;
     Ok(file)
 }
 

@@ -36,7 +36,13 @@ fn outcome() -> Exit {
         Ok(code) => code,
         Err(e) => {
             oemputx::say!("Error: {e:#}");
-            exit_for(&e)
+            // An error met because a signal stopped a wait (the queue a flow was to
+            // declare, say) is still an interrupted run: a shell loop must see 130.
+            if oemputx::exit::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+                Exit::Interrupted
+            } else {
+                exit_for(&e)
+            }
         }
     }
 }

@@ -530,3 +530,66 @@ fn a_run_with_no_reply_names_the_queue_the_broker_and_its_consumers_within_the_r
         "{hint}"
     );
 }
+
+#[test]
+fn a_flow_started_just_before_the_run_is_waited_for_until_it_declares_its_queue() {
+    // As CI scripts do it: the flow started in the background, the run at once. The queue
+    // does not exist yet when oemputx looks: it says so and waits (at most --wait).
+    live!(RabbitMq);
+    let q = fresh_queue("late-flow");
+    let child = oemputx_process()
+        .args(["--qmgr", &amqp_url(), "--request-queue", &q])
+        .args(["--count", "100", "--no-save", "--quiet", "--wait", "30s"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let flow = EchoFlow::start(&q, &[]);
+    let out = child.wait_with_output().expect("oemputx ends");
+    drop(flow);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("queue '{q}' does not exist yet")) && err.contains("--declare"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_queue_nobody_declares_is_an_error_after_wait_and_a_signal_ends_the_wait_with_130() {
+    live!(RabbitMq);
+    let q = fresh_queue("nobody");
+    let started = std::time::Instant::now();
+    let out = oemputx()
+        .args(["--qmgr", &amqp_url(), "--request-queue", &q])
+        .args(["--count", "10", "--no-save", "--quiet", "--wait", "1s"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("queue '{q}' does not exist on")),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // SIGTERM during a long wait: ended at once, as an interrupted run.
+    let child = oemputx_process()
+        .args(["--qmgr", &amqp_url(), "--request-queue", &q])
+        .args(["--count", "10", "--no-save", "--quiet", "--wait", "120s"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signalled");
+    let stopped = std::time::Instant::now();
+    let out = child.wait_with_output().expect("ends");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stopped.elapsed() < std::time::Duration::from_secs(10));
+}

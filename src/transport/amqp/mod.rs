@@ -224,9 +224,9 @@ impl Amqp {
         .caused_by(&e)
     }
 
-    /// Check that `queue` exists (a passive declare), creating it with `declare`.
-    /// A failed passive declare closes its channel, so each check gets a fresh one.
-    async fn ensure_queue(&self, conn: &Connection, queue: &str) -> Result<(), TransportError> {
+    /// Whether `queue` exists (a passive declare). A failed passive declare closes its
+    /// channel, so each check gets a fresh one.
+    async fn queue_exists(&self, conn: &Connection, queue: &str) -> Result<bool, TransportError> {
         let ch = conn
             .open_channel(None)
             .await
@@ -237,9 +237,52 @@ impl Amqp {
             .is_ok();
         if exists {
             let _ = ch.close().await;
+        }
+        Ok(exists)
+    }
+
+    /// A flow started just before oemputx — in the background, as CI scripts start it —
+    /// may not have declared its queue yet: wait for it, at most `--wait`, saying so at
+    /// once (a mistyped name then costs the wait, not a silent one), and stop on Ctrl-C.
+    async fn wait_for_queue(&self, conn: &Connection, queue: &str) -> Result<bool, TransportError> {
+        let wait = self.setup.wait;
+        crate::say!(
+            "oemputx: queue '{queue}' does not exist yet on {}: waiting up to {} for the flow that owns it to declare it (--declare creates it; --wait sets the wait)",
+            self.target(),
+            humantime::format_duration(wait)
+        );
+        let deadline = std::time::Instant::now() + wait;
+        while std::time::Instant::now() < deadline {
+            if self
+                .setup
+                .interrupt
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                return Ok(false);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if self.queue_exists(conn, queue).await? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Check that `queue` exists, creating it with `declare`; without, the request queue
+    /// (`of_flow`) is waited for ([`Self::wait_for_queue`]).
+    async fn ensure_queue(
+        &self,
+        conn: &Connection,
+        queue: &str,
+        of_flow: bool,
+    ) -> Result<(), TransportError> {
+        if self.queue_exists(conn, queue).await? {
             return Ok(());
         }
         if !self.setup.declare {
+            if of_flow && self.wait_for_queue(conn, queue).await? {
+                return Ok(());
+            }
             return Err(TransportError::MissingQueue {
                 queue: queue.into(),
                 target: self.target(),
@@ -258,10 +301,11 @@ impl Amqp {
 
     async fn prepare_async(&self) -> Result<Prepared, TransportError> {
         let conn = self.connect("oemputx-setup").await?;
-        self.ensure_queue(&conn, &self.setup.request_queue).await?;
+        self.ensure_queue(&conn, &self.setup.request_queue, true)
+            .await?;
         let mut cleared = 0;
         if let ReplyQueue::Named(q) = &self.setup.reply_queue {
-            self.ensure_queue(&conn, q).await?;
+            self.ensure_queue(&conn, q, false).await?;
             if self.setup.clear_reply_queue {
                 let ch = conn
                     .open_channel(None)
