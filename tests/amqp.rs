@@ -195,7 +195,17 @@ fn without_a_responder_a_long_run_stops_after_a_few_timeouts_in_a_row_and_says_w
 fn a_missing_request_queue_is_a_usage_error_not_a_silent_declare() {
     live!(RabbitMq);
     let q = fresh_queue("missing");
-    let (code, _, err) = run_json(&["--qmgr", &amqp_url(), "--request-queue", &q, "--count", "1"]);
+    // Waited for at most --wait (its flow may be starting), then an error.
+    let (code, _, err) = run_json(&[
+        "--qmgr",
+        &amqp_url(),
+        "--request-queue",
+        &q,
+        "--count",
+        "1",
+        "--wait",
+        "1s",
+    ]);
     assert_eq!(code, 2);
     assert!(
         err.contains("does not exist") && err.contains("--declare"),
