@@ -172,6 +172,13 @@ pub const MAX_REPORT_BYTES: u64 = 256 << 20;
 /// The largest profile, gate file or certificate file.
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
+/// A FIFO at `path`, for the tests of what reads and writes one.
+#[cfg(test)]
+pub(crate) fn test_fifo(path: &Path) -> PathBuf {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    path.to_path_buf()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,12 +188,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("oemputx-files-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let fifo = dir.join("fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = crate::files::test_fifo(&dir.join("fifo"));
         let big = dir.join("big");
         std::fs::write(&big, vec![b'x'; 2048]).expect("write");
         let cases: [(&Path, &str); 3] = [

@@ -28,6 +28,7 @@ pub mod interleave;
 pub mod measure;
 pub mod msgfile;
 pub mod no_reply;
+pub mod orchestrate;
 pub mod progress;
 pub mod pubsub;
 pub mod report;

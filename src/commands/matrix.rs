@@ -7,10 +7,10 @@
 //! the cells in a balanced order each round, and reported as the median of its rounds with
 //! its interval.
 
-use super::pubsub::{broker, measure};
 use crate::config::tools::MatrixConfig;
 use crate::exit::Exit;
 use crate::export::outputs::{Outputs, Style};
+use crate::orchestrate::pubsub::{broker, measure};
 use crate::report::matrix::{Cell, Matrix, MatrixPartial, SCHEMA};
 
 use std::sync::Arc;

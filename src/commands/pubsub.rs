@@ -1,49 +1,22 @@
-//! `oemputx pubsub`: check the options, pick the broker, run the experiment between two
-//! CPU snapshots and write the report.
+//! `oemputx pubsub`: check the options, build the broker and measure one window
+//! ([`crate::orchestrate::pubsub`]) — or rounds of it, or a capacity search — and write it.
 
-use crate::accounting::selector;
-use crate::accounting::{Accounting, DriverRow, Traffic};
-use crate::config::ConfigError;
 use crate::config::formats::Format;
 use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
 use crate::export::outputs::{Artifact as _, Outputs, Style};
+use crate::orchestrate::pubsub::measure;
 use crate::pubsub::Broker;
-use crate::pubsub::engine::{self, Pacing};
 use crate::pubsub::report::{
     BestMedianWorst, CAPACITY_SCHEMA, CapacityStep, PubSubCapacity, PubSubReport, PubSubRounds,
-    PubSubSettings, ROUNDS_SCHEMA,
+    ROUNDS_SCHEMA,
 };
-use crate::transport::parse_url;
-use crate::window::Window as _;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
-
-fn bad(flag: &'static str, why: impl Into<String>) -> anyhow::Error {
-    ConfigError::BadValue {
-        flag,
-        why: why.into(),
-    }
-    .into()
-}
-
-/// The broker the URL names, built by its transport (`crate::pubsub::broker`).
-pub(crate) fn broker(args: &PubsubConfig) -> anyhow::Result<Arc<dyn Broker>> {
-    let endpoint = parse_url(&args.qmgr)?;
-    let options = crate::pubsub::BrokerOptions {
-        plan: args.plan.clone(),
-        ack: args.ack,
-        select_by: args.select_by,
-        persistent: args.persistent,
-        declare: args.declare,
-    };
-    crate::pubsub::broker(&endpoint, &options).map_err(|u| bad(u.flag, u.why))
-}
 
 /// `oemputx pubsub`.
 pub fn pubsub(args: &PubsubConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
-    let broker = broker(args)?;
+    let broker = crate::orchestrate::pubsub::broker(args)?;
     broker.prepare()?;
     if args.find_capacity {
         return find_capacity(args, broker, &interrupt);
@@ -71,80 +44,6 @@ pub fn pubsub(args: &PubsubConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result
         );
         Ok(Exit::Failure)
     }
-}
-
-/// One run at `rate`, between two CPU snapshots.
-pub(crate) fn measure(
-    args: &PubsubConfig,
-    broker: Arc<dyn Broker>,
-    rate: Option<f64>,
-    interrupt: Arc<AtomicBool>,
-) -> anyhow::Result<PubSubReport> {
-    let plan = &args.plan;
-    let transport = if args.qmgr.starts_with("mqtt://") {
-        "mqtt"
-    } else {
-        parse_url(&args.qmgr)?.transport()
-    };
-    let groups = if args.groups.is_empty() {
-        selector::parse_groups(broker.default_groups())?
-    } else {
-        selector::parse_groups(args.groups.iter().map(String::as_str))?
-    };
-    let mut acc = Accounting::new(groups, args.cpu_source, args.ratio)
-        .with_hosts(&args.hosts)
-        .map_err(crate::config::ConfigError::from)?;
-    let mut own = (Duration::ZERO, Duration::ZERO);
-    let pacing = Pacing {
-        rate,
-        ..args.pacing
-    };
-    let out = engine::run(broker.clone(), (plan, pacing), interrupt, &mut |open| {
-        let cpu = crate::accounting::clock::self_process().unwrap_or_default();
-        if open {
-            own.0 = cpu;
-            acc.start();
-        } else {
-            acc.end();
-            own.1 = cpu;
-        }
-    })?;
-    let me = DriverRow::oemputx(own.1.saturating_sub(own.0));
-    let published: u64 = out.published.iter().map(|p| p.sent).sum();
-    let delivered: u64 = out.delivered.iter().map(|d| d.received).sum();
-    let table = |n: u64| {
-        acc.table(Traffic {
-            transactions: n.max(1),
-            driver: Some(&me),
-            concurrency: None,
-            round_trip_us: out.elapsed.as_secs_f64() * 1e6 / n.max(1) as f64,
-            rate_tps: n as f64 / out.elapsed.as_secs_f64().max(1e-9),
-        })
-    };
-    let settings = PubSubSettings {
-        broker: broker.describe(),
-        transport,
-        modes: broker.modes(),
-        topic: plan.topic.clone(),
-        publishers: plan.publishers,
-        subscribers: plan.subscribers,
-        symbols: plan.symbols,
-        select: plan.select,
-        count: plan.count,
-        duration_s: plan.duration.map(|d| d.as_secs_f64()),
-        msg_size: plan.msg_size,
-        think_ms: pacing.think.as_secs_f64() * 1e3,
-        rate_limit: rate,
-        persistent: args.persistent,
-        seed: plan.seed,
-    };
-    Ok(PubSubReport::build(
-        settings,
-        plan,
-        &out,
-        table(published).as_ref(),
-        table(delivered).as_ref(),
-    ))
 }
 
 /// The broker's (first group's) CPU per message published, µs.

@@ -216,12 +216,7 @@ mod tests {
     #[test]
     fn a_fifo_output_needs_its_reader_before_the_run_and_keeps_it() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = crate::files::test_fifo(&dir.path().join("pipe"));
         let e = check(&[("--export-json", Some(&fifo))], None, &[])
             .err()
             .map(|e| e.to_string())

@@ -244,12 +244,7 @@ mod tests {
     fn a_fifo_with_no_reader_is_an_error_naming_it_not_a_wait() {
         // Issue 48, item 20: opening it for writing waited for a reader forever.
         let dir = tempfile::tempdir().expect("temp dir");
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = crate::files::test_fifo(&dir.path().join("pipe"));
         let (tx, rx) = std::sync::mpsc::channel();
         let path = fifo.clone();
         std::thread::spawn(move || {
@@ -269,12 +264,7 @@ mod tests {
     fn a_fifo_is_written_in_place_not_replaced() {
         // The same path as /dev/null takes: renaming onto a device node would replace it.
         let dir = tempfile::tempdir().expect("temp dir");
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = crate::files::test_fifo(&dir.path().join("pipe"));
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).expect("read the fifo"))
