@@ -361,12 +361,7 @@ fn a_sweep_and_a_live_compare_on_stdout_are_that_format_alone() {
         "3s",
         "--no-save",
     ]);
-    on_stdout(
-        dir.path(),
-        "sweep",
-        &sweep,
-        &["json", "tsv", "csv", "markdown", "html"],
-    );
+    on_stdout(dir.path(), "sweep", &sweep, &formats_of(ResultKind::Sweep));
     let compare = strings(&[
         "compare",
         "--flow-cmd",
@@ -389,7 +384,7 @@ fn a_sweep_and_a_live_compare_on_stdout_are_that_format_alone() {
         dir.path(),
         "compare",
         &compare,
-        &["json", "tsv", "markdown", "html"],
+        &formats_of(ResultKind::Compare),
     );
 }
 
