@@ -125,6 +125,17 @@ pub fn exit_for(err: &anyhow::Error) -> Exit {
 
 pub use crate::signals::{LAST_SIGNAL, interrupted_by};
 
+/// The exit code for an error met now: an interrupted run's (130) once a signal has
+/// stopped it — the error is then what the stop cut short (a wait for a queue, say) — else
+/// [`exit_for`]'s. `main` and the gate's failure outputs both use it, so they agree.
+pub fn exit_for_now(err: &anyhow::Error) -> Exit {
+    if LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+        Exit::Interrupted
+    } else {
+        exit_for(err)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use oemputx::cli::Cli;
 use oemputx::commands;
-use oemputx::exit::{Exit, exit_for};
+use oemputx::exit::{Exit, exit_for_now};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -38,11 +38,7 @@ fn outcome() -> Exit {
             oemputx::say!("Error: {e:#}");
             // An error met because a signal stopped a wait (the queue a flow was to
             // declare, say) is still an interrupted run: a shell loop must see 130.
-            if oemputx::exit::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0 {
-                Exit::Interrupted
-            } else {
-                exit_for(&e)
-            }
+            exit_for_now(&e)
         }
     }
 }
@@ -56,11 +52,16 @@ fn run() -> anyhow::Result<Exit> {
         [] => {}
         [_] => oemputx::exit::STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed),
         many => {
-            oemputx::say!(
-                "Error: {} {} name stdout ('-'); only one output can go there: give the others file paths",
+            let why = format!(
+                "{} {} name stdout ('-'); only one output can go there: give the others file paths",
                 many.join(" and "),
                 if many.len() == 2 { "both" } else { "all" }
             );
+            oemputx::say!("Error: {why}");
+            // A gate's CI page still says why (its JUnit, summary and annotation).
+            if let Some(oemputx::cli::Command::Gate(args)) = &cli.command {
+                commands::gate::write_failure(&args.outputs(), Exit::Usage, &why);
+            }
             return Ok(Exit::Usage);
         }
     }

@@ -595,11 +595,11 @@ fn a_queue_nobody_declares_is_an_error_after_wait_and_a_signal_ends_the_wait_wit
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signalled");
     let stopped = std::time::Instant::now();
     let out = child.wait_with_output().expect("ends");
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!("interrupted while waiting for queue '{q}'")),
+        "{err}"
     );
     assert!(stopped.elapsed() < std::time::Duration::from_secs(10));
 }

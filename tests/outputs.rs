@@ -547,3 +547,219 @@ fn a_format_a_result_does_not_have_is_refused_naming_those_it_has_before_anythin
     let run = help(&[]);
     assert!(run.contains("--export-openmetrics") && !run.contains("--export-junit"));
 }
+
+/// Run oemputx in `dir` with `args`; (exit code, stdout, stderr).
+fn in_dir(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = oemputx()
+        .current_dir(dir)
+        .args(args)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_where_asked_are_refused_up_front()
+ {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    for _ in 0..3 {
+        embedded_run(d, &["--save-baseline", "history.json"]);
+    }
+    let kept = std::fs::read(d.join("history.json")).expect("the history");
+    // history's outputs are checked before it reads: none replaces the history.
+    let (code, _, err) = in_dir(
+        d,
+        &["history", "history.json", "--export-json", "history.json"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("one of this command's inputs"), "{err}");
+    assert_eq!(std::fs::read(d.join("history.json")).ok(), Some(kept));
+    // An output among a live compare's or the A/B gate's run options was dropped without a
+    // word; a format a run has not, among a measuring gate's, was too.
+    let nobody = "amqp://guest:guest@127.0.0.1:1/%2f";
+    let live = [
+        "compare",
+        "--flow-cmd",
+        "sample-flow --echo",
+        "--setting",
+        "a=--threads 1",
+        "--setting",
+        "b=--threads 2",
+        "--",
+        "--qmgr",
+        nobody,
+        "--export-json",
+        "c.json",
+    ];
+    let (code, _, err) = in_dir(d, &live);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("give --export-json before --"), "{err}");
+    let ab = [
+        "gate",
+        "--flow-a",
+        "sample-flow --echo",
+        "--flow-b",
+        "sample-flow --echo",
+        "--",
+        "--qmgr",
+        nobody,
+        "--export-tsv",
+        "t.tsv",
+    ];
+    let (code, _, err) = in_dir(d, &ab);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("give --export-tsv before --"), "{err}");
+    let stored = [
+        "gate",
+        "--baseline",
+        "history.json",
+        "--",
+        "--count",
+        "100",
+        "--export-svg",
+        "g.svg",
+    ];
+    let (code, _, err) = in_dir(d, &stored);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("writes no SVG"), "{err}");
+    // The baseline history is read before it is appended to: never stdout.
+    let (code, out, err) = in_dir(d, &["--count", "100", "--save-baseline", "-"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    // Two outputs on stdout, one of them by another name (sweep's --chart).
+    let sweep = [
+        "sweep",
+        "--flow-cmd",
+        "sample-flow --echo",
+        "--tasks",
+        "1",
+        "--qmgr",
+        nobody,
+        "--chart",
+        "-",
+        "--export-json",
+        "-",
+    ];
+    let (code, _, err) = in_dir(d, &sweep);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--chart") && err.contains("stdout"), "{err}");
+    let sweep_comma = [
+        "sweep",
+        "--flow-cmd",
+        "sample-flow --echo",
+        "--tasks",
+        "1",
+        "--qmgr",
+        nobody,
+        "--decimal-comma",
+    ];
+    let (code, _, err) = in_dir(d, &sweep_comma);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--decimal-comma"), "{err}");
+}
+
+#[test]
+fn a_gate_without_a_verdict_or_without_a_baseline_still_says_why_in_its_files() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    embedded_run(d, &["--export-json", "c.json"]);
+    // Two outputs on stdout: refused before anything, and the JUnit file says why.
+    let (code, _, err) = in_dir(
+        d,
+        &[
+            "gate",
+            "--baseline",
+            "c.json",
+            "--current",
+            "c.json",
+            "--export-json",
+            "-",
+            "--export-bmf",
+            "-",
+            "--export-junit",
+            "j.xml",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let junit = std::fs::read_to_string(d.join("j.xml")).expect("the JUnit file");
+    assert!(junit.contains("name stdout"), "{junit}");
+    // No baseline yet: a pass that says so (a skipped test case, a summary, a warning).
+    let (code, out, err) = in_dir(
+        d,
+        &[
+            "gate",
+            "--baseline",
+            "none.json",
+            "--current",
+            "c.json",
+            "--github",
+            "--export-junit",
+            "k.xml",
+            "--export-markdown",
+            "k.md",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let junit = std::fs::read_to_string(d.join("k.xml")).expect("the JUnit file");
+    assert!(
+        junit.contains("<skipped") && junit.contains("no baseline at"),
+        "{junit}"
+    );
+    let md = std::fs::read_to_string(d.join("k.md")).expect("the summary");
+    assert!(md.contains("no baseline yet"), "{md}");
+    assert!(
+        out.contains("::warning title=oemputx gate: no baseline::"),
+        "{out}"
+    );
+    // Under --strict: exit 4, and the files say there was no verdict.
+    let (code, _, err) = in_dir(
+        d,
+        &[
+            "gate",
+            "--baseline",
+            "none.json",
+            "--current",
+            "c.json",
+            "--strict",
+            "--export-junit",
+            "s.xml",
+        ],
+    );
+    assert_eq!(code, Some(4), "{err}");
+    let junit = std::fs::read_to_string(d.join("s.xml")).expect("the JUnit file");
+    assert!(
+        junit.contains("no verdict") || junit.contains("<error"),
+        "{junit}"
+    );
+}
+
+#[test]
+fn an_accounted_command_s_own_stdout_leaves_stdout_to_the_json() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let me = format!("ME=pid:{}", std::process::id());
+    let (code, out, err) = in_dir(
+        dir.path(),
+        &[
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            &me,
+            "--export-json",
+            "-",
+            "--",
+            "sh",
+            "-c",
+            "echo CHILD-SAYS",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    serde_json::from_str::<serde_json::Value>(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(err.contains("CHILD-SAYS"), "{err}");
+}

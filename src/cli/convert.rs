@@ -250,6 +250,9 @@ fn trailing_run(run: &[String]) -> Result<Option<RunOptions>, anyhow::Error> {
     let cli = <super::Cli as clap::Parser>::try_parse_from(
         std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
     )?;
+    // A round's outputs are a run's: a format a run has not (an SVG, say) is refused here,
+    // before anything runs, as it is for a run.
+    cli.run.outputs.check(super::ResultKind::Run)?;
     Ok(Some(cli.run.options()?))
 }
 

@@ -60,7 +60,9 @@ pub fn stdout_exports(matches: &clap::ArgMatches) -> Vec<String> {
                 .ok()
                 .flatten()
                 .is_some_and(|mut v| v.any(|v| v == "-"));
-            if id.starts_with("export_") && to_stdout {
+            // The outputs by another name: sweep's chart, a run's baseline history.
+            let output = id.starts_with("export_") || id == "chart" || id == "save_baseline";
+            if output && to_stdout {
                 found.push(format!("--{}", id.replace('_', "-")));
             }
             if id == "run" {

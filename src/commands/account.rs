@@ -45,6 +45,11 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
     acc.start();
     let mut command = std::process::Command::new(program);
     command.args(rest);
+    // With an output on stdout, stdout carries that output alone: the command's own
+    // stdout goes to stderr, with everything else said to a person.
+    if crate::exit::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
+        command.stdout(std::io::stderr());
+    }
     crate::flows::dies_with_parent(&mut command);
     let child = command.spawn().map_err(|e| ConfigError::BadValue {
         flag: "account",

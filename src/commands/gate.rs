@@ -41,15 +41,7 @@ pub fn stored(
                 baseline.display(),
                 baseline.display()
             );
-            if args.strict {
-                crate::say!("Error: {msg}");
-                return Ok(Exit::Inconclusive);
-            }
-            crate::say!("Warning: {msg}; the gate passes without one (use --strict to fail)");
-            if args.outputs.github {
-                crate::outln!("::warning title=oemputx gate::{}", msg.replace('%', "%25"));
-            }
-            return Ok(Exit::Ok);
+            return Ok(no_baseline(cfg, &msg));
         }
         Err(e) => return Err(e.into()),
     };
@@ -274,6 +266,35 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
         text.push_str(&render_github(outcome));
     }
     out.finish(Some(&text))
+}
+
+/// No baseline: under --strict a gate without a verdict (exit 4), else a pass that says
+/// so; either way the step summary, JUnit file and annotation asked for say why.
+fn no_baseline(cfg: &GateConfig, msg: &str) -> Exit {
+    if cfg.strict {
+        crate::say!("Error: {msg}");
+        write_failure(&cfg.outputs, Exit::Inconclusive, msg);
+        return Exit::Inconclusive;
+    }
+    let msg = format!("{msg}; the gate passes without one (use --strict to fail)");
+    crate::say!("Warning: {msg}");
+    let o = &cfg.outputs;
+    let mut out = Outputs::new();
+    out.write(
+        o.exports.get(Format::Markdown),
+        "the gate's Markdown",
+        || Ok(export::gate::render_skipped_markdown(&msg)),
+    );
+    out.write(o.exports.get(Format::Junit), "the gate's JUnit XML", || {
+        Ok(export::gate::render_skipped_junit(&msg))
+    });
+    if o.github {
+        crate::out!("{}", export::gate::render_skipped_github(&msg));
+    }
+    if let Err(e) = out.finish(None) {
+        crate::say!("Warning: {e:#}");
+    }
+    Exit::Ok
 }
 
 /// A gate that ends without a verdict (exit 1, 2 or 130) still writes the step summary,

@@ -17,7 +17,9 @@ use std::path::Path;
 
 /// `oemputx history FILE`.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
-    crate::config::outputs::check_built("--export-html", args.outputs.export_html.as_deref())?;
+    // Every output checked before the history is read: none may replace it (a change-points
+    // JSON written over main's history lost the history), none lands on another's file.
+    crate::config::outputs::check(&args.outputs.exports().by_flag(), None, &[&args.file])?;
     let h = History::load(&args.file)?;
     // The gate's own choice, checked as the gate checks it; the newest run stands in for the
     // gate's current one.

@@ -67,7 +67,7 @@ fn gate_command(
         .and_then(|o| Ok(o.build()?))
         .and_then(|cfg| gate(&cfg, interrupt));
     let failure = match &result {
-        Err(e) => Some((crate::exit::exit_for(e), format!("{e:#}"))),
+        Err(e) => Some((crate::exit::exit_for_now(e), format!("{e:#}"))),
         Ok(Exit::Interrupted) => Some((
             Exit::Interrupted,
             format!("interrupted by {}", crate::signals::interrupted_by()),

@@ -528,6 +528,18 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
             "with CSV needs another delimiter: add --delimiter ';'",
         ));
     }
+    // The history is read before the run is appended: stdout, a FIFO or a device holds none.
+    if let Some(p) = &args.save_baseline
+        && (p.as_os_str() == "-" || std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()))
+    {
+        return Err(bad(
+            "--save-baseline",
+            format!(
+                "{}: the run is appended to main's history there, which is read first: give a regular file (where a CI keeps it: docs/gate.md)",
+                p.display()
+            ),
+        ));
+    }
     super::outputs::check(
         &[
             ("--export-json", args.export_json.as_deref()),

@@ -157,6 +157,7 @@ impl CompareOptions {
             ));
         }
         let run = self.run.clone().unwrap_or_default();
+        run.refuse_round_outputs("a live compare", "the comparison")?;
         if run.rounds != 1 {
             return Err(bad(
                 "--rounds",

@@ -315,6 +315,7 @@ impl GateOptions {
     /// One round's settings for a gate that starts flows: quiet, on a broker.
     fn gate_run(&self) -> Result<RunConfig, ConfigError> {
         let run = self.run.clone().unwrap_or_default();
+        run.refuse_round_outputs("this gate", "the verdict")?;
         if run.rounds != 1 {
             return Err(bad(
                 "--rounds",

@@ -171,6 +171,31 @@ impl RunOptions {
 
     /// For a measurement inside another command: nothing printed, saved or shown as
     /// progress (that command reports).
+    /// Refuse outputs given among the run options of a command whose rounds write none
+    /// (a live compare, the A/B and instruction gates): `silent` would drop them without a
+    /// word. `who` is the command, `writes` what its own `--export-*` write.
+    pub fn refuse_round_outputs(&self, who: &str, writes: &str) -> Result<(), super::ConfigError> {
+        let o = &self.outputs;
+        let given = [
+            ("--export-json", &o.export_json),
+            ("--export-tsv", &o.export_tsv),
+            ("--export-csv", &o.export_csv),
+            ("--export-markdown", &o.export_markdown),
+            ("--export-openmetrics", &o.export_openmetrics),
+            ("--export-html", &o.export_html),
+            ("--save-baseline", &o.save_baseline),
+        ];
+        match given.into_iter().find(|(_, p)| p.is_some()) {
+            None => Ok(()),
+            Some((flag, _)) => Err(super::bad(
+                flag,
+                format!(
+                    "after -- it is an option of each round, and {who}'s rounds write no files: give {flag} before --, where it writes {writes}"
+                ),
+            )),
+        }
+    }
+
     pub fn silent(mut self) -> RunOptions {
         self.outputs = OutputOptions {
             no_save: true,

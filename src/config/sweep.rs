@@ -147,6 +147,12 @@ impl SweepOptions {
         .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
         .collect();
         ResultKind::Sweep.check(&given)?;
+        if out.decimal_comma {
+            return Err(bad(
+                "--decimal-comma",
+                "a sweep's tables are written with decimal points (each cell a median with its interval): leave it out, or convert the TSV in the spreadsheet",
+            ));
+        }
         if out.save_baseline.is_some() {
             return Err(bad(
                 "--save-baseline",

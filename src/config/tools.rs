@@ -177,11 +177,11 @@ impl CpuOptions {
         if self
             .openmetrics
             .as_deref()
-            .is_some_and(|p| p.as_os_str() == "-")
+            .is_some_and(|p| p.as_os_str() == "-" || crate::files::is_fifo(p))
         {
             return Err(bad(
                 "--export-openmetrics",
-                "is rewritten after every interval, which stdout cannot be: give a file (node_exporter's textfile collector reads one)",
+                "is rewritten after every interval, which stdout and a FIFO cannot be: give a regular file (node_exporter's textfile collector reads one)",
             ));
         }
         super::outputs::check(

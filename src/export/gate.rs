@@ -287,6 +287,36 @@ pub fn render_failure_junit(exit: i32, why: &str) -> String {
     })
 }
 
+/// A gate that passes for want of a baseline (the first run of a project, an evicted
+/// cache), as Markdown: said, not silent.
+pub fn render_skipped_markdown(why: &str) -> String {
+    format!(
+        "### ⚠️ oemputx gate: no baseline yet, passing\n\n```text\n{}\n```\n",
+        why.replace("```", "'''")
+    )
+}
+
+/// The same as a GitHub warning annotation, its text escaped as a workflow command's.
+pub fn render_skipped_github(why: &str) -> String {
+    format!(
+        "::warning title=oemputx gate: no baseline::{}\n",
+        why.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    )
+}
+
+/// The same as JUnit XML: one skipped test case, so that a CI's test report shows why.
+pub fn render_skipped_junit(why: &str) -> String {
+    let counts = [("tests", 1), ("failures", 0), ("errors", 0), ("skipped", 1)];
+    junit_suite(&counts, |w| {
+        junit_case(w, "gate", |w| {
+            let first = why.lines().next().unwrap_or("no baseline");
+            junit_text(w, "skipped", &[("message", first)], why);
+        })
+    })
+}
+
 /// Bencher Metric Format: the current run's medians, with their rounds' range.
 pub fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
     let mut m = serde_json::Map::new();

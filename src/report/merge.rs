@@ -105,6 +105,13 @@ pub const MAX_TRANSACTIONS: u64 = 1_000_000_000_000_000;
 /// [`MAX_TRANSACTIONS`], or a CPU figure negative, not finite or beyond
 /// [`super::saved::MAX_FIGURE`].
 fn implausible(r: &Report) -> Option<String> {
+    if let Some(why) = r
+        .groups
+        .iter()
+        .find_map(|g| super::saved::not_a_group_name(&g.name))
+    {
+        return Some(why);
+    }
     let i = &r.integrity;
     let counts = [
         ("transactions", r.transactions),

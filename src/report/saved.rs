@@ -163,6 +163,17 @@ impl SavedReport {
     /// Why the report's figures cannot be a run's, if they cannot: a negative, infinite or
     /// absurdly large figure anywhere (the gate and compare read the same checks).
     fn implausible(&self) -> Option<String> {
+        // Group names head table rows, TSV columns, Markdown cells and CI annotations: one
+        // with a control character, a newline or a workflow command came from an edited file
+        // (oemputx writes only plain names), and is refused before it reaches any of them.
+        let names = std::iter::once(&self.whole)
+            .chain(&self.rounds)
+            .flat_map(|f| f.groups.iter().map(|g| g.name.as_str()));
+        if let Some(why) = names.into_iter().find_map(not_a_group_name) {
+            return Some(format!(
+                "{why}: the report is damaged or hand-edited, make it again"
+            ));
+        }
         let rounds = self
             .rounds
             .iter()
@@ -181,6 +192,16 @@ impl SavedReport {
                     })
             })
     }
+}
+
+/// Why `name`, read from a file as a group's, is not one oemputx writes (`None` when it is):
+/// the reason names it with its control characters escaped.
+pub fn not_a_group_name(name: &str) -> Option<String> {
+    (!crate::accounting::selector::plain_name(name)).then(|| {
+        format!(
+            "group name {name:?} is not one oemputx writes (1 to 64 letters, digits, '_', '-' or '.')"
+        )
+    })
 }
 
 /// What can be gated or compared: a figure per round.

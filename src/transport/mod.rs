@@ -104,6 +104,9 @@ pub enum TransportError {
         "queue '{queue}' does not exist on {target}: start the flow that owns it, or pass --declare to create it"
     )]
     MissingQueue { queue: String, target: String },
+    /// A signal ended a wait before the run began (exit 130, from `exit_for_now`).
+    #[error("interrupted while {what}")]
+    Interrupted { what: String },
     #[error(
         "exchange '{exchange}' does not exist on {target}: pass --declare to create it (durable, {kind} type), or name an existing one with --topic"
     )]

@@ -258,7 +258,9 @@ impl Amqp {
                 .interrupt
                 .load(std::sync::atomic::Ordering::Relaxed)
             {
-                return Ok(false);
+                return Err(TransportError::Interrupted {
+                    what: format!("waiting for queue '{queue}' to be declared"),
+                });
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             if self.queue_exists(conn, queue).await? {
