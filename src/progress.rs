@@ -2,9 +2,10 @@
 //!
 //! Both run on one display thread that wakes every 100 ms and reads the tasks' progress
 //! counters (one relaxed atomic per task); the tasks themselves do nothing for it. The bar
-//! appears only on a terminal and only once a run has lasted two seconds, so short runs and
-//! batch logs stay clean. `--stats-interval` prints one line per interval on stderr, like
-//! the interval statistics of the IBM harnesses.
+//! appears only on a terminal and only once a run has lasted two seconds, so short runs
+//! stay clean. `--progress-every` (10 s unless told otherwise) prints one line per interval
+//! on stderr, on a terminal and in CI logs alike, like the interval statistics of the IBM
+//! harnesses: where no bar shows, a long run still says how it goes.
 
 use crate::driver::ProgressCounters;
 use crate::window::Window;
@@ -131,12 +132,14 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
                 _ => "n/a".into(),
             };
             let line = format!(
-                "[stats] {} {:>9} msgs  {:>10.1} msgs/s  round trip ~{:>9.1} us  oemputx process CPU so far {} us/msg",
+                "[progress] {} {:>9} msgs{}  {:>10.1} msgs/s  round trip ~{:>9.1} µs  oemputx CPU so far {} µs/msg  {}",
                 chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                 done,
+                share_done(s, done, elapsed),
                 rate,
                 rt_us,
-                cpu
+                cpu,
+                time_left(s, done, elapsed),
             );
             match &bar {
                 Some(b) => b.println(line),
@@ -147,6 +150,31 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
     }
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+}
+
+/// " (40%)": the share of the run done, when its size is known.
+fn share_done(s: &ProgressSettings, done: u64, elapsed: Duration) -> String {
+    let share = match (s.total, s.duration) {
+        (Some(total), _) if total > 0 => done as f64 / total as f64,
+        (None, Some(d)) if !d.is_zero() => elapsed.as_secs_f64() / d.as_secs_f64(),
+        _ => return String::new(),
+    };
+    format!(" ({:.0}%)", 100.0 * share.min(1.0))
+}
+
+/// The time left: at the rate since the window began for a run of a count, by the clock
+/// for a run of a duration.
+fn time_left(s: &ProgressSettings, done: u64, elapsed: Duration) -> String {
+    match (s.total, s.duration) {
+        (Some(total), _) => eta(total, done, done as f64 / elapsed.as_secs_f64().max(1e-9)),
+        (None, Some(d)) => format!(
+            "ETA {}",
+            humantime::format_duration(Duration::from_secs(
+                d.saturating_sub(elapsed).as_secs_f64().ceil() as u64
+            ))
+        ),
+        (None, None) => String::new(),
     }
 }
 

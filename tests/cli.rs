@@ -1058,3 +1058,39 @@ fn a_process_that_names_itself_a_workflow_command_is_shown_defused() {
         "{text}"
     );
 }
+
+#[test]
+fn a_long_run_says_how_it_goes_on_a_stderr_that_is_no_terminal() {
+    // A CI log sees no bar: every --progress-every (10 s unless told) a line says how the
+    // run goes, with the share done and the time left.
+    let out = oemputx()
+        .args(["--duration", "5s", "--progress-every", "1s", "--no-save"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("[progress]"))
+        .collect();
+    assert!(lines.len() >= 4, "{err}");
+    assert!(
+        lines.iter().all(|l| l.contains("%)") && l.contains("ETA")),
+        "{err}"
+    );
+    // By default, every 10 s: an 11 s run shows one; --quiet shows none.
+    let out = oemputx()
+        .args(["--duration", "11s", "--no-save"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().any(|l| l.starts_with("[progress]")), "{err}");
+    let out = oemputx()
+        .args(["--duration", "2s", "--no-save", "--quiet"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("[progress]"));
+}

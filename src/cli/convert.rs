@@ -79,7 +79,7 @@ impl RunArgs {
                 quiet: self.quiet,
             },
             label: self.label.clone(),
-            stats_interval: self.stats_interval.map(Duration::from),
+            stats_interval: self.progress_every.map(Duration::from),
             no_progress: self.no_progress,
             progress: self.progress,
             shard: crate::config::shard::ShardOptions {

@@ -842,9 +842,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
-    /// Print a statistics line on stderr this often (rate, round trip, driver CPU so far).
-    #[arg(long, value_name = "DURATION")]
-    pub stats_interval: Option<humantime::Duration>,
+    /// Print a progress line on stderr this often, on a terminal and in CI logs alike:
+    /// messages and share done, rate, round trip, oemputx's CPU per message, time left.
+    /// 0 turns it off. [default: 10s; off under --quiet unless given or --progress]
+    #[arg(long, value_name = "DURATION", alias = "stats-interval")]
+    pub progress_every: Option<humantime::Duration>,
 
     /// No progress bar (it shows only on a terminal, for runs longer than two seconds).
     #[arg(long, conflicts_with = "progress")]

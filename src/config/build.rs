@@ -12,6 +12,9 @@ use crate::msgfile::Messages;
 use crate::transport::{Endpoint, QueueSetup, ReplyQueue, parse_url, registry};
 use std::time::Duration;
 
+/// How often a run prints its progress line on stderr unless told otherwise.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 impl RunOptions {
     /// Check the options of a run into its config, reading the profile and the message
     /// files.
@@ -75,7 +78,12 @@ impl RunOptions {
             hosts,
             exports,
             progress_bar: args.progress || (!args.no_progress && !args.outputs.quiet),
-            stats_interval: args.stats_interval.filter(|d| !d.is_zero()),
+            stats_interval: match args.stats_interval {
+                Some(every) => (!every.is_zero()).then_some(every),
+                // Long runs say how they go where nobody sees a bar (a CI log); --quiet
+                // asks for silence, --progress for progress anyway.
+                None => (!args.outputs.quiet || args.progress).then_some(PROGRESS_EVERY),
+            },
             cpu_source: args.accounting.cpu_source,
             capture_ratio,
         })
