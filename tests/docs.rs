@@ -256,3 +256,79 @@ fn the_help_and_the_transport_page_name_every_scheme() {
     }
     assert!(!help.contains("not yet"), "{help}");
 }
+
+#[test]
+fn the_help_and_the_docs_name_every_broker_pubsub_and_matrix_run_on_and_every_built_in_profile() {
+    // Which schemes pub/sub takes, asked of the binary itself: a broker it cannot run on
+    // is refused by name ("so far, not on"); one it can is tried (port 1: nobody there).
+    let url = |s: &str| match s {
+        "ibmmq" => "ibmmq://QM1".to_string(),
+        s => format!("{s}://127.0.0.1:1"),
+    };
+    let taken: Vec<&str> = oemputx::transport::registry::schemes()
+        .filter(|s| ["amqp", "amqp10", "nats", "mqtt", "stomp", "ibmmq"].contains(s))
+        .filter(|s| {
+            let out = std::process::Command::new(oemputx_test_support::bin::oemputx_bin())
+                .args(["pubsub", "--qmgr", &url(s), "--count", "1"])
+                .args(["--no-save"])
+                .output()
+                .expect("runs");
+            !String::from_utf8_lossy(&out.stderr).contains("so far, not on")
+        })
+        .collect();
+    assert!(
+        taken.contains(&"stomp") && taken.contains(&"amqp"),
+        "{taken:?}"
+    );
+    let cli = oemputx::cli::Cli::command();
+    let pages = pages();
+    let pubsub_page = pages
+        .iter()
+        .find(|(p, _)| p.ends_with("pubsub.md"))
+        .map(|(_, t)| t.as_str())
+        .unwrap_or_default();
+    for sub in ["pubsub", "matrix"] {
+        let c = cli
+            .get_subcommands()
+            .find(|s| s.get_name() == sub)
+            .expect("the subcommand");
+        let qmgr = c
+            .get_arguments()
+            .find(|a| a.get_long() == Some("qmgr"))
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        for s in &taken {
+            let written = format!("{s}://");
+            assert!(
+                qmgr.contains(&written),
+                "{sub} --qmgr's help lacks {written}: {qmgr}"
+            );
+            assert!(
+                pubsub_page.contains(&written),
+                "docs/pubsub.md lacks {written}"
+            );
+        }
+    }
+    // The built-in profiles: every one in the docs, none the docs name that is not one.
+    let out = std::process::Command::new(oemputx_test_support::bin::oemputx_bin())
+        .arg("profiles")
+        .env("XDG_CONFIG_HOME", "/nonexistent-oemputx-test")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("runs");
+    let listed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip(1)
+        .filter(|l| l.ends_with("built in"))
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    assert!(listed.len() >= 5, "{listed:?}");
+    let all: String = pages.iter().map(|(_, t)| t.as_str()).collect();
+    for p in &listed {
+        assert!(
+            all.contains(&format!("`{p}`")) || all.contains(&format!("--qmgr {p}")),
+            "the docs do not name the built-in profile {p}"
+        );
+    }
+}

@@ -110,8 +110,8 @@ pub enum Command {
     /// Publish/subscribe (the JMS stock-ticker study): publishers send symbols' trades in
     /// order, each subscriber has the broker select a block of symbols; publisher and
     /// subscriber rates apart, lost/duplicated per subscriber, backlog, drain, latency, and
-    /// the groups' CPU per message published and delivered. RabbitMQ, NATS (and JetStream)
-    /// and MQTT.
+    /// the groups' CPU per message published and delivered. RabbitMQ, NATS (and JetStream),
+    /// MQTT and ActiveMQ (STOMP).
     Pubsub(Box<PubsubArgs>),
     /// The CJMQ throughput table: one sender, 1 or 5 receivers, 128 or 1024 bytes,
     /// non-persistent or persistent; messages received per second per receiver and the
@@ -343,7 +343,8 @@ pub fn command() -> clap::Command {
 /// Options of `oemputx matrix`.
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
-    /// The broker: amqp://… (RabbitMQ), nats://… or mqtt://…, or a profile naming one.
+    /// The broker: amqp://… (RabbitMQ), nats://…, mqtt://… or stomp://… (ActiveMQ), or a
+    /// profile naming one.
     #[arg(long, value_name = "URL|PROFILE")]
     pub qmgr: String,
     /// Messages the sender sends in each cell.
@@ -377,7 +378,8 @@ pub struct MatrixArgs {
 #[derive(Debug, Args, Clone)]
 pub struct PubsubArgs {
     /// The broker: amqp://user:pass@host:5672/vhost (RabbitMQ), nats://host:4222 (NATS),
-    /// mqtt://[user:pass@]host:1883 (MQTT 5), or a profile naming one (oemputx profiles).
+    /// mqtt://[user:pass@]host:1883 (MQTT 5), stomp://user:pass@host:61613 (ActiveMQ), or a
+    /// profile naming one (oemputx profiles).
     #[arg(long, value_name = "URL|PROFILE")]
     pub qmgr: String,
     /// The stream's name: RabbitMQ exchange, NATS subject prefix (ticker.S07), MQTT topic
