@@ -684,3 +684,61 @@ fn a_report_reads_back_into_the_model_it_was_written_from() {
     let again = serde_json::to_value(&r).expect("and writes again");
     assert_eq!(again, j);
 }
+
+#[test]
+fn a_pasted_tsv_row_parses_with_python_and_carries_what_tells_two_runs_apart() {
+    // Two runs that differ only in persistence: their summary rows, parsed as a
+    // spreadsheet user's Python would (csv module, tab dialect), differ in a column, and
+    // every row carries the settings that tell runs apart.
+    let tsv = |extra: &[&str]| {
+        let out = oemputx()
+            .args(["--count", "200", "--rounds", "2", "--quiet", "--no-save"])
+            .args(["--export-tsv", "-"])
+            .args(extra)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let parse = |text: &str| {
+        let script = "import csv,sys,json; rows=list(csv.DictReader(sys.stdin, delimiter='\\t')); print(json.dumps(rows[-1]))";
+        let mut py = std::process::Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        std::io::Write::write_all(py.stdin.as_mut().expect("stdin"), text.as_bytes()).expect("fed");
+        let out = py.wait_with_output().expect("python3 ends");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&out.stdout)
+            .expect("a row")
+    };
+    let (plain, persistent) = (parse(&tsv(&[])), parse(&tsv(&["--persistent"])));
+    for column in [
+        "rounds",
+        "count",
+        "warmup",
+        "syncpoint",
+        "persistent",
+        "tasks",
+        "msg_bytes",
+        "rate_limit_tps",
+        "other_cpu_us_per_tran",
+        "captured_spread_pct",
+        "host_state",
+        "oemputx_version",
+    ] {
+        assert!(plain.contains_key(column), "no {column}: {plain:?}");
+    }
+    assert_eq!(plain["rounds"], "2");
+    assert_eq!(plain["count"], "200");
+    assert_ne!(plain["persistent"], persistent["persistent"]);
+    // Numbers as spreadsheets read them: a decimal point, no thousands separator.
+    let rate = plain["rate_tps"].as_str().unwrap_or_default();
+    assert!(rate.parse::<f64>().is_ok() && !rate.contains(','), "{rate}");
+}

@@ -81,6 +81,17 @@ struct Line {
     host_state: String,
     /// CPU outside the groups, µs/tran (summary row).
     other_cpu_us_per_tran: String,
+    // What else two pasted rows need to be compared (issue 47), on every row, after the
+    // columns above so that their order stays as it was.
+    rounds: String,
+    count: String,
+    duration_s: String,
+    warmup: String,
+    syncpoint: String,
+    rate_limit_tps: String,
+    /// The captured total's spread across rounds, (worst − best) ÷ median, % (summary row).
+    captured_spread_pct: String,
+    oemputx_version: String,
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -156,6 +167,13 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
             .unwrap_or_default(),
         corrected_us_per_tran: num(r.corrected_us_per_tran, f),
         other_cpu_us_per_tran: num(r.other_cpu.as_ref().map(|o| o.us_per_tran), f),
+        captured_spread_pct: num(
+            r.rounds_summary
+                .as_ref()
+                .and_then(|s| s.captured_us_per_tran.as_ref())
+                .map(|b| b.spread_pct),
+            f,
+        ),
         ..Line::default()
     });
     let host_state = r
@@ -178,6 +196,13 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         };
         line.persistent = s.persistent.to_string();
         line.host_state.clone_from(&host_state);
+        line.rounds = r.rounds.len().max(1).to_string();
+        line.count = s.count.map(|c| c.to_string()).unwrap_or_default();
+        line.duration_s = num(s.duration_s, f);
+        line.warmup = s.warmup.to_string();
+        line.syncpoint = s.syncpoint.to_string();
+        line.rate_limit_tps = num(s.rate_limit_tps, f);
+        line.oemputx_version = r.tool.version.to_string();
     }
     out
 }
