@@ -930,7 +930,7 @@ fn a_run_that_cannot_be_gated_is_refused_before_measuring_and_the_ci_page_says_w
 }
 
 #[test]
-fn a_group_named_with_control_characters_or_workflow_commands_is_shown_defused() {
+fn a_group_named_with_control_characters_or_workflow_commands_is_refused_and_shown_defused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let evil = "EVIL\u{1}\n::add-mask::x";
     let rename = |path: &Path| {
@@ -961,8 +961,12 @@ fn a_group_named_with_control_characters_or_workflow_commands_is_shown_defused()
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{stdout}");
-    assert!(stdout.contains("EVIL"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A saved report's group name that oemputx never writes is refused (exit 2, the name
+    // escaped in the reason), and the refusal reaches the CI page defused.
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("EVIL\\u{1}\\n::add-mask::x"), "{stderr}");
+    assert!(stdout.contains("::error title=oemputx gate"), "{stdout}");
     // Only oemputx's own annotations start a line with "::" (the runner reads commands at
     // a line's start only): the name's newline is gone, its "::" left mid-line.
     for l in stdout.lines() {

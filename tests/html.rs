@@ -54,6 +54,15 @@ fn a_run_s_html_report_draws_every_chart_offline_and_stays_small() {
     ] {
         assert!(page.contains(fact), "no {fact} in the HTML report");
     }
+    // What a person reads first (issue 47): the headline, with the cost per message,
+    // before any section, and the warning not to miss right under it when there is one.
+    let headline = page.find("<p class=\"headline\">One message costs ");
+    let first_section = page.find("<h2>");
+    assert!(
+        matches!((headline, first_section), (Some(h), Some(s)) if h < s),
+        "no headline before the first section"
+    );
+    assert!(page.contains(" µs of CPU ("), "the cost per message");
     assert_renders(&html, "run", &["cpu", "latency", "rounds"]);
 }
 

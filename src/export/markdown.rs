@@ -26,6 +26,11 @@ pub fn render(r: &Report) -> String {
 fn summary(o: &mut String, r: &Report) {
     let s = &r.settings;
     let _ = writeln!(o, "## oemputx: {} ({})\n", r.label, s.qmgr);
+    let h = crate::report::headline::Headline::of(r);
+    let _ = writeln!(o, "**{}**\n", h.text);
+    if let Some(w) = &h.warning {
+        let _ = writeln!(o, "> ⚠️ {w}\n");
+    }
     let _ = writeln!(
         o,
         "{} × {} bytes from {}, {} task(s), {} per loop, {}{}; {} to {}.\n",

@@ -370,6 +370,13 @@ pub fn render(r: &Report) -> String {
         "oemputx {} - what does one message cost?",
         r.tool.version
     );
+    // The answer first, and the warning a reader must not miss.
+    let h = crate::report::headline::Headline::of(r);
+    let _ = writeln!(o, "{}", super::for_terminal(&h.text));
+    if let Some(w) = &h.warning {
+        let _ = writeln!(o, "Warning: {}", super::for_terminal(w));
+    }
+    let _ = writeln!(o);
     settings_section(&mut o, r);
     run_figures(&mut o, r);
     latency_and_integrity(&mut o, r);
