@@ -79,6 +79,50 @@ pub struct SweepConfig {
 }
 
 impl SweepOptions {
+    /// The sweep's outputs, checked against its formats and where they go.
+    fn check_outputs(&self) -> Result<(), ConfigError> {
+        let out = &self.run.outputs;
+        // The one table of formats (a sweep is a table of points: no OpenMetrics).
+        let given: Vec<(Format, &std::path::Path)> = [
+            (Format::Json, &out.export_json),
+            (Format::Tsv, &out.export_tsv),
+            (Format::Csv, &out.export_csv),
+            (Format::Markdown, &out.export_markdown),
+            (Format::OpenMetrics, &out.export_openmetrics),
+            (Format::Html, &out.export_html),
+            (Format::Svg, &self.chart),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect();
+        ResultKind::Sweep.check(&given)?;
+        if out.decimal_comma {
+            return Err(bad(
+                "--decimal-comma",
+                "a sweep's tables are written with decimal points (each cell a median with its interval): leave it out, or convert the TSV in the spreadsheet",
+            ));
+        }
+        if out.save_baseline.is_some() {
+            return Err(bad(
+                "--save-baseline",
+                "a sweep is not a run the gate can judge against: save a baseline from a run (oemputx ... --save-baseline FILE)",
+            ));
+        }
+        super::outputs::check(
+            &[
+                ("--export-json", out.export_json.as_deref()),
+                ("--export-tsv", out.export_tsv.as_deref()),
+                ("--export-csv", out.export_csv.as_deref()),
+                ("--export-markdown", out.export_markdown.as_deref()),
+                ("--export-html", out.export_html.as_deref()),
+                ("--chart", self.chart.as_deref()),
+            ],
+            None,
+            &[],
+        )?;
+        Ok(())
+    }
+
     /// Check every point's settings (so that a bad one, more tasks than messages say, is
     /// reported before any flow starts) and the flow's command.
     pub fn build(&self) -> Result<SweepConfig, ConfigError> {
@@ -132,45 +176,7 @@ impl SweepOptions {
             Some(p) => parse_tolerance("--min-effect", p)?,
             None => MIN_EFFECT,
         };
-        let out = &self.run.outputs;
-        // The one table of formats (a sweep is a table of points: no OpenMetrics).
-        let given: Vec<(Format, &std::path::Path)> = [
-            (Format::Json, &out.export_json),
-            (Format::Tsv, &out.export_tsv),
-            (Format::Csv, &out.export_csv),
-            (Format::Markdown, &out.export_markdown),
-            (Format::OpenMetrics, &out.export_openmetrics),
-            (Format::Html, &out.export_html),
-            (Format::Svg, &self.chart),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect();
-        ResultKind::Sweep.check(&given)?;
-        if out.decimal_comma {
-            return Err(bad(
-                "--decimal-comma",
-                "a sweep's tables are written with decimal points (each cell a median with its interval): leave it out, or convert the TSV in the spreadsheet",
-            ));
-        }
-        if out.save_baseline.is_some() {
-            return Err(bad(
-                "--save-baseline",
-                "a sweep is not a run the gate can judge against: save a baseline from a run (oemputx ... --save-baseline FILE)",
-            ));
-        }
-        super::outputs::check(
-            &[
-                ("--export-json", out.export_json.as_deref()),
-                ("--export-tsv", out.export_tsv.as_deref()),
-                ("--export-csv", out.export_csv.as_deref()),
-                ("--export-markdown", out.export_markdown.as_deref()),
-                ("--export-html", out.export_html.as_deref()),
-                ("--chart", self.chart.as_deref()),
-            ],
-            None,
-            &[],
-        )?;
+        self.check_outputs()?;
         Ok(SweepConfig {
             max_time: self.max_time,
             precision,

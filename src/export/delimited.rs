@@ -176,6 +176,13 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         ),
         ..Line::default()
     });
+    identify(&mut out, r, f);
+    out
+}
+
+/// The run's identity and settings on every row, so that rows of runs pasted into one
+/// sheet can be told apart and judged.
+fn identify(out: &mut [Line], r: &Report, f: Format) {
     let host_state = r
         .accounting
         .as_ref()
@@ -184,7 +191,7 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         .unwrap_or_default();
     // The run's identity and settings on every row.
     let s = &r.settings;
-    for line in &mut out {
+    for line in out.iter_mut() {
         line.label = safe_cell(&r.label).into_owned();
         line.start_utc = r.start_utc.clone();
         line.transport = s.transport.to_string();
@@ -204,7 +211,6 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
         line.rate_limit_tps = num(s.rate_limit_tps, f);
         line.oemputx_version = r.tool.version.to_string();
     }
-    out
 }
 
 /// Render as delimited text (RFC 4180 quoting where a field needs it), header first. Text

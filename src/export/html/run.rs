@@ -270,20 +270,22 @@ fn integrity(r: &Report) -> String {
 }
 
 /// The run's page.
-pub fn render(r: &Report) -> String {
-    let mut body = String::new();
-    // What a person reads first: the answer, then the warning not to miss.
+/// What a person reads first: the answer, then the warning not to miss.
+fn headline(r: &Report) -> String {
     let h = crate::report::headline::Headline::of(r);
-    body.push_str(&format!(
-        "<p class=\"headline\">{}</p>\n",
-        super::esc(&h.text)
-    ));
+    let mut o = format!("<p class=\"headline\">{}</p>\n", super::esc(&h.text));
     if let Some(w) = &h.warning {
-        body.push_str(&format!(
+        o.push_str(&format!(
             "<p class=\"warn\">Warning: {}</p>\n",
             super::esc(w)
         ));
     }
+    o
+}
+
+pub fn render(r: &Report) -> String {
+    let mut body = String::new();
+    body.push_str(&headline(r));
     section(&mut body, "Settings and host", &settings(r));
     section(&mut body, "Figures", &figures(r));
     let groups: Vec<(String, f64, f64)> = r
