@@ -7,12 +7,13 @@
 //! commands ─► interleave ─► measure ─► exit, export, no_reply ─► gate, serving
 //!   ─► report, progress ─► cli, driver, flows ─► config ─► pubsub ─► transport
 //!   ─► accounting ─► experiment, msgfile, url_parts
-//!   ─► features, files, secret, signals, stats, window
+//!   ─► children, features, files, secret, signals, stats, window
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.
 
 pub mod accounting;
+pub mod children;
 pub mod cli;
 pub mod commands;
 pub mod config;
