@@ -17,7 +17,10 @@ use std::process::ExitCode;
 macro_rules! say {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+        // Every line on stderr may carry text from outside (a broker's error above all):
+        // defused here, once, for a terminal or a CI log.
+        let line = $crate::terminal::for_terminal_lines(&::std::format!($($arg)*));
+        let _ = ::std::writeln!(::std::io::stderr(), "{line}");
     }};
 }
 

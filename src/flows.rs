@@ -1,6 +1,8 @@
 //! Flows that oemputx starts itself (`sweep`, the A/B gate): the command parsed once, its
 //! processes started directly (no shell) with the broker's URL and their request queue, the
-//! wait until they consume, and their stop (SIGTERM, then SIGKILL) when dropped.
+//! wait until they consume, and their stop when dropped: each flow process leads a process
+//! group of its own (`crate::children`), and the whole group gets SIGTERM, then SIGKILL, so
+//! that what a flow's command starts (`sh -c 'flow & wait'`) stops with it.
 //!
 //! A flow gets its URL and queue as `--url URL --input-queue Q` (unless its command already
 //! sets them) and as the environment variables `OEMPUTX_URL` and `OEMPUTX_QUEUE`, so that any
@@ -14,48 +16,30 @@
 //! the broker lets it in over loopback only), so it stays in the URL: a responder that
 //! reads only `--url` works against a default broker.
 
+use crate::children::Group;
 use crate::config::ConfigError;
 use crate::config::flow_command::{FlowCommand, secret_of, without_secrets};
 use crate::transport::Endpoint;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long flows may take to start consuming.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long stopped flows may take to end before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Stderr lines kept per flow, for the error when it dies.
 const LOG_LINES: usize = 5;
 
 /// Flow processes serving one request queue; stopped when dropped.
 pub struct Flows {
-    children: Vec<Child>,
+    /// Each flow process leads a process group of its own: what it starts stops with it.
+    children: Vec<Group>,
     /// The last lines each child wrote to stderr, for error messages.
     logs: Vec<Arc<Mutex<Vec<String>>>>,
     endpoint: Endpoint,
     queue: String,
-}
-
-/// Have the kernel send the child SIGTERM when oemputx dies, SIGKILL included, so that no
-/// flow or wrapped command outlives the run that started it. The signal follows the thread
-/// that forked: children are started from the main thread, which lives as long as the
-/// process.
-pub fn dies_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    let parent = std::process::id();
-    // SAFETY: the closure runs between fork and exec and makes only async-signal-safe
-    // calls (prctl, getppid, _exit) and no allocation.
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                .map_err(std::io::Error::from)?;
-            // The parent died before the line above: nobody will send the signal.
-            if nix::unistd::getppid().as_raw() as u32 != parent {
-                nix::libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
 }
 
 impl Flows {
@@ -112,18 +96,16 @@ impl Flows {
                 }
                 c.env("OEMPUTX_URL", url);
             }
-            dies_with_parent(&mut c);
-            let mut child = c
-                .stdin(Stdio::null())
+            c.stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| ConfigError::BadValue {
+                .stderr(Stdio::piped());
+            let mut child =
+                Group::spawn(&mut c, STOP_GRACE).map_err(|e| ConfigError::BadValue {
                     flag: cmd.flag,
                     why: format!("cannot start {}: {e}", cmd.program.display()),
                 })?;
             let log = Arc::new(Mutex::new(Vec::new()));
-            if let Some(stderr) = child.stderr.take() {
+            if let Some(stderr) = child.child_mut().stderr.take() {
                 let log = log.clone();
                 std::thread::spawn(move || keep_tail(stderr, &log));
             }
@@ -139,9 +121,9 @@ impl Flows {
     }
 
     /// Why a flow has already exited, if one has.
-    pub fn exited(&mut self) -> Option<String> {
-        for (c, log) in self.children.iter_mut().zip(&self.logs) {
-            if let Ok(Some(status)) = c.try_wait() {
+    pub fn exited(&self) -> Option<String> {
+        for (c, log) in self.children.iter().zip(&self.logs) {
+            if let Some(status) = c.ended() {
                 let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
                 let tail = crate::secret::scrub(&tail);
                 return Some(format!("the flow exited ({status}): {tail}"));
@@ -182,26 +164,15 @@ impl Flows {
 }
 
 impl Drop for Flows {
+    /// Every flow's whole group gets SIGTERM at once, and all share one grace before
+    /// SIGKILL; each leader is reaped last (crate::children says why).
     fn drop(&mut self) {
-        for c in &mut self.children {
-            // Only a child not yet reaped: once `exited` has waited for one, its pid is free
-            // for the kernel to give to any process on the host (pid_max is 32768 here),
-            // another checkout's included, and a signal by that number would reach it.
-            if !matches!(c.try_wait(), Ok(None)) {
-                continue;
-            }
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(c.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
+        for c in &self.children {
+            c.signal(nix::sys::signal::Signal::SIGTERM);
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + STOP_GRACE;
         for c in &mut self.children {
-            while Instant::now() < deadline && matches!(c.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+            c.finish(deadline);
         }
     }
 }
@@ -333,7 +304,7 @@ mod tests {
         else {
             panic!("URL parses");
         };
-        let mut flows = Flows::start(&cmd, &endpoint, "q.secret.enc", 1, &[]).expect("starts");
+        let flows = Flows::start(&cmd, &endpoint, "q.secret.enc", 1, &[]).expect("starts");
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut why = None;
         while why.is_none() && Instant::now() < deadline {
@@ -356,7 +327,7 @@ mod tests {
         let Ok(endpoint) = crate::transport::parse_url("embedded:") else {
             panic!("URL parses");
         };
-        let mut flows = Flows::start(&cmd, &endpoint, "q.secret.kw", 1, &[]).expect("starts");
+        let flows = Flows::start(&cmd, &endpoint, "q.secret.kw", 1, &[]).expect("starts");
         let pid = flows.pids()[0];
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
             .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
@@ -370,5 +341,97 @@ mod tests {
         }
         let why = why.expect("the flow exited");
         assert!(why.contains("login failed for ***"), "{why}");
+    }
+
+    /// A flow command that starts processes of its own: `sh -c` with two background
+    /// sleeps, whose pids it writes to `file`, then `then`.
+    fn tree_flow(file: &std::path::Path, then: &str) -> FlowCommand {
+        FlowCommand::parse(
+            "--flow-cmd",
+            &format!(
+                "sh -c 'sleep 300 & echo $! >> {f}; sleep 300 & echo $! >> {f}; {then}'",
+                f = file.display()
+            ),
+        )
+        .expect("parses")
+    }
+
+    /// The pids in `file`, waited for (bounded) until there are `n`.
+    fn pids_in(file: &std::path::Path, n: usize) -> Vec<i32> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let pids: Vec<i32> = std::fs::read_to_string(file)
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if pids.len() >= n || Instant::now() > deadline {
+                return pids;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Bounded: whether none of `pids` runs (an exited orphan waiting for init to reap it
+    /// runs nothing, and this container's init reaps only every few seconds). Whatever it
+    /// finds, it leaves none running on the host.
+    fn all_gone(pids: &[i32]) -> bool {
+        let runs = |pid: &i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| !s.contains(") Z "))
+                .unwrap_or(false)
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pids.iter().any(runs) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let gone = !pids.iter().any(runs);
+        for pid in pids.iter().filter(|p| runs(p)) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        gone
+    }
+
+    #[test]
+    fn a_stopped_flow_leaves_no_grandchild_running() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("pids");
+        let Ok(endpoint) = crate::transport::parse_url("embedded:") else {
+            panic!("URL parses");
+        };
+        let flows =
+            Flows::start(&tree_flow(&file, "wait"), &endpoint, "q.tree", 1, &[]).expect("starts");
+        let pids = pids_in(&file, 2);
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        drop(flows);
+        assert!(all_gone(&pids), "the flow's children still run: {pids:?}");
+    }
+
+    #[test]
+    fn a_flow_that_dies_leaves_no_grandchild_running() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("pids");
+        let Ok(endpoint) = crate::transport::parse_url("embedded:") else {
+            panic!("URL parses");
+        };
+        let flows =
+            Flows::start(&tree_flow(&file, "exit 3"), &endpoint, "q.tree", 1, &[]).expect("starts");
+        let pids = pids_in(&file, 2);
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut why = None;
+        while why.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            why = flows.exited();
+        }
+        assert!(why.is_some_and(|w| w.contains("exit status: 3")));
+        drop(flows);
+        assert!(
+            all_gone(&pids),
+            "the dead flow's children still run: {pids:?}"
+        );
     }
 }

@@ -7,12 +7,13 @@
 //! commands ─► interleave ─► measure ─► exit, export, no_reply ─► gate, serving
 //!   ─► report, progress ─► cli, driver, flows ─► config ─► pubsub ─► transport
 //!   ─► accounting ─► experiment, msgfile, url_parts
-//!   ─► features, files, secret, signals, stats, window
+//!   ─► children, features, files, secret, signals, stats, terminal, window
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.
 
 pub mod accounting;
+pub mod children;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -36,6 +37,7 @@ pub mod secret;
 pub mod serving;
 pub mod signals;
 pub mod stats;
+pub mod terminal;
 pub mod transport;
 pub mod url_parts;
 pub mod window;

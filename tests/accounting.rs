@@ -440,6 +440,71 @@ fn a_command_oemputx_started_dies_with_it_even_when_it_is_killed() {
     );
 }
 
+/// What `account`'s command started in the background, and how oemputx ended: the command
+/// is `sh -c` with two background sleeps (their pids written to a file), then `then`.
+fn account_with_grandchildren(then: &str) -> (Option<i32>, Vec<i32>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("pids");
+    let script = format!(
+        "sleep 300 & echo $! >> '{f}'; sleep 300 & echo $! >> '{f}'; {then}",
+        f = file.display()
+    );
+    let out = oemputx_process()
+        .args([
+            "account",
+            "--messages",
+            "1",
+            "--group",
+            "INIT=pid:1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let pids = std::fs::read_to_string(&file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    (out.status.code(), pids)
+}
+
+/// Bounded: true once none of `pids` runs.
+fn all_gone(pids: &[i32]) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    !pids.iter().any(|p| alive(*p))
+}
+
+#[test]
+fn account_leaves_nothing_its_command_started_running_on_a_normal_end_or_an_error() {
+    for (then, code) in [("exit 0", 0), ("exit 3", 1)] {
+        let (got, pids) = account_with_grandchildren(then);
+        assert_eq!(got, Some(code), "{then}");
+        assert_eq!(pids.len(), 2, "{then}: {pids:?}");
+        let gone = all_gone(&pids);
+        // Never leave them behind on this host, whatever the test found.
+        for p in &pids {
+            if alive(*p) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        assert!(
+            gone,
+            "{then}: the command's children outlived account: {pids:?}"
+        );
+    }
+}
+
 /// A load of short-lived processes on the host, as other people's work makes it: a shell
 /// loop of short commands and a compile, each under a parent outside any group (their CPU
 /// is in no process alive at both snapshots). Stopped when dropped.

@@ -210,7 +210,9 @@ fn a_cpu_window_measures_the_shared_processes_once_for_all_shards() {
     let dir = tempfile::tempdir().expect("tempdir");
     let window = dir.path().join("window.json");
     // The window the shards will run in, measured by a process of its own.
-    let (from, until) = (start_in(2), start_in(5));
+    // Ending well after the shards will: a window that ends before the last shard is
+    // refused, and a loaded host may start a shard late.
+    let (from, until) = (start_in(2), start_in(8));
     let mut watcher = oemputx_process()
         .args([
             "cpu",
@@ -422,4 +424,95 @@ fn hostile_shards_are_refused_by_name_without_allocating_by_their_counts() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(std::fs::read(&two[0]).expect("shard"), before);
+}
+
+/// A CPU window file as `oemputx cpu --from --until` writes it, over `from`..`until`, its
+/// host taken from `like` (a shard's report).
+fn cpu_window(dir: &Path, name: &str, like: &Value, from: &str, until: &str) -> PathBuf {
+    let w = serde_json::json!({
+        "schema": "oemputx.cpu-window/1",
+        "from_utc": from,
+        "until_utc": until,
+        "groups": [{"name": "INIT", "host": "local", "user_s": 0.2, "sys_s": 0.1, "processes": 1}],
+        "capture_ratio": null,
+        "host": like["host"].clone(),
+    });
+    let path = dir.join(name);
+    std::fs::write(&path, w.to_string()).expect("write");
+    path
+}
+
+#[test]
+fn a_cpu_window_that_does_not_cover_the_shards_is_refused_naming_both_windows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let two = shards(
+        dir.path(),
+        "uncovered",
+        &[0, 1],
+        2,
+        false,
+        &["--count", "200", "--tasks", "2"],
+    );
+    // The shards' windows set to known instants: 12:00:00 to 12:00:10, and 12:00:02 to
+    // 12:00:12.
+    let times = [
+        ("2026-12-04T12:00:00.000000Z", "2026-12-04T12:00:10.000000Z"),
+        ("2026-12-04T12:00:02.000000Z", "2026-12-04T12:00:12.000000Z"),
+    ];
+    let fixed: Vec<PathBuf> = two
+        .iter()
+        .zip(times)
+        .enumerate()
+        .map(|(i, (p, (start, end)))| {
+            edited(p, &format!("fixed-{i}.json"), |j| {
+                j["start_utc"] = Value::from(start);
+                j["end_utc"] = Value::from(end);
+            })
+        })
+        .collect();
+    let like = read_json(&fixed[0]);
+    let paths: Vec<&Path> = fixed.iter().map(PathBuf::as_path).collect();
+    let merge_with = |from: &str, until: &str, name: &str| {
+        let w = cpu_window(dir.path(), name, &like, from, until);
+        merged(&paths, &["--cpu", &w.to_string_lossy()])
+    };
+    // Beginning 5 s after the first shard began.
+    let (code, _, err) = merge_with("2026-12-04T12:00:05Z", "2026-12-04T12:00:20Z", "late.json");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not cover the shards' window"), "{err}");
+    assert!(
+        err.contains("from 2026-12-04T12:00:05Z until 2026-12-04T12:00:20Z"),
+        "{err}"
+    );
+    assert!(
+        err.contains("from 2026-12-04T12:00:00.000000Z until 2026-12-04T12:00:12.000000Z"),
+        "{err}"
+    );
+    assert!(
+        err.contains("begins 5.000 s after the first shard began"),
+        "{err}"
+    );
+    assert!(err.contains("oemputx cpu --from"), "{err}");
+    // Ending 4 s before the last shard ended.
+    let (code, _, err) = merge_with("2026-12-04T11:59:59Z", "2026-12-04T12:00:08Z", "early.json");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ends 4.000 s before the last shard ended"),
+        "{err}"
+    );
+    // Within the second allowed for clock granularity at both edges: merged.
+    let (code, j, err) = merge_with(
+        "2026-12-04T12:00:00.600Z",
+        "2026-12-04T12:00:11.400Z",
+        "close.json",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(f(&group(&j, "INIT")["total_us_per_tran"]) > 0.0, "{j}");
+    // An instant that is none.
+    let (code, _, err) = merge_with("yesterday", "2026-12-04T12:00:20Z", "damaged.json");
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("from_utc 'yesterday' is not an RFC 3339 instant"),
+        "{err}"
+    );
 }

@@ -371,3 +371,55 @@ fn a_receipt_that_never_comes_ends_the_run_after_wait_not_a_fixed_minute() {
     );
     assert!(err.contains("no receipt within --wait (1s)"), "{err}");
 }
+
+/// A STOMP server on 127.0.0.1 that answers every CONNECT with an ERROR frame whose message
+/// carries GitHub workflow commands and terminal escapes (a hostile broker, or a man in the
+/// middle); its header escapes `\n` so that the message holds a line break too.
+fn broker_that_answers_with_a_hostile_error() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut chunk) {
+                    if chunk[..n].windows(8).any(|w| w == b"CONNECT\n") {
+                        let _ = s.write_all(
+                            b"ERROR\nmessage:::error::pwned\x1b[31m\\n::add-mask::x\x1b]0;title\x07\n\n::warning::body\x1b[2J\n\0",
+                        );
+                    }
+                }
+            });
+        }
+    });
+    format!("stomp://127.0.0.1:{port}")
+}
+
+#[test]
+fn a_brokers_error_reaches_the_terminal_without_workflow_commands_or_escapes() {
+    // Issue 48, item 11: the broker's words were printed raw.
+    let out = oemputx()
+        .args(["--qmgr", &broker_that_answers_with_a_hostile_error()])
+        .args(["--request-queue", &fresh_queue("stomp-hostile-error")])
+        .args(["--count", "1", "--no-save"])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    // The broker's words are still shown, defused.
+    assert!(stderr.contains("error::pwned"), "{stderr}");
+    for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+        assert!(!text.contains('\u{1b}'), "{name} holds an escape: {text:?}");
+        assert!(!text.contains('\u{7}'), "{name} holds a BEL: {text:?}");
+        for line in text.lines() {
+            assert!(
+                !line.trim_start().starts_with("::"),
+                "{name} has a workflow command: {line:?}"
+            );
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! snapshots of the groups and divides by the messages it says it sent.
 
 use crate::accounting::{Accounting, DriverRow, Traffic};
+use crate::children::Group;
 use crate::config::ConfigError;
 use crate::config::tools::AccountConfig;
 use crate::exit::Exit;
@@ -50,13 +51,18 @@ pub fn account(args: &AccountConfig, interrupt: Arc<AtomicBool>) -> anyhow::Resu
     if crate::exit::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
         command.stdout(std::io::stderr());
     }
-    crate::flows::dies_with_parent(&mut command);
-    let child = command.spawn().map_err(|e| ConfigError::BadValue {
+    // The command leads a process group of its own: what it leaves running when it ends
+    // (a forked worker, `sh -c 'driver & …'`) is stopped with it, here or when dropped on
+    // an error.
+    let mut group = Group::spawn(&mut command, GRACE).map_err(|e| ConfigError::BadValue {
         flag: "account",
         why: format!("cannot run '{program}': {e}; check the command and its PATH"),
     })?;
-    let (status, interrupted) = wait_or_pass_on(child, &interrupt)?;
+    let (status, interrupted) = wait_or_pass_on(&group, &interrupt)?;
     acc.end();
+    // The rest of its group after the window, then the command reaped: its CPU is in
+    // RUSAGE_CHILDREN only once it is.
+    group.stop();
     let command_cpu = sub(children_cpu(), before);
     let name = std::path::Path::new(program)
         .file_name()
@@ -129,19 +135,22 @@ fn write(args: &AccountConfig, report: &AccountReport) -> anyhow::Result<()> {
     out.finish(Some(&crate::export::account::text(report)))
 }
 
-/// Wait for the command; on Ctrl-C or SIGTERM pass the signal on to it and wait at most
-/// [`GRACE`] more before SIGKILL. Returns its status and whether it was interrupted.
+/// How long the command is given after a signal passed on to it, and its group after it
+/// ended, before SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// Wait for the command to end; on Ctrl-C or SIGTERM pass the signal on to its whole group
+/// and wait at most [`GRACE`] more before SIGKILL. Returns its status (read, the command
+/// not reaped) and whether it was interrupted.
 fn wait_or_pass_on(
-    mut child: std::process::Child,
+    group: &Group,
     interrupt: &AtomicBool,
 ) -> anyhow::Result<(std::process::ExitStatus, bool)> {
-    use nix::sys::signal::{Signal, kill};
-    const GRACE: Duration = Duration::from_secs(5);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    use nix::sys::signal::Signal;
     let mut passed_on: Option<Instant> = None;
     loop {
-        if let Some(status) = child.try_wait().context("waiting for the command")? {
-            // A terminal's Ctrl-C reaches the command too, which may end first.
+        if let Some(status) = group.peek().context("waiting for the command")? {
+            // The command may end of the signal before it is passed on.
             return Ok((
                 status,
                 passed_on.is_some() || interrupt.load(Ordering::Relaxed),
@@ -153,12 +162,10 @@ fn wait_or_pass_on(
                     "SIGTERM" => Signal::SIGTERM,
                     _ => Signal::SIGINT,
                 };
-                let _ = kill(pid, sig);
+                group.signal(sig);
                 passed_on = Some(Instant::now());
             }
-            Some(t) if t.elapsed() > GRACE => {
-                let _ = child.kill();
-            }
+            Some(t) if t.elapsed() > GRACE => group.signal(Signal::SIGKILL),
             _ => {}
         }
         std::thread::sleep(Duration::from_millis(20));

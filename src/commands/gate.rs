@@ -261,11 +261,13 @@ pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
     // full or closed stdout loses none of them.
     let mut out = Outputs::new();
     out.artifact(outcome, &cfg.outputs.exports, &Style::default());
-    let mut text = render_text(outcome);
+    // The text is defused where it is printed (a `::` that opens a line is broken); the
+    // annotations are the workflow commands the gate means, printed after it as they are.
+    let written = out.finish(Some(&render_text(outcome)));
     if cfg.outputs.github {
-        text.push_str(&render_github(outcome));
+        crate::out!("{}", render_github(outcome));
     }
-    out.finish(Some(&text))
+    written
 }
 
 /// No baseline: under --strict a gate without a verdict (exit 4), else a pass that says

@@ -149,7 +149,7 @@ pub fn render_github(o: &Outcome) -> String {
             "::{kind} title=oemputx gate {what}: {} {}::{}",
             super::for_github_property(&super::for_terminal(&d.metric)),
             pct(d.ratio).replace('%', "%25"),
-            detail
+            super::for_terminal_lines(&detail)
                 .replace('%', "%25")
                 .replace('\r', "%0D")
                 .replace('\n', "%0A")
@@ -269,7 +269,9 @@ pub fn render_failure_markdown(exit: i32, why: &str) -> String {
 pub fn render_failure_github(exit: i32, why: &str) -> String {
     format!(
         "::error title=oemputx gate: no verdict (exit {exit})::{}\n",
-        why.replace('%', "%25")
+        // A broker's words in the error: no escape sequence, and no line of its own.
+        super::for_terminal_lines(why)
+            .replace('%', "%25")
             .replace('\r', "%0D")
             .replace('\n', "%0A")
     )

@@ -23,20 +23,10 @@ pub mod rows;
 pub mod sweep;
 pub mod text;
 
-/// Text from outside (a profile file, a broker, a process name) as it may reach a terminal
-/// or a CI log on one line: every control character (an escape sequence, a carriage
-/// return, a newline) becomes U+FFFD, and a leading `::` — a GitHub Actions workflow
-/// command such as `::error::` or `::add-mask::` — is broken with a zero-width space.
-pub fn for_terminal(text: &str) -> String {
-    let clean: String = text
-        .chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
-    match clean.strip_prefix("::") {
-        Some(rest) => format!(":\u{200b}:{rest}"),
-        None => clean,
-    }
-}
+/// Text from outside as it may reach a terminal or a CI log on one line; it lives below
+/// every layer that carries such text (`crate::terminal`), and is named here too, beside the
+/// other sinks' escapes.
+pub use crate::terminal::{for_terminal, for_terminal_lines};
 
 /// Text from outside as XML 1.0 may carry it: the characters the standard forbids (C0
 /// controls but tab, newline and carriage return; U+FFFE, U+FFFF) become U+FFFD. The XML
@@ -123,11 +113,13 @@ pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
 /// Text for a person, on stdout: to stderr when an output holds stdout (`-`), which then
 /// carries that output alone ([`print_output`]).
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    // The one edge of every text for a person: what a broker or a file put in it is defused.
+    let text = for_terminal_lines(text);
     if crate::exit::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
         crate::say_raw!("{text}");
         return Ok(());
     }
-    print_output(text)
+    print_output(&text)
 }
 
 /// The output named `-`, on stdout whatever else, without panicking when stdout is full
@@ -201,18 +193,6 @@ mod tests {
             super::for_github_property("Q:M,G%\n::error::x"),
             "Q%3AM%2CG%25%0A%3A%3Aerror%3A%3Ax"
         );
-    }
-
-    #[test]
-    fn text_for_a_terminal_carries_no_control_character_or_workflow_command() {
-        assert_eq!(super::for_terminal("plain name"), "plain name");
-        assert_eq!(
-            super::for_terminal("\u{1b}[2J\rname\nnext"),
-            "\u{fffd}[2J\u{fffd}name\u{fffd}next"
-        );
-        let ci = super::for_terminal("::error::pwned");
-        assert!(!ci.starts_with("::"), "{ci}");
-        assert!(ci.ends_with("error::pwned"), "{ci}");
     }
 
     use super::write_atomic;

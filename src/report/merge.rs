@@ -278,7 +278,7 @@ fn measurement(shards: &[Shard], cpu: Option<CpuWindow>) -> Result<Measured, Mer
         .filter(|s| s.report.shard.as_ref().is_some_and(|i| i.measure))
         .collect();
     match (cpu, measuring.as_slice()) {
-        (Some(w), []) => Ok((
+        (Some(w), []) => covers(&w, shards).map(|()| (
             w.groups.into_iter().filter(|g| g.name != "DRIVER").collect(),
             Vec::new(),
             format!("oemputx cpu from {} until {}", w.from_utc, w.until_utc),
@@ -334,6 +334,64 @@ fn measurement(shards: &[Shard], cpu: Option<CpuWindow>) -> Result<Measured, Mer
             "more than one shard ran with --measure: the shared processes must be measured once".into(),
         )),
     }
+}
+
+/// How far a CPU window's edges may lie inside the shards' window, in seconds, and still be
+/// taken to cover it: the instants are written to the microsecond, but a window is begun
+/// and ended by a process that wakes at its instants (and shards may run on hosts whose
+/// clocks differ by NTP's few milliseconds), so a window asked for the shards' exact span
+/// can begin a scheduling delay late.
+pub const WINDOW_TOLERANCE_S: f64 = 1.0;
+
+/// A CPU window (`--cpu`) covers the shards' window: it begins at most
+/// [`WINDOW_TOLERANCE_S`] after the first shard began and ends at most that before the last
+/// one ended. One that does not missed part of the run's shared CPU, and every figure per
+/// transaction would come out too low.
+fn covers(w: &CpuWindow, shards: &[Shard]) -> Result<(), MergeError> {
+    let damaged = |what: String| {
+        MergeError::Measurement(format!(
+            "{what} is not an RFC 3339 instant, so whether the CPU window (--cpu) covers the shards cannot be told; the file is damaged: make it again"
+        ))
+    };
+    let from = utc(&w.from_utc)
+        .ok_or_else(|| damaged(format!("the CPU window's from_utc '{}'", w.from_utc)))?;
+    let until = utc(&w.until_utc)
+        .ok_or_else(|| damaged(format!("the CPU window's until_utc '{}'", w.until_utc)))?;
+    for s in shards {
+        for (what, at) in [
+            ("start_utc", &s.report.start_utc),
+            ("end_utc", &s.report.end_utc),
+        ] {
+            if utc(at).is_none() {
+                return Err(damaged(format!("{}'s {what} '{at}'", s.file)));
+            }
+        }
+    }
+    let (Some(start), Some(end), _, _) = window(shards) else {
+        return Ok(());
+    };
+    let secs = |a: chrono::DateTime<chrono::Utc>, b: chrono::DateTime<chrono::Utc>| {
+        (b - a).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6
+    };
+    let (late, early) = (secs(start, from), secs(until, end));
+    let mut misses = Vec::new();
+    if late > WINDOW_TOLERANCE_S {
+        misses.push(format!("begins {late:.3} s after the first shard began"));
+    }
+    if early > WINDOW_TOLERANCE_S {
+        misses.push(format!("ends {early:.3} s before the last shard ended"));
+    }
+    if misses.is_empty() {
+        return Ok(());
+    }
+    Err(MergeError::Measurement(format!(
+        "the CPU window given with --cpu, from {} until {}, does not cover the shards' window, from {} until {}: it {} (more than the {WINDOW_TOLERANCE_S} s allowed for clock granularity), so the shared processes' CPU of part of the run is missing. Measure again with `oemputx cpu --from` at or before the shards' --start-at and `--until` after the last shard ends, or run one shard with --measure",
+        w.from_utc,
+        w.until_utc,
+        super::format_utc(&start),
+        super::format_utc(&end),
+        misses.join(" and ")
+    )))
 }
 
 /// The shards' round-trip histograms added up.

@@ -1,0 +1,87 @@
+//! Text from outside (a broker's error, a profile file, a process name, a saved report) as
+//! it may reach a terminal or a CI log. Pure and at the bottom of the layers, so that every
+//! edge that prints — `say!` on stderr, the text for a person on stdout, the gate's
+//! annotations — uses this one function whatever module the text came through; a
+//! transport's error keeps the broker's words as they were (a JSON report holds them raw,
+//! escaped by serde) and is defused only where it is printed.
+
+/// One line of text from outside: every control character (an escape sequence, a carriage
+/// return, a newline) becomes U+FFFD, and a `::` that opens the line (after any blanks) —
+/// a GitHub Actions workflow command such as `::error::` or `::add-mask::`, which the
+/// runner reads after trimming leading blanks — is broken with a zero-width space.
+pub fn for_terminal(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    defuse_command(clean)
+}
+
+/// Lines of text to print, whole messages included (an error with a flow's last lines, a
+/// report): each line as [`for_terminal`] makes it, the line breaks and tabs kept. A
+/// broker's text that carries a newline thus never opens a line of its own with `::`.
+pub fn for_terminal_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let clean: String = line
+            .chars()
+            .map(|c| match c {
+                '\t' => c,
+                c if c.is_control() => '\u{fffd}',
+                c => c,
+            })
+            .collect();
+        out.push_str(&defuse_command(clean));
+    }
+    out
+}
+
+/// A line whose first non-blank characters are `::`, with a zero-width space between them.
+fn defuse_command(line: String) -> String {
+    let blanks = line.len() - line.trim_start().len();
+    if line[blanks..].starts_with("::") {
+        format!("{}:\u{200b}{}", &line[..blanks], &line[blanks + 1..])
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_for_a_terminal_carries_no_control_character_or_workflow_command() {
+        assert_eq!(for_terminal("plain name"), "plain name");
+        assert_eq!(
+            for_terminal("\u{1b}[2J\rname\nnext"),
+            "\u{fffd}[2J\u{fffd}name\u{fffd}next"
+        );
+        let ci = for_terminal("::error::pwned");
+        assert!(!ci.starts_with("::"), "{ci}");
+        assert!(ci.ends_with("error::pwned"), "{ci}");
+        // The runner trims leading blanks before it looks for a command.
+        assert!(
+            !for_terminal("  ::add-mask::x")
+                .trim_start()
+                .starts_with("::")
+        );
+    }
+
+    #[test]
+    fn lines_for_a_terminal_keep_their_breaks_and_open_no_workflow_command() {
+        let text = "Error: the broker said: ::error::pwned\u{1b}[31m\n::add-mask::x\n\tindented";
+        let shown = for_terminal_lines(text);
+        assert_eq!(shown.lines().count(), 3, "{shown}");
+        assert!(!shown.contains('\u{1b}'), "{shown}");
+        for line in shown.lines() {
+            assert!(!line.trim_start().starts_with("::"), "{line}");
+        }
+        assert!(shown.ends_with("\n\tindented"), "{shown}");
+        assert_eq!(for_terminal_lines("a\r\nb"), "a\u{fffd}\nb");
+        assert_eq!(for_terminal_lines("plain\n"), "plain\n");
+    }
+}
