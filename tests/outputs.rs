@@ -563,6 +563,13 @@ fn in_dir(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `args` run in `dir` are refused as a usage error whose message holds `why`.
+fn refused(dir: &Path, args: &[&str], why: &str) {
+    let (code, _, err) = in_dir(dir, args);
+    assert_eq!(code, Some(2), "{args:?}: {err}");
+    assert!(err.contains(why), "{args:?}: {err}");
+}
+
 #[test]
 fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_where_asked_are_refused_up_front()
  {
@@ -597,9 +604,7 @@ fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_wher
         "--export-json",
         "c.json",
     ];
-    let (code, _, err) = in_dir(d, &live);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("give --export-json before --"), "{err}");
+    refused(d, &live, "give --export-json before --");
     let ab = [
         "gate",
         "--flow-a",
@@ -612,9 +617,7 @@ fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_wher
         "--export-tsv",
         "t.tsv",
     ];
-    let (code, _, err) = in_dir(d, &ab);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("give --export-tsv before --"), "{err}");
+    refused(d, &ab, "give --export-tsv before --");
     let stored = [
         "gate",
         "--baseline",
@@ -625,9 +628,7 @@ fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_wher
         "--export-svg",
         "g.svg",
     ];
-    let (code, _, err) = in_dir(d, &stored);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("writes no SVG"), "{err}");
+    refused(d, &stored, "writes no SVG");
     // The baseline history is read before it is appended to: never stdout.
     let (code, out, err) = in_dir(d, &["--count", "100", "--save-baseline", "-"]);
     assert_eq!(code, Some(2), "{err}");
@@ -659,9 +660,7 @@ fn outputs_that_would_replace_an_input_hide_in_the_run_options_or_cannot_be_wher
         nobody,
         "--decimal-comma",
     ];
-    let (code, _, err) = in_dir(d, &sweep_comma);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--decimal-comma"), "{err}");
+    refused(d, &sweep_comma, "--decimal-comma");
 }
 
 #[test]
