@@ -633,6 +633,11 @@ fn rounds_repeat_the_window_and_report_the_spread() {
             "--rounds",
             "3",
         ])
+        // Paced: core NATS delivers at most once, and an unpaced burst on a loaded host
+        // (other suites, load 4 on 2 cores) lost 36 of 500 to a subscriber that fell
+        // behind in one round — which the report rightly called incomplete (exit 1). The
+        // rounds and their spread are what this test is about.
+        .args(["--rate", "2000"])
         .args(["--count", "500", "--subscribers", "2", "--export-json", "-"])
         .output()
         .expect("oemputx runs");
