@@ -194,9 +194,12 @@ fn state_and_group(stat: &str) -> Option<(&str, i32)> {
     Some((state, group))
 }
 
+/// What the tests of process trees share (here and in `flows`): the pids a `sh -c` tree
+/// wrote down, and whether they are gone.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::{POLL, state_and_group};
+    use std::time::{Duration, Instant};
 
     /// A process counts as gone once it no longer runs: an exited orphan stays a zombie
     /// until init reaps it, which this container's init does only every few seconds.
@@ -208,7 +211,7 @@ mod tests {
     }
 
     /// The pids a `sh -c` tree wrote to `file`, waited for (bounded) until it holds `n`.
-    fn pids_in(file: &std::path::Path, n: usize) -> Vec<i32> {
+    pub(crate) fn pids_in(file: &std::path::Path, n: usize) -> Vec<i32> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let pids: Vec<i32> = std::fs::read_to_string(file)
@@ -223,14 +226,28 @@ mod tests {
         }
     }
 
-    /// Bounded: true once none of `pids` runs.
-    fn all_gone(pids: &[i32]) -> bool {
+    /// Bounded: true once none of `pids` runs. Whatever it finds, it leaves none running
+    /// on the host.
+    pub(crate) fn all_gone(pids: &[i32]) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while pids.iter().any(|p| runs(*p)) && Instant::now() < deadline {
             std::thread::sleep(POLL);
         }
-        !pids.iter().any(|p| runs(*p))
+        let gone = !pids.iter().any(|p| runs(*p));
+        for pid in pids.iter().filter(|p| runs(**p)) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        gone
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{all_gone, pids_in};
+    use super::*;
 
     fn tree(file: &std::path::Path, then: &str) -> Command {
         let mut c = Command::new("sh");

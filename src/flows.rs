@@ -245,6 +245,7 @@ mod tests {
     }
 
     use super::*;
+    use crate::children::testing::{all_gone, pids_in};
 
     /// What every local user can read of a started flow: its command line. The planted
     /// password is in neither the flow command's nor the broker's part of it, only in the
@@ -354,45 +355,6 @@ mod tests {
             ),
         )
         .expect("parses")
-    }
-
-    /// The pids in `file`, waited for (bounded) until there are `n`.
-    fn pids_in(file: &std::path::Path, n: usize) -> Vec<i32> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let pids: Vec<i32> = std::fs::read_to_string(file)
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect();
-            if pids.len() >= n || Instant::now() > deadline {
-                return pids;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Bounded: whether none of `pids` runs (an exited orphan waiting for init to reap it
-    /// runs nothing, and this container's init reaps only every few seconds). Whatever it
-    /// finds, it leaves none running on the host.
-    fn all_gone(pids: &[i32]) -> bool {
-        let runs = |pid: &i32| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| !s.contains(") Z "))
-                .unwrap_or(false)
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while pids.iter().any(runs) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let gone = !pids.iter().any(runs);
-        for pid in pids.iter().filter(|p| runs(p)) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(*pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        gone
     }
 
     #[test]
