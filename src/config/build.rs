@@ -548,16 +548,11 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
             ),
         ));
     }
+    let exports = args.exports();
+    let mut outputs = exports.by_flag();
+    outputs.push(("--save-baseline", args.save_baseline.as_deref()));
     super::outputs::check(
-        &[
-            ("--export-json", args.export_json.as_deref()),
-            ("--export-tsv", args.export_tsv.as_deref()),
-            ("--export-csv", args.export_csv.as_deref()),
-            ("--export-markdown", args.export_markdown.as_deref()),
-            ("--export-openmetrics", args.export_openmetrics.as_deref()),
-            ("--export-html", args.export_html.as_deref()),
-            ("--save-baseline", args.save_baseline.as_deref()),
-        ],
+        &outputs,
         (!args.no_save).then_some(args.reports_dir.as_path()),
         &o.msgfile
             .iter()

@@ -57,6 +57,26 @@ pub struct OutputOptions {
     pub quiet: bool,
 }
 
+impl OutputOptions {
+    /// The `--export-*` outputs asked for, by format (the baseline and the reports folder
+    /// apart): the one list of a run's output fields the checks go through.
+    pub fn exports(&self) -> super::formats::Exports {
+        use super::formats::Format;
+        super::formats::Exports::new(
+            [
+                (Format::Json, &self.export_json),
+                (Format::Tsv, &self.export_tsv),
+                (Format::Csv, &self.export_csv),
+                (Format::Markdown, &self.export_markdown),
+                (Format::OpenMetrics, &self.export_openmetrics),
+                (Format::Html, &self.export_html),
+            ]
+            .into_iter()
+            .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
+        )
+    }
+}
+
 impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {
@@ -176,18 +196,12 @@ impl RunOptions {
     /// word. `who` is the command, `writes` what its own `--export-*` write.
     pub fn refuse_round_outputs(&self, who: &str, writes: &str) -> Result<(), super::ConfigError> {
         let o = &self.outputs;
-        let given = [
-            ("--export-json", &o.export_json),
-            ("--export-tsv", &o.export_tsv),
-            ("--export-csv", &o.export_csv),
-            ("--export-markdown", &o.export_markdown),
-            ("--export-openmetrics", &o.export_openmetrics),
-            ("--export-html", &o.export_html),
-            ("--save-baseline", &o.save_baseline),
-        ];
-        match given.into_iter().find(|(_, p)| p.is_some()) {
+        let exports = o.exports();
+        let first = exports.given().map(|(f, _)| f.flag()).next();
+        let baseline = o.save_baseline.as_ref().map(|_| "--save-baseline");
+        match first.or(baseline) {
             None => Ok(()),
-            Some((flag, _)) => Err(super::bad(
+            Some(flag) => Err(super::bad(
                 flag,
                 format!(
                     "after -- it is an option of each round, and {who}'s rounds write no files: give {flag} before --, where it writes {writes}"

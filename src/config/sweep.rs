@@ -83,18 +83,9 @@ impl SweepOptions {
     fn check_outputs(&self) -> Result<(), ConfigError> {
         let out = &self.run.outputs;
         // The one table of formats (a sweep is a table of points: no OpenMetrics).
-        let given: Vec<(Format, &std::path::Path)> = [
-            (Format::Json, &out.export_json),
-            (Format::Tsv, &out.export_tsv),
-            (Format::Csv, &out.export_csv),
-            (Format::Markdown, &out.export_markdown),
-            (Format::OpenMetrics, &out.export_openmetrics),
-            (Format::Html, &out.export_html),
-            (Format::Svg, &self.chart),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect();
+        let exports = out.exports();
+        let mut given: Vec<(Format, &std::path::Path)> = exports.given().collect();
+        given.extend(self.chart.as_deref().map(|p| (Format::Svg, p)));
         ResultKind::Sweep.check(&given)?;
         if out.decimal_comma {
             return Err(bad(
@@ -108,18 +99,9 @@ impl SweepOptions {
                 "a sweep is not a run the gate can judge against: save a baseline from a run (oemputx ... --save-baseline FILE)",
             ));
         }
-        super::outputs::check(
-            &[
-                ("--export-json", out.export_json.as_deref()),
-                ("--export-tsv", out.export_tsv.as_deref()),
-                ("--export-csv", out.export_csv.as_deref()),
-                ("--export-markdown", out.export_markdown.as_deref()),
-                ("--export-html", out.export_html.as_deref()),
-                ("--chart", self.chart.as_deref()),
-            ],
-            None,
-            &[],
-        )?;
+        let mut outputs = exports.by_flag();
+        outputs.push(("--chart", self.chart.as_deref()));
+        super::outputs::check(&outputs, None, &[])?;
         Ok(())
     }
 
