@@ -149,10 +149,7 @@ pub fn render_github(o: &Outcome) -> String {
             "::{kind} title=oemputx gate {what}: {} {}::{}",
             super::for_github_property(&super::for_terminal(&d.metric)),
             pct(d.ratio).replace('%', "%25"),
-            super::for_terminal_lines(&detail)
-                .replace('%', "%25")
-                .replace('\r', "%0D")
-                .replace('\n', "%0A")
+            github_message(&super::for_terminal_lines(&detail))
         ));
     }
     lines.truncate(MAX_ANNOTATIONS);
@@ -265,15 +262,20 @@ pub fn render_failure_markdown(exit: i32, why: &str) -> String {
     )
 }
 
+/// A workflow command's message as the runner reads it: `%`, CR and LF percent-encoded,
+/// so that it stays one command on one line.
+fn github_message(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
 /// The same as a GitHub workflow command: one error annotation.
 pub fn render_failure_github(exit: i32, why: &str) -> String {
     format!(
         "::error title=oemputx gate: no verdict (exit {exit})::{}\n",
         // A broker's words in the error: no escape sequence, and no line of its own.
-        super::for_terminal_lines(why)
-            .replace('%', "%25")
-            .replace('\r', "%0D")
-            .replace('\n', "%0A")
+        github_message(&super::for_terminal_lines(why))
     )
 }
 
@@ -302,9 +304,7 @@ pub fn render_skipped_markdown(why: &str) -> String {
 pub fn render_skipped_github(why: &str) -> String {
     format!(
         "::warning title=oemputx gate: no baseline::{}\n",
-        why.replace('%', "%25")
-            .replace('\r', "%0D")
-            .replace('\n', "%0A")
+        github_message(why)
     )
 }
 
