@@ -145,6 +145,12 @@ impl Flows {
             if let Some(why) = self.exited() {
                 anyhow::bail!("{why}");
             }
+            if crate::signals::interrupted() {
+                anyhow::bail!(
+                    "interrupted while waiting for the flows to consume '{}'",
+                    self.queue
+                );
+            }
             let Some(have) = self.endpoint.kind().consumers(&self.queue)? else {
                 return Ok(());
             };

@@ -72,6 +72,8 @@ pub enum PcpError {
         port: u16,
         why: String,
     },
+    #[error("host {name} ({url}): interrupted while waiting for pmproxy's answer")]
+    Interrupted { name: String, url: String },
     #[error(
         "host {name} ({url}): pmproxy refused the credentials (HTTP {status}); check the user in the URL and {PASSWORD_ENV}, and that pmcd's SASL configuration knows that user"
     )]
@@ -109,10 +111,9 @@ pub struct PcpHost {
     pub name: String,
     /// `pcp://user:***@host:port`: what reports and errors print.
     pub shown: String,
-    base: String,
-    port: u16,
-    /// `Authorization` header value, when a user is given.
-    auth: Option<Secret>,
+    /// How its requests are made, apart from the host: a request runs on a thread of its
+    /// own, so that a signal ends a wait on a silent pmproxy at once (issue 48, class d).
+    ask: Asker,
     /// pmproxy's context for this host (0: none yet); kept so that each snapshot is one
     /// request on one pmcd connection.
     context: AtomicU64,
@@ -121,175 +122,20 @@ pub struct PcpHost {
     split_context: AtomicU64,
 }
 
-/// Each process's own user and system ms, by PID.
-type ProcessSplit = HashMap<i64, (u64, u64)>;
-
-/// `split_context` when pmdaproc will not list processes alone for this client.
-const NO_SPLIT: u64 = u64::MAX;
-
-/// A fetch's stamp, seconds since the epoch, read from the answer's text.
-///
-/// pmproxy writes it as seconds, a dot and the nanoseconds *unpadded* (`"%I.%I"` in its
-/// webapi.c, 6.0.3 here): 7 ns past second 12 reads `12.7`, 17,468,710 ns reads
-/// `12.17468710`. Read as a decimal number, every stamp in the first 100 ms of a second is
-/// late by up to 0.9 s (seen here: a window's end stamped 0.1 s after oemputx had exited).
-/// More than nine digits can only be a decimal fraction, and is read as one.
+/// What a request to one pmproxy needs, owned, so that it can run on a thread of its own.
+#[derive(Debug, Clone)]
 #[cfg_attr(not(feature = "pcp"), allow(dead_code))]
-fn host_stamp(body: &str) -> Option<f64> {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow)]
-        timestamp: Option<&'a serde_json::value::RawValue>,
-    }
-    let raw = serde_json::from_str::<Head>(body).ok()?.timestamp?.get();
-    let (secs, frac) = raw.split_once('.').unwrap_or((raw, "0"));
-    let secs: u64 = secs.parse().ok()?;
-    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return raw.parse().ok();
-    }
-    let nanos: u64 = frac.parse().ok()?;
-    Some(secs as f64 + nanos as f64 / 1e9)
+struct Asker {
+    name: String,
+    shown: String,
+    base: String,
+    port: u16,
+    /// `Authorization` header value, when a user is given.
+    auth: Option<Secret>,
 }
 
-/// What a host's snapshot says besides the processes.
-#[derive(Debug, Clone, Default)]
-pub struct HostFacts {
-    /// The host's own clock at the fetch (seconds since the epoch).
-    pub timestamp: f64,
-    /// Whether pmdaproc lists threads (`-L`): per-process CPU is then exact.
-    pub threads: bool,
-    pub ncpu: usize,
-    /// USER_HZ there: the granularity of its tick counters.
-    pub hz: u64,
-    /// Wall time of the request, from this machine.
-    pub round_trip: Duration,
-    /// CPU of the host's PCP agents (pmcd, pmda*, pmproxy) so far, ns.
-    pub agents_ns: u64,
-    /// Whether the user/system split is each process's own (`/proc/PID/stat` there, read
-    /// in a context without threads), not the sum of its threads'.
-    pub process_split: bool,
-}
-
-impl Clone for PcpHost {
-    fn clone(&self) -> Self {
-        PcpHost {
-            name: self.name.clone(),
-            shown: self.shown.clone(),
-            base: self.base.clone(),
-            port: self.port,
-            auth: self.auth.clone(),
-            context: AtomicU64::new(self.context.load(Ordering::Relaxed)),
-            split_context: AtomicU64::new(self.split_context.load(Ordering::Relaxed)),
-        }
-    }
-}
-
-const PROC_METRICS: [&str; 13] = [
-    "proc.schedstat.cpu_time",
-    "proc.psinfo.psargs",
-    "proc.psinfo.tgid",
-    "proc.psinfo.ppid",
-    "proc.psinfo.cmd",
-    "proc.psinfo.utime",
-    "proc.psinfo.stime",
-    "proc.psinfo.start_time",
-    "proc.psinfo.cutime",
-    "proc.psinfo.cstime",
-    "proc.id.uid",
-    "proc.id.uid_nm",
-    "proc.psinfo.cgroups",
-];
-const HOST_METRICS: [&str; 8] = [
-    "kernel.all.cpu.idle",
-    "kernel.all.cpu.irq.hard",
-    "kernel.all.cpu.irq.soft",
-    "kernel.all.cpu.wait.total",
-    "kernel.all.cpu.steal",
-    "kernel.all.uptime",
-    "hinv.ncpu",
-    "kernel.all.hz",
-];
-
-/// The PCP agents' own processes: their CPU over the window is what the snapshots cost there.
-const AGENTS: [&str; 5] = ["pmcd", "pmproxy", "pmdaproc", "pmdalinux", "pmdakvm"];
-
-impl PcpHost {
-    /// Parse `NAME=pcp://[USER[:PASSWORD]@]HOST[:PORT]`.
-    pub fn parse(spec: &str) -> Result<PcpHost, PcpError> {
-        let (name, url) = spec
-            .split_once('=')
-            .map(|(n, u)| (n.trim(), u.trim()))
-            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
-            .ok_or_else(|| PcpError::BadSpec(spec.into()))?;
-        // The name heads the host's rows and its line in the Hosts list beside this
-        // machine's, which is "local": a second "local" could not be told from it.
-        if name.eq_ignore_ascii_case("local") || !crate::accounting::selector::plain_name(name) {
-            return Err(PcpError::BadName(name.into()));
-        }
-        let bad = |why: String| PcpError::BadUrl {
-            name: name.into(),
-            why,
-        };
-        let u = UrlParts::parse(url).map_err(|e| bad(format!("{e}; write pcp://HOST[:PORT]")))?;
-        match u.scheme.as_str() {
-            "pcp" if !cfg!(feature = "pcp") => {
-                return Err(PcpError::NotBuilt {
-                    host: format!("{name}={}", crate::secret::redact_url(url)),
-                });
-            }
-            "pcp" => {}
-            "pcps" => {
-                return Err(bad(
-                    "pcps:// (pmproxy over TLS) is not yet supported; use pcp:// over a trusted network or an SSH tunnel".into(),
-                ));
-            }
-            other => {
-                return Err(bad(format!(
-                    "scheme '{other}:' is not one oemputx reads hosts with; write pcp://HOST[:PORT]"
-                )));
-            }
-        }
-        if !u.path.is_empty() {
-            return Err(bad(format!(
-                "{}: a host URL has no path; write pcp://HOST[:PORT]",
-                u.shown
-            )));
-        }
-        u.query(&[]).map_err(&bad)?;
-        let host = host_for_url(
-            &u.host_or("the URL names no host; write pcp://HOST[:PORT]")
-                .map_err(&bad)?,
-        );
-        let port = u.port.unwrap_or(DEFAULT_PORT);
-        let user = u.user.clone().unwrap_or_default();
-        let password = u
-            .password
-            .clone()
-            .or_else(|| std::env::var(PASSWORD_ENV).ok().map(Secret::new));
-        let auth = (!user.is_empty()).then(|| {
-            use base64::Engine as _;
-            let pair = format!("{user}:{}", password.as_ref().map_or("", Secret::expose));
-            Secret::new(format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(pair)
-            ))
-        });
-        let shown = if user.is_empty() {
-            format!("pcp://{host}:{port}")
-        } else {
-            format!("pcp://{user}:***@{host}:{port}")
-        };
-        Ok(PcpHost {
-            name: name.into(),
-            shown,
-            base: format!("http://{host}:{port}"),
-            port,
-            auth,
-            context: AtomicU64::new(0),
-            split_context: AtomicU64::new(0),
-        })
-    }
-
+#[cfg(feature = "pcp")]
+impl Asker {
     fn protocol(&self, what: &'static str, why: impl std::fmt::Display) -> PcpError {
         PcpError::Protocol {
             name: self.name.clone(),
@@ -399,6 +245,200 @@ impl PcpHost {
             }
         }
         Ok(body)
+    }
+}
+
+/// Each process's own user and system ms, by PID.
+type ProcessSplit = HashMap<i64, (u64, u64)>;
+
+/// `split_context` when pmdaproc will not list processes alone for this client.
+const NO_SPLIT: u64 = u64::MAX;
+
+/// A fetch's stamp, seconds since the epoch, read from the answer's text.
+///
+/// pmproxy writes it as seconds, a dot and the nanoseconds *unpadded* (`"%I.%I"` in its
+/// webapi.c, 6.0.3 here): 7 ns past second 12 reads `12.7`, 17,468,710 ns reads
+/// `12.17468710`. Read as a decimal number, every stamp in the first 100 ms of a second is
+/// late by up to 0.9 s (seen here: a window's end stamped 0.1 s after oemputx had exited).
+/// More than nine digits can only be a decimal fraction, and is read as one.
+#[cfg_attr(not(feature = "pcp"), allow(dead_code))]
+fn host_stamp(body: &str) -> Option<f64> {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        timestamp: Option<&'a serde_json::value::RawValue>,
+    }
+    let raw = serde_json::from_str::<Head>(body).ok()?.timestamp?.get();
+    let (secs, frac) = raw.split_once('.').unwrap_or((raw, "0"));
+    let secs: u64 = secs.parse().ok()?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return raw.parse().ok();
+    }
+    let nanos: u64 = frac.parse().ok()?;
+    Some(secs as f64 + nanos as f64 / 1e9)
+}
+
+/// What a host's snapshot says besides the processes.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    /// The host's own clock at the fetch (seconds since the epoch).
+    pub timestamp: f64,
+    /// Whether pmdaproc lists threads (`-L`): per-process CPU is then exact.
+    pub threads: bool,
+    pub ncpu: usize,
+    /// USER_HZ there: the granularity of its tick counters.
+    pub hz: u64,
+    /// Wall time of the request, from this machine.
+    pub round_trip: Duration,
+    /// CPU of the host's PCP agents (pmcd, pmda*, pmproxy) so far, ns.
+    pub agents_ns: u64,
+    /// Whether the user/system split is each process's own (`/proc/PID/stat` there, read
+    /// in a context without threads), not the sum of its threads'.
+    pub process_split: bool,
+}
+
+impl Clone for PcpHost {
+    fn clone(&self) -> Self {
+        PcpHost {
+            name: self.name.clone(),
+            shown: self.shown.clone(),
+            ask: self.ask.clone(),
+            context: AtomicU64::new(self.context.load(Ordering::Relaxed)),
+            split_context: AtomicU64::new(self.split_context.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+const PROC_METRICS: [&str; 13] = [
+    "proc.schedstat.cpu_time",
+    "proc.psinfo.psargs",
+    "proc.psinfo.tgid",
+    "proc.psinfo.ppid",
+    "proc.psinfo.cmd",
+    "proc.psinfo.utime",
+    "proc.psinfo.stime",
+    "proc.psinfo.start_time",
+    "proc.psinfo.cutime",
+    "proc.psinfo.cstime",
+    "proc.id.uid",
+    "proc.id.uid_nm",
+    "proc.psinfo.cgroups",
+];
+const HOST_METRICS: [&str; 8] = [
+    "kernel.all.cpu.idle",
+    "kernel.all.cpu.irq.hard",
+    "kernel.all.cpu.irq.soft",
+    "kernel.all.cpu.wait.total",
+    "kernel.all.cpu.steal",
+    "kernel.all.uptime",
+    "hinv.ncpu",
+    "kernel.all.hz",
+];
+
+/// The PCP agents' own processes: their CPU over the window is what the snapshots cost there.
+const AGENTS: [&str; 5] = ["pmcd", "pmproxy", "pmdaproc", "pmdalinux", "pmdakvm"];
+
+impl PcpHost {
+    /// Parse `NAME=pcp://[USER[:PASSWORD]@]HOST[:PORT]`.
+    pub fn parse(spec: &str) -> Result<PcpHost, PcpError> {
+        let (name, url) = spec
+            .split_once('=')
+            .map(|(n, u)| (n.trim(), u.trim()))
+            .filter(|(n, u)| !n.is_empty() && !u.is_empty())
+            .ok_or_else(|| PcpError::BadSpec(spec.into()))?;
+        // The name heads the host's rows and its line in the Hosts list beside this
+        // machine's, which is "local": a second "local" could not be told from it.
+        if name.eq_ignore_ascii_case("local") || !crate::accounting::selector::plain_name(name) {
+            return Err(PcpError::BadName(name.into()));
+        }
+        let bad = |why: String| PcpError::BadUrl {
+            name: name.into(),
+            why,
+        };
+        let u = UrlParts::parse(url).map_err(|e| bad(format!("{e}; write pcp://HOST[:PORT]")))?;
+        match u.scheme.as_str() {
+            "pcp" if !cfg!(feature = "pcp") => {
+                return Err(PcpError::NotBuilt {
+                    host: format!("{name}={}", crate::secret::redact_url(url)),
+                });
+            }
+            "pcp" => {}
+            "pcps" => {
+                return Err(bad(
+                    "pcps:// (pmproxy over TLS) is not yet supported; use pcp:// over a trusted network or an SSH tunnel".into(),
+                ));
+            }
+            other => {
+                return Err(bad(format!(
+                    "scheme '{other}:' is not one oemputx reads hosts with; write pcp://HOST[:PORT]"
+                )));
+            }
+        }
+        if !u.path.is_empty() {
+            return Err(bad(format!(
+                "{}: a host URL has no path; write pcp://HOST[:PORT]",
+                u.shown
+            )));
+        }
+        u.query(&[]).map_err(&bad)?;
+        let host = host_for_url(
+            &u.host_or("the URL names no host; write pcp://HOST[:PORT]")
+                .map_err(&bad)?,
+        );
+        let port = u.port.unwrap_or(DEFAULT_PORT);
+        let user = u.user.clone().unwrap_or_default();
+        let password = u
+            .password
+            .clone()
+            .or_else(|| std::env::var(PASSWORD_ENV).ok().map(Secret::new));
+        let auth = (!user.is_empty()).then(|| {
+            use base64::Engine as _;
+            let pair = format!("{user}:{}", password.as_ref().map_or("", Secret::expose));
+            Secret::new(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(pair)
+            ))
+        });
+        let shown = if user.is_empty() {
+            format!("pcp://{host}:{port}")
+        } else {
+            format!("pcp://{user}:***@{host}:{port}")
+        };
+        Ok(PcpHost {
+            name: name.into(),
+            shown: shown.clone(),
+            ask: Asker {
+                name: name.into(),
+                shown,
+                base: format!("http://{host}:{port}"),
+                port,
+                auth,
+            },
+            context: AtomicU64::new(0),
+            split_context: AtomicU64::new(0),
+        })
+    }
+
+    fn protocol(&self, what: &'static str, why: impl std::fmt::Display) -> PcpError {
+        PcpError::Protocol {
+            name: self.name.clone(),
+            url: self.shown.clone(),
+            what,
+            why: why.to_string(),
+        }
+    }
+
+    /// One GET of pmproxy's API, as JSON, within [`REQUEST_TIMEOUT_S`]; a signal ends the
+    /// wait at once.
+    #[cfg(feature = "pcp")]
+    fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
+        let (ask, path) = (self.ask.clone(), path_and_query.to_string());
+        crate::signals::unless_interrupted(move || ask.get(&path)).unwrap_or_else(|_| {
+            Err(PcpError::Interrupted {
+                name: self.name.clone(),
+                url: self.shown.clone(),
+            })
+        })
     }
 
     /// No request in a build without the `pcp` feature: [`PcpHost::parse`] refuses every
@@ -769,7 +809,7 @@ mod tests {
             (h.name.as_str(), h.shown.as_str()),
             ("broker", "pcp://ops:***@mq1:4000")
         );
-        assert!(h.auth.is_some());
+        assert!(h.ask.auth.is_some());
         let h = PcpHost::parse("db=pcp://db1").expect("valid");
         assert_eq!(h.shown, "pcp://db1:44322");
         for bad in [

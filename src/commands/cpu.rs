@@ -300,7 +300,12 @@ pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
     // Each group's CPU since the watch began, for the OpenMetrics counters.
     let mut total: Vec<crate::export::openmetrics::GroupCpu> = Vec::new();
     while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {
-        std::thread::sleep(interval);
+        // A signal ends the wait at once; the interval it cut short is not printed (its
+        // figures would be read as a whole interval's).
+        let due = chrono::Utc::now() + chrono::Duration::from_std(interval).unwrap_or_default();
+        if !sleep_until(due, &interrupt) {
+            break;
+        }
         acc.end();
         // One "transaction" per interval: the table's µs/tran are µs in the interval.
         let table = acc

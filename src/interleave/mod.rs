@@ -154,6 +154,9 @@ impl<'a, A: Arm> Interleave<'a, A> {
     ) -> End {
         match self.drive_until_error(engine, figures, interrupt, on_look) {
             Ok(end) => end,
+            // What the signal cut short (a flow's start, a connect) is no fault: the run
+            // was interrupted, and says so in every output.
+            Err(_) if interrupt.load(std::sync::atomic::Ordering::Relaxed) => End::Interrupted,
             Err(e) => {
                 self.fault = Some(e);
                 End::Failed

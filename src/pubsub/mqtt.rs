@@ -50,7 +50,7 @@ impl MqttPubSub {
         let options = ep.client_options(format!("{id}-{}", std::process::id()));
         let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
         rt.block_on(async {
-            let wait = tokio::time::timeout(Duration::from_secs(5), async {
+            let connack = async {
                 loop {
                     match events.poll().await {
                         Ok(Event::Incoming(Packet::ConnAck(_))) => return Ok(()),
@@ -58,16 +58,17 @@ impl MqttPubSub {
                         Err(e) => return Err(e.to_string()),
                     }
                 }
+            };
+            let bound = crate::transport::mqtt::CONNECT_TIMEOUT;
+            crate::transport::handshake(&target, bound, connack, || TransportError::Unreachable {
+                target: target.clone(),
+                why: format!("no CONNACK within {} s", bound.as_secs()),
             })
-            .await;
-            match wait {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(why)) => Err(TransportError::Unreachable { target, why }),
-                Err(_) => Err(TransportError::Unreachable {
-                    target,
-                    why: "no CONNACK within 5 s".into(),
-                }),
-            }
+            .await?
+            .map_err(|why| TransportError::Unreachable {
+                target: target.clone(),
+                why,
+            })
         })?;
         Ok((client, events))
     }
@@ -96,7 +97,7 @@ impl MqttPubSub {
                 .subscribe_many(filters)
                 .await
                 .map_err(|e| lost(&target, format!("subscribing: {e}")))?;
-            let acked = tokio::time::timeout(Duration::from_secs(5), async {
+            let suback = async {
                 loop {
                     match events.poll().await {
                         Ok(Event::Incoming(Packet::SubAck(ack))) => {
@@ -106,9 +107,12 @@ impl MqttPubSub {
                         Err(e) => return Err(lost(&target, e)),
                     }
                 }
+            };
+            let bound = crate::transport::mqtt::CONNECT_TIMEOUT;
+            crate::transport::handshake(&target, bound, suback, || {
+                lost(&target, format!("no SUBACK within {} s", bound.as_secs()))
             })
-            .await;
-            acked.unwrap_or_else(|_| Err(lost(&target, "no SUBACK within 5 s")))
+            .await?
         })?;
         Ok(Box::new(MqttSubscriber {
             rt,

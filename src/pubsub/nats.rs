@@ -78,7 +78,7 @@ impl NatsPubSub {
 
     fn connect(&self, rt: &Runtime, name: &str) -> Result<Client, TransportError> {
         let ep = &self.endpoint;
-        rt.block_on(async {
+        let connected = async {
             transport::connect_options(ep, name)
                 .connect(ep.server())
                 .await
@@ -89,7 +89,8 @@ impl NatsPubSub {
                     }
                     .caused_by(&e)
                 })
-        })
+        };
+        rt.block_on(crate::transport::interruptible(&ep.redacted(), connected))
     }
 
     fn subject(&self, symbol: u16) -> String {

@@ -69,19 +69,26 @@ impl RabbitPubSub {
             }
         })?;
         rt.block_on(async {
-            let conn = tokio::time::timeout(transport::CONNECT_TIMEOUT, Connection::open(&args))
-                .await
-                .map_err(|_| TransportError::Unreachable {
+            let conn = crate::transport::handshake(
+                &target,
+                transport::CONNECT_TIMEOUT,
+                Connection::open(&args),
+                || TransportError::Unreachable {
                     target: target.clone(),
-                    why: "no answer within 5 s".into(),
-                })?
-                .map_err(|e| {
-                    TransportError::Unreachable {
-                        target: target.clone(),
-                        why: crate::secret::scrub(&e.to_string()),
-                    }
-                    .caused_by(&e)
-                })?;
+                    why: format!(
+                        "no answer within {} s",
+                        transport::CONNECT_TIMEOUT.as_secs()
+                    ),
+                },
+            )
+            .await?
+            .map_err(|e| {
+                TransportError::Unreachable {
+                    target: target.clone(),
+                    why: crate::secret::scrub(&e.to_string()),
+                }
+                .caused_by(&e)
+            })?;
             let ch = conn
                 .open_channel(None)
                 .await

@@ -209,7 +209,43 @@ pub enum TransportError {
     },
 }
 
+/// One step of a broker's handshake: `fut`'s output; the error `elapsed` makes once `bound`
+/// passes; or [`TransportError::Interrupted`] as soon as a signal arrives, so that Ctrl-C on
+/// a silent port ends the run at once (exit 130) rather than after the bound.
+pub async fn handshake<F: std::future::Future>(
+    target: &str,
+    bound: std::time::Duration,
+    fut: F,
+    elapsed: impl FnOnce() -> TransportError,
+) -> Result<F::Output, TransportError> {
+    match crate::signals::within(bound, fut).await {
+        Ok(out) => Ok(out),
+        Err(crate::signals::Stopped::Elapsed) => Err(elapsed()),
+        Err(crate::signals::Stopped::Interrupted) => Err(TransportError::connecting(target)),
+    }
+}
+
+/// `fut` (a connect bounded by its own timeouts), ended at once by a signal with
+/// [`TransportError::Interrupted`].
+pub async fn interruptible<T, F>(target: &str, fut: F) -> Result<T, TransportError>
+where
+    F: std::future::Future<Output = Result<T, TransportError>>,
+{
+    // The bound is fut's own; this one only has to outlast it.
+    handshake(target, std::time::Duration::from_secs(86_400), fut, || {
+        TransportError::connecting(target)
+    })
+    .await?
+}
+
 impl TransportError {
+    /// A signal ended the wait for `target`'s answer while connecting.
+    pub fn connecting(target: &str) -> TransportError {
+        TransportError::Interrupted {
+            what: format!("connecting to {target}"),
+        }
+    }
+
     /// `what` failed on `target` because of `why`: the catch-all for a client's error.
     pub fn broker(target: &str, what: &str, why: impl std::fmt::Display) -> TransportError {
         TransportError::Broker {

@@ -44,12 +44,15 @@ fn with_admin_channel<T>(
 const ADMIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Delete a queue oemputx made (the A/B gate's request queues); a missing one is fine.
+/// Tidying, so a signal that ended the run does not cut it short ([`crate::signals::finishing`]).
 pub fn delete_queue(ep: &AmqpEndpoint, queue: &str) -> Result<(), TransportError> {
-    with_admin_channel(ep, queue, "oemputx-admin", async |admin, ch| {
-        ch.queue_delete(QueueDeleteArguments::new(queue))
-            .await
-            .map(|_| ())
-            .map_err(|e| admin.broker_error(format!("deleting queue '{queue}'"), e))
+    crate::signals::finishing(|| {
+        with_admin_channel(ep, queue, "oemputx-admin", async |admin, ch| {
+            ch.queue_delete(QueueDeleteArguments::new(queue))
+                .await
+                .map(|_| ())
+                .map_err(|e| admin.broker_error(format!("deleting queue '{queue}'"), e))
+        })
     })
 }
 

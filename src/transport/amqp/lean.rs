@@ -147,6 +147,9 @@ fn close_reason(args: &[u8]) -> String {
     format!("{code} {text}")
 }
 
+/// The longest one read waits during set-up before it looks for a signal.
+const SETUP_SLICE: Duration = Duration::from_millis(50);
+
 impl LeanSession {
     /// Connect, log in, open channel 1, declare the temporary reply queue (or use the named
     /// one) and consume from it without acks.
@@ -210,10 +213,22 @@ impl LeanSession {
 
     /// Wait (without a deadline) for method `class.method` on `channel`, during set-up.
     fn expect(&mut self, class: u16, id: u16, what: &str) -> Result<Vec<u8>, TransportError> {
-        self.set_timeout(Some(super::CONNECT_TIMEOUT))?;
+        // Read in slices, so that a signal ends a wait on a silent broker at once.
+        self.set_timeout(Some(SETUP_SLICE))?;
+        let deadline = Instant::now() + super::CONNECT_TIMEOUT;
         loop {
-            match self.next_frame(Instant::now() + super::CONNECT_TIMEOUT)? {
-                None => return Err(self.lost(format!("no answer to {what} within 5 s"))),
+            if crate::signals::interrupted() {
+                return Err(TransportError::connecting(&self.target));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(self.lost(format!(
+                    "no answer to {what} within {} s",
+                    super::CONNECT_TIMEOUT.as_secs()
+                )));
+            }
+            match self.next_frame(deadline.min(now + SETUP_SLICE))? {
+                None => continue,
                 Some((FRAME_METHOD, _, payload)) => {
                     let m = parse_method(&payload).ok_or_else(|| self.lost("a malformed frame"))?;
                     if (m.class, m.method) == (class, id) {

@@ -109,28 +109,31 @@ impl Amqp {
         let ep = &self.endpoint;
         // Reach the port first: a refused or silent port and a login the broker turns down
         // end the same way inside the client (a closed socket), but need different fixes.
-        match tokio::time::timeout(
+        let target = self.target();
+        let reached = super::handshake(
+            &target,
             CONNECT_TIMEOUT,
             tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)),
+            || self.unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
         )
-        .await
-        {
-            Err(_) => {
-                return Err(
-                    self.unreachable(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))
-                );
-            }
-            Ok(Err(e)) => return Err(self.unreachable(e.to_string())),
-            Ok(Ok(_probe)) => {}
+        .await?;
+        // The probe's connection closes here, before the client opens its own: a server
+        // that serves one connection at a time must not be kept waiting on it.
+        match reached {
+            Err(e) => return Err(self.unreachable(e.to_string())),
+            Ok(probe) => drop(probe),
         }
         let args = connection_args(ep, name).map_err(|why| self.unreachable(why))?;
-        match tokio::time::timeout(CONNECT_TIMEOUT, Connection::open(&args)).await {
-            Err(_) => Err(self.unreachable(format!(
+        let opened = super::handshake(&target, CONNECT_TIMEOUT, Connection::open(&args), || {
+            self.unreachable(format!(
                 "the AMQP handshake got no answer within {} s (is this an AMQP 0-9-1 port?)",
                 CONNECT_TIMEOUT.as_secs()
-            ))),
-            Ok(Ok(c)) => Ok(c),
-            Ok(Err(e)) => {
+            ))
+        })
+        .await?;
+        match opened {
+            Ok(c) => Ok(c),
+            Err(e) => {
                 let err = self.classify_open_error(&e.to_string());
                 // A closed socket means a refused login only if an AMQP broker is there: a
                 // port that accepts and then resets (a proxy, another service) looks the same
@@ -489,6 +492,20 @@ pub fn connection_args(ep: &AmqpEndpoint, name: &str) -> Result<OpenConnectionAr
     if let Some(tls) = &ep.tls {
         // rustls needs one process-wide crypto provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // amqprs reads these files whole, whatever their size or kind: each is checked
+        // first by the reader every file goes through (a 4 GiB "CA file" was read into
+        // memory; a FIFO would have been waited on).
+        let files = [
+            (tls.ca_file.as_deref(), "cacertfile"),
+            (tls.cert_file.as_deref(), "certfile"),
+            (tls.key_file.as_deref(), "keyfile"),
+        ];
+        for (path, what) in files {
+            if let Some(path) = path {
+                crate::files::read_regular(path, crate::files::MAX_CONFIG_BYTES, what)
+                    .map_err(|e| format!("{what}: {e}"))?;
+            }
+        }
         let adaptor = match (&tls.cert_file, &tls.key_file) {
             (Some(cert), Some(key)) => amqprs::tls::TlsAdaptor::with_client_auth(
                 tls.ca_file.as_deref(),

@@ -85,6 +85,11 @@ pub struct Opened {
 /// Open a connection (TLS for amqps10://, SASL PLAIN with the URL's user) and a session.
 /// Shared with sample-flow, so that a flow connects as the driver does.
 pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, TransportError> {
+    super::interruptible(&ep.redacted(), open_bounded(ep, container)).await
+}
+
+/// [`open`], each step bounded by [`CONNECT_TIMEOUT`].
+async fn open_bounded(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, TransportError> {
     let target = ep.redacted();
     let unreachable = |why: String| TransportError::Unreachable {
         target: target.clone(),
@@ -218,7 +223,7 @@ impl Transport for Amqp10 {
             // `/amq/queue/NAME` and drops what it sends (unroutable), but refuses a receiver.
             // The receiver gets no credit, so it takes nothing off the queue.
             let address = self.request_address();
-            let attached = tokio::time::timeout(
+            let attached = crate::signals::within(
                 CONNECT_TIMEOUT,
                 Receiver::builder()
                     .name(link_name("check", 0))
@@ -238,7 +243,10 @@ impl Transport for Amqp10 {
                     Ok(())
                 }
                 Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!(
+                Err(crate::signals::Stopped::Interrupted) => {
+                    return Err(TransportError::connecting(&target));
+                }
+                Err(crate::signals::Stopped::Elapsed) => Err(format!(
                     "no answer to the link within {} s",
                     CONNECT_TIMEOUT.as_secs()
                 )),

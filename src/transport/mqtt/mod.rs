@@ -70,6 +70,9 @@ pub(crate) async fn next_publish(
     }
 }
 
+/// The longest the broker may take to answer CONNECT (and SUBSCRIBE).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A connected client: the event loop has seen the broker's CONNACK, and, when `subscribe`
 /// names a topic, its SUBACK.
 pub fn connect(
@@ -83,7 +86,7 @@ pub fn connect(
     options.set_max_packet_size(Some(MAX_MESSAGE as u32 + 1024));
     let (client, mut events) = AsyncClient::new(options, CLIENT_QUEUE);
     rt.block_on(async {
-        let wait = tokio::time::timeout(Duration::from_secs(5), async {
+        let handshake = async {
             let mut connected = false;
             loop {
                 match events.poll().await {
@@ -120,22 +123,32 @@ pub fn connect(
                     }
                     Ok(_) => {}
                     Err(e) => {
+                        // The client's own bound on the handshake is ours too.
+                        let why = match e {
+                            rumqttc::v5::ConnectionError::Timeout(_) => {
+                                format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())
+                            }
+                            _ => crate::secret::scrub(&e.to_string()),
+                        };
                         return Err(TransportError::Unreachable {
                             target: target.clone(),
-                            why: crate::secret::scrub(&e.to_string()),
+                            why,
                         }
                         .caused_by(&e));
                     }
                 }
             }
-        })
-        .await;
-        wait.unwrap_or_else(|_| {
-            Err(TransportError::Unreachable {
+        };
+        super::handshake(&target, CONNECT_TIMEOUT, handshake, || {
+            TransportError::Unreachable {
                 target: target.clone(),
-                why: "no CONNACK (or SUBACK) within 5 s".into(),
-            })
+                why: format!(
+                    "no CONNACK (or SUBACK) within {} s",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
+            }
         })
+        .await?
     })?;
     Ok((client, events))
 }

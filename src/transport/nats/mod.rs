@@ -89,6 +89,11 @@ pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOpti
 
 /// Connect to the endpoint once (no retries: an unreachable server is the user's to fix).
 async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
+    super::interruptible(&ep.redacted(), connect_bounded(ep, name)).await
+}
+
+/// [`connect`], bounded by the client's [`CONNECT_TIMEOUT`].
+async fn connect_bounded(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
     let target = ep.redacted();
     // The driver's own timeouts decide; the client must not buffer requests for a server
     // that went away and replay them later.
@@ -105,6 +110,10 @@ async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError
             ConnectErrorKind::Tls => TransportError::Unreachable {
                 target,
                 why: format!("TLS failed: {why}; is the server's certificate trusted here?"),
+            },
+            ConnectErrorKind::TimedOut => TransportError::Unreachable {
+                target,
+                why: format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()),
             },
             _ => TransportError::Unreachable { target, why },
         };

@@ -97,6 +97,9 @@ pub struct Conn {
 /// driver CPU per round trip than the raw loop at 8 tasks, benches/stomp_overhead.rs).
 const READ_SLICE: Duration = Duration::from_millis(20);
 
+/// The longest a wait during set-up reads before it looks for a signal.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
 fn unreachable(target: &str, why: impl std::fmt::Display) -> TransportError {
     TransportError::Unreachable {
         target: target.to_string(),
@@ -158,7 +161,7 @@ impl Conn {
             connect = connect.header("passcode", p.expose());
         }
         c.send(&connect)?;
-        match c.next_frame(Instant::now() + CONNECT_TIMEOUT)? {
+        match c.answer_within(CONNECT_TIMEOUT)? {
             Some(f) if f.command == "CONNECTED" => Ok(c),
             Some(f) if f.command == "ERROR" => {
                 let message = f.get("message").unwrap_or("").to_string();
@@ -184,7 +187,28 @@ impl Conn {
                 "logging in (CONNECT)",
                 format!("the broker answered {} instead of CONNECTED", f.command),
             )),
-            None => Err(unreachable(&target, "no CONNECTED within 5 s")),
+            None => Err(unreachable(
+                &target,
+                format!("no CONNECTED within {} s", CONNECT_TIMEOUT.as_secs()),
+            )),
+        }
+    }
+
+    /// The next frame within `bound` (`None` when none came), looking for a signal between
+    /// slices: a silent port ends at once on Ctrl-C, not after the bound.
+    pub fn answer_within(&mut self, bound: Duration) -> Result<Option<Frame>, TransportError> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if crate::signals::interrupted() {
+                return Err(TransportError::connecting(&self.target));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            if let Some(f) = self.next_frame(deadline.min(now + SIGNAL_SLICE))? {
+                return Ok(Some(f));
+            }
         }
     }
 
