@@ -14,7 +14,7 @@ pub enum ReadError {
     Missing { path: PathBuf },
     #[error("{} is {kind}, not a regular file: name a file", path.display())]
     NotRegular { path: PathBuf, kind: &'static str },
-    #[error("{} is larger than the {} MiB a {what} may be: is it the right file?", path.display(), max >> 20)]
+    #[error("{} is larger than the {} a {what} may be: is it the right file?", path.display(), shown_size(*max))]
     TooLarge {
         path: PathBuf,
         what: &'static str,
@@ -25,6 +25,15 @@ pub enum ReadError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// A bound in bytes as a person reads it: MiB, or KiB below one MiB.
+fn shown_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", (bytes >> 10).max(1))
+    }
 }
 
 impl ReadError {

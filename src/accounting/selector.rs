@@ -47,6 +47,8 @@ pub enum SelectorError {
     },
     #[error("--group {group}: '{sel}' needs a process id number, e.g. pid:4711")]
     BadPid { group: String, sel: String },
+    #[error("--group {group}: {why}")]
+    BadPidFile { group: String, why: String },
     #[error("--group {group}: no user named '{user}' on this machine")]
     NoUser { group: String, user: String },
     #[error(
@@ -186,6 +188,22 @@ fn pid(group: &str, sel: &str, v: &str) -> Result<i32, SelectorError> {
         })
 }
 
+/// The largest pid file read: a pid and a line break, with room to spare.
+pub const MAX_PIDFILE_BYTES: u64 = 4096;
+
+/// A pid file's path. One that does not exist yet is fine (the service may start later);
+/// one that exists must be a regular file of a pid's size, or it is no pid file at all.
+fn pid_file(group: &str, value: &str) -> Result<PathBuf, SelectorError> {
+    let path = PathBuf::from(value);
+    match crate::files::read_regular(&path, MAX_PIDFILE_BYTES, "pid file") {
+        Err(e) if !e.is_missing() => Err(SelectorError::BadPidFile {
+            group: group.into(),
+            why: e.to_string(),
+        }),
+        _ => Ok(path),
+    }
+}
+
 /// Parse one selector (a preset may expand to several).
 pub fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorError> {
     if let Some(preset) = sel.strip_prefix('@') {
@@ -217,7 +235,7 @@ pub fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorE
         "comm" => Selector::Comm(comm_name(value)),
         "cmd" => Selector::Cmd(regex(group, sel, value)?),
         "pid" => Selector::Pid(pid(group, sel, value)?),
-        "pidfile" => Selector::PidFile(PathBuf::from(value)),
+        "pidfile" => Selector::PidFile(pid_file(group, value)?),
         "user" => {
             let uid = match value.parse::<u32>() {
                 Ok(uid) => uid,

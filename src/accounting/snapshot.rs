@@ -132,7 +132,7 @@ fn read_cgroup(dir: &Path) -> Option<CgroupSample> {
 
 /// A pid file's pid; a FIFO or device named as one is no pid file (and is not waited on).
 fn read_pidfile(path: &Path) -> Option<i32> {
-    crate::files::read_text(path, 4096, "pid file")
+    crate::files::read_text(path, super::selector::MAX_PIDFILE_BYTES, "pid file")
         .ok()?
         .trim()
         .parse()

@@ -54,21 +54,53 @@ pub fn delimited(rows: &[Vec<String>], delimiter: u8) -> Result<String, csv::Err
 /// `+`, `-`, `@`, tab or carriage return) and is not a number gets a leading `'`, so that a
 /// process named `=HYPERLINK(…)` stays text (OWASP, "CSV Injection"). Numbers, negative
 /// ones included, are left as they are.
+///
+/// Every control character (an escape sequence, a tab, a line break: a process may name
+/// itself with any) becomes U+FFFD first, as on a terminal ([`crate::terminal`]): a cell is
+/// one line of plain text wherever it is pasted.
 pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
-    let risky = cell.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let cell: std::borrow::Cow<'_, str> = if cell.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(
+            cell.chars()
+                .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    };
+    let risky = cell.starts_with(['=', '+', '-', '@']);
     let number = cell.replace(',', ".").parse::<f64>().is_ok();
     if risky && !number {
         std::borrow::Cow::Owned(format!("'{cell}"))
     } else {
-        std::borrow::Cow::Borrowed(cell)
+        cell
     }
 }
 
-/// A Markdown table; `|` inside a cell is escaped.
+/// Text from outside (a process name, a label, a warning that quotes one) as Markdown shows
+/// it: literally. Control characters become U+FFFD, `|` cannot end a table cell, and `<`,
+/// `>` and `&` are entities, so that a name holding markup is not rendered as markup (GitHub
+/// renders inline HTML in a job summary).
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A Markdown table, each cell through [`markdown_text`].
 pub fn markdown(rows: &[Vec<String>]) -> String {
     let mut out = String::new();
     for (i, r) in rows.iter().enumerate() {
-        let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+        let cells: Vec<String> = r.iter().map(|c| markdown_text(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
         if i == 0 {
             let align: Vec<&str> = (0..r.len())
@@ -116,9 +148,12 @@ mod safe_cell_tests {
             safe_cell("=HYPERLINK(\"http://x\",\"y\")"),
             "'=HYPERLINK(\"http://x\",\"y\")"
         );
-        for risky in ["+cmd", "-x", "@SUM(A1)", "\tx", "\rx"] {
+        for risky in ["+cmd", "-x", "@SUM(A1)"] {
             assert_eq!(safe_cell(risky), format!("'{risky}"));
         }
+        // Control characters are no part of a cell, wherever they stand.
+        assert_eq!(safe_cell("\tx"), "\u{fffd}x");
+        assert_eq!(safe_cell("=a\u{1b}[2J\r"), "'=a\u{fffd}[2J\u{fffd}");
         for kept in ["-1.5", "-0,25", "+3", "beam.smp", "FLOW*", "", "12"] {
             assert_eq!(safe_cell(kept), kept);
         }

@@ -1,5 +1,6 @@
 //! The Markdown exporter: the summary and the CPU table, for a wiki page or a CI job summary.
 
+use super::cells::markdown_text as md;
 use super::rows::{CpuLine, cpu_lines, spread_lines};
 use crate::report::Report;
 use std::fmt::Write;
@@ -17,7 +18,7 @@ pub fn render(r: &Report) -> String {
     if let Some(acc) = &r.accounting
         && !acc.verdict.is_empty()
     {
-        let _ = writeln!(o, "\n{}", acc.verdict);
+        let _ = writeln!(o, "\n{}", md(&acc.verdict));
     }
     o
 }
@@ -25,18 +26,18 @@ pub fn render(r: &Report) -> String {
 /// The run in a sentence, then its figures.
 fn summary(o: &mut String, r: &Report) {
     let s = &r.settings;
-    let _ = writeln!(o, "## oemputx: {} ({})\n", r.label, s.qmgr);
+    let _ = writeln!(o, "## oemputx: {} ({})\n", md(&r.label), md(&s.qmgr));
     let h = crate::report::headline::Headline::of(r);
-    let _ = writeln!(o, "**{}**\n", h.text);
+    let _ = writeln!(o, "**{}**\n", md(&h.text));
     if let Some(w) = &h.warning {
-        let _ = writeln!(o, "> ⚠️ {w}\n");
+        let _ = writeln!(o, "> ⚠️ {}\n", md(w));
     }
     let _ = writeln!(
         o,
         "{} × {} bytes from {}, {} task(s), {} per loop, {}{}; {} to {}.\n",
         r.transactions,
         s.msg_bytes_max,
-        s.message_source,
+        md(&s.message_source),
         s.tasks,
         s.msgs_per_loop,
         s.persistence(),
@@ -66,7 +67,7 @@ fn summary(o: &mut String, r: &Report) {
         let _ = writeln!(o, "| Corrected CPU per msg (µs) | {corr:.2} |");
     }
     if let Some(h) = r.accounting.as_ref().and_then(|a| a.host_load.as_ref()) {
-        let _ = writeln!(o, "| Host load | {}: {} |", h.state.word(), h.summary);
+        let _ = writeln!(o, "| Host load | {}: {} |", h.state.word(), md(&h.summary));
     }
     let i = &r.integrity;
     let _ = writeln!(
@@ -90,7 +91,11 @@ fn cpu_table(o: &mut String, r: &Report) {
             CpuLine::Member(p) => writeln!(
                 o,
                 "| {} | {:.2} | {:.2} | {:.2} | {:.1} |",
-                p.name, p.user_us_per_tran, p.sys_us_per_tran, p.total_us_per_tran, p.pct
+                md(&p.name),
+                p.user_us_per_tran,
+                p.sys_us_per_tran,
+                p.total_us_per_tran,
+                p.pct
             ),
             CpuLine::Total(g) => writeln!(
                 o,
@@ -121,6 +126,6 @@ fn rounds_table(o: &mut String, r: &Report) {
         );
     }
     if let Some(n) = &sum.noisy {
-        let _ = writeln!(o, "\n**Noisy:** {n}");
+        let _ = writeln!(o, "\n**Noisy:** {}", md(n));
     }
 }

@@ -18,11 +18,14 @@ pub mod sweep;
 
 use std::fmt::Write as _;
 
-/// Text as HTML shows it.
+/// Text as HTML shows it: markup as text, and control characters (but tab and line feed)
+/// as U+FFFD, which XHTML and a copy into a terminal would otherwise take raw.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
+            '\t' | '\n' => o.push(c),
+            c if c.is_control() => o.push('\u{fffd}'),
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
             '>' => o.push_str("&gt;"),
