@@ -116,3 +116,34 @@ fn compare_of_saved_reports_and_the_gate_draw_their_charts_offline() {
     );
     assert_renders(&gate, "gate", &["verdict"]);
 }
+
+#[test]
+fn the_first_screen_shows_the_answer_and_its_warning_and_a_phone_never_scrolls_sideways() {
+    live!(Chromium);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let html = dir.path().join("run.html");
+    // A short run of a few rounds always has a warning to show (its capture ratio is too
+    // uncertain to apply, or the host was busy), and a wide CPU table.
+    oemputx()
+        .args(["--count", "300", "--rounds", "3", "--quiet", "--no-save"])
+        .args(["--group", &format!("ME=pid:{}", std::process::id())])
+        .arg("--export-html")
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).expect("read");
+    assert!(page.contains("<p class=\"warn\">"), "a warning to show");
+    // A desktop's first screen: the headline (the cost per message) and the top warning,
+    // without scrolling.
+    let desk = oemputx_test_support::browser::layout(&html, 1280, 800, &[".headline", ".warn"]);
+    assert_eq!(desk[".headline"], true, "{desk}");
+    assert_eq!(desk[".warn"], true, "{desk}");
+    assert_eq!(desk["overflow_px"], 0, "{desk}");
+    // A phone: the page is never wider than the screen (wide tables scroll in themselves).
+    let phone = oemputx_test_support::browser::layout(&html, 390, 800, &[".headline"]);
+    assert_eq!(
+        phone["overflow_px"], 0,
+        "the page is wider than a phone: {phone}"
+    );
+    assert_eq!(phone[".headline"], true, "{phone}");
+}

@@ -469,7 +469,14 @@ fn capacity_block(o: &mut String, r: &Report) {
 
 /// Who served the request queue, when it was checked (the warnings above say what is wrong).
 fn serving_line(o: &mut String, r: &Report) {
-    let Some(s) = &r.serving else { return };
+    if let Some(served) = served_by(r) {
+        let _ = writeln!(o, "Served by             : {served}");
+    }
+}
+
+/// Who served the request queue, in a line (the text's and the HTML's).
+pub fn served_by(r: &Report) -> Option<String> {
+    let s = r.serving.as_ref()?;
     let consumers = s
         .consumers
         .map_or("the broker does not tell its consumers".to_string(), |c| {
@@ -477,12 +484,11 @@ fn serving_line(o: &mut String, r: &Report) {
         });
     let flow_connections: usize = s.flow.iter().map(|p| p.connections).sum();
     let outside = s.others.len() + usize::from(!s.unreadable_by_uid.is_empty());
-    let _ = writeln!(
-        o,
-        "Served by             : {consumers}; FLOW {} process(es) holding {flow_connections} connection(s) to {}; {outside} process(es) outside FLOW connected to it",
+    Some(format!(
+        "{consumers}; FLOW {} process(es) holding {flow_connections} connection(s) to {}; {outside} process(es) outside FLOW connected to it",
         s.flow.len(),
         s.broker
-    );
+    ))
 }
 
 /// The settings echoed, as OEMPUTX's report opens.

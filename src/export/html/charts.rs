@@ -32,7 +32,7 @@ pub fn cpu_bars(groups: &[(String, f64, f64)]) -> Drawn {
         let n = groups.len().max(1);
         let names: Vec<String> = groups.iter().map(|(g, ..)| g.clone()).collect();
         let mut chart = ChartBuilder::on(&root)
-            .caption("CPU per transaction by group (us)", ("sans-serif", 18))
+            .caption("CPU per transaction by group (µs)", ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(60)

@@ -77,8 +77,8 @@ pub fn live(c: &Comparison) -> String {
         })
         .unwrap_or_default();
     if let Ok(svg) = charts::interval_bars(
-        "Captured CPU per transaction by setting (us)",
-        "us/tran",
+        "Captured CPU per transaction by setting (µs)",
+        "µs/tran",
         &settings_bars,
         None,
     ) {
@@ -129,8 +129,8 @@ pub fn saved(runs: &[Saved], rows: &[Vec<String>]) -> String {
         })
         .collect();
     if let Ok(svg) = charts::interval_bars(
-        "Captured CPU per transaction by report (us)",
-        "us/tran",
+        "Captured CPU per transaction by report (µs)",
+        "µs/tran",
         &bars,
         None,
     ) {

@@ -41,13 +41,18 @@ pub fn esc(s: &str) -> String {
 /// and sent by mail). Inline styles are the one thing allowed.
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
+/// Wide tables scroll inside themselves on a narrow screen, charts shrink to it, and long
+/// words (a queue manager's URL, a path) wrap: a phone never scrolls the page sideways.
 const STYLE: &str = "body{font-family:sans-serif;color:#111;background:#fff;max-width:1100px;margin:1.5em auto;padding:0 1em;line-height:1.35}\
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:.5em 0;font-size:.92em}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
 th{background:#f2f2f2}td.t,th.t{text-align:left}.status{display:inline-block;padding:.1em .5em;border:1px solid #999;font-weight:bold}\
 .bad{color:#a00;border-color:#a00}.ok{color:#060;border-color:#060}figure{margin:1em 0}figcaption{font-size:.9em;color:#333}\
 .note{color:#333;font-size:.92em}.headline{font-size:1.2em;font-weight:bold;margin:.6em 0}\
-.warn{color:#a00;border-left:4px solid #a00;padding-left:.5em}@media print{body{margin:0;max-width:none}h2{break-after:avoid}figure,table{break-inside:avoid}}";
+.warn{color:#a00;border-left:4px solid #a00;padding-left:.5em}\
+p,td.t{overflow-wrap:anywhere}svg{max-width:100%;height:auto}\
+@media (max-width:700px){table{display:block;overflow-x:auto;max-width:100%}figure{overflow-x:auto}}\
+@media print{body{margin:0;max-width:none}h2{break-after:avoid}figure,table{break-inside:avoid}}";
 
 /// The whole page: a title, a status (and whether it is good), and the body's sections.
 pub fn page(title: &str, status: (&str, bool), body: &str) -> String {

@@ -47,7 +47,7 @@ fn figures(r: &PubSubReport) -> String {
         ),
         (
             "Latency, publish to receipt (p50 / p99)",
-            format!("{:.1} / {:.1} us", r.latency_us.p50, r.latency_us.p99),
+            format!("{:.1} / {:.1} µs", r.latency_us.p50, r.latency_us.p99),
         ),
         ("Backlog, most behind", r.backlog.max.to_string()),
         (
@@ -157,7 +157,7 @@ fn per_message(what: &str, p: &PerMessage) -> String {
         p.messages,
         p.captured_us,
         num(p.corrected_us, 2),
-        table(&["group", "USR us", "SYS us", "Tot us"], &rows)
+        table(&["group", "USR µs", "SYS µs", "Tot µs"], &rows)
     )
 }
 

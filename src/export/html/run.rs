@@ -66,28 +66,31 @@ fn figures(r: &Report) -> String {
         ("Rate", format!("{:.1} trans/s", r.rate_tps)),
         (
             "Round trip, mean",
-            format!("{:.2} us", r.round_trip_us.mean),
+            format!("{:.2} µs", r.round_trip_us.mean),
         ),
-        ("Round trip, p99", format!("{:.2} us", r.round_trip_us.p99)),
+        ("Round trip, p99", format!("{:.2} µs", r.round_trip_us.p99)),
         (
             "Driver CPU",
-            format!("{} us/tran", num(r.app_cpu.us_per_tran, 2)),
+            format!("{} µs/tran", num(r.app_cpu.us_per_tran, 2)),
         ),
         (
             "Captured total",
-            format!("{} us/tran", num(r.captured_us_per_tran, 2)),
+            format!("{} µs/tran", num(r.captured_us_per_tran, 2)),
         ),
         ("Capture ratio", ratio),
         (
             "Corrected total",
-            format!("{} us/tran", num(r.corrected_us_per_tran, 2)),
+            format!("{} µs/tran", num(r.corrected_us_per_tran, 2)),
         ),
     ];
     if let Some(o) = &r.other_cpu {
         rows.push((
             "Other CPU (outside the groups)",
-            format!("{:.2} us/tran", o.us_per_tran),
+            format!("{:.2} µs/tran", o.us_per_tran),
         ));
+    }
+    if let Some(served) = crate::export::text::served_by(r) {
+        rows.push(("Served by", served));
     }
     if let Some(a) = &r.accounting {
         if let Some(h) = &a.host_load {
@@ -105,6 +108,18 @@ fn figures(r: &Report) -> String {
     facts(&rows)
 }
 
+/// A process as a person reads it: its name and its pid once, `postgres (2280)`. A row's
+/// name is the OEMPUTX Jobname.PID (`postgres.2280`), which the text and TSV keep.
+fn process_label(name: &str, pid: Option<i32>) -> String {
+    match pid {
+        Some(pid) => {
+            let base = name.strip_suffix(&format!(".{pid}")).unwrap_or(name);
+            format!("{base} ({pid})")
+        }
+        None => name.to_string(),
+    }
+}
+
 fn cpu_table(r: &Report) -> String {
     let mut rows = Vec::new();
     for g in &r.groups {
@@ -114,11 +129,7 @@ fn cpu_table(r: &Report) -> String {
             .filter(|p| p.group == g.name && p.host == g.host)
         {
             rows.push(vec![
-                format!(
-                    "{}.{}",
-                    p.name,
-                    p.pid.map(|x| x.to_string()).unwrap_or_default()
-                ),
+                process_label(&p.name, p.pid),
                 format!("{:.2}", p.user_us_per_tran),
                 format!("{:.2}", p.sys_us_per_tran),
                 format!("{:.2}", p.total_us_per_tran),
@@ -140,10 +151,10 @@ fn cpu_table(r: &Report) -> String {
     }
     table(
         &[
-            "Jobname.PID / group*",
-            "USR us/tran",
-            "SYS us/tran",
-            "Tot us/tran",
+            "Process (pid) / group*",
+            "USR µs/tran",
+            "SYS µs/tran",
+            "Tot µs/tran",
             "%",
         ],
         &rows,
@@ -165,11 +176,11 @@ fn rounds(r: &Report) -> Option<String> {
         }
     };
     add("Rate (trans/s)", &s.rate_tps);
-    add("Round trip mean (us)", &s.round_trip_mean_us);
-    add("Captured (us/tran)", &s.captured_us_per_tran);
+    add("Round trip mean (µs)", &s.round_trip_mean_us);
+    add("Captured (µs/tran)", &s.captured_us_per_tran);
     for g in &s.groups {
         add(
-            &format!("{}* (us/tran)", g.name),
+            &format!("{}* (µs/tran)", g.name),
             &Some(g.total_us_per_tran),
         );
     }
@@ -193,7 +204,7 @@ fn rounds(r: &Report) -> Option<String> {
             .filter_map(|rd| rd.captured_us_per_tran)
             .collect(),
     ));
-    let chart = charts::rounds_plot("CPU per transaction in each round (us)", &series)
+    let chart = charts::rounds_plot("CPU per transaction in each round (µs)", &series)
         .map(|svg| figure("rounds", "Each round's CPU per transaction by group and captured: how far one run's figures can be trusted.", &svg))
         .unwrap_or_default();
     let noise = s
@@ -228,7 +239,7 @@ fn capacity(r: &Report) -> Option<String> {
             (
                 h.name.as_str(),
                 format!(
-                    "{} CPUs; the groups' {:.2} us/tran (driver left out) fill them at {} trans/s",
+                    "{} CPUs; the groups' {:.2} µs/tran (driver left out) fill them at {} trans/s",
                     h.cpus,
                     h.us_per_tran,
                     num(h.full_at_tps, 0)
@@ -239,7 +250,7 @@ fn capacity(r: &Report) -> Option<String> {
     Some(format!(
         "{}{}<p class=\"note\">Estimate: {} trans/s fill {}'s CPUs first ({}).</p>",
         table(
-            &["group", "us/tran", "cores per 1,000 trans/s", "corrected"],
+            &["group", "µs/tran", "cores per 1,000 trans/s", "corrected"],
             &rows
         ),
         facts(&hosts),

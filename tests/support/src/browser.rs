@@ -144,3 +144,84 @@ pub fn assert_renders(html: &Path, name: &str, want: &[&str]) {
     let size = std::fs::metadata(&r.screenshot).map_or(0, |m| m.len());
     assert!(size > 10_000, "{name}: a screenshot of {size} bytes");
 }
+
+/// Where the boxes of a page fall at a window of `width` × `height`, as Chromium lays it
+/// out: for each of `selectors`, whether its first element lies wholly within the first
+/// screen (`{"<sel>": true|false|null}`, null when absent), and `overflow_px`, how far the
+/// page is wider than the window (0: no horizontal scrolling). A copy of the page is
+/// measured, with a script of the test's own added (the report's policy forbids scripts).
+pub fn layout(html: &Path, width: u32, height: u32, selectors: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let page = std::fs::read_to_string(html).expect("the HTML file");
+    // The policy's <meta> alone: the page's <style> may share its line.
+    let without_policy = match page.find("<meta http-equiv=\"Content-Security-Policy\"") {
+        Some(at) => {
+            let end = page[at..].find('>').map_or(page.len(), |e| at + e + 1);
+            format!("{}{}", &page[..at], &page[end..])
+        }
+        None => page.clone(),
+    };
+    let wanted = serde_json::to_string(selectors).expect("JSON");
+    let script = format!(
+        r#"<script>
+addEventListener('load', () => {{
+  const out = {{}};
+  for (const s of {wanted}) {{
+    const e = document.querySelector(s);
+    if (!e) {{ out[s] = null; continue; }}
+    const r = e.getBoundingClientRect();
+    out[s] = r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth;
+  }}
+  out.overflow_px = Math.max(0, document.documentElement.scrollWidth - innerWidth);
+  parent.postMessage(JSON.stringify(out), '*');
+}});
+</script></body>"#
+    );
+    let measured = dir.path().join("measured.html");
+    std::fs::write(&measured, without_policy.replacen("</body>", &script, 1)).expect("written");
+    // Headless Chromium keeps a window at least 500 px wide: the page is measured in a
+    // frame of the size asked for (its own viewport: media queries see that width), which
+    // hands the figures up to the page --dump-dom prints.
+    let frame = dir.path().join("frame.html");
+    std::fs::write(
+        &frame,
+        format!(
+            r#"<!doctype html><html><body style="margin:0">
+<iframe src="measured.html" width="{width}" height="{height}" style="border:0"></iframe>
+<script>addEventListener('message', e => {{
+  const pre = document.createElement('pre');
+  pre.id = 'oemputx-layout';
+  pre.textContent = e.data;
+  document.body.appendChild(pre);
+}});</script></body></html>"#
+        ),
+    )
+    .expect("written");
+    let out = chromium(&dir.path().join("profile"))
+        .arg(format!(
+            "--window-size={},{}",
+            width.max(500) + 40,
+            height + 40
+        ))
+        .args([
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", frame.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let json = dom
+        .split("<pre id=\"oemputx-layout\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "no layout measured: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let json = json.replace("&quot;", "\"").replace("&amp;", "&");
+    serde_json::from_str(&json).expect("the layout as JSON")
+}
