@@ -201,31 +201,12 @@ fn baseline_history(
             why: e.to_string(),
         })?;
     let saved = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let value = history::stamp(value, this_commit(), &saved);
+    let value = history::stamp(value, history::this_commit(), &saved);
     if path.exists() {
         History::load(path)?.appended(value)
     } else {
         History::first(value)
     }
-}
-
-/// The commit this run measured: CI's variable, else the checkout's HEAD (`git rev-parse
-/// HEAD` in the current directory), else None — no git, or not a repository.
-fn this_commit() -> Option<String> {
-    history::commit_of(
-        |k| std::env::var(k).ok(),
-        || {
-            let out = std::process::Command::new("git")
-                .args(["rev-parse", "HEAD"])
-                .stdin(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-        },
-    )
 }
 
 #[cfg(test)]

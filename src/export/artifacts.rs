@@ -3,6 +3,7 @@
 //! that renders it in each. Kept apart from the exporters so that the HTML pages, which use
 //! the text exporters' helpers, and the exporters themselves import no circle.
 
+use super::identity::{self, Identity};
 use super::outputs::{Artifact, Style, unwritten};
 use super::{cells, compare, gate, history, matrix, pubsub, sweep};
 use crate::config::formats::{Format, ResultKind};
@@ -14,6 +15,15 @@ use crate::report::compare::Comparison;
 use anyhow::Context as _;
 
 /// JSON as every result writes it: pretty, one newline at the end.
+/// A result made now, from one round's settings: the commit is this checkout's.
+fn live_identity(label: &str, settings: &crate::report::Settings) -> Identity {
+    Identity {
+        label: label.to_string(),
+        commit: crate::report::history::this_commit().unwrap_or_default(),
+        ..Identity::of_settings(settings)
+    }
+}
+
 fn json(value: &impl serde::Serialize) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(value)? + "\n")
 }
@@ -55,8 +65,17 @@ impl Artifact for crate::report::sweep::Sweep {
             Format::Json => {
                 Ok(serde_json::to_string_pretty(self).context("encoding the sweep as JSON")?)
             }
-            Format::Tsv => Ok(cells::delimited(&sweep::rows(self), b'\t')?),
-            Format::Csv => Ok(cells::delimited(&sweep::rows(self), style.delimiter)?),
+            Format::Tsv | Format::Csv => {
+                let mut rows = sweep::rows(self);
+                let id = live_identity(&self.label, &self.settings);
+                identity::append(&mut rows, |_| id.clone());
+                let delimiter = if format == Format::Tsv {
+                    b'\t'
+                } else {
+                    style.delimiter
+                };
+                Ok(cells::delimited(&rows, delimiter)?)
+            }
             Format::Markdown => Ok(format!(
                 "### oemputx sweep: {}\n\n{}{}",
                 self.flow_cmd,
@@ -80,7 +99,12 @@ impl Artifact for Comparison {
     fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
         match format {
             Format::Json => json(self),
-            Format::Tsv => Ok(cells::delimited(&compare::live_tsv_rows(self), b'\t')?),
+            Format::Tsv => {
+                let mut rows = compare::live_tsv_rows(self);
+                let id = live_identity("", &self.run);
+                identity::append(&mut rows, |_| id.clone());
+                Ok(cells::delimited(&rows, b'\t')?)
+            }
             Format::Markdown => {
                 let md = cells::markdown(&compare::live_rows(self));
                 Ok(match &self.partial {
@@ -106,7 +130,7 @@ impl Artifact for compare::SavedComparison<'_> {
                 compare::saved_json(self.runs, self.forced_differences)
             )),
             Format::Tsv => Ok(cells::delimited(
-                &compare::saved_tsv_rows(self.runs),
+                &compare::saved_tsv_rows_identified(self.runs),
                 b'\t',
             )?),
             Format::Markdown => Ok(cells::markdown(&compare::rows(self.runs))),
@@ -146,7 +170,24 @@ impl Artifact for PubSubReport {
     fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
         match format {
             Format::Json => json(self),
-            Format::Tsv => Ok(cells::delimited(&pubsub::rows(self), b'\t')?),
+            Format::Tsv => {
+                let mut rows = pubsub::rows(self);
+                let s = &self.settings;
+                let id = Identity {
+                    transport: s.transport.to_string(),
+                    tasks: s.publishers.to_string(),
+                    msg_bytes: s.msg_size.to_string(),
+                    persistent: s.persistent.to_string(),
+                    rounds: "1".into(),
+                    count: s.count.to_string(),
+                    duration_s: s.duration_s.map(|d| d.to_string()).unwrap_or_default(),
+                    rate_limit_tps: s.rate_limit.map(|r| r.to_string()).unwrap_or_default(),
+                    commit: crate::report::history::this_commit().unwrap_or_default(),
+                    ..Identity::default()
+                };
+                identity::append(&mut rows, |_| id.clone());
+                Ok(cells::delimited(&rows, b'\t')?)
+            }
             Format::Markdown => Ok(pubsub::markdown(self)),
             #[cfg(feature = "html")]
             Format::Html => Ok(super::html::pubsub::render(self)),
@@ -186,7 +227,27 @@ impl Artifact for crate::report::matrix::Matrix {
     fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
         match format {
             Format::Json => json(self),
-            Format::Tsv => Ok(matrix::tsv(self)),
+            Format::Tsv => {
+                // Each cell's own persistence and size lead its row; the rest identifies the run.
+                let mut rows: Vec<Vec<String>> = matrix::tsv(self)
+                    .lines()
+                    .map(|l| l.split('\t').map(String::from).collect())
+                    .collect();
+                let id = Identity {
+                    transport: self
+                        .broker
+                        .split("://")
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                    rounds: self.rounds.to_string(),
+                    count: self.count.to_string(),
+                    commit: crate::report::history::this_commit().unwrap_or_default(),
+                    ..Identity::default()
+                };
+                identity::append(&mut rows, |_| id.clone());
+                Ok(cells::delimited(&rows, b'\t')?)
+            }
             Format::Svg => matrix::svg(self).context("drawing the matrix chart"),
             #[cfg(feature = "html")]
             Format::Html => Ok(super::html::matrix::render(self)),

@@ -356,6 +356,44 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
     out
 }
 
+/// [`saved_tsv_rows`] with each row's report identified (its settings, label, host state,
+/// commit): row `i` is report `i % runs.len()`'s.
+pub fn saved_tsv_rows_identified(runs: &[Saved]) -> Vec<Vec<String>> {
+    let mut rows = saved_tsv_rows(runs);
+    let ids: Vec<super::identity::Identity> = runs.iter().map(saved_identity).collect();
+    super::identity::append(&mut rows, |i| {
+        ids.get(i % ids.len().max(1)).cloned().unwrap_or_default()
+    });
+    rows
+}
+
+fn saved_identity(s: &Saved) -> super::identity::Identity {
+    let r = &s.report;
+    let set = &r.settings;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    super::identity::Identity {
+        label: r.label.clone(),
+        transport: set.transport.clone(),
+        tasks: set.tasks.to_string(),
+        msg_bytes: set.msg_bytes_max.to_string(),
+        persistent: set.persistent.to_string(),
+        syncpoint: set.syncpoint.to_string(),
+        rounds: r.rounds.len().max(1).to_string(),
+        count: opt(set.count.map(|c| c.to_string())),
+        duration_s: opt(set.duration_s.map(|d| d.to_string())),
+        warmup: set.warmup.to_string(),
+        rate_limit_tps: opt(set.rate_limit_tps.map(|r| r.to_string())),
+        host_state: r
+            .accounting
+            .as_ref()
+            .and_then(|a| a.host_load.as_ref())
+            .map(|h| h.state.word().to_string())
+            .unwrap_or_default(),
+        commit: r.commit.clone().unwrap_or_default(),
+        ..super::identity::Identity::default()
+    }
+}
+
 /// The saved runs' table as a spreadsheet takes it: one row per report and metric, one
 /// value per cell (it was "29.22 [26.47-41.95] (-54.6%)" in one cell), units in the column
 /// names; the Total Overhead % as metric `total_overhead`.

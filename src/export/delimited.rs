@@ -92,6 +92,8 @@ struct Line {
     /// The captured total's spread across rounds, (worst − best) ÷ median, % (summary row).
     captured_spread_pct: String,
     oemputx_version: String,
+    /// The commit the run measured, when known.
+    commit: String,
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -210,6 +212,7 @@ fn identify(out: &mut [Line], r: &Report, f: Format) {
         line.syncpoint = s.syncpoint.to_string();
         line.rate_limit_tps = num(s.rate_limit_tps, f);
         line.oemputx_version = r.tool.version.to_string();
+        line.commit = safe_cell(r.commit.as_deref().unwrap_or_default()).into_owned();
     }
 }
 

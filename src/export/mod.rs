@@ -8,6 +8,7 @@ pub mod compare;
 pub mod delimited;
 pub mod gate;
 pub mod history;
+pub mod identity;
 // The HTML reports come with the `html` cargo feature; a build without it refuses
 // --export-html (config::outputs) and saves runs without their .html.
 pub mod artifacts;

@@ -192,6 +192,25 @@ pub fn commit_of(
         .or_else(|| git().as_deref().and_then(commit_name))
 }
 
+/// The commit a run measured: CI's variable, else the checkout's HEAD (`git rev-parse HEAD`
+/// in the current directory), else None — no git, or not a repository.
+pub fn this_commit() -> Option<String> {
+    commit_of(
+        |k| std::env::var(k).ok(),
+        || {
+            let out = std::process::Command::new("git")
+                .args(["rev-parse", "HEAD"])
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        },
+    )
+}
+
 /// A run's report as a history keeps it: with the commit it measured (null when unknown)
 /// and when it was saved.
 pub fn stamp(

@@ -49,6 +49,10 @@ pub struct Report {
     pub settings: Settings,
     /// Messages deleted from a named reply queue before the run.
     pub reply_queue_cleared: u64,
+    /// The commit the run measured (CI's variable, else the checkout's HEAD), when known: a
+    /// pasted row says which code it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Window start and end, UTC, RFC 3339 with microseconds.
     pub start_utc: String,
     pub end_utc: String,
@@ -562,6 +566,7 @@ impl Report {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
             label: cfg.label.clone(),
+            commit: history::this_commit(),
             status: out.status,
             status_detail,
             settings: Settings::of(cfg, out),

@@ -56,6 +56,16 @@ pub struct SavedSettings {
     pub persistent: bool,
     pub syncpoint: bool,
     pub msgs_per_loop: u64,
+    /// What else identifies the run on a pasted row (not compared: a run of 1,000 and one
+    /// of 10,000 messages cost alike); absent in reports made before they were read.
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    #[serde(default)]
+    pub warmup: u64,
+    #[serde(default)]
+    pub rate_limit_tps: Option<f64>,
 }
 
 /// A group's total in the whole run or in one round.
@@ -115,6 +125,11 @@ pub struct SavedReport {
     /// The host's state over the run (reports made before it was recorded have none).
     #[serde(default)]
     pub accounting: Option<SavedAccounting>,
+    #[serde(default)]
+    pub label: String,
+    /// The commit the run measured, when it was known.
+    #[serde(default)]
+    pub commit: Option<String>,
 }
 
 /// The part of a report's accounting the gate reads.
@@ -458,6 +473,11 @@ impl SavedSettings {
             persistent: cfg.persistent,
             syncpoint: cfg.syncpoint,
             msgs_per_loop: cfg.msgs_per_loop as u64,
+            // The gate compares none of these; it reads them from the reports.
+            count: None,
+            duration_s: None,
+            warmup: 0,
+            rate_limit_tps: None,
         }
     }
 }

@@ -110,3 +110,64 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("the JSON file was written");
     serde_json::from_str(&text).expect("the JSON parses")
 }
+
+/// The columns that identify a run on every pasted row, whatever command wrote it.
+pub const IDENTITY_COLUMNS: [&str; 16] = [
+    "label",
+    "transport",
+    "tasks",
+    "msg_bytes",
+    "persistent",
+    "syncpoint",
+    "rounds",
+    "count",
+    "duration_s",
+    "warmup",
+    "rate_limit_tps",
+    "other_cpu_us_per_tran",
+    "captured_spread_pct",
+    "host_state",
+    "oemputx_version",
+    "commit",
+];
+
+/// A TSV file as Python's csv module reads it (a spreadsheet's conventions: a tab between
+/// cells, RFC 4180 quotes), every row as long as the header, and every identity column in
+/// the header: the rows, header first.
+pub fn pasteable_tsv(path: &std::path::Path) -> Vec<Vec<String>> {
+    let script = "import csv, json, sys\n\
+        rows = list(csv.reader(open(sys.argv[1], newline=''), delimiter='\\t'))\n\
+        bad = [i for i, r in enumerate(rows) if len(r) != len(rows[0])]\n\
+        assert not bad, f'rows {bad} differ in length from the header'\n\
+        print(json.dumps(rows))";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "Python's csv module cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).expect("the rows as JSON");
+    let header = rows.first().expect("a header");
+    for c in IDENTITY_COLUMNS {
+        assert!(
+            header.iter().any(|h| h == c),
+            "{}: no column {c} in {header:?}",
+            path.display()
+        );
+    }
+    // Numbers as a spreadsheet reads them: a decimal point, no thousands separators.
+    for row in &rows[1..] {
+        for cell in row {
+            let t = cell.trim();
+            if t.starts_with(|c: char| c.is_ascii_digit()) && t.contains(',') {
+                panic!("{}: a number with a comma {t:?}", path.display());
+            }
+        }
+    }
+    rows
+}
