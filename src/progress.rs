@@ -89,10 +89,17 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
     let cpu_start = crate::accounting::clock::self_process().ok();
     let mut bar: Option<ProgressBar> = None;
     let (mut last_line, mut last_done) = (started, 0u64);
+    let mut estimated = false;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(TICK);
         let (now, done) = (Instant::now(), counters.total());
         let elapsed = now - started;
+        if !estimated && elapsed >= ESTIMATE_AFTER && s.stats_interval.is_some() {
+            estimated = true;
+            if let Some(line) = estimate(s, done, elapsed) {
+                crate::say!("{line}");
+            }
+        }
         if s.bar && bar.is_none() && elapsed >= BAR_AFTER && std::io::stderr().is_terminal() {
             bar = Some(new_bar(s));
         }
@@ -151,6 +158,32 @@ fn display(s: &ProgressSettings, counters: &ProgressCounters, stop: &AtomicBool)
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+}
+
+/// When a run of a count says how long it will take: after its first second's pace.
+const ESTIMATE_AFTER: Duration = Duration::from_secs(1);
+/// A run expected to end sooner is not worth a line.
+const ESTIMATE_ABOVE: Duration = Duration::from_secs(15);
+
+/// The run's whole length at the pace of its first second, and when it will end: said up
+/// front for a run of a count that will take a while (a run of a duration knows its end).
+fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String> {
+    let total = s.total?;
+    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+    if done == 0 || !rate.is_finite() {
+        return None;
+    }
+    let whole = Duration::from_secs_f64((total as f64 / rate).min(1e9));
+    if whole < ESTIMATE_ABOVE {
+        return None;
+    }
+    let ends = chrono::Utc::now()
+        + chrono::Duration::from_std(whole.saturating_sub(elapsed)).unwrap_or_default();
+    Some(format!(
+        "[estimate] at the first second's {rate:.0} msgs/s, {total} msgs take about {} in all (ends about {} UTC); --duration bounds a run by time",
+        humantime::format_duration(Duration::from_secs(whole.as_secs())),
+        ends.format("%H:%M:%S")
+    ))
 }
 
 /// " (40%)": the share of the run done, when its size is known.

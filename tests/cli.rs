@@ -1060,6 +1060,36 @@ fn a_process_that_names_itself_a_workflow_command_is_shown_defused() {
 }
 
 #[test]
+fn a_long_run_of_a_count_says_up_front_how_long_it_will_take() {
+    // After its first second, a run that will take a while says how long and until when.
+    use std::io::BufRead as _;
+    let mut child = oemputx_process()
+        .args(["--count", "1000000000", "--no-save"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let stderr = child.stderr.take().expect("stderr");
+    // Never longer than a minute, whatever happens.
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    });
+    let line = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("[estimate]"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("an estimate line");
+    assert!(
+        line.contains("msgs take about") && line.contains("UTC"),
+        "{line}"
+    );
+}
+
+#[test]
 fn a_long_run_says_how_it_goes_on_a_stderr_that_is_no_terminal() {
     // A CI log sees no bar: every --progress-every (10 s unless told) a line says how the
     // run goes, with the share done and the time left.
