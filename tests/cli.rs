@@ -1060,6 +1060,29 @@ fn a_process_that_names_itself_a_workflow_command_is_shown_defused() {
 }
 
 #[test]
+fn a_group_given_says_which_usual_groups_it_replaced() {
+    // People expect --group to add to a profile's groups; it replaces them, and says so.
+    let out = oemputx()
+        .args(["--count", "100", "--no-save", "--group", "ME=pid:1"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--group replaces the embedded transport's usual groups: EMBEDDED not measured"
+        ),
+        "{err}"
+    );
+    // Naming them all keeps them, and says nothing.
+    let out = oemputx()
+        .args(["--count", "100", "--no-save", "--group", "ME=pid:1"])
+        .args(["--group", "EMBEDDED=thread:oemputx-flow"])
+        .output()
+        .expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("replaces"));
+}
+
+#[test]
 fn a_long_run_of_a_count_says_up_front_how_long_it_will_take() {
     // After its first second, a run that will take a while says how long and until when.
     use std::io::BufRead as _;

@@ -37,7 +37,7 @@ impl RunOptions {
             &mut shape,
             &mut rate,
         )?;
-        let groups = groups(args, profile, &endpoint)?;
+        let (groups, groups_note) = groups(args, profile, &endpoint)?;
         let hosts = crate::accounting::pcp::parse_hosts(
             &args.accounting.hosts,
             profile.and_then(|p| p.hosts.as_ref()),
@@ -75,6 +75,7 @@ impl RunOptions {
             save_baseline: args.outputs.save_baseline.clone(),
             quiet: args.outputs.quiet,
             groups,
+            groups_note,
             hosts,
             exports,
             progress_bar: args.progress || (!args.no_progress && !args.outputs.quiet),
@@ -496,29 +497,49 @@ impl RunConfig {
     }
 }
 
-/// The process groups: --group, else the profile's, else the transport's usual ones.
+/// The process groups: --group, else the profile's, else the transport's usual ones; with
+/// a note when --group left out some of those it replaced.
 fn groups(
     args: &RunOptions,
     profile: Option<&Profile>,
     endpoint: &Endpoint,
-) -> Result<Vec<GroupSpec>, ConfigError> {
+) -> Result<(Vec<GroupSpec>, Option<String>), ConfigError> {
     let asked = &args.accounting;
     if asked.no_groups {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
-    if !asked.groups.is_empty() {
-        return Ok(selector::parse_groups(
-            asked.groups.iter().map(String::as_str),
-        )?);
+    let (usual, whose) = match profile.and_then(|p| p.groups.as_ref()) {
+        Some(g) => {
+            let specs: Vec<String> = g
+                .iter()
+                .map(|(name, sels)| format!("{name}={}", sels.join(",")))
+                .collect();
+            let parsed = selector::parse_groups(specs.iter().map(String::as_str))?;
+            (parsed, "profile's".to_string())
+        }
+        None => (
+            selector::parse_groups(endpoint.kind().default_groups())?,
+            format!("{} transport's usual", endpoint.transport()),
+        ),
+    };
+    if asked.groups.is_empty() {
+        return Ok((usual, None));
     }
-    if let Some(g) = profile.and_then(|p| p.groups.as_ref()) {
-        let specs: Vec<String> = g
-            .iter()
-            .map(|(name, sels)| format!("{name}={}", sels.join(",")))
-            .collect();
-        return Ok(selector::parse_groups(specs.iter().map(String::as_str))?);
-    }
-    Ok(selector::parse_groups(endpoint.kind().default_groups())?)
+    let given = selector::parse_groups(asked.groups.iter().map(String::as_str))?;
+    let dropped: Vec<&str> = usual
+        .iter()
+        .filter(|u| !given.iter().any(|g| g.name == u.name))
+        .map(|u| u.name.as_str())
+        .collect();
+    let note = (!dropped.is_empty()).then(|| {
+        format!(
+            "--group replaces the {whose} groups: {} not measured; give {} with --group too to keep {}",
+            dropped.join(", "),
+            if dropped.len() == 1 { "it" } else { "them" },
+            if dropped.len() == 1 { "it" } else { "them" },
+        )
+    });
+    Ok((given, note))
 }
 
 /// Report destinations and formats.

@@ -144,6 +144,9 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Process groups to account.
     pub groups: Vec<GroupSpec>,
+    /// Said before the run when `--group` replaced the groups the profile or transport would
+    /// have measured: people expect it to add.
+    pub groups_note: Option<String>,
     /// Hosts (`--host`, a profile's `[profile.NAME.hosts]`) groups may be placed on.
     pub hosts: Vec<crate::accounting::pcp::PcpHost>,
     /// Where the reports go.
