@@ -34,11 +34,12 @@ export PATH="$PATH:/usr/sbin:/sbin"
 
 # First, always: the lab's subnet goes nowhere while its bridge is down.
 guard() {
-  ip route show table main | grep -q "^unreachable $net.0/24 .*metric 4000" ||
+  # (Output captured, not piped to grep -q: under pipefail an early grep exit fails the pipe.)
+  [[ "$(ip route show table main)" == *"unreachable $net.0/24 metric 4000"* ]] ||
     ip route add unreachable "$net.0/24" metric 4000
 }
 
-bridge_up() { ip -br link show "$bridge" 2>/dev/null | grep -q UP; }
+bridge_up() { [[ "$(ip -br link show "$bridge" 2>/dev/null)" == *" UP "* ]]; }
 
 install_absent() {
   local need=()
@@ -69,7 +70,7 @@ network() {
   if ! ip link show "$bridge" >/dev/null 2>&1; then
     ip link add "$bridge" type bridge
   fi
-  ip addr show dev "$bridge" | grep -q "inet $ctl_addr/24" || ip addr add "$ctl_addr/24" dev "$bridge"
+  [[ "$(ip addr show dev "$bridge")" == *"inet $ctl_addr/24"* ]] || ip addr add "$ctl_addr/24" dev "$bridge"
   ip link set "$bridge" up
   local i=0 n
   for n in "${nodes[@]}"; do
@@ -79,7 +80,7 @@ network() {
       ip link add "oemx-v$n" type veth peer name eth0 netns "oemx-$n"
     fi
     ip link set "oemx-v$n" master "$bridge" up
-    ip -n "oemx-$n" addr show dev eth0 | grep -q "inet $net.1$i/24" || ip -n "oemx-$n" addr add "$net.1$i/24" dev eth0
+    [[ "$(ip -n "oemx-$n" addr show dev eth0)" == *"inet $net.1$i/24"* ]] || ip -n "oemx-$n" addr add "$net.1$i/24" dev eth0
     ip -n "oemx-$n" link set eth0 up
     ip -n "oemx-$n" link set lo up
   done
@@ -123,7 +124,7 @@ InactiveLimit=0
 MinJobAge=300
 NodeName=s1 NodeAddr=$net.11 CPUs=4 State=UNKNOWN
 NodeName=s2 NodeAddr=$net.12 CPUs=4 State=UNKNOWN
-PartitionName=lab Nodes=s1,s2 Default=YES MaxTime=15 State=UP
+PartitionName=lab Nodes=s1,s2 Default=YES MaxTime=60 State=UP
 EOF
   mv "$conf.new" "$conf"
   # Node names resolve to their addresses for every client (srun looks them up).
@@ -172,7 +173,7 @@ rabbit() {
     log "RabbitMQ: a listener on $ctl_addr:5672"
     rabbitmqctl -q eval "rabbit_networking:start_tcp_listener({\"$ctl_addr\",5672},10)." >/dev/null
   fi
-  if ! rabbitmqctl -q list_users 2>/dev/null | grep -q "^$lab_user\b"; then
+  if [[ "$(rabbitmqctl -q list_users 2>/dev/null)" != *"$lab_user"* ]]; then
     log "RabbitMQ: the lab user $lab_user"
     rabbitmqctl -q add_user "$lab_user" "$lab_pass" >/dev/null
     rabbitmqctl -q set_permissions -p / "$lab_user" '.*' '.*' '.*' >/dev/null
@@ -222,7 +223,7 @@ down() {
 status() {
   guard
   bridge_up || { log "the bridge $bridge is down"; return 1; }
-  SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$' | grep -qx 2
+  [ "$(SLURM_CONF=$conf sinfo -h -N -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$')" = 2 ]
 }
 
 case "${1:-up}" in
