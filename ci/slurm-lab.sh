@@ -121,6 +121,8 @@ SlurmdTimeout=15
 MessageTimeout=10
 KillWait=5
 InactiveLimit=0
+# A job waiting on one that failed (afterok) is cancelled at once, not left pending.
+DependencyParameters=kill_invalid_depend
 MinJobAge=300
 NodeName=s1 NodeAddr=$net.11 CPUs=4 State=UNKNOWN
 NodeName=s2 NodeAddr=$net.12 CPUs=4 State=UNKNOWN
