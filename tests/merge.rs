@@ -344,16 +344,31 @@ fn the_kubernetes_jobs_in_deploy_are_valid_and_the_docs_show_them() {
         let yaml = std::fs::read_to_string(file).expect("read");
         let (ok, said) = kubernetes_validate(file);
         assert!(ok, "{}: {said}", file.display());
-        assert!(yaml.contains("kind: Job") && yaml.contains("backoffLimit: 0"), "{yaml}");
+        assert!(
+            yaml.contains("kind: Job") && yaml.contains("backoffLimit: 0"),
+            "{yaml}"
+        );
         let body = &yaml[yaml.find("apiVersion:").expect("a manifest")..];
-        assert!(doc.contains(body), "docs/shards.md does not show {} as it is", file.display());
+        assert!(
+            doc.contains(body),
+            "docs/shards.md does not show {} as it is",
+            file.display()
+        );
         // And it does reject a broken Job, so the pass above means something.
         let broken = dir.path().join("broken.yaml");
-        std::fs::write(&broken, yaml.replace("backoffLimit: 0", "backoffLimit: none")).expect("write");
+        std::fs::write(
+            &broken,
+            yaml.replace("backoffLimit: 0", "backoffLimit: none"),
+        )
+        .expect("write");
         assert!(!kubernetes_validate(&broken).0, "{}", file.display());
     }
-    let indexed = std::fs::read_to_string(root.join("deploy/kubernetes/oemputx-shards-job.yaml")).expect("read");
-    assert!(indexed.contains("completionMode: Indexed") && indexed.contains("--shards 4"), "{indexed}");
+    let indexed = std::fs::read_to_string(root.join("deploy/kubernetes/oemputx-shards-job.yaml"))
+        .expect("read");
+    assert!(
+        indexed.contains("completionMode: Indexed") && indexed.contains("--shards 4"),
+        "{indexed}"
+    );
 }
 
 /// A shard file edited by `edit`, written beside the original as `name`.

@@ -423,7 +423,10 @@ fn a_node_lost_mid_run_fails_the_job_in_bounded_time_naming_the_shard() {
     assert_eq!(state, "FAILED", "{said}");
     // 1: a shard failed or was lost (2 would be merge refusing a set of whole shards).
     assert_eq!(job_field(&lab, &id, "ExitCode"), "1:0", "{said}");
-    assert!(said.contains("shard(s) 1 wrote no report") || said.contains("srun exit"), "{said}");
+    assert!(
+        said.contains("shard(s) 1 wrote no report") || said.contains("srun exit"),
+        "{said}"
+    );
     assert!(
         ended < bound,
         "ended {ended:?} after the node was lost: {said}"

@@ -505,7 +505,8 @@ mod tests {
             ("SLURM_STEP_NUM_TASKS", "two"),
             ("SLURM_PROCID", "0"),
         ];
-        let cases: Vec<(ShardOptions, Vec<(&str, &str)>, &str)> = vec![
+        type Case<'a> = (ShardOptions, Vec<(&'a str, &'a str)>, &'a str);
+        let cases: Vec<Case> = vec![
             (opts(None, Some("auto")), refs(&both), "SLURM_JOB_ID"),
             (
                 opts(None, Some("auto")),
