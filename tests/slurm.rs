@@ -127,7 +127,7 @@ fn f(v: &Value) -> f64 {
 
 /// The checks every merged run must pass: `n` shards, each on the node it says, the sums,
 /// the counts balanced, the broker measured once (by shard 0) and divided by all.
-fn check_merged(out: &Path, n: usize) -> Value {
+fn check_merged(out: &Path, n: usize, files: &[&str]) -> Value {
     let run = read_json(&out.join("run.json"));
     let shards: Vec<Value> = (0..n)
         .map(|i| read_json(&out.join(format!("shard-{i}.json"))))
@@ -137,7 +137,7 @@ fn check_merged(out: &Path, n: usize) -> Value {
         .cloned()
         .unwrap_or_default();
     assert_eq!(rows.len(), n, "{}", run["merged"]);
-    for text in ["run.txt", "run.html"] {
+    for text in files {
         assert!(
             std::fs::metadata(out.join(text)).is_ok_and(|m| m.len() > 0),
             "{text}"
@@ -228,7 +228,7 @@ fn two_nodes_drive_one_broker_and_merge_into_one_report() {
     );
     let (state, took) = wait_job(&lab, &id, Duration::from_secs(120));
     assert_eq!(state, "COMPLETED", "{}", read_log(&log));
-    let run = check_merged(&out, 2);
+    let run = check_merged(&out, 2, &["run.txt", "run.html"]);
     assert_eq!(nodes(&run), ["s1", "s2"], "{}", run["merged"]);
     let run_id = run["merged"]["run_id"].as_str().unwrap_or("");
     assert_eq!(run_id, format!("slurm-{id}.0"));
@@ -293,7 +293,7 @@ fn eight_shards_put_four_on_each_node_and_merge() {
     let id = submit(&lab, &env, &["--nodes=2", "--ntasks-per-node=4"], &log);
     let (state, _) = wait_job(&lab, &id, Duration::from_secs(120));
     assert_eq!(state, "COMPLETED", "{}", read_log(&log));
-    let run = check_merged(&out, 8);
+    let run = check_merged(&out, 8, &["run.txt", "run.html"]);
     let on = nodes(&run);
     assert_eq!(on.iter().filter(|n| *n == "s1").count(), 4, "{on:?}");
     assert_eq!(on.iter().filter(|n| *n == "s2").count(), 4, "{on:?}");
@@ -446,5 +446,71 @@ fn a_node_lost_mid_run_fails_the_job_in_bounded_time_naming_the_shard() {
             .filter(|l| l.contains("missing") || l.contains("srun"))
             .collect::<Vec<_>>()
             .join(" | ")
+    );
+}
+
+/// The other way a site runs shards: an array job, one task per shard (its index from
+/// SLURM_ARRAY_TASK_ID, the run id the array's), merged by a job chained with `afterok`.
+#[test]
+fn an_array_s_tasks_are_the_shards_and_an_afterok_job_merges_them() {
+    live!(RabbitMq, SlurmLab);
+    let _nodes = NODES.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab();
+    let flow = amqp::EchoFlow::start(&amqp::fresh_queue("slurmarray"), &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().display().to_string();
+    let at = (chrono::Utc::now() + chrono::Duration::seconds(8))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let shard = format!(
+        "m=--no-groups; [ \"$SLURM_ARRAY_TASK_ID\" = 0 ] && m='--measure --group QMGR=@rabbitmq'; \
+         exec {} --qmgr {} --request-queue {} --tasks 4 --duration 3s --warmup 50 --shards auto \
+         --start-at {at} $m --no-save --quiet --export-json {out}/shard-$SLURM_ARRAY_TASK_ID.json",
+        oemputx_bin().display(),
+        lab_var(&lab, "OEMPUTX_LAB_AMQP"),
+        flow.queue
+    );
+    // --exclusive: a node each (the nodes declare 4 CPUs, so both would fit on one).
+    let array = slurm(&lab, "sbatch")
+        .args(["--parsable", "--array=0-1", "--exclusive", "--output"])
+        .arg(dir.path().join("shard-%a.out"))
+        .arg(format!("--wrap={shard}"))
+        .output()
+        .expect("sbatch the array");
+    let id = String::from_utf8_lossy(&array.stdout).trim().to_string();
+    assert!(
+        array.status.success(),
+        "{}",
+        String::from_utf8_lossy(&array.stderr)
+    );
+    let merge = slurm(&lab, "sbatch")
+        .args(["--parsable", &format!("--dependency=afterok:{id}"), "--output"])
+        .arg(dir.path().join("merge.out"))
+        .arg(format!(
+            "--wrap=exec {} merge {out}/shard-0.json {out}/shard-1.json --export-json {out}/run.json --export-html {out}/run.html",
+            oemputx_bin().display()
+        ))
+        .output()
+        .expect("sbatch the merge");
+    let merge_id = String::from_utf8_lossy(&merge.stdout).trim().to_string();
+    let (state, took) = wait_job(&lab, &merge_id, Duration::from_secs(120));
+    let said = read_log(&dir.path().join("merge.out"))
+        + &read_log(&dir.path().join("shard-0.out"))
+        + &read_log(&dir.path().join("shard-1.out"));
+    assert_eq!(state, "COMPLETED", "{said}");
+    std::fs::write(
+        dir.path().join("run.txt"),
+        "written by the merge job's output",
+    )
+    .expect("write");
+    let run = check_merged(dir.path(), 2);
+    assert_eq!(
+        run["merged"]["run_id"].as_str(),
+        Some(format!("slurm-{id}").as_str())
+    );
+    let mut on = nodes(&run);
+    on.sort();
+    assert_eq!(on, ["s1", "s2"], "{}", run["merged"]);
+    eprintln!(
+        "slurm: array {id} of 2 shards merged by job {merge_id} (afterok) {took:?} after its submission"
     );
 }
