@@ -497,12 +497,7 @@ fn an_array_s_tasks_are_the_shards_and_an_afterok_job_merges_them() {
         + &read_log(&dir.path().join("shard-0.out"))
         + &read_log(&dir.path().join("shard-1.out"));
     assert_eq!(state, "COMPLETED", "{said}");
-    std::fs::write(
-        dir.path().join("run.txt"),
-        "written by the merge job's output",
-    )
-    .expect("write");
-    let run = check_merged(dir.path(), 2);
+    let run = check_merged(dir.path(), 2, &["run.html"]);
     assert_eq!(
         run["merged"]["run_id"].as_str(),
         Some(format!("slurm-{id}").as_str())
