@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: starts (or installs) RabbitMQ and PostgreSQL when they are not running,
-# then checks formatting and lints, runs every test, and ends with the project's own
+# brings up the two-node Slurm lab (ci/slurm-lab.sh; taken down on exit), then checks formatting and lints, runs every test, and ends with the project's own
 # regression gate on the reference flow (ci/gate.sh). CI (.ci/run) calls exactly this.
 #
 # Every test file runs, and the gate too, whatever failed before them: a failure in one
@@ -10,6 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/ensure-rust.sh
 bash ci/services.sh
+# The two-node Slurm lab for tests/slurm.rs (Slurm installed when absent; needs root, as CI
+# is). A lab that fails to come up fails those tests under CI, never skips them.
+# A lab that was already up is left up; one this script brought up is taken down on exit.
+slurm_lab=0
+if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
+  slurm_lab=1
+  bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)"
+fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
@@ -26,7 +34,7 @@ mkdir -p target/minimal
   >target/minimal/build.log 2>&1 &
 minimal_build=$!
 # An interrupted test command leaves no build behind it.
-trap 'kill "$minimal_build" 2>/dev/null || true' EXIT
+trap 'kill "$minimal_build" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then

@@ -696,6 +696,17 @@ fn the_layout_page_names_every_folder_and_script_there_is() {
             missing.push(format!("lab/{f}"));
         }
     }
+    // The launch files a site copies (issue 46): each folder and file by name.
+    for d in ["deploy/slurm", "deploy/kubernetes"] {
+        if !has(&format!("{d}/")) {
+            missing.push(format!("{d}/"));
+        }
+        for f in files(d) {
+            if !has(&f) {
+                missing.push(format!("{d}/{f}"));
+            }
+        }
+    }
     assert!(
         missing.is_empty(),
         "docs/layout.md does not name {missing:?}"
@@ -705,7 +716,7 @@ fn the_layout_page_names_every_folder_and_script_there_is() {
         .iter()
         .filter(|t| {
             let t = **t;
-            (t.starts_with("src/")
+            ((t.starts_with("src/") || t.starts_with("deploy/"))
                 && !t.contains("NAME")
                 && !std::path::Path::new(t.trim_end_matches('/')).exists())
                 || (t.ends_with(".sh")

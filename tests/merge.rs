@@ -311,39 +311,64 @@ fn shards_on_rabbitmq_share_one_window_and_the_broker_is_measured_once() {
     );
 }
 
-/// docs/shards.md's Indexed Job is a valid batch/v1 Job, by Kubernetes' own schemas
-/// (strict: no unknown field), and an Indexed one that gives each pod its index.
-#[test]
-fn the_docs_kubernetes_manifest_is_a_valid_indexed_job() {
-    live!(KubernetesValidate);
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/shards.md"))
-        .expect("docs/shards.md");
-    let start = doc
-        .find("apiVersion: batch/v1")
-        .expect("the manifest in docs/shards.md");
-    let yaml = &doc[start..start + doc[start..].find("```").expect("the block's end")];
-    assert!(yaml.contains("completionMode: Indexed"), "{yaml}");
-    assert!(yaml.contains("--shards"), "{yaml}");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("job.yaml");
-    std::fs::write(&file, yaml).expect("write the manifest");
+/// `kubernetes-validate --strict FILE`: whether it passed, and what it said.
+fn kubernetes_validate(file: &Path) -> (bool, String) {
     let out = std::process::Command::new("kubernetes-validate")
         .arg("--strict")
-        .arg(&file)
+        .arg(file)
         .output()
         .expect("run kubernetes-validate");
     let said =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
-    assert!(said.contains("passed"), "{said}");
-    // And it does reject a broken Job, so the pass above means something.
-    std::fs::write(&file, yaml.replace("completions: 4", "completions: four")).expect("write");
-    let bad = std::process::Command::new("kubernetes-validate")
-        .arg("--strict")
-        .arg(&file)
-        .output()
-        .expect("run kubernetes-validate");
-    assert!(!bad.status.success());
+    (out.status.success() && said.contains("passed"), said)
+}
+
+/// deploy/kubernetes/'s Jobs (the Indexed Job of the shards, the merge step) are valid
+/// batch/v1 Jobs by Kubernetes' own schemas (strict: no unknown field), the shards' an
+/// Indexed one that gives each pod its index; docs/shards.md shows them as they are.
+#[test]
+fn the_kubernetes_jobs_in_deploy_are_valid_and_the_docs_show_them() {
+    live!(KubernetesValidate);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/shards.md")).expect("docs/shards.md");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("deploy/kubernetes"))
+        .expect("deploy/kubernetes")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in &files {
+        let yaml = std::fs::read_to_string(file).expect("read");
+        let (ok, said) = kubernetes_validate(file);
+        assert!(ok, "{}: {said}", file.display());
+        assert!(
+            yaml.contains("kind: Job") && yaml.contains("backoffLimit: 0"),
+            "{yaml}"
+        );
+        let body = &yaml[yaml.find("apiVersion:").expect("a manifest")..];
+        assert!(
+            doc.contains(body),
+            "docs/shards.md does not show {} as it is",
+            file.display()
+        );
+        // And it does reject a broken Job, so the pass above means something.
+        let broken = dir.path().join("broken.yaml");
+        std::fs::write(
+            &broken,
+            yaml.replace("backoffLimit: 0", "backoffLimit: none"),
+        )
+        .expect("write");
+        assert!(!kubernetes_validate(&broken).0, "{}", file.display());
+    }
+    let indexed = std::fs::read_to_string(root.join("deploy/kubernetes/oemputx-shards-job.yaml"))
+        .expect("read");
+    assert!(
+        indexed.contains("completionMode: Indexed") && indexed.contains("--shards 4"),
+        "{indexed}"
+    );
 }
 
 /// A shard file edited by `edit`, written beside the original as `name`.

@@ -84,7 +84,7 @@ impl RunArgs {
             progress: self.progress,
             shard: crate::config::shard::ShardOptions {
                 shard: self.shard.clone(),
-                shards: self.shards,
+                shards: self.shards.clone(),
                 run_id: self.run_id.clone(),
                 start_at: self.start_at.clone(),
                 measure: self.measure,

@@ -864,9 +864,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
 
-    /// N shards, this one's index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job).
-    #[arg(long, value_name = "N")]
-    pub shards: Option<usize>,
+    /// N shards, this one's index from the job runner: JOB_COMPLETION_INDEX (a Kubernetes
+    /// Indexed Job), SLURM_PROCID (an srun step) or SLURM_ARRAY_TASK_ID (a Slurm array job);
+    /// `auto` takes N from Slurm too, and under Slurm the run id defaults to the job's.
+    #[arg(long, value_name = "N|auto")]
+    pub shards: Option<String>,
 
     /// The run's id, the same on every shard (recorded in each report; merge takes one run).
     #[arg(long, value_name = "ID")]

@@ -148,17 +148,19 @@ fn shard_plan(
         .as_deref()
         .map(|s| shard::start_at(s, chrono::Utc::now()))
         .transpose()?;
-    let env = std::env::var(shard::INDEX_ENV).ok();
-    let Some((index, of)) = shard::index_of(o, env.as_deref())? else {
+    let env = |var: &str| std::env::var(var).ok();
+    let Some(placed) = shard::index_of(o, &env)? else {
         if o.run_id.is_some() || o.measure {
             return Err(bad(
                 if o.measure { "--measure" } else { "--run-id" },
-                "belongs to a run driven from several hosts: add --shard I/N (or --shards N in a Kubernetes Indexed Job)",
+                "belongs to a run driven from several hosts: add --shard I/N (or --shards N in a Kubernetes Indexed Job, --shards auto under Slurm)",
             ));
         }
         return Ok((None, start_at));
     };
-    let run_id = o.run_id.clone().ok_or_else(|| {
+    let (index, of) = (placed.index, placed.of);
+    // Under Slurm the job names the run (every task of one step or array shares it).
+    let run_id = o.run_id.clone().or(placed.run_id).ok_or_else(|| {
         bad("--run-id", "a shard needs the run's id, the same on every shard (e.g. --run-id nightly-42): merge takes only shards of one run")
     })?;
     shard::check_run_id(&run_id)?;
@@ -205,6 +207,7 @@ fn shard_plan(
             of,
             measure: o.measure,
             settings_hash,
+            node: placed.node,
         }),
         start_at,
     ))

@@ -407,7 +407,7 @@ fn merged_block(o: &mut String, r: &Report) {
             o,
             " shard {:<3} {:<20} {:>10} trans {:>12.1} trans/sec  {} .. {}{}",
             s.index,
-            s.hostname,
+            s.node.as_deref().unwrap_or(&s.hostname),
             s.transactions,
             s.rate_tps,
             s.start_utc,

@@ -70,6 +70,9 @@ pub struct ShardRow {
     pub end_utc: String,
     pub rate_tps: f64,
     pub late_for_start_s: Option<f64>,
+    /// The node the shard says it ran on (the launcher's name, else its hostname).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// How a merged report was made.
@@ -553,6 +556,7 @@ fn shard_rows(sorted: &[Shard]) -> Vec<ShardRow> {
             end_utc: s.report.end_utc.clone(),
             rate_tps: s.report.rate_tps,
             late_for_start_s: s.report.shard.as_ref().and_then(|i| i.late_for_start_s),
+            node: s.report.shard.as_ref().and_then(|i| i.node.clone()),
         })
         .collect()
 }

@@ -121,6 +121,10 @@ pub struct ShardInfo {
     /// The common start asked for (--start-at), and how late this shard was ready for it.
     pub start_at: Option<String>,
     pub late_for_start_s: Option<f64>,
+    /// The node it ran on: the launcher's name for it (Slurm's `SLURMD_NODENAME`), else the
+    /// hostname. Absent in shards of builds before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// A histogram as the report carries it: V2 + DEFLATE, base64.
@@ -626,6 +630,7 @@ impl Report {
                 settings_hash: s.settings_hash.clone(),
                 start_at: cfg.start_at.map(|t| format_utc(&t)),
                 late_for_start_s: out.late_for_start_s,
+                node: Some(s.node.clone().unwrap_or_else(|| Host::current().hostname)),
             }),
             merged: None,
             host: Host::current(),

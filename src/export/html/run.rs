@@ -342,7 +342,7 @@ pub fn render(r: &Report) -> String {
             .map(|s| {
                 vec![
                     s.index.to_string(),
-                    s.hostname.clone(),
+                    s.node.clone().unwrap_or_else(|| s.hostname.clone()),
                     s.transactions.to_string(),
                     format!("{:.1}", s.rate_tps),
                     s.start_utc.clone(),

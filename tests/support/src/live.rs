@@ -38,6 +38,8 @@ pub enum Service {
     StompPy,
     /// kubernetes-validate (PyPI): Kubernetes' own schemas, offline, for the docs' manifest.
     KubernetesValidate,
+    /// The two-node Slurm lab of ci/slurm-lab.sh: its bridge up and both nodes idle.
+    SlurmLab,
 }
 
 impl Service {
@@ -58,6 +60,7 @@ impl Service {
             Service::ActiveMq => "ActiveMQ's STOMP connector on 127.0.0.1:61613",
             Service::StompPy => "python3 with stomp.py (pip install stomp.py)",
             Service::KubernetesValidate => "kubernetes-validate (pip install kubernetes-validate)",
+            Service::SlurmLab => "the two-node Slurm lab (as root: bash ci/slurm-lab.sh up)",
         }
     }
 
@@ -80,14 +83,46 @@ impl Service {
             Service::ActiveMq => listening("127.0.0.1:61613"),
             Service::StompPy => runs_args("python3", &["-c", "import stomp"]),
             Service::KubernetesValidate => runs("kubernetes-validate", "--version"),
+            Service::SlurmLab => slurm_lab().is_some(),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 13] = [const { OnceLock::new() }; 13];
+        static SEEN: [OnceLock<bool>; 14] = [const { OnceLock::new() }; 14];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
+}
+
+/// The Slurm lab's settings (`SLURM_CONF`, `OEMPUTX_LAB_AMQP`, …) from the file
+/// ci/slurm-lab.sh writes, when its bridge is up and both its nodes answer. The bridge is
+/// checked first: a lab address is never called without it (the route would lead out).
+pub fn slurm_lab() -> Option<Vec<(String, String)>> {
+    let dir =
+        std::env::var("OEMPUTX_LAB_DIR").unwrap_or_else(|_| "/var/tmp/oemputx-slurm-lab".into());
+    let state = std::fs::read_to_string("/sys/class/net/oemx-sbr/operstate").ok()?;
+    if state.trim() != "up" {
+        return None;
+    }
+    let vars: Vec<(String, String)> = std::fs::read_to_string(format!("{dir}/env"))
+        .ok()?
+        .lines()
+        .filter_map(|l| {
+            l.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    let conf = vars.iter().find(|(k, _)| k == "SLURM_CONF")?.1.clone();
+    let out = std::process::Command::new("sinfo")
+        .args(["-h", "-N", "-o", "%t"])
+        .env("SLURM_CONF", conf)
+        .output()
+        .ok()?;
+    let up = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| ["idle", "mix", "alloc"].contains(&l.trim()))
+        .count();
+    (up == 2).then_some(vars)
 }
 
 /// Whether a missing service must fail its tests rather than skip them.
