@@ -126,6 +126,8 @@ fn report_of(integrity: Integrity) -> Report {
         Some(table),
         None,
     );
+    // The commit measured is the checkout's: not part of the layout.
+    r.commit = None;
     r.host = Host {
         hostname: "snapshot-host".into(),
         cpus: 2,

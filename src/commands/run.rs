@@ -18,10 +18,11 @@ use std::sync::atomic::AtomicBool;
 
 /// Run the loop the config describes, export its report, and say how it ended.
 pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    let report = measure(cfg, interrupt)?;
+    // After the run, before its report: a run that could not start says only why.
     if let Some(note) = cfg.groups_note.as_ref().filter(|_| !cfg.quiet) {
         crate::say!("Note: {note}");
     }
-    let report = measure(cfg, interrupt)?;
     write_reports(cfg, &report)?;
     Ok(exit_of_report(&report))
 }
