@@ -745,3 +745,72 @@ fn a_pasted_tsv_row_parses_with_python_and_carries_what_tells_two_runs_apart() {
     let rate = plain["rate_tps"].as_str().unwrap_or_default();
     assert!(rate.parse::<f64>().is_ok() && !rate.contains(','), "{rate}");
 }
+
+#[test]
+fn a_price_per_vcpu_hour_gives_each_group_its_cost_per_million_messages_in_every_format() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let f = |n: &str| dir.path().join(n);
+    let out = oemputx()
+        .args([
+            "--count",
+            "2000",
+            "--no-save",
+            "--price-per-vcpu-hour",
+            "0.0425",
+        ])
+        .arg("--export-json")
+        .arg(f("r.json"))
+        .arg("--export-tsv")
+        .arg(f("r.tsv"))
+        .arg("--export-markdown")
+        .arg(f("r.md"))
+        .arg("--export-html")
+        .arg(f("r.html"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let j = read_json(&f("r.json"));
+    assert_matches_schema(&j);
+    assert_eq!(j["capacity"]["price_per_vcpu_hour"], 0.0425);
+    let groups = j["capacity"]["groups"].as_array().expect("groups");
+    assert!(!groups.is_empty());
+    for g in groups {
+        // By hand: a million messages of us µs take us/3,600 vCPU-hours.
+        let us = g["corrected_cores_per_1000_tps"]
+            .as_f64()
+            .map_or_else(|| g["us_per_tran"].as_f64().expect("us"), |c| c * 1000.0);
+        let cost = g["cost_per_million"].as_f64().expect("a cost");
+        assert!(
+            (cost - us * 0.0425 / 3600.0).abs() <= 1e-12 + 1e-9 * cost,
+            "{g}"
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" per 1M msgs") && text.contains("Price "),
+        "{text}"
+    );
+    let rows = pasteable_tsv(&f("r.tsv"));
+    let at = rows[0]
+        .iter()
+        .position(|h| h == "cost_per_million")
+        .expect("a cost column");
+    assert!(
+        rows.iter()
+            .filter(|r| r[0] == "group")
+            .all(|r| r[at].parse::<f64>().is_ok()),
+        "{rows:?}"
+    );
+    let md = std::fs::read_to_string(f("r.md")).expect("md");
+    assert!(
+        md.contains("cost per 1M msgs at 0.04250 per vCPU-hour"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(f("r.html")).expect("html");
+    assert!(html.contains("cost per 1M msgs"));
+    // Without a price nothing changes; a price that is no price is refused.
+    oemputx()
+        .args(["--count", "10", "--no-save", "--price-per-vcpu-hour=0"])
+        .assert()
+        .code(2);
+}

@@ -79,6 +79,7 @@ impl RunArgs {
                 quiet: self.quiet,
             },
             label: self.label.clone(),
+            price_per_vcpu_hour: self.price_per_vcpu_hour,
             stats_interval: self.progress_every.map(Duration::from),
             no_progress: self.no_progress,
             progress: self.progress,

@@ -844,6 +844,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 
+    /// What one vCPU-hour costs (e.g. 0.0425): each group's cost per million messages,
+    /// beside its cores per 1,000 msg/s, in every format.
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_vcpu_hour: Option<f64>,
+
     /// Print a progress line on stderr this often, on a terminal and in CI logs alike:
     /// messages and share done, rate, round trip, oemputx's CPU per message, time left.
     /// 0 turns it off. [default: 10s; off under --quiet unless given or --progress]

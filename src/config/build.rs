@@ -45,10 +45,12 @@ impl RunOptions {
         let capture_ratio = parse_ratio(&args.accounting.capture_ratio)?;
         let exports = exports(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
+        let price_per_vcpu_hour = price(args.price_per_vcpu_hour)?;
         Ok(RunConfig {
             endpoint,
             profile: profile_name,
             label,
+            price_per_vcpu_hour,
             request_queue,
             check_serving: true,
             shard,
@@ -543,6 +545,17 @@ fn groups(
         )
     });
     Ok((given, note))
+}
+
+/// A price per vCPU-hour: a positive amount, below a million (a typo's guard).
+fn price(p: Option<f64>) -> Result<Option<f64>, ConfigError> {
+    match p {
+        Some(p) if !(p.is_finite() && p > 0.0 && p < 1e6) => Err(bad(
+            "--price-per-vcpu-hour",
+            "must be a positive amount below 1,000,000, e.g. 0.0425 for 4.25 cents a vCPU-hour",
+        )),
+        _ => Ok(p),
+    }
 }
 
 /// Report destinations and formats.

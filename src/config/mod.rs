@@ -91,6 +91,9 @@ pub struct RunConfig {
     pub profile: Option<String>,
     /// Label for saved reports.
     pub label: String,
+    /// What one vCPU-hour costs (`--price-per-vcpu-hour`): the groups' cost per million
+    /// messages.
+    pub price_per_vcpu_hour: Option<f64>,
     /// The flow's input queue.
     pub request_queue: String,
     /// Check after the run who served the request queue (src/serving.rs): not on a queue

@@ -134,6 +134,8 @@ pub struct RunOptions {
     pub accounting: AccountingOptions,
     pub outputs: OutputOptions,
     pub label: Option<String>,
+    /// What one vCPU-hour costs, for the cost per million messages.
+    pub price_per_vcpu_hour: Option<f64>,
     pub stats_interval: Option<Duration>,
     pub no_progress: bool,
     /// The bar even under --quiet (still only on a terminal).
@@ -172,6 +174,7 @@ impl Default for RunOptions {
             accounting: AccountingOptions::default(),
             outputs: OutputOptions::default(),
             label: None,
+            price_per_vcpu_hour: None,
             stats_interval: None,
             no_progress: false,
             progress: false,

@@ -94,6 +94,8 @@ struct Line {
     oemputx_version: String,
     /// The commit the run measured, when known.
     commit: String,
+    /// A group's cost per million messages at `--price-per-vcpu-hour` (group rows).
+    cost_per_million: String,
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -121,6 +123,16 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
             sys_us_per_tran: num(Some(g.sys_us_per_tran), f),
             total_us_per_tran: num(Some(g.total_us_per_tran), f),
             pct: num(Some(g.pct), f),
+            cost_per_million: num_p(
+                r.capacity.as_ref().and_then(|c| {
+                    c.groups
+                        .iter()
+                        .find(|cg| cg.name == g.name && cg.host == g.host)
+                        .and_then(|cg| cg.cost_per_million)
+                }),
+                f,
+                9,
+            ),
             ..Line::default()
         });
     }

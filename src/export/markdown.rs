@@ -14,6 +14,7 @@ pub fn render(r: &Report) -> String {
     let mut o = String::new();
     summary(&mut o, r);
     cpu_table(&mut o, r);
+    cost_table(&mut o, r);
     rounds_table(&mut o, r);
     if let Some(acc) = &r.accounting
         && !acc.verdict.is_empty()
@@ -103,6 +104,30 @@ fn cpu_table(o: &mut String, r: &Report) {
                 g.name, g.user_us_per_tran, g.sys_us_per_tran, g.total_us_per_tran, g.pct
             ),
         };
+    }
+}
+
+/// Each group's cores per 1,000 msg/s and cost per million messages, when a price was given.
+fn cost_table(o: &mut String, r: &Report) {
+    let Some(c) = r.capacity.as_ref() else { return };
+    let Some(price) = c.price_per_vcpu_hour else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "\n| group | cores per 1,000 msg/s | cost per 1M msgs at {} per vCPU-hour |\n|---|---:|---:|",
+        super::text::money(price)
+    );
+    for g in &c.groups {
+        let _ = writeln!(
+            o,
+            "| {}@{} | {:.4} | {} |",
+            md(&g.name),
+            md(&g.host),
+            g.corrected_cores_per_1000_tps
+                .unwrap_or(g.cores_per_1000_tps),
+            g.cost_per_million.map_or("-".into(), super::text::money)
+        );
     }
 }
 

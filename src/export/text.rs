@@ -421,6 +421,16 @@ fn merged_block(o: &mut String, r: &Report) {
 }
 
 /// Cores per 1,000 transactions a second, and the rate that fills the busiest host.
+/// An amount of money as people read it: four significant figures, small amounts too
+/// (a million messages may cost 0.0005).
+pub fn money(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let places = (3 - x.abs().log10().floor() as i32).clamp(2, 12) as usize;
+    format!("{x:.places$}")
+}
+
 fn capacity_block(o: &mut String, r: &Report) {
     let Some(c) = &r.capacity else { return };
     let _ = writeln!(
@@ -433,6 +443,10 @@ fn capacity_block(o: &mut String, r: &Report) {
             .corrected_cores_per_1000_tps
             .map(|x| format!("  corrected {x:.4}"))
             .unwrap_or_default();
+        let cost = g
+            .cost_per_million
+            .map(|x| format!("  {} per 1M msgs", money(x)))
+            .unwrap_or_default();
         let host = if g.host == "local" {
             String::new()
         } else {
@@ -440,7 +454,7 @@ fn capacity_block(o: &mut String, r: &Report) {
         };
         let _ = writeln!(
             o,
-            " {:<24} {:>9.4}{corrected}",
+            " {:<24} {:>9.4}{corrected}{cost}",
             format!("{}{host}", g.name),
             g.cores_per_1000_tps
         );
@@ -455,6 +469,13 @@ fn capacity_block(o: &mut String, r: &Report) {
             if h.cpus == 1 { "" } else { "s" },
             h.us_per_tran,
             if h.cpus == 1 { "it" } else { "them" }
+        );
+    }
+    if let Some(p) = c.price_per_vcpu_hour {
+        let _ = writeln!(
+            o,
+            " Price                 : {} per vCPU-hour (--price-per-vcpu-hour): a million messages cost µs/tran × price ÷ 3,600",
+            money(p)
         );
     }
     if let (Some(h), Some(t)) = (&c.busiest_host, c.full_at_tps) {

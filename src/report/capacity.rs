@@ -23,6 +23,10 @@ pub struct GroupCapacity {
     pub cores_per_1000_tps: f64,
     /// The same with the group's CPU divided by its host's capture ratio (null without one).
     pub corrected_cores_per_1000_tps: Option<f64>,
+    /// What a million messages cost in this group's CPU at `--price-per-vcpu-hour`
+    /// (corrected where a ratio applies): µs/tran × price ÷ 3,600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_million: Option<f64>,
 }
 
 /// One host: its cores, what its measured groups cost per transaction, and the rate that
@@ -53,9 +57,34 @@ pub struct Capacity {
     /// run carries the other work's effect on the cost per message.
     #[serde(default)]
     pub host_state: Option<crate::accounting::host_load::HostState>,
+    /// What one vCPU-hour costs (`--price-per-vcpu-hour`), when given: the groups then
+    /// have their cost per million messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_vcpu_hour: Option<f64>,
+}
+
+/// µs of CPU per message → the cost of a million messages at `price` per vCPU-hour: a
+/// million messages take us × 10^6 µs = us ÷ 3,600 vCPU-hours.
+pub fn cost_per_million(us_per_tran: f64, price_per_vcpu_hour: f64) -> f64 {
+    us_per_tran * price_per_vcpu_hour / 3600.0
 }
 
 impl Capacity {
+    /// The estimate with each group's cost per million messages at `price` per vCPU-hour
+    /// (nothing changes without a price).
+    pub fn priced(mut self, price: Option<f64>) -> Self {
+        let Some(price) = price else { return self };
+        self.price_per_vcpu_hour = Some(price);
+        for g in &mut self.groups {
+            // The corrected cores are the group's µs/tran × its host's correction ÷ 1,000.
+            let us = g
+                .corrected_cores_per_1000_tps
+                .map_or(g.us_per_tran, |c| c * 1000.0);
+            g.cost_per_million = Some(cost_per_million(us, price));
+        }
+        self
+    }
+
     /// The estimate marked with the host's state; on a busy or contended host the assumption
     /// says what the other work did to the figures it rests on.
     pub fn on_host(mut self, load: Option<&crate::accounting::host_load::HostLoad>) -> Self {
@@ -116,6 +145,7 @@ pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) ->
             us_per_tran: g.us_per_tran,
             cores_per_1000_tps: per_1000(g.us_per_tran),
             corrected_cores_per_1000_tps: correction(&g.host).map(|c| per_1000(g.us_per_tran * c)),
+            cost_per_million: None,
         })
         .collect();
     let host_rows: Vec<HostCapacity> = hosts
@@ -152,6 +182,7 @@ pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) ->
         measured_tps,
         assumption: ASSUMPTION.into(),
         host_state: None,
+        price_per_vcpu_hour: None,
     })
 }
 
@@ -165,6 +196,42 @@ mod tests {
             host: host.into(),
             us_per_tran: us,
         }
+    }
+
+    #[test]
+    fn a_price_gives_each_group_its_cost_per_million_messages_by_hand() {
+        // 36 µs a message at 0.05 a vCPU-hour: 10^6 × 36 µs = 36 s = 0.01 vCPU-hour, so a
+        // million messages cost 0.0005; corrected by 1.25 where a ratio applies.
+        let groups = [g("QMGR", "local", 36.0), g("DB", "db", 72.0)];
+        let hosts = [
+            HostFacts {
+                name: "local".into(),
+                cpus: 2,
+                correction: Some(1.25),
+            },
+            HostFacts {
+                name: "db".into(),
+                cpus: 2,
+                correction: None,
+            },
+        ];
+        let c = estimate(&groups, &hosts, 100.0)
+            .expect("an estimate")
+            .priced(Some(0.05));
+        assert_eq!(c.price_per_vcpu_hour, Some(0.05));
+        let cost = |name: &str| {
+            c.groups
+                .iter()
+                .find(|x| x.name == name)
+                .and_then(|x| x.cost_per_million)
+                .expect(name)
+        };
+        assert!((cost("QMGR") - 36.0 * 1.25 * 0.05 / 3600.0).abs() < 1e-15);
+        assert!((cost("DB") - 72.0 * 0.05 / 3600.0).abs() < 1e-15);
+        let unpriced = estimate(&groups, &hosts, 100.0)
+            .expect("an estimate")
+            .priced(None);
+        assert!(unpriced.groups.iter().all(|x| x.cost_per_million.is_none()));
     }
 
     #[test]

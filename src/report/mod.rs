@@ -637,6 +637,13 @@ impl Report {
         }
         .with_run_warnings(cfg, out)
         .with_capacity()
+        .priced(cfg.price_per_vcpu_hour)
+    }
+
+    /// Each group's cost per million messages at `price` per vCPU-hour, in the capacity.
+    pub(crate) fn priced(mut self, price: Option<f64>) -> Report {
+        self.capacity = self.capacity.map(|c| c.priced(price));
+        self
     }
 
     /// The capacity estimate from the groups and the hosts' cores (a run with transactions).

@@ -224,15 +224,22 @@ fn capacity(r: &Report) -> Option<String> {
         .groups
         .iter()
         .map(|g| {
-            vec![
+            let mut row = vec![
                 format!("{}@{}", g.name, g.host),
                 format!("{:.2}", g.us_per_tran),
                 format!("{:.4}", g.cores_per_1000_tps),
                 num(g.corrected_cores_per_1000_tps, 4),
-            ]
+            ];
+            if c.price_per_vcpu_hour.is_some() {
+                row.push(
+                    g.cost_per_million
+                        .map_or("-".into(), crate::export::text::money),
+                );
+            }
+            row
         })
         .collect();
-    let hosts: Vec<(&str, String)> = c
+    let mut hosts: Vec<(&str, String)> = c
         .hosts
         .iter()
         .map(|h| {
@@ -247,10 +254,29 @@ fn capacity(r: &Report) -> Option<String> {
             )
         })
         .collect();
+    if let Some(p) = c.price_per_vcpu_hour {
+        hosts.push((
+            "Price",
+            format!(
+                "{} per vCPU-hour: a million messages cost µs/tran × price ÷ 3,600",
+                crate::export::text::money(p)
+            ),
+        ));
+    }
     Some(format!(
         "{}{}<p class=\"note\">Estimate: {} trans/s fill {}'s CPUs first ({}).</p>",
         table(
-            &["group", "µs/tran", "cores per 1,000 trans/s", "corrected"],
+            if c.price_per_vcpu_hour.is_some() {
+                &[
+                    "group",
+                    "µs/tran",
+                    "cores per 1,000 trans/s",
+                    "corrected",
+                    "cost per 1M msgs",
+                ][..]
+            } else {
+                &["group", "µs/tran", "cores per 1,000 trans/s", "corrected"][..]
+            },
             &rows
         ),
         facts(&hosts),
