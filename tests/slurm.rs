@@ -586,3 +586,38 @@ fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_
         );
     }
 }
+
+#[test]
+fn the_lab_takes_a_stale_pid_file_for_its_daemon_only_when_that_program_runs_there() {
+    // ci/slurm-lab.sh keeps its daemons' PIDs under /var/tmp, which outlives a reboot: a
+    // PID since taken by another process counted as the lab's slurmctld, so `down` killed
+    // it. Its `alive` is checked alone (no lab needed): the function as the script has it.
+    let script = std::fs::read_to_string(repo().join("ci/slurm-lab.sh")).expect("the script");
+    let start = script.find("\nalive() {").expect("alive() in the script");
+    let end = script[start + 1..]
+        .find("\n}\n")
+        .map(|e| start + 1 + e + 3)
+        .expect("its end");
+    let function = &script[start..end];
+    let mut other = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("slurmctld.pid");
+    std::fs::write(&pid_file, format!("{}\n", other.id())).expect("pid file");
+    let alive = |program: &str| {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("{function}\nalive \"$1\" \"$2\"",))
+            .args(["alive", &pid_file.display().to_string(), program])
+            .status()
+            .expect("bash runs")
+            .success()
+    };
+    let (as_slurmctld, as_sleep) = (alive("slurmctld"), alive("sleep"));
+    let _ = other.kill();
+    let _ = other.wait();
+    assert!(
+        !as_slurmctld,
+        "a sleep's PID was taken for the lab's slurmctld"
+    );
+    assert!(as_sleep, "the running program itself is alive");
+}
