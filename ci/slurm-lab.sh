@@ -142,16 +142,23 @@ hosts_entries() {
   fi
 }
 
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# Whether pid file $1 names a running $2. The program's name is checked too: the files are
+# under /var/tmp, which outlives a reboot, and a stale PID taken by another process (a
+# broker, a shell) would otherwise count as the lab's daemon: not started by `up`, killed by `down`.
+alive() {
+  local pid
+  [ -s "$1" ] && pid=$(cat "$1") && [[ "$pid" =~ ^[0-9]+$ ]] &&
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]
+}
 
 start_slurm() {
   export SLURM_CONF=$conf
-  if ! alive "$dir/slurmctld.pid"; then
+  if ! alive "$dir/slurmctld.pid" slurmctld; then
     log "starting slurmctld (oemx-ctl, $ctl_addr:16817)"
     unshare --uts sh -c "hostname oemx-ctl; exec slurmctld -c -f '$conf'"
   fi
   for n in "${nodes[@]}"; do
-    if ! alive "$dir/slurmd-$n.pid"; then
+    if ! alive "$dir/slurmd-$n.pid" slurmd; then
       log "starting slurmd on $n"
       mkdir -p "$dir/spool-$n"
       nsenter --net="/run/netns/oemx-$n" unshare --uts sh -c "hostname $n; exec slurmd -f '$conf' -N $n"
@@ -200,10 +207,11 @@ up() {
 down() {
   guard
   local f
-  for f in "$dir"/slurmd-*.pid "$dir/slurmctld.pid"; do
-    alive "$f" && kill "$(cat "$f")" 2>/dev/null || true
+  for f in "$dir"/slurmd-*.pid; do
+    alive "$f" slurmd && kill "$(cat "$f")" 2>/dev/null || true
   done
-  if [ -s "$dir/munged.started" ] && kill -0 "$(cat "$dir/munged.started")" 2>/dev/null; then
+  alive "$dir/slurmctld.pid" slurmctld && kill "$(cat "$dir/slurmctld.pid")" 2>/dev/null || true
+  if alive "$dir/munged.started" munged; then
     kill "$(cat "$dir/munged.started")" || true
   fi
   rm -f "$dir/munged.started"

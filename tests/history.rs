@@ -426,3 +426,40 @@ fn runs_saving_into_one_history_at_once_all_land() {
         .collect();
     assert_eq!(names, ["main.json"]);
 }
+
+#[test]
+fn a_history_whose_commit_or_start_is_not_one_oemputx_writes_is_refused_on_one_line() {
+    // A step's commit and start are printed beside it: an edited history's with line breaks
+    // forged lines of `history`'s text (and the gate's) before they were checked.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(12, 6, 0.5);
+    let forged = "ab\n Captured total 0.01\n::error::forged";
+    for (field, says) in [
+        ("commit", "its commit \"ab\\n"),
+        ("start_utc", "its start_utc \"ab\\n"),
+    ] {
+        let path = history(
+            dir.path(),
+            &format!("{field}.json"),
+            &template,
+            &flow,
+            &driver,
+        );
+        let mut j = read(&path);
+        for run in j["runs"].as_array_mut().expect("runs") {
+            run[field] = Value::from(forged);
+        }
+        std::fs::write(&path, j.to_string()).expect("write");
+        let out = oemputx().arg("history").arg(&path).output().expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+        assert!(err.contains(says), "{field}: {err}");
+        for line in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .chain(err.lines())
+        {
+            assert!(!line.starts_with(" Captured total"), "{field}: {line:?}");
+        }
+    }
+}

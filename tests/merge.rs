@@ -541,3 +541,118 @@ fn a_cpu_window_that_does_not_cover_the_shards_is_refused_naming_both_windows() 
         "{err}"
     );
 }
+
+/// Lines that forge a report, an escape sequence and markup: what another host can put in
+/// a shard's strings.
+const FORGED: &str = "x\n Captured total  0.01\n::error::forged\u{1b}[2J<b>";
+
+#[test]
+fn a_shard_s_hostile_place_or_host_is_refused_or_kept_on_its_own_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let two = shards(
+        dir.path(),
+        "place",
+        &[0, 1],
+        2,
+        true,
+        &["--count", "200", "--tasks", "2"],
+    );
+    // A node, run id or settings hash oemputx never writes: refused by name, escaped.
+    for (field, what) in [
+        ("node", "node"),
+        ("run_id", "run id"),
+        ("settings_hash", "settings hash"),
+    ] {
+        let bad: Vec<PathBuf> = two
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                edited(p, &format!("{field}-{i}.json"), |j| {
+                    j["shard"][field] = Value::from(FORGED)
+                })
+            })
+            .collect();
+        let (code, _, err) = merged(&[&bad[0], &bad[1]], &[]);
+        assert_eq!(code, 2, "{field}: {err}");
+        assert!(err.contains(&format!("{what} \"x\\n")), "{field}: {err}");
+        assert!(!err.contains("\n Captured total"), "{field}: {err}");
+    }
+    // A host's name, model and kernel are its own: a merged report shows them, each on one line.
+    let hosts: Vec<PathBuf> = two
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            edited(p, &format!("host-{i}.json"), |j| {
+                j["shard"].as_object_mut().expect("a shard").remove("node");
+                for f in ["hostname", "kernel", "cpu_model"] {
+                    j["host"][f] = Value::from(FORGED);
+                }
+            })
+        })
+        .collect();
+    let out = oemputx()
+        .arg("merge")
+        .args(&hosts)
+        .output()
+        .expect("merge runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Host              : x"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.starts_with(" Captured total  0.01") && !line.starts_with("::"),
+            "a forged line: {line:?}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_shard_under_a_hostile_slurmd_nodename_is_refused_before_it_runs() {
+    let out = oemputx()
+        .env("SLURMD_NODENAME", FORGED)
+        .args([
+            "--shard",
+            "0/1",
+            "--run-id",
+            "n",
+            "--count",
+            "10",
+            "--no-save",
+        ])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("SLURMD_NODENAME=\"x\\n"), "{err}");
+    // A node's own name is kept.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("s.json");
+    let out = oemputx()
+        .env("SLURMD_NODENAME", "node-7.lab")
+        .args([
+            "--shard",
+            "0/1",
+            "--run-id",
+            "n",
+            "--count",
+            "10",
+            "--no-save",
+        ])
+        .args(["--quiet", "--export-json"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: Value = serde_json::from_slice(&std::fs::read(&file).expect("written")).expect("json");
+    assert_eq!(j["shard"]["node"], "node-7.lab");
+}

@@ -513,3 +513,111 @@ fn an_array_s_tasks_are_the_shards_and_an_afterok_job_merges_them() {
         "slurm: array {id} of 2 shards merged by job {merge_id} (afterok) {took:?} after its submission"
     );
 }
+
+/// A stand-in for srun (no scheduler needed): runs the task's command once per task of
+/// SLURM_NTASKS, SLURM_PROCID 0..N-1, at once; FAKE_LOSE=I leaves task I out and still
+/// says 0, as srun did for a node lost mid-run.
+const FAKE_SRUN: &str = r#"#!/usr/bin/env bash
+cmd=${@: -1}
+n=${SLURM_NTASKS:-1}
+pids=()
+for ((i = 0; i < n; i++)); do
+  [ "${FAKE_LOSE:-}" = "$i" ] && continue
+  SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=$n SLURM_PROCID=$i bash -c "$cmd" & pids+=($!)
+done
+rc=0; for p in "${pids[@]}"; do wait "$p" || rc=$?; done; exit $rc
+"#;
+
+#[test]
+fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_report() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let srun = bin.join("srun");
+    std::fs::write(&srun, FAKE_SRUN).expect("srun");
+    std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let out = dir.path().join("out");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let job = |id: &str, lose: Option<&str>| {
+        let mut c = Command::new("bash");
+        c.arg(repo().join("deploy/slurm/oemputx-shards.sbatch"))
+            .env("PATH", &path)
+            .env("SLURM_JOB_ID", id)
+            .env("SLURM_NTASKS", "2")
+            .env("OEMPUTX_BIN", oemputx_bin())
+            .env("OEMPUTX_QMGR", "embedded:")
+            .env("OEMPUTX_ARGS", "--count 200 --tasks 2")
+            .env("OEMPUTX_LEAD", "2")
+            .env("OEMPUTX_OUT", &out)
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .stdin(Stdio::null());
+        if let Some(i) = lose {
+            c.env("FAKE_LOSE", i);
+        }
+        c.output().expect("the script runs")
+    };
+    let first = job("812", None);
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(out.join("run.json").exists());
+    // The same folder again, shard 1 lost: a lost shard (1), not the first run's shard 1
+    // mixed in (merge refused, 2), and no report of the first run left as this one's.
+    let second = job("813", Some("1"));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(err.contains("shard(s) 1 wrote no report"), "{err}");
+    assert!(
+        err.contains("replacing the reports of an earlier run"),
+        "{err}"
+    );
+    for stale in ["run.json", "run.txt", "run.html", "shard-1.json"] {
+        assert!(
+            !out.join(stale).exists(),
+            "{stale} of the first run is left"
+        );
+    }
+}
+
+#[test]
+fn the_lab_takes_a_stale_pid_file_for_its_daemon_only_when_that_program_runs_there() {
+    // ci/slurm-lab.sh keeps its daemons' PIDs under /var/tmp, which outlives a reboot: a
+    // PID since taken by another process counted as the lab's slurmctld, so `down` killed
+    // it. Its `alive` is checked alone (no lab needed): the function as the script has it.
+    let script = std::fs::read_to_string(repo().join("ci/slurm-lab.sh")).expect("the script");
+    let start = script.find("\nalive() {").expect("alive() in the script");
+    let end = script[start + 1..]
+        .find("\n}\n")
+        .map(|e| start + 1 + e + 3)
+        .expect("its end");
+    let function = &script[start..end];
+    let mut other = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("slurmctld.pid");
+    std::fs::write(&pid_file, format!("{}\n", other.id())).expect("pid file");
+    let alive = |program: &str| {
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!("{function}\nalive \"$1\" \"$2\"",))
+            .args(["alive", &pid_file.display().to_string(), program])
+            .status()
+            .expect("bash runs")
+            .success()
+    };
+    let (as_slurmctld, as_sleep) = (alive("slurmctld"), alive("sleep"));
+    let _ = other.kill();
+    let _ = other.wait();
+    assert!(
+        !as_slurmctld,
+        "a sleep's PID was taken for the lab's slurmctld"
+    );
+    assert!(as_sleep, "the running program itself is alive");
+}

@@ -355,3 +355,54 @@ fn a_silent_broker_is_an_error_naming_the_bound_in_about_that_time() {
         started.elapsed()
     );
 }
+
+#[test]
+fn an_interval_past_the_calendar_is_waited_for_not_skipped_nor_a_panic() {
+    // 300000 years ends past chrono's last date (now + interval panicked, exit 101); 300
+    // million years is past a chrono::Duration (counted as no wait: intervals printed back
+    // to back at once, exit 0). Both must wait, and end on a signal like any interval.
+    let children: Vec<(&str, Child)> = ["300000y", "300000000y"]
+        .into_iter()
+        .map(|every| {
+            let args: Vec<String> = [
+                "cpu",
+                "--interval",
+                every,
+                "--count",
+                "2",
+                "--group",
+                "ME=comm:oemputx",
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+            (every, start(&args))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    for (every, mut c) in children {
+        let early = c.try_wait().expect("its state");
+        if early.is_none() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut ended = early;
+        while ended.is_none() && Instant::now() < deadline {
+            ended = c.try_wait().expect("its state");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if ended.is_none() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let err = stderr_of(&mut c);
+        assert!(
+            early.is_none(),
+            "--interval {every} did not wait: {early:?}\n{err}"
+        );
+        assert_eq!(ended.and_then(|s| s.code()), Some(130), "{every}: {err}");
+    }
+}

@@ -16,6 +16,16 @@ pub fn plain_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
 }
 
+/// Whether `name` may stand for a host in a report another host reads (a shard's node): 1 to
+/// 253 letters, digits, '_', '-' or '.', as host names are. A merge prints it on a line of
+/// its own; a name with a line break would forge lines of the merged report.
+pub fn plain_host_name(name: &str) -> bool {
+    (1..=253).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
 /// A wrong group or selector: the user's input (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum SelectorError {

@@ -153,6 +153,20 @@ fn print_rows(rows: &[CpuRow], tsv: bool, header: bool, stamp: Option<&str>) -> 
 }
 
 /// Sleep until `at`, waking every 50 ms for a signal; false when interrupted.
+/// When an interval that starts at `now` ends. An interval past the calendar's end (`cpu
+/// --interval 300000y`) ends never, not at once: `now + interval` panicked there, and an
+/// interval too long for a `chrono::Duration` was counted as none, printing intervals
+/// back to back that claimed to be centuries long.
+fn interval_end(
+    now: chrono::DateTime<chrono::Utc>,
+    interval: std::time::Duration,
+) -> chrono::DateTime<chrono::Utc> {
+    chrono::Duration::from_std(interval)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC)
+}
+
 fn sleep_until(at: chrono::DateTime<chrono::Utc>, interrupt: &AtomicBool) -> bool {
     loop {
         if interrupt.load(Ordering::Relaxed) {
@@ -302,8 +316,7 @@ pub fn cpu(args: &CpuConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit>
     while args.count.is_none_or(|c| n < c) && !interrupt.load(Ordering::Relaxed) {
         // A signal ends the wait at once; the interval it cut short is not printed (its
         // figures would be read as a whole interval's).
-        let due = chrono::Utc::now() + chrono::Duration::from_std(interval).unwrap_or_default();
-        if !sleep_until(due, &interrupt) {
+        if !sleep_until(interval_end(chrono::Utc::now(), interval), &interrupt) {
             break;
         }
         acc.end();

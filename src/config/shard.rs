@@ -169,7 +169,6 @@ pub fn index_of(
     o: &ShardOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Placement>, ConfigError> {
-    let node = env("SLURMD_NODENAME").filter(|n| !n.trim().is_empty());
     let (i, n, run_id) = match (&o.shard, &o.shards) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -190,6 +189,7 @@ pub fn index_of(
     if n == 0 || n > 10_000 {
         return Err(bad("--shard", format!("{n} shards: give 1 to 10000")));
     }
+    let node = node(env)?;
     if i >= n {
         return Err(bad(
             "--shard",
@@ -202,6 +202,26 @@ pub fn index_of(
         run_id,
         node,
     }))
+}
+
+/// The node Slurm names (`SLURMD_NODENAME`), when it names one. The name goes into the
+/// shard's report, which `merge` reads on another host and prints line by line: one that
+/// is not a host name is refused here, as merge refuses it there.
+fn node(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(raw) = env("SLURMD_NODENAME").filter(|n| !n.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let name = raw.trim();
+    if crate::accounting::selector::plain_host_name(name) {
+        Ok(Some(name.to_string()))
+    } else {
+        Err(bad(
+            "--shard",
+            format!(
+                "SLURMD_NODENAME={raw:?} is not a node's name (1 to 253 letters, digits, '-', '.' or '_'), and it would be in the shard's report: unset it, or name the node as its host"
+            ),
+        ))
+    }
 }
 
 /// `--shards N|auto` against what the launcher said: its index, and its N unless given.

@@ -231,12 +231,17 @@ fn accounting_notes(o: &mut String, acc: &AccountingInfo) {
             o,
             "Host load             : {}: {}",
             h.state.word(),
-            h.summary
+            super::for_terminal(&h.summary)
         );
     }
-    let _ = writeln!(o, "Verdict               : {}", acc.verdict);
+    // Each one line: a merged report's come from shards another host wrote.
+    let _ = writeln!(
+        o,
+        "Verdict               : {}",
+        super::for_terminal(&acc.verdict)
+    );
     for w in &acc.warnings {
-        let _ = writeln!(o, "Warning               : {w}");
+        let _ = writeln!(o, "Warning               : {}", super::for_terminal(w));
     }
 }
 
@@ -397,21 +402,23 @@ fn merged_block(o: &mut String, r: &Report) {
         o,
         "\nMerged from {} shards of run {} (window {:.3} s, starts {:.3} s apart); shared groups: {}",
         m.shards.len(),
-        m.run_id,
+        super::for_terminal(&m.run_id),
         m.window_s,
         m.start_spread_s,
-        m.measurement
+        super::for_terminal(&m.measurement)
     );
+    // The shards' names and times come from files other hosts wrote: one line each, so
+    // that no value can add lines to the report.
     for s in &m.shards {
         let _ = writeln!(
             o,
             " shard {:<3} {:<20} {:>10} trans {:>12.1} trans/sec  {} .. {}{}",
             s.index,
-            s.node.as_deref().unwrap_or(&s.hostname),
+            super::for_terminal(s.node.as_deref().unwrap_or(&s.hostname)),
             s.transactions,
             s.rate_tps,
-            s.start_utc,
-            s.end_utc,
+            super::for_terminal(&s.start_utc),
+            super::for_terminal(&s.end_utc),
             s.late_for_start_s
                 .filter(|l| *l > 0.0)
                 .map(|l| format!("  (ready {l:.3} s late)"))
@@ -491,7 +498,11 @@ fn capacity_block(o: &mut String, r: &Report) {
 /// Who served the request queue, when it was checked (the warnings above say what is wrong).
 fn serving_line(o: &mut String, r: &Report) {
     if let Some(served) = served_by(r) {
-        let _ = writeln!(o, "Served by             : {served}");
+        let _ = writeln!(
+            o,
+            "Served by             : {}",
+            super::for_terminal(&served)
+        );
     }
 }
 
@@ -515,26 +526,29 @@ pub fn served_by(r: &Report) -> Option<String> {
 /// The settings echoed, as OEMPUTX's report opens.
 fn settings_section(o: &mut String, r: &Report) {
     let s = &r.settings;
-    let _ = writeln!(o, "Queue manager     : {}", s.qmgr);
+    // What a report says of its broker and host is one line each: a merged report's come
+    // from a shard another host wrote, any host's name and a broker's queue names from outside.
+    let t = super::for_terminal;
+    let _ = writeln!(o, "Queue manager     : {}", t(&s.qmgr));
     let h = &r.host;
     let yes_no = |b: Option<bool>| b.map_or("unknown", |b| if b { "yes" } else { "no" });
     let _ = writeln!(
         o,
         "Host              : {}, {} CPU(s) {}, kernel {}, HZ {}, IRQ time accounted: {}",
-        h.hostname,
+        t(&h.hostname),
         h.cpus,
-        h.cpu_model.as_deref().unwrap_or("(model unknown)"),
-        h.kernel,
+        t(h.cpu_model.as_deref().unwrap_or("(model unknown)")),
+        t(&h.kernel),
         h.kernel_hz.map_or("unknown".to_string(), |z| z.to_string()),
         yes_no(h.irq_time_accounting)
     );
-    let _ = writeln!(o, "Request queue     : {}", s.request_queue);
+    let _ = writeln!(o, "Request queue     : {}", t(&s.request_queue));
     let _ = writeln!(
         o,
         "Reply queue       : {}",
-        s.reply_queue
+        t(s.reply_queue
             .as_deref()
-            .unwrap_or("temporary, one per task")
+            .unwrap_or("temporary, one per task"))
     );
     let size = if s.msg_bytes_min == s.msg_bytes_max {
         format!("{} bytes", s.msg_bytes_max)

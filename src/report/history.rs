@@ -95,13 +95,17 @@ impl History {
                     });
                 }
             });
+            // The start is printed beside each step: only a time oemputx wrote (an edited
+            // one with a line break forged lines of the history's text and the gate's).
+            let start = j.get("start_utc").and_then(|s| s.as_str());
+            if let Some(s) = start.filter(|s| chrono::DateTime::parse_from_rfc3339(s).is_err()) {
+                return Err(ReportFileError::Corrupt {
+                    path: name,
+                    why: format!("its start_utc {s:?} is not an RFC 3339 time, as oemputx writes"),
+                });
+            }
             runs.push(Saved::from_json(name, j.clone())?);
-            started.push(
-                j.get("start_utc")
-                    .and_then(|s| s.as_str())
-                    .unwrap_or("?")
-                    .to_string(),
-            );
+            started.push(start.unwrap_or("?").to_string());
         }
         Ok(History {
             path: path.to_path_buf(),
@@ -171,13 +175,7 @@ impl History {
 /// checkout the run was made in.
 pub const COMMIT_VARIABLES: [&str; 2] = ["GITHUB_SHA", "CI_COMMIT_SHA"];
 
-/// A commit as a history records it: a hexadecimal object name (abbreviated or full, SHA-1
-/// or SHA-256); anything else (an empty variable, a ref name) is no commit.
-pub fn commit_name(s: &str) -> Option<String> {
-    let s = s.trim();
-    ((4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| s.to_ascii_lowercase())
-}
+pub use super::saved::commit_name;
 
 /// The commit a run measured: the first of [`COMMIT_VARIABLES`] that names one (`var`
 /// reads the environment), else what `git` gives (`git rev-parse HEAD` in the run's

@@ -104,10 +104,35 @@ fn utc(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 /// larger count is a damaged file, and sums of such counts could overflow.
 pub const MAX_TRANSACTIONS: u64 = 1_000_000_000_000_000;
 
+/// Why a shard's place is not one oemputx writes, if it is not: a run id, settings hash or
+/// node that a merge would print (in its report, in its refusal of a mixed set) with line
+/// breaks or escape sequences another host put there. Named with its characters escaped.
+fn not_its_own_place(i: &super::ShardInfo) -> Option<String> {
+    use crate::accounting::selector::{plain_host_name, plain_name};
+    if !plain_name(&i.run_id) {
+        return Some(format!(
+            "run id {:?} is not one oemputx writes (1 to 64 letters, digits, '_', '-' or '.')",
+            i.run_id
+        ));
+    }
+    if !(i.settings_hash.len() == 16 && i.settings_hash.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Some(format!(
+            "settings hash {:?} is not one oemputx writes (16 hexadecimal digits)",
+            i.settings_hash
+        ));
+    }
+    i.node.as_deref().filter(|n| !plain_host_name(n)).map(|n| {
+        format!("node {n:?} is not one oemputx writes (1 to 253 letters, digits, '_', '-' or '.')")
+    })
+}
+
 /// Why a shard's figures cannot be a run's, if they cannot: a count beyond
 /// [`MAX_TRANSACTIONS`], or a CPU figure negative, not finite or beyond
 /// [`super::saved::MAX_FIGURE`].
 fn implausible(r: &Report) -> Option<String> {
+    if let Some(why) = r.shard.as_ref().and_then(not_its_own_place) {
+        return Some(why);
+    }
     if let Some(why) = r
         .groups
         .iter()

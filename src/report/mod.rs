@@ -630,7 +630,12 @@ impl Report {
                 settings_hash: s.settings_hash.clone(),
                 start_at: cfg.start_at.map(|t| format_utc(&t)),
                 late_for_start_s: out.late_for_start_s,
-                node: Some(s.node.clone().unwrap_or_else(|| Host::current().hostname)),
+                // The hostname stands in only when it is a plain host name, as merge
+                // requires of a shard's node (any bytes can be a machine's hostname).
+                node: s.node.clone().or_else(|| {
+                    Some(Host::current().hostname)
+                        .filter(|h| crate::accounting::selector::plain_host_name(h))
+                }),
             }),
             merged: None,
             host: Host::current(),

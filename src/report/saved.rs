@@ -189,6 +189,13 @@ impl SavedReport {
                 "{why}: the report is damaged or hand-edited, make it again"
             ));
         }
+        // The commit heads a history's steps and fills a TSV column: oemputx writes only
+        // a hexadecimal name (one with a line break forged lines of `history`'s text).
+        if let Some(c) = self.commit.as_deref().filter(|c| commit_name(c).is_none()) {
+            return Some(format!(
+                "its commit {c:?} is not a commit's hexadecimal name, as oemputx writes: the report is damaged or hand-edited, make it again"
+            ));
+        }
         let rounds = self
             .rounds
             .iter()
@@ -207,6 +214,14 @@ impl SavedReport {
                     })
             })
     }
+}
+
+/// A commit as a report or history records it: a hexadecimal object name (abbreviated or
+/// full, SHA-1 or SHA-256); anything else (an empty variable, a ref name) is no commit.
+pub fn commit_name(s: &str) -> Option<String> {
+    let s = s.trim();
+    ((4..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| s.to_ascii_lowercase())
 }
 
 /// Why `name`, read from a file as a group's, is not one oemputx writes (`None` when it is):
@@ -331,11 +346,12 @@ impl Saved {
             let detail = json
                 .get("status_detail")
                 .and_then(|d| d.as_str())
-                .map(|d| format!(": {d}"))
+                // The detail is the file's: one line, as it was when written.
+                .map(|d| format!(": {}", crate::terminal::for_terminal(d)))
                 .unwrap_or_default();
             return Err(ReportFileError::NotCompleted {
                 path,
-                status: status.replace('_', " "),
+                status: crate::terminal::for_terminal(&status.replace('_', " ")),
                 detail,
             });
         }
