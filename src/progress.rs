@@ -179,10 +179,15 @@ fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String
     }
     let ends = chrono::Utc::now()
         + chrono::Duration::from_std(whole.saturating_sub(elapsed)).unwrap_or_default();
-    Some(format!(
-        "[estimate] at the first second's {rate:.0} msgs/s, {total} msgs take about {} in all (ends about {} UTC); --duration bounds a run by time",
-        humantime::format_duration(Duration::from_secs(whole.as_secs())),
+    // A run that ends on another day says which.
+    let when = if whole > Duration::from_secs(20 * 3600) {
+        ends.format("%Y-%m-%d %H:%M:%S")
+    } else {
         ends.format("%H:%M:%S")
+    };
+    Some(format!(
+        "[estimate] at the first second's {rate:.0} msgs/s, {total} msgs take about {} in all (ends about {when} UTC); --duration bounds a run by time",
+        humantime::format_duration(Duration::from_secs(whole.as_secs())),
     ))
 }
 

@@ -433,12 +433,17 @@ impl PcpHost {
     #[cfg(feature = "pcp")]
     fn get(&self, path_and_query: &str) -> Result<Value, PcpError> {
         let (ask, path) = (self.ask.clone(), path_and_query.to_string());
-        crate::signals::unless_interrupted(move || ask.get(&path)).unwrap_or_else(|_| {
-            Err(PcpError::Interrupted {
+        match crate::signals::unless_interrupted(move || ask.get(&path)) {
+            Ok(answer) => answer,
+            Err(crate::signals::Stopped::Interrupted) => Err(PcpError::Interrupted {
                 name: self.name.clone(),
                 url: self.shown.clone(),
-            })
-        })
+            }),
+            // The request's thread ended without a word (it cannot, short of a panic).
+            Err(crate::signals::Stopped::Elapsed) => {
+                Err(self.protocol("asking pmproxy", "the request ended without an answer"))
+            }
+        }
     }
 
     /// No request in a build without the `pcp` feature: [`PcpHost::parse`] refuses every
