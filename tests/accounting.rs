@@ -377,13 +377,6 @@ fn children_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie (exited, not yet reaped by init) counts as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
-
 #[test]
 fn account_passes_a_signal_on_to_its_command_and_exits_130() {
     let child = oemputx_process()
@@ -471,15 +464,6 @@ fn account_with_grandchildren(then: &str) -> (Option<i32>, Vec<i32>) {
         .filter_map(|p| p.parse().ok())
         .collect();
     (out.status.code(), pids)
-}
-
-/// Bounded: true once none of `pids` runs.
-fn all_gone(pids: &[i32]) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    !pids.iter().any(|p| alive(*p))
 }
 
 #[test]

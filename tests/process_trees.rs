@@ -26,31 +26,6 @@ fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-fn alive(pid: i32) -> bool {
-    // A zombie has left its tree already; only its parent's wait is missing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| !r.trim_start().starts_with('Z'))
-    })
-}
-
-/// Bounded: true once none of `pids` runs. Whatever it finds, it leaves none running.
-fn all_gone(pids: &[i32]) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let gone = !pids.iter().any(|p| alive(*p));
-    for p in pids.iter().filter(|p| alive(**p)) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(*p),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    gone
-}
-
 /// The command lines of every command that starts children, with `cmd` as their flow (or
 /// account's command) and `queue` as the request queue.
 fn commands(cmd: &str, queue: &str) -> Vec<(&'static str, Vec<String>)> {

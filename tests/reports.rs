@@ -790,7 +790,7 @@ fn a_price_per_vcpu_hour_gives_each_group_its_cost_per_million_messages_in_every
         text.contains(" per 1M msgs") && text.contains("Price "),
         "{text}"
     );
-    let rows = pasteable_tsv(&f("r.tsv"));
+    let rows = pasteable_tsv(&f("r.tsv"), &oemputx::export::identity::COLUMNS);
     let at = rows[0]
         .iter()
         .position(|h| h == "cost_per_million")

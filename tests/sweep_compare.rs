@@ -168,7 +168,7 @@ fn an_interrupted_sweep_says_so_in_every_output() {
     let j = read_json(&json);
     assert_eq!(j["run_shape"]["ended"], "interrupted", "{j}");
     // A pasted row and the chart say it too: neither may pass for a whole sweep.
-    pasteable_tsv(&tsv);
+    pasteable_tsv(&tsv, &oemputx::export::identity::COLUMNS);
     let tsv = std::fs::read_to_string(&tsv).expect("TSV written");
     let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
     let ended = rows[0]
@@ -428,7 +428,7 @@ fn compare_measures_settings_in_one_window_with_an_interval_for_every_change() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Total Overhead %"), "{text}");
     assert!(stderr.contains("compare: look 1 after 8"), "{stderr}");
-    pasteable_tsv(&tsv);
+    pasteable_tsv(&tsv, &oemputx::export::identity::COLUMNS);
     oemputx_test_support::browser::assert_renders(
         &dir.path().join("c.html"),
         "compare-live",

@@ -22,7 +22,7 @@ fn write_tsv(dir: &Path, name: &str, args: &[&str]) -> Vec<Vec<String>> {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    pasteable_tsv(&path)
+    pasteable_tsv(&path, &oemputx::export::identity::COLUMNS)
 }
 
 /// The value of `column` in body row `row`.
@@ -55,7 +55,14 @@ fn a_run_s_rows_identify_it_and_persistence_shows() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(cell(&pasteable_tsv(&path), 1, "commit"), sha);
+    assert_eq!(
+        cell(
+            &pasteable_tsv(&path, &oemputx::export::identity::COLUMNS),
+            1,
+            "commit"
+        ),
+        sha
+    );
 }
 
 #[test]

@@ -134,7 +134,6 @@ struct Asker {
     auth: Option<Secret>,
 }
 
-#[cfg(feature = "pcp")]
 impl Asker {
     fn protocol(&self, what: &'static str, why: impl std::fmt::Display) -> PcpError {
         PcpError::Protocol {
@@ -420,12 +419,7 @@ impl PcpHost {
     }
 
     fn protocol(&self, what: &'static str, why: impl std::fmt::Display) -> PcpError {
-        PcpError::Protocol {
-            name: self.name.clone(),
-            url: self.shown.clone(),
-            what,
-            why: why.to_string(),
-        }
+        self.ask.protocol(what, why)
     }
 
     /// One GET of pmproxy's API, as JSON, within [`REQUEST_TIMEOUT_S`]; a signal ends the

@@ -111,30 +111,11 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).expect("the JSON parses")
 }
 
-/// The columns that identify a run on every pasted row, whatever command wrote it.
-pub const IDENTITY_COLUMNS: [&str; 16] = [
-    "label",
-    "transport",
-    "tasks",
-    "msg_bytes",
-    "persistent",
-    "syncpoint",
-    "rounds",
-    "count",
-    "duration_s",
-    "warmup",
-    "rate_limit_tps",
-    "other_cpu_us_per_tran",
-    "captured_spread_pct",
-    "host_state",
-    "oemputx_version",
-    "commit",
-];
-
 /// A TSV file as Python's csv module reads it (a spreadsheet's conventions: a tab between
-/// cells, RFC 4180 quotes), every row as long as the header, and every identity column in
-/// the header: the rows, header first.
-pub fn pasteable_tsv(path: &std::path::Path) -> Vec<Vec<String>> {
+/// cells, RFC 4180 quotes), every row as long as the header, and every one of `columns`
+/// (the identity columns, `oemputx::export::identity::COLUMNS`) in the header: the rows,
+/// header first.
+pub fn pasteable_tsv(path: &std::path::Path, columns: &[&str]) -> Vec<Vec<String>> {
     let script = "import csv, json, sys\n\
         rows = list(csv.reader(open(sys.argv[1], newline=''), delimiter='\\t'))\n\
         bad = [i for i, r in enumerate(rows) if len(r) != len(rows[0])]\n\
@@ -153,7 +134,7 @@ pub fn pasteable_tsv(path: &std::path::Path) -> Vec<Vec<String>> {
     );
     let rows: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).expect("the rows as JSON");
     let header = rows.first().expect("a header");
-    for c in IDENTITY_COLUMNS {
+    for c in columns {
         assert!(
             header.iter().any(|h| h == c),
             "{}: no column {c} in {header:?}",
@@ -170,4 +151,30 @@ pub fn pasteable_tsv(path: &std::path::Path) -> Vec<Vec<String>> {
         }
     }
     rows
+}
+
+/// Whether process `pid` runs (a zombie, exited and not yet reaped, has left its tree).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// Bounded: true once none of `pids` runs (10 s at most). Whatever it finds, it leaves
+/// none of them running on this host.
+pub fn all_gone(pids: &[i32]) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone = !pids.iter().any(|p| alive(*p));
+    for p in pids.iter().filter(|p| alive(**p)) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    gone
 }
