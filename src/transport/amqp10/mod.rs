@@ -277,59 +277,31 @@ impl Transport for Amqp10 {
         };
         let request = self.request_address();
         let style = self.endpoint.style;
-        let (opened, sender, receiver, reply_to, temporary) = rt.block_on(async {
-            let mut o = open(&self.endpoint, &format!("oemputx-task-{task}")).await?;
-            let sender = Sender::builder()
-                .name(link_name("requests", task))
-                .target(durable_target(&request))
-                .sender_settle_mode(if persistent {
-                    SenderSettleMode::Unsettled
-                } else {
-                    SenderSettleMode::Settled
-                })
-                .attach(&mut o.session)
-                .await
-                .map_err(|e| refused_link(&target, &request, style, e.to_string()))?;
-            let temporary = style.temporary(&format!(
-                "oemputx.reply.{}.{task}.{}",
-                std::process::id(),
-                unique()
-            ));
-            let source = match named_reply.as_ref().or(temporary.as_ref()) {
-                // Not durable: a responder's sender to the reply address makes RabbitMQ
-                // declare the queue again, and refuses a declare that differs in
-                // durability; clients' terminus is not durable unless they ask.
-                Some(address) => Source::builder().address(address.as_str()).build(),
-                None => Source::builder().dynamic(true).build(),
-            };
-            let receiver = Receiver::builder()
-                .name(link_name("replies", task))
-                .source(source)
-                .sender_settle_mode(SenderSettleMode::Settled)
-                .receiver_settle_mode(ReceiverSettleMode::First)
-                .credit_mode(CreditMode::Auto(REPLY_CREDIT))
-                .auto_accept(true)
-                .attach(&mut o.session)
-                .await
-                .map_err(|e| {
-                    let what = named_reply.as_deref().unwrap_or("a dynamic reply node");
-                    refused_link(&target, what, style, e.to_string())
-                })?;
-            let reply_to = receiver
-                .source()
-                .as_ref()
-                .and_then(|s| s.address.clone())
-                .or(named_reply.clone())
-                .or(temporary.clone())
-                .ok_or_else(|| {
-                    TransportError::broker(
-                        &target,
-                        "creating a reply node",
-                        "the broker gave the dynamic node no address",
-                    )
-                })?;
-            Ok::<_, TransportError>((o, sender, receiver, reply_to, temporary))
-        })?;
+        let temporary = style.temporary(&format!(
+            "oemputx.reply.{}.{task}.{}",
+            std::process::id(),
+            unique()
+        ));
+        // The set-up ends at once on a signal; its future is large, so it lives on the heap
+        // (a task thread's stack overflowed with it).
+        let made = rt.block_on(super::interruptible(
+            &target,
+            Box::pin(self.task_links(task, &request, named_reply.as_ref(), temporary.as_ref())),
+        ));
+        let (opened, sender, receiver, reply_to) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                // A reply queue the broker may have made for a link that then failed (or
+                // a signal cut short) is not left on a shared broker.
+                if let (Some(address), None) = (&temporary, &named_reply) {
+                    let _ = super::amqp::admin::delete_queue(
+                        &self.endpoint.as_amqp091(),
+                        &style.queue_of(address),
+                    );
+                }
+                return Err(e);
+            }
+        };
         let delete_after = temporary
             .filter(|_| named_reply.is_none())
             .map(|address| (self.endpoint.as_amqp091(), style.queue_of(&address)));
@@ -350,6 +322,94 @@ impl Transport for Amqp10 {
 
     fn max_message_size(&self) -> usize {
         MAX_MESSAGE
+    }
+}
+
+/// A task's set-up, apart from the trait.
+impl Amqp10 {
+    /// A task's connection and its two links, each attach bounded by [`CONNECT_TIMEOUT`]:
+    /// the request link, and the reply link on `named_reply`, else `temporary`, else a
+    /// dynamic node; with the reply address the broker gave.
+    async fn task_links(
+        &self,
+        task: usize,
+        request: &str,
+        named_reply: Option<&String>,
+        temporary: Option<&String>,
+    ) -> Result<(Opened, Sender, Receiver, String), TransportError> {
+        let target = self.target();
+        let style = self.endpoint.style;
+        let persistent = self.setup.persistent;
+        // Each link's attach is bounded (the caller ends the whole on a signal).
+        let bounded = |what: &'static str| {
+            let target = target.clone();
+            move || {
+                TransportError::broker(
+                    &target,
+                    what,
+                    format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+                )
+            }
+        };
+
+        let mut o = open(&self.endpoint, &format!("oemputx-task-{task}")).await?;
+        let sender = Sender::builder()
+            .name(link_name("requests", task))
+            .target(durable_target(request))
+            .sender_settle_mode(if persistent {
+                SenderSettleMode::Unsettled
+            } else {
+                SenderSettleMode::Settled
+            })
+            .attach(&mut o.session);
+        let sender = super::handshake(
+            &target,
+            CONNECT_TIMEOUT,
+            sender,
+            bounded("attaching the request link"),
+        )
+        .await?
+        .map_err(|e| refused_link(&target, request, style, e.to_string()))?;
+        let source = match named_reply.as_ref().or(temporary.as_ref()) {
+            // Not durable: a responder's sender to the reply address makes RabbitMQ
+            // declare the queue again, and refuses a declare that differs in
+            // durability; clients' terminus is not durable unless they ask.
+            Some(address) => Source::builder().address(address.as_str()).build(),
+            None => Source::builder().dynamic(true).build(),
+        };
+        let receiver = Receiver::builder()
+            .name(link_name("replies", task))
+            .source(source)
+            .sender_settle_mode(SenderSettleMode::Settled)
+            .receiver_settle_mode(ReceiverSettleMode::First)
+            .credit_mode(CreditMode::Auto(REPLY_CREDIT))
+            .auto_accept(true)
+            .attach(&mut o.session);
+        let receiver = super::handshake(
+            &target,
+            CONNECT_TIMEOUT,
+            receiver,
+            bounded("attaching the reply link"),
+        )
+        .await?
+        .map_err(|e| {
+            let what = named_reply.map_or("a dynamic reply node", String::as_str);
+            refused_link(&target, what, style, e.to_string())
+        })?;
+        let reply_to = receiver
+            .source()
+            .as_ref()
+            .and_then(|s| s.address.clone())
+            .or(named_reply.cloned())
+            .or(temporary.cloned())
+            .ok_or_else(|| {
+                TransportError::broker(
+                    &target,
+                    "creating a reply node",
+                    "the broker gave the dynamic node no address",
+                )
+            })?;
+        Ok((o, sender, receiver, reply_to))
     }
 }
 
