@@ -18,6 +18,8 @@ use std::sync::atomic::AtomicBool;
 
 /// Run the loop the config describes, export its report, and say how it ended.
 pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    // Known before the run, so that its report waits for no git after it (or a Ctrl-C).
+    let _ = crate::report::history::this_commit();
     let report = measure(cfg, interrupt)?;
     // After the run, before its report: a run that could not start says only why.
     if let Some(note) = cfg.groups_note.as_ref().filter(|_| !cfg.quiet) {

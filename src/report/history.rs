@@ -191,8 +191,15 @@ pub fn commit_of(
 }
 
 /// The commit a run measured: CI's variable, else the checkout's HEAD (`git rev-parse HEAD`
-/// in the current directory), else None — no git, or not a repository.
+/// in the current directory), else None — no git, or not a repository. Asked once per
+/// process (it does not change while oemputx runs), so that a run's report — built after
+/// a Ctrl-C too — waits for no `git` on a loaded host: `commands::run` asks before the run.
 pub fn this_commit() -> Option<String> {
+    static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    COMMIT.get_or_init(ask_commit).clone()
+}
+
+fn ask_commit() -> Option<String> {
     commit_of(
         |k| std::env::var(k).ok(),
         || {
