@@ -479,8 +479,10 @@ fn ctrl_c_while_pacing_stops_at_once_and_sends_nothing_more() {
     .expect("signal");
     let out = child.wait_with_output().expect("wait");
     assert_sigint_reraised(&out.status, "");
+    // Well before the next request's 10 s: the end-of-run accounting on a loaded host took
+    // 3.25 s once in the full suite (it is ~0.1 s at load 4), so the bound leaves room.
     assert!(
-        signalled.elapsed() < Duration::from_secs(3),
+        signalled.elapsed() < Duration::from_secs(7),
         "took {:?} after the signal",
         signalled.elapsed()
     );
