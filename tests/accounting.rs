@@ -458,12 +458,7 @@ fn account_with_grandchildren(then: &str) -> (Option<i32>, Vec<i32>) {
         .stderr(std::process::Stdio::null())
         .output()
         .expect("runs");
-    let pids = std::fs::read_to_string(&file)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    (out.status.code(), pids)
+    (out.status.code(), pids_in_file(&file))
 }
 
 #[test]

@@ -18,14 +18,6 @@ fn tree(file: &Path, then: &str) -> String {
     format!("sh -c 'sleep 100000 & echo $! >> {f}; sleep 100000 & echo $! >> {f}; {then}' sh")
 }
 
-fn pids(file: &Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// The command lines of every command that starts children, with `cmd` as their flow (or
 /// account's command) and `queue` as the request queue.
 fn commands(cmd: &str, queue: &str) -> Vec<(&'static str, Vec<String>)> {
@@ -83,7 +75,7 @@ fn a_child_that_fails_at_once_leaves_no_grandchild_running() {
             .timeout(Duration::from_secs(120))
             .output()
             .expect("runs");
-        let pids = pids(&file);
+        let pids = pids_in_file(&file);
         let code = out.status.code();
         if code == Some(0) || pids.len() < 2 || !all_gone(&pids) {
             failures.push(format!(
@@ -124,12 +116,12 @@ fn a_signal_mid_run_leaves_no_grandchild_running() {
             .expect("oemputx starts");
         // Mid-run: the grandchildren are there, and a moment more.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while pids(&file).len() < 2 && Instant::now() < deadline {
+        while pids_in_file(&file).len() < 2 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(500));
         let (out, _) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
-        let pids = pids(&file);
+        let pids = pids_in_file(&file);
         let code = out.status.code();
         if code != Some(130) || pids.len() < 2 || !all_gone(&pids) {
             failures.push(format!(

@@ -210,11 +210,7 @@ fn identify(out: &mut [Line], r: &Report, f: Format) {
         line.start_utc = r.start_utc.clone();
         line.transport = s.transport.to_string();
         line.tasks = s.tasks.to_string();
-        line.msg_bytes = if s.msg_bytes_min == s.msg_bytes_max {
-            s.msg_bytes_max.to_string()
-        } else {
-            format!("{}-{}", s.msg_bytes_min, s.msg_bytes_max)
-        };
+        line.msg_bytes = super::identity::msg_bytes(s);
         line.persistent = s.persistent.to_string();
         line.host_state.clone_from(&host_state);
         line.rounds = r.rounds.len().max(1).to_string();

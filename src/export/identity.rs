@@ -28,6 +28,15 @@ pub const COLUMNS: [&str; 16] = [
     "commit",
 ];
 
+/// A run's message size: one number, or the range of a message file's sizes.
+pub fn msg_bytes(s: &Settings) -> String {
+    if s.msg_bytes_min == s.msg_bytes_max {
+        s.msg_bytes_max.to_string()
+    } else {
+        format!("{}-{}", s.msg_bytes_min, s.msg_bytes_max)
+    }
+}
+
 /// One run's identity: a value per [`COLUMNS`] entry (empty where it has none).
 #[derive(Debug, Clone, Default)]
 pub struct Identity {
@@ -60,11 +69,7 @@ impl Identity {
         Identity {
             transport: s.transport.to_string(),
             tasks: s.tasks.to_string(),
-            msg_bytes: if s.msg_bytes_min == s.msg_bytes_max {
-                s.msg_bytes_max.to_string()
-            } else {
-                format!("{}-{}", s.msg_bytes_min, s.msg_bytes_max)
-            },
+            msg_bytes: msg_bytes(s),
             persistent: s.persistent.to_string(),
             syncpoint: s.syncpoint.to_string(),
             count: opt(s.count),

@@ -33,9 +33,6 @@ use std::time::{Duration, Instant};
 /// How long a SUBSCRIBE's or a persistent SEND's receipt is waited for.
 const RECEIPT_WAIT: Duration = Duration::from_secs(10);
 
-/// The longest one read of a receipt wait takes before it looks for a signal.
-const SIGNAL_SLICE: Duration = Duration::from_millis(50);
-
 /// ActiveMQ over STOMP as a pub/sub broker.
 pub struct StompPubSub {
     pub endpoint: StompEndpoint,
@@ -114,24 +111,23 @@ fn with_receipt(
     conn.send(&f.header("receipt", id))?;
     let deadline = Instant::now() + RECEIPT_WAIT;
     loop {
-        // A signal ends the wait without an error: the run is stopping, and its report
-        // (exit 130) says so; a wait that held Ctrl-C for 10 s was issue 48's class (d).
-        if crate::signals::interrupted() {
-            return Ok(());
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(TransportError::broker(
-                target,
-                what,
-                format!("no receipt within {} s", RECEIPT_WAIT.as_secs()),
-            ));
-        }
-        match conn.next_frame(deadline.min(now + SIGNAL_SLICE))? {
-            None => continue,
-            Some(r) if r.command == "RECEIPT" && r.get("receipt-id") == Some(id) => return Ok(()),
-            Some(e) if e.command == "ERROR" => return Err(error_frame(target, what, &e)),
-            Some(m) => early.push(m),
+        match conn.answer_within(deadline.saturating_duration_since(Instant::now())) {
+            // A signal ends the wait without an error: the run is stopping, and its report
+            // (exit 130) says so; a wait that held Ctrl-C for 10 s was issue 48's class (d).
+            Err(TransportError::Interrupted { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+            Ok(None) => {
+                return Err(TransportError::broker(
+                    target,
+                    what,
+                    format!("no receipt within {} s", RECEIPT_WAIT.as_secs()),
+                ));
+            }
+            Ok(Some(r)) if r.command == "RECEIPT" && r.get("receipt-id") == Some(id) => {
+                return Ok(());
+            }
+            Ok(Some(e)) if e.command == "ERROR" => return Err(error_frame(target, what, &e)),
+            Ok(Some(m)) => early.push(m),
         }
     }
 }

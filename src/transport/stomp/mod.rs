@@ -195,7 +195,8 @@ impl Conn {
     }
 
     /// The next frame within `bound` (`None` when none came), looking for a signal between
-    /// slices: a silent port ends at once on Ctrl-C, not after the bound.
+    /// slices: a silent port ends at once on Ctrl-C, not after the bound (the CONNECTED
+    /// wait, pub/sub's receipts).
     pub fn answer_within(&mut self, bound: Duration) -> Result<Option<Frame>, TransportError> {
         let deadline = Instant::now() + bound;
         loop {

@@ -178,3 +178,12 @@ pub fn all_gone(pids: &[i32]) -> bool {
     }
     gone
 }
+
+/// The pids a test's shell wrote to `file`, one per line (none when it wrote none).
+pub fn pids_in_file(file: &std::path::Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
