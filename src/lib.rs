@@ -30,6 +30,7 @@ pub mod measure;
 pub mod msgfile;
 pub mod no_reply;
 pub mod orchestrate;
+pub mod profiling;
 pub mod progress;
 pub mod pubsub;
 pub mod report;

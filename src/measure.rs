@@ -18,6 +18,19 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
         .with_hosts(&cfg.hosts)
         .map_err(crate::config::ConfigError::from)?;
+    // perf first: it reads every process's maps as it starts, well before the window.
+    let mut stacks = if cfg.sample_stacks {
+        Some(crate::profiling::recorder::Recorder::start().map_err(|e| {
+            if e.is_setup() {
+                anyhow::Error::from(crate::config::bad("--profile", e.to_string()))
+            } else {
+                anyhow::anyhow!("--profile: {e}")
+            }
+        })?)
+    } else {
+        None
+    };
+    let mut no_stacks = crate::window::NoWindow;
     let transport = transport::open(
         &cfg.endpoint,
         cfg.queue_setup().interrupted_by(interrupt.clone()),
@@ -31,7 +44,9 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         .then(|| cfg.endpoint.kind().counted_consumers(&cfg.request_queue))
         .flatten();
     let excluded = transport.own_threads();
-    let mut window = DriverCpu::new(excluded.clone());
+    // The profile's own thread is its cost, not the driver's (the profile reports it).
+    let profile_threads = stacks.as_ref().map(|r| r.own_threads()).unwrap_or_default();
+    let mut window = DriverCpu::new(excluded.iter().chain(&profile_threads).copied().collect());
     let controls = Controls::new(interrupt, cfg.tasks);
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {
@@ -52,7 +67,12 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
             },
             controls.progress_counters(),
         );
-        let mut windows = Windows(vec![&mut accounting, &mut progress, &mut window]);
+        // perf outermost: switching it on and off stays outside the snapshots.
+        let sampler: &mut dyn crate::window::Window = match stacks.as_mut() {
+            Some(r) => r,
+            None => &mut no_stacks,
+        };
+        let mut windows = Windows(vec![sampler, &mut accounting, &mut progress, &mut window]);
         crate::no_reply::watching(cfg, &controls, || {
             driver::drive(cfg, transport.as_ref(), &controls, &mut windows)
         })?
@@ -88,6 +108,9 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let mut report = report;
     report.rounds = round_rows(cfg, &outcome, &window, &accounting);
     report.rounds_summary = RoundsSummary::of(&report.rounds);
+    if let Some(recorder) = stacks {
+        add_profile(recorder, &mut report);
+    }
     explain_silence(cfg, consumers_before, &mut report);
     hint_slow_round_trips(cfg, &mut report);
     if cfg.check_serving
@@ -103,6 +126,28 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         report.serving = Some(serving);
     }
     Ok(report)
+}
+
+/// Read what perf sampled into the report; a profile that could not be made is a warning
+/// saying why, never an empty table.
+fn add_profile(recorder: crate::profiling::recorder::Recorder, report: &mut Report) {
+    let outcome = if crate::signals::interrupted() {
+        Err("the run was interrupted before its stacks were read".to_string())
+    } else {
+        let rows = crate::profiling::attribute::Rows {
+            processes: &report.processes,
+            groups: &report.groups,
+        };
+        recorder.finish(&rows, report.transactions)
+    };
+    match outcome {
+        Ok(p) => report.profile = Some(p),
+        Err(e) => report
+            .accounting
+            .get_or_insert_with(Default::default)
+            .warnings
+            .push(format!("--profile: no profile: {e}")),
+    }
 }
 
 /// The transport's word on a run whose round trips the measured CPU does not explain.

@@ -80,6 +80,7 @@ impl RunArgs {
             },
             label: self.label.clone(),
             price_per_vcpu_hour: self.price_per_vcpu_hour,
+            sample_stacks: self.profile,
             stats_interval: self.progress_every.map(Duration::from),
             no_progress: self.no_progress,
             progress: self.progress,

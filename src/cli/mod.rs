@@ -849,6 +849,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PRICE")]
     pub price_per_vcpu_hour: Option<f64>,
 
+    /// Where the CPU goes: sample every CPU's stacks with Linux perf while the measured
+    /// window is open and report each group's top functions in µs per message (and, for
+    /// compare and the A/B gate, what changed between the arms). Needs perf and root or
+    /// CAP_PERFMON; --export-folded writes the stacks.
+    #[arg(long)]
+    pub profile: bool,
+
     /// Print a progress line on stderr this often, on a terminal and in CI logs alike:
     /// messages and share done, rate, round trip, oemputx's CPU per message, time left.
     /// 0 turns it off. [default: 10s; off under --quiet unless given or --progress]

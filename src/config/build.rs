@@ -46,11 +46,15 @@ impl RunOptions {
         let exports = exports(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
         let price_per_vcpu_hour = price(args.price_per_vcpu_hour)?;
+        if args.sample_stacks {
+            crate::profiling::recorder::check().map_err(|e| bad("--profile", e.to_string()))?;
+        }
         Ok(RunConfig {
             endpoint,
             profile: profile_name,
             label,
             price_per_vcpu_hour,
+            sample_stacks: args.sample_stacks,
             request_queue,
             check_serving: true,
             shard,

@@ -94,6 +94,8 @@ pub struct RunConfig {
     /// What one vCPU-hour costs (`--price-per-vcpu-hour`): the groups' cost per million
     /// messages.
     pub price_per_vcpu_hour: Option<f64>,
+    /// `--profile`: sample every CPU's stacks with perf over the measured window.
+    pub sample_stacks: bool,
     /// The flow's input queue.
     pub request_queue: String,
     /// Check after the run who served the request queue (src/serving.rs): not on a queue

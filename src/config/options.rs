@@ -136,6 +136,8 @@ pub struct RunOptions {
     pub label: Option<String>,
     /// What one vCPU-hour costs, for the cost per million messages.
     pub price_per_vcpu_hour: Option<f64>,
+    /// `--profile`: sample the stacks of every CPU over the measured window.
+    pub sample_stacks: bool,
     pub stats_interval: Option<Duration>,
     pub no_progress: bool,
     /// The bar even under --quiet (still only on a terminal).
@@ -175,6 +177,7 @@ impl Default for RunOptions {
             outputs: OutputOptions::default(),
             label: None,
             price_per_vcpu_hour: None,
+            sample_stacks: false,
             stats_interval: None,
             no_progress: false,
             progress: false,

@@ -99,6 +99,9 @@ pub struct Report {
     /// busiest host's cores: an estimate from this one rate (absent without groups).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<capacity::Capacity>,
+    /// `--profile`: where each group's CPU went, function by function, in µs per message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profiling::Profile>,
     /// A shard of a run driven from several hosts: what merge checks and needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
@@ -622,6 +625,7 @@ impl Report {
             probe: out.probed,
             serving: None,
             capacity: None,
+            profile: None,
             shard: cfg.shard.as_ref().map(|s| ShardInfo {
                 run_id: s.run_id.clone(),
                 index: s.index,

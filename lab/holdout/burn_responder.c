@@ -1,0 +1,157 @@
+/* A hold-out AMQP 0-9-1 responder in C (librabbitmq, not oemputx's client) whose CPU per
+ * message is known function by function: each request runs parse_request() for --a-us and
+ * render_reply() for --b-us microseconds of CPU, each varied by ±--jitter (a fraction, drawn
+ * uniformly per message), then replies to the request's reply_to with its correlation id.
+ *
+ * It measures what each function really took with its thread's CPU clock, around each call
+ * (outside the two functions' frames), and on SIGTERM writes that truth to --truth PATH as
+ * one JSON line: {"messages":N,"parse_request_us":…,"render_reply_us":…} per message. The
+ * profile's tests (tests/profile.rs) and lab/profile-accuracy.sh compare oemputx --profile's
+ * µs per message for each function with it.
+ *
+ *   gcc -O2 -g -fno-omit-frame-pointer -o burn_responder lab/holdout/burn_responder.c -lrabbitmq
+ *   burn_responder --input-queue Q [--url amqp://guest:guest@127.0.0.1:5672] \
+ *                  [--a-us 60] [--b-us 20] [--jitter 0.5] [--truth PATH]
+ *
+ * The queue and URL also come from OEMPUTX_QUEUE/OEMPUTX_URL, as `oemputx gate --flow-a`
+ * and `compare --flow-cmd` pass them. Frame pointers are kept so that perf's call graphs
+ * walk through it. */
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+static double iterations_per_us;
+static volatile uint64_t sink;
+
+static void on_term(int sig) { (void)sig; stop = 1; }
+
+static uint64_t thread_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Plain arithmetic, no system call: every sample in it is the function's own. */
+static void spin(uint64_t n) {
+    uint64_t x = sink;
+    for (uint64_t i = 0; i < n; i++) x = x * 6364136223846793005u + 1442695040888963407u;
+    sink = x;
+}
+
+__attribute__((noinline)) void parse_request(uint64_t n) { spin(n); __asm__ volatile(""); }
+__attribute__((noinline)) void render_reply(uint64_t n) { spin(n); __asm__ volatile(""); }
+
+static void calibrate(void) {
+    uint64_t n = 1000000, t0 = thread_ns();
+    spin(n);
+    uint64_t t1 = thread_ns();
+    iterations_per_us = (double)n / ((double)(t1 - t0) / 1000.0);
+}
+
+static uint64_t iterations(double us, double jitter) {
+    double u = 2.0 * ((double)rand() / RAND_MAX) - 1.0;
+    double x = us * (1.0 + jitter * u);
+    return x <= 0 ? 0 : (uint64_t)(x * iterations_per_us);
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "burn_responder: %s\n", what);
+    exit(1);
+}
+
+static void check(amqp_rpc_reply_t r, const char *what) {
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) die(what);
+}
+
+int main(int argc, char **argv) {
+    const char *queue = getenv("OEMPUTX_QUEUE"), *url = getenv("OEMPUTX_URL"), *truth = NULL;
+    double a_us = 60, b_us = 20, jitter = 0.5;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--input-queue")) queue = argv[i + 1];
+        else if (!strcmp(argv[i], "--url")) url = argv[i + 1];
+        else if (!strcmp(argv[i], "--a-us")) a_us = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--b-us")) b_us = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--jitter")) jitter = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--truth")) truth = argv[i + 1];
+        else die("unknown option; see the comment at the top of burn_responder.c");
+    }
+    if (!queue) die("give --input-queue Q or OEMPUTX_QUEUE");
+    struct amqp_connection_info ci;
+    char *u = strdup(url ? url : "amqp://guest:guest@127.0.0.1:5672");
+    amqp_default_connection_info(&ci);
+    if (amqp_parse_url(u, &ci) != AMQP_STATUS_OK) die("--url is not an amqp:// URL");
+    signal(SIGTERM, on_term);
+    signal(SIGINT, on_term);
+    srand((unsigned)getpid());
+    calibrate();
+
+    amqp_connection_state_t conn = amqp_new_connection();
+    amqp_socket_t *sock = amqp_tcp_socket_new(conn);
+    if (!sock || amqp_socket_open(sock, ci.host, ci.port)) die("cannot connect to the broker");
+    check(amqp_login(conn, ci.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, ci.user, ci.password),
+          "login refused");
+    amqp_channel_open(conn, 1);
+    check(amqp_get_rpc_reply(conn), "channel.open");
+    amqp_queue_declare(conn, 1, amqp_cstring_bytes(queue), 0, 1, 0, 0, amqp_empty_table);
+    check(amqp_get_rpc_reply(conn), "queue.declare");
+    amqp_basic_qos(conn, 1, 0, 10, 0);
+    amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
+                       amqp_empty_table);
+    check(amqp_get_rpc_reply(conn), "basic.consume");
+
+    uint64_t messages = 0, a_ns = 0, b_ns = 0;
+    while (!stop) {
+        amqp_envelope_t env;
+        struct timeval tick = {0, 100000};
+        amqp_maybe_release_buffers(conn);
+        amqp_rpc_reply_t r = amqp_consume_message(conn, &env, &tick, 0);
+        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_TIMEOUT)
+            continue;
+        if (r.reply_type != AMQP_RESPONSE_NORMAL) break;
+        uint64_t t0 = thread_ns();
+        parse_request(iterations(a_us, jitter));
+        uint64_t t1 = thread_ns();
+        render_reply(iterations(b_us, jitter));
+        uint64_t t2 = thread_ns();
+        a_ns += t1 - t0;
+        b_ns += t2 - t1;
+        messages++;
+        amqp_basic_properties_t *req = &env.message.properties;
+        if (req->_flags & AMQP_BASIC_REPLY_TO_FLAG) {
+            amqp_basic_properties_t p;
+            p._flags = 0;
+            if (req->_flags & AMQP_BASIC_CORRELATION_ID_FLAG) {
+                p._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
+                p.correlation_id = req->correlation_id;
+            } else if (req->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
+                p._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
+                p.correlation_id = req->message_id;
+            }
+            amqp_basic_publish(conn, 1, amqp_empty_bytes, req->reply_to, 0, 0, &p,
+                               env.message.body);
+        }
+        amqp_basic_ack(conn, 1, env.delivery_tag, 0);
+        amqp_destroy_envelope(&env);
+    }
+    if (truth) {
+        FILE *f = fopen(truth, "w");
+        if (!f) die("cannot write --truth");
+        double n = messages ? (double)messages : 1.0;
+        fprintf(f, "{\"messages\":%llu,\"parse_request_us\":%.3f,\"render_reply_us\":%.3f}\n",
+                (unsigned long long)messages, a_ns / 1000.0 / n, b_ns / 1000.0 / n);
+        fclose(f);
+    }
+    amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(conn);
+    return 0;
+}

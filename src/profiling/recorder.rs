@@ -1,0 +1,440 @@
+//! `perf record` across the measured window: started before the run, disabled, switched on
+//! and off through its control FIFO at the window's two instants (each switch waits for
+//! perf's acknowledgement), and read with `perf script` after the run, while the sampled
+//! binaries are still in place.
+//!
+//! **Re-phasing.** perf's cpu-clock samples each CPU on a fixed 1 ms grid, and a
+//! request/reply flow falls into step with it: here 77–84 % of a C responder's CPU time was
+//! sampled at 999 Hz, and its two functions read −21 % and +34 % of their truth, with jitter
+//! in the work and all. While the window is open a thread of oemputx switches perf off for
+//! a random 0–1.1 ms every 5–30 ms: perf keeps the rest of the period across the pause, so
+//! each pause moves the grid by a random amount and no flow stays in step with it. Over 4
+//! runs the same functions then read −2 … +9 % (docs/profiles.md).
+//!
+//! The samples carry CLOCK_MONOTONIC times (`-k CLOCK_MONOTONIC`), and only those between
+//! the instants the window opened and closed count: what perf sampled while its switch was
+//! under way stays out. `--no-buildid-cache` keeps perf from copying every sampled binary
+//! into ~/.debug (1.9 GB after a few system-wide runs).
+
+use super::attribute::{Attribution, Membership, Rows};
+use super::{FREQUENCY_HZ, Profile, stacks};
+use crate::children::Group;
+use std::io::{BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long perf may take to answer a switch (it starts by reading every process's maps).
+const ACK_WITHIN: Duration = Duration::from_secs(15);
+/// How long perf may take to write its file after the run.
+const FINISH_WITHIN: Duration = Duration::from_secs(30);
+/// How long `perf script` may take to read it back.
+const SCRIPT_WITHIN: Duration = Duration::from_secs(300);
+
+/// Why the stacks could not be sampled: the setup's (exit 2) or the run's.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error(
+        "Linux perf ('{0}') was not found: install it (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)) or name it with OEMPUTX_PERF=/path/to/perf"
+    )]
+    NoPerf(String),
+    #[error(
+        "sampling every CPU (perf record -a) is forbidden by kernel.perf_event_paranoid={0} to a user without CAP_PERFMON: run as root, give perf the capability (setcap cap_perfmon,cap_sys_ptrace+ep $(command -v perf)), or lower it (sysctl kernel.perf_event_paranoid=0)"
+    )]
+    Paranoid(i64),
+    #[error("perf could not start: {0}")]
+    Start(String),
+    #[error("{0}")]
+    Run(String),
+}
+
+impl ProfileError {
+    /// Whether it is the user's to fix before running (exit 2).
+    pub fn is_setup(&self) -> bool {
+        !matches!(self, ProfileError::Run(_))
+    }
+}
+
+/// The perf binary: `OEMPUTX_PERF`, else `perf` on the PATH.
+fn perf_binary() -> String {
+    std::env::var("OEMPUTX_PERF").unwrap_or_else(|_| "perf".into())
+}
+
+fn on_path(bin: &str) -> bool {
+    if bin.contains('/') {
+        return Path::new(bin).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+}
+
+/// Whether `--profile` can work here: perf is there and the kernel lets this user sample
+/// every CPU. Checked before a message is sent.
+pub fn check() -> Result<(), ProfileError> {
+    let bin = perf_binary();
+    if !on_path(&bin) {
+        return Err(ProfileError::NoPerf(bin));
+    }
+    let paranoid: i64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2);
+    if paranoid > 0 && !nix::unistd::geteuid().is_root() {
+        return Err(ProfileError::Paranoid(paranoid));
+    }
+    Ok(())
+}
+
+/// What the main thread tells the re-phasing thread.
+enum Rephase {
+    Run,
+    /// Stop after the current pause, leaving perf on, and say so.
+    Pause(std::sync::mpsc::SyncSender<()>),
+}
+
+/// The longest pause and the gaps between pauses (see the module's comment).
+const PAUSE_UP_TO: Duration = Duration::from_micros(1100);
+const GAP: (Duration, Duration) = (Duration::from_millis(5), Duration::from_millis(30));
+
+/// The thread that moves perf's sampling grid while the window is open; it exits when its
+/// sender is dropped. Reports its thread id and its CPU clock's reading when asked.
+fn rephaser(
+    mut ctl: std::fs::File,
+    mut ack: std::fs::File,
+    rx: std::sync::mpsc::Receiver<Rephase>,
+    tid: std::sync::mpsc::SyncSender<i32>,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let _ = tid.send(nix::unistd::gettid().as_raw());
+    let mut rng = fastrand::Rng::new();
+    let mut drain = [0u8; 256];
+    while let Ok(cmd) = rx.recv() {
+        if let Rephase::Pause(done) = cmd {
+            let _ = done.send(());
+            continue;
+        }
+        loop {
+            let gap = GAP.0 + GAP.1.saturating_sub(GAP.0).mul_f64(rng.f64());
+            match rx.recv_timeout(gap) {
+                Ok(Rephase::Pause(done)) => {
+                    let _ = done.send(());
+                    break;
+                }
+                Ok(Rephase::Run) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if ctl.write_all(b"disable\n").is_err() {
+                return;
+            }
+            std::thread::sleep(PAUSE_UP_TO.mul_f64(rng.f64()));
+            if ctl.write_all(b"enable\n").is_err() {
+                return;
+            }
+            // perf answers each switch; nobody else reads the answers while this runs.
+            while matches!(ack.read(&mut drain), Ok(n) if n > 0) {}
+        }
+    }
+}
+
+/// perf recording, disabled until the window opens.
+pub struct Recorder {
+    perf: Group,
+    rephase: Option<std::sync::mpsc::Sender<Rephase>>,
+    rephase_tid: Option<i32>,
+    dir: tempfile::TempDir,
+    ctl: std::fs::File,
+    ack: std::fs::File,
+    opened: Option<u64>,
+    windows: Vec<(u64, u64)>,
+    perf_cpu: Duration,
+    perf_cpu_at_open: Option<Duration>,
+    /// The first thing that went wrong; the run goes on without a profile.
+    pub error: Option<String>,
+}
+
+fn monotonic_ns() -> u64 {
+    nix::time::ClockId::CLOCK_MONOTONIC
+        .now()
+        .map(|t| t.tv_sec().max(0) as u64 * 1_000_000_000 + t.tv_nsec().max(0) as u64)
+        .unwrap_or(0)
+}
+
+fn fifo(path: &Path) -> Result<std::fs::File, ProfileError> {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU)
+        .map_err(|e| ProfileError::Start(format!("cannot make {}: {e}", path.display())))?;
+    // Read and write: opening blocks on neither end, whenever perf opens its own.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| ProfileError::Start(format!("cannot open {}: {e}", path.display())))
+}
+
+impl Recorder {
+    /// Start perf, disabled, sampling every CPU.
+    pub fn start() -> Result<Recorder, ProfileError> {
+        check()?;
+        let dir = tempfile::Builder::new()
+            .prefix("oemputx-profile-")
+            .tempdir()
+            .map_err(|e| ProfileError::Start(format!("cannot make a temporary folder: {e}")))?;
+        let ctl_path = dir.path().join("ctl");
+        let ack_path = dir.path().join("ack");
+        let ctl = fifo(&ctl_path)?;
+        let ack = fifo(&ack_path)?;
+        let err = std::fs::File::create(dir.path().join("stderr"))
+            .map_err(|e| ProfileError::Start(e.to_string()))?;
+        let mut cmd = Command::new(perf_binary());
+        cmd.args(["record", "-a", "-g", "-e", "cpu-clock", "-F"])
+            .arg(FREQUENCY_HZ.to_string())
+            .args([
+                "--no-buildid-cache",
+                "-k",
+                "CLOCK_MONOTONIC",
+                "-D",
+                "-1",
+                "-q",
+            ])
+            .arg(format!(
+                "--control=fifo:{},{}",
+                ctl_path.display(),
+                ack_path.display()
+            ))
+            .arg("-o")
+            .arg(dir.path().join("perf.data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err);
+        let perf = Group::spawn(&mut cmd, Duration::from_secs(2))
+            .map_err(|e| ProfileError::Start(format!("{}: {e}", perf_binary())))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (tid_tx, tid_rx) = std::sync::mpsc::sync_channel(1);
+        let clones = ctl.try_clone().and_then(|c| Ok((c, ack.try_clone()?)));
+        let (ctl2, ack2) = clones.map_err(|e| ProfileError::Start(e.to_string()))?;
+        std::thread::Builder::new()
+            .name("oemputx-rephase".into())
+            .spawn(move || rephaser(ctl2, ack2, rx, tid_tx))
+            .map_err(|e| ProfileError::Start(format!("cannot start a thread: {e}")))?;
+        let rephase_tid = tid_rx.recv_timeout(Duration::from_secs(5)).ok();
+        Ok(Recorder {
+            perf,
+            rephase: Some(tx),
+            rephase_tid,
+            dir,
+            ctl,
+            ack,
+            opened: None,
+            windows: Vec::new(),
+            perf_cpu: Duration::ZERO,
+            perf_cpu_at_open: None,
+            error: None,
+        })
+    }
+
+    fn perf_said(&self) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default();
+        let text = crate::terminal::for_terminal(text.trim());
+        let last: Vec<&str> = text.lines().rev().take(3).collect();
+        if last.is_empty() {
+            "it said nothing".into()
+        } else {
+            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        }
+    }
+
+    /// Send `word` to perf and wait for its acknowledgement.
+    fn switch(&mut self, word: &str) -> Result<(), String> {
+        let mut stale = [0u8; 256];
+        while matches!(self.ack.read(&mut stale), Ok(n) if n > 0) {}
+        self.ctl
+            .write_all(format!("{word}\n").as_bytes())
+            .map_err(|e| format!("cannot reach perf: {e}"))?;
+        let until = Instant::now() + ACK_WITHIN;
+        let mut buf = [0u8; 64];
+        loop {
+            match self.ack.read(&mut buf) {
+                Ok(n) if n > 0 => return Ok(()),
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                    return Err(format!("cannot hear perf: {e}"));
+                }
+                _ => {}
+            }
+            if let Some(status) = self.perf.ended() {
+                return Err(format!("perf ended ({status}): {}", self.perf_said()));
+            }
+            if crate::signals::interrupted() {
+                return Err("interrupted".into());
+            }
+            if Instant::now() >= until {
+                return Err(format!(
+                    "perf did not answer '{word}' within {} s: {}",
+                    ACK_WITHIN.as_secs(),
+                    self.perf_said()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// CPU of perf and of the re-phasing thread: the profile's own cost.
+    fn perf_cpu_now(&self) -> Option<Duration> {
+        let perf = crate::accounting::clock::process(self.perf.id() as i32).ok()?;
+        let own = self
+            .rephase_tid
+            .and_then(|t| crate::accounting::clock::thread(t).ok())
+            .unwrap_or_default();
+        Some(perf + own)
+    }
+
+    /// oemputx's threads that work for the profile, to leave out of the driver's CPU.
+    pub fn own_threads(&self) -> Vec<i32> {
+        self.rephase_tid.into_iter().collect()
+    }
+
+    fn rephasing(&self, on: bool) {
+        let Some(tx) = &self.rephase else { return };
+        if on {
+            let _ = tx.send(Rephase::Run);
+        } else {
+            let (done, wait) = std::sync::mpsc::sync_channel(1);
+            if tx.send(Rephase::Pause(done)).is_ok() {
+                let _ = wait.recv_timeout(Duration::from_secs(1));
+            }
+        }
+    }
+
+    /// Read perf's file, and tally what it sampled inside the windows by group.
+    pub fn finish(mut self, table: &Rows, transactions: u64) -> Result<Profile, String> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.perf.signal(nix::sys::signal::Signal::SIGINT);
+        let status = self.perf.finish(Instant::now() + FINISH_WITHIN);
+        let data = self.dir.path().join("perf.data");
+        if !status.is_some_and(|s| s.success()) && !data.exists() {
+            return Err(format!("perf record failed: {}", self.perf_said()));
+        }
+        let window_s = self
+            .windows
+            .iter()
+            .map(|(a, b)| b.saturating_sub(*a))
+            .sum::<u64>() as f64
+            / 1e9;
+        let membership = Membership::of(table);
+        let cgroups = membership.cgroup_groups.clone();
+        let mut tally = Attribution::new(membership, std::mem::take(&mut self.windows));
+        script(&data, |s| tally.add(s))?;
+        let (samples, attributed) = (tally.samples, tally.attributed);
+        let groups = tally.groups(table, transactions);
+        let per_tran = |d: Duration| d.as_secs_f64() * 1e6 / transactions.max(1) as f64;
+        let mut profile = Profile {
+            method: format!(
+                "perf record -a -g -e cpu-clock -F {FREQUENCY_HZ}: every CPU, kept by the groups' process ids"
+            ),
+            frequency_hz: FREQUENCY_HZ,
+            samples,
+            attributed_samples: attributed,
+            window_s,
+            perf_cpu_us_per_tran: Some(per_tran(self.perf_cpu)),
+            overhead: format!(
+                "sampling interrupts are inside the groups' figures (≤ 5 % on the reference flow, docs/benchmarks.md); perf's own {:.2} µs/msg is outside them, in other CPU",
+                per_tran(self.perf_cpu)
+            ),
+            groups,
+            warnings: Vec::new(),
+        };
+        super::diff::warn(&mut profile, &cgroups);
+        Ok(profile)
+    }
+}
+
+/// Run `perf script` on `data` and hand each sample to `each`.
+fn script(data: &PathBuf, mut each: impl FnMut(stacks::Sample)) -> Result<(), String> {
+    let mut cmd = Command::new(perf_binary());
+    cmd.args([
+        "script",
+        "-F",
+        "comm,pid,tid,time,period,ip,sym,dso",
+        "--ns",
+        "--no-inline",
+        "-i",
+    ])
+    .arg(data)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut perf = Group::spawn(&mut cmd, Duration::from_secs(1))
+        .map_err(|e| format!("cannot run {} script: {e}", perf_binary()))?;
+    let Some(out) = perf.child_mut().stdout.take() else {
+        return Err("perf script gave no output".into());
+    };
+    let until = Instant::now() + SCRIPT_WITHIN;
+    let mut stopped: Option<String> = None;
+    let mut n = 0u64;
+    let read = stacks::read(BufReader::new(out), |s| {
+        n += 1;
+        if stopped.is_none() && n.is_multiple_of(4096) {
+            if crate::signals::interrupted() {
+                stopped = Some("interrupted while reading perf's samples".into());
+            } else if Instant::now() > until {
+                stopped = Some(format!(
+                    "perf script took over {} s: profile a shorter window (--count or --duration)",
+                    SCRIPT_WITHIN.as_secs()
+                ));
+            }
+            if stopped.is_some() {
+                perf.signal(nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+        if stopped.is_none() {
+            each(s);
+        }
+    });
+    perf.stop();
+    if let Some(why) = stopped {
+        return Err(why);
+    }
+    read.map(|_| ())
+        .map_err(|e| format!("cannot read perf script's output: {e}"))
+}
+
+impl crate::window::Window for Recorder {
+    fn start(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.switch("enable") {
+            Ok(()) => {
+                self.perf_cpu_at_open = self.perf_cpu_now();
+                self.opened = Some(monotonic_ns());
+                self.rephasing(true);
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn end(&mut self) {
+        let Some(opened) = self.opened.take() else {
+            return;
+        };
+        self.windows.push((opened, monotonic_ns()));
+        self.rephasing(false);
+        if let (Some(a), Some(b)) = (self.perf_cpu_at_open.take(), self.perf_cpu_now()) {
+            self.perf_cpu += b.saturating_sub(a);
+        }
+        if let Err(e) = self.switch("disable") {
+            self.error.get_or_insert(e);
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.rephase = None;
+        // perf ends and the folder goes with it (perf.data is a few MB a second).
+        self.perf.signal(nix::sys::signal::Signal::SIGINT);
+        self.perf.finish(Instant::now() + Duration::from_secs(5));
+    }
+}
