@@ -71,6 +71,7 @@ impl RunArgs {
                 export_markdown: self.outputs.export_markdown.clone(),
                 export_openmetrics: self.outputs.export_openmetrics.clone(),
                 export_html: self.outputs.export_html.clone(),
+                export_folded: self.outputs.export_folded.clone(),
                 save_baseline: self.save_baseline.clone(),
                 delimiter: self.delimiter,
                 decimal_comma: self.decimal_comma,

@@ -278,6 +278,10 @@ pub struct OutputArgs {
     /// Write github-action-benchmark's customSmallerIsBetter JSON.
     #[arg(long, value_name = "PATH")]
     pub export_gha: Option<PathBuf>,
+    /// Write the stacks --profile sampled as folded stacks, `GROUP;process;frame;…;leaf
+    /// COUNT` per line, for inferno-flamegraph, flamegraph.pl or speedscope (`-` for stdout).
+    #[arg(long, value_name = "PATH")]
+    pub export_folded: Option<PathBuf>,
 }
 
 impl OutputArgs {
@@ -294,6 +298,7 @@ impl OutputArgs {
             Format::Junit => self.export_junit.as_ref(),
             Format::Bmf => self.export_bmf.as_ref(),
             Format::Gha => self.export_gha.as_ref(),
+            Format::Folded => self.export_folded.as_ref(),
         }
     }
 

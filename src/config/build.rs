@@ -46,6 +46,12 @@ impl RunOptions {
         let exports = exports(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
         let price_per_vcpu_hour = price(args.price_per_vcpu_hour)?;
+        if args.outputs.export_folded.is_some() && !args.sample_stacks {
+            return Err(bad(
+                "--export-folded",
+                "writes the stacks --profile samples: add --profile",
+            ));
+        }
         if args.sample_stacks {
             crate::profiling::recorder::check().map_err(|e| bad("--profile", e.to_string()))?;
         }
@@ -606,6 +612,7 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
         markdown: args.export_markdown.clone(),
         openmetrics: args.export_openmetrics.clone(),
         html: args.export_html.clone(),
+        folded: args.export_folded.clone(),
         delimiter: args.delimiter as u8,
         decimal_comma: args.decimal_comma,
         save_dir: (!args.no_save).then(|| args.reports_dir.clone()),

@@ -19,11 +19,12 @@ pub enum Format {
     Junit,
     Bmf,
     Gha,
+    Folded,
 }
 
 impl Format {
     /// Every format, in the order help and errors list them.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::Json,
         Format::Tsv,
         Format::Csv,
@@ -34,6 +35,7 @@ impl Format {
         Format::Junit,
         Format::Bmf,
         Format::Gha,
+        Format::Folded,
     ];
 
     /// The flag that asks for it.
@@ -49,6 +51,7 @@ impl Format {
             Format::Junit => "--export-junit",
             Format::Bmf => "--export-bmf",
             Format::Gha => "--export-gha",
+            Format::Folded => "--export-folded",
         }
     }
 
@@ -65,6 +68,7 @@ impl Format {
             Format::Junit => "export_junit",
             Format::Bmf => "export_bmf",
             Format::Gha => "export_gha",
+            Format::Folded => "export_folded",
         }
     }
 
@@ -81,6 +85,7 @@ impl Format {
             Format::Junit => "JUnit XML",
             Format::Bmf => "Bencher Metric Format",
             Format::Gha => "github-action-benchmark JSON",
+            Format::Folded => "folded stacks",
         }
     }
 }
@@ -125,7 +130,7 @@ impl ResultKind {
     pub fn formats(self) -> &'static [Format] {
         use Format::*;
         match self {
-            ResultKind::Run => &[Json, Tsv, Csv, Markdown, OpenMetrics, Html],
+            ResultKind::Run => &[Json, Tsv, Csv, Markdown, OpenMetrics, Html, Folded],
             ResultKind::Cpu => &[Json, OpenMetrics],
             ResultKind::Account => &[Json],
             ResultKind::Sweep => &[Json, Tsv, Csv, Markdown, Html, Svg],

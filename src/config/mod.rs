@@ -178,6 +178,7 @@ impl RunConfig {
                 (Format::Markdown, &e.markdown),
                 (Format::OpenMetrics, &e.openmetrics),
                 (Format::Html, &e.html),
+                (Format::Folded, &e.folded),
             ]
             .into_iter()
             .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
@@ -212,6 +213,8 @@ pub struct Exports {
     pub markdown: Option<PathBuf>,
     pub openmetrics: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    /// `--export-folded`.
+    pub folded: Option<PathBuf>,
     pub delimiter: u8,
     pub decimal_comma: bool,
     /// The reports folder, unless --no-save.

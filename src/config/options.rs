@@ -45,6 +45,8 @@ pub struct OutputOptions {
     pub export_markdown: Option<PathBuf>,
     pub export_openmetrics: Option<PathBuf>,
     pub export_html: Option<PathBuf>,
+    /// `--export-folded`: the stacks `--profile` sampled.
+    pub export_folded: Option<PathBuf>,
     /// Where to write the report as the gate's baseline.
     pub save_baseline: Option<PathBuf>,
     /// CSV field delimiter.
@@ -70,6 +72,7 @@ impl OutputOptions {
                 (Format::Markdown, &self.export_markdown),
                 (Format::OpenMetrics, &self.export_openmetrics),
                 (Format::Html, &self.export_html),
+                (Format::Folded, &self.export_folded),
             ]
             .into_iter()
             .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
@@ -86,6 +89,7 @@ impl Default for OutputOptions {
             export_markdown: None,
             export_openmetrics: None,
             export_html: None,
+            export_folded: None,
             save_baseline: None,
             delimiter: ',',
             decimal_comma: false,

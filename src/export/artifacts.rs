@@ -50,6 +50,12 @@ impl Artifact for Report {
             Format::OpenMetrics => Ok(super::openmetrics::run(self)),
             #[cfg(feature = "html")]
             Format::Html => Ok(super::html::run::render(self)),
+            Format::Folded => match &self.profile {
+                Some(p) => Ok(super::profile::folded(p)),
+                None => anyhow::bail!(
+                    "no stacks to write: the run has no profile (see its warnings for why)"
+                ),
+            },
             other => Err(unwritten::<Self>(other)),
         }
     }

@@ -15,6 +15,9 @@ pub fn render(r: &Report) -> String {
     summary(&mut o, r);
     cpu_table(&mut o, r);
     cost_table(&mut o, r);
+    if let Some(p) = &r.profile {
+        super::profile::markdown(&mut o, p);
+    }
     rounds_table(&mut o, r);
     if let Some(acc) = &r.accounting
         && !acc.verdict.is_empty()

@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod matrix;
 pub mod openmetrics;
 pub mod outputs;
+pub mod profile;
 pub mod pubsub;
 pub mod rows;
 pub mod sweep;

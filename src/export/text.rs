@@ -390,6 +390,9 @@ pub fn render(r: &Report) -> String {
     serving_line(&mut o, r);
     merged_block(&mut o, r);
     capacity_block(&mut o, r);
+    if let Some(p) = &r.profile {
+        super::profile::text(&mut o, p);
+    }
     rounds_table(&mut o, r);
     status_line(&mut o, r);
     o

@@ -9,6 +9,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod flame;
 pub mod gate;
 pub mod history;
 pub mod matrix;

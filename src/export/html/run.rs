@@ -397,6 +397,13 @@ pub fn render(r: &Report) -> String {
             ),
         );
     }
+    if let Some(p) = &r.profile {
+        section(
+            &mut body,
+            "Where the CPU goes (--profile)",
+            &super::flame::section(p),
+        );
+    }
     section(&mut body, "Integrity", &integrity(r));
     if let Some(a) = r.accounting.as_ref().filter(|a| !a.warnings.is_empty()) {
         let items: String = a
