@@ -92,6 +92,7 @@ pub fn stored(
         mode: "stored",
         ab_rounds: None,
         instruction_counts: None,
+        profile: Default::default(),
         baseline_runs: Some(history.runs.len()),
         baseline: history.name(),
         current: current.name(),

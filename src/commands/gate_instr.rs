@@ -146,6 +146,7 @@ pub fn gate_instructions(
             a: counts[0].runs.clone(),
             b: counts[1].runs.clone(),
         }),
+        profile: Default::default(),
     };
     write_verdict(cfg, &outcome)?;
     Ok(verdict_exit(cfg, &outcome))

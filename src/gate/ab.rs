@@ -185,6 +185,7 @@ pub fn outcome(
         }),
         baseline_runs: None,
         instruction_counts: None,
+        profile: Default::default(),
     }
 }
 

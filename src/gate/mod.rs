@@ -186,6 +186,9 @@ pub struct Outcome {
     /// Instruction gate only: the counts behind the verdict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction_counts: Option<InstructionCounts>,
+    /// A/B with --profile: where the CPU per message changed, function by function.
+    #[serde(flatten)]
+    pub profile: crate::profiling::diff::Differential,
 }
 
 /// The counts of an instruction gate: per side and run, the instructions the flow executed

@@ -14,6 +14,7 @@ use crate::gate::Outcome;
 use crate::gate::ab::{self, PAIRS_PER_BLOCK};
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
+use crate::profiling::diff::Differential;
 use crate::report::saved::SavedFigures;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -124,12 +125,17 @@ pub fn run(
         rounds[1].len(),
         elapsed.as_secs_f64()
     );
-    let outcome = ab::outcome(
+    let mut outcome = ab::outcome(
         &engine,
         [&rounds[0], &rounds[1]],
         a_first,
         control,
         (format!("A: {cmd_a}"), format!("B: {cmd_b}")),
+    );
+    outcome.profile = Differential::of(
+        run.rounds[0].iter().map(|r| &r.profile),
+        run.rounds[1].iter().map(|r| &r.profile),
+        None,
     );
     if end == End::Interrupted {
         crate::say!("gate A/B: interrupted after {pairs} pairs; the verdicts cover them");

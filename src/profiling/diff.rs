@@ -12,9 +12,49 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Changes kept in a differential profile.
 pub const TOP_CHANGES: usize = 20;
 
+/// Folded stacks by group (stack → samples).
+pub type Folded = BTreeMap<String, BTreeMap<String, u64>>;
+
+/// What `--profile` adds to a comparison of two sides: each function's change, and each
+/// side's stacks for the differential flame graphs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Differential {
+    /// Largest absolute change first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_diff: Vec<FunctionChange>,
+    #[serde(skip)]
+    pub folded: Option<Box<(Folded, Folded)>>,
+}
+
+impl Differential {
+    /// From the rounds of each side; nothing when no round of a side has a profile.
+    pub fn of<'a>(
+        a: impl IntoIterator<Item = &'a Option<Profile>>,
+        b: impl IntoIterator<Item = &'a Option<Profile>>,
+        versus: Option<&str>,
+    ) -> Differential {
+        let a: Vec<&Profile> = a.into_iter().flatten().collect();
+        let b: Vec<&Profile> = b.into_iter().flatten().collect();
+        if a.is_empty() || b.is_empty() {
+            return Differential::default();
+        }
+        let mut changes = differential(&a, &b);
+        for c in &mut changes {
+            c.versus = versus.map(String::from);
+        }
+        Differential {
+            profile_diff: changes,
+            folded: Some(Box::new((folded_by_group(&a), folded_by_group(&b)))),
+        }
+    }
+}
+
 /// One function's change between A and B.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FunctionChange {
+    /// compare: the setting set against the base (absent for the A/B gate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versus: Option<String>,
     pub group: String,
     pub function: String,
     pub module: String,
@@ -73,6 +113,7 @@ pub fn differential(a: &[&Profile], b: &[&Profile]) -> Vec<FunctionChange> {
             let (ma, mb) = (mean(&va), mean(&vb));
             let interval = welch(&va, &vb);
             FunctionChange {
+                versus: None,
                 group,
                 function: k.0,
                 module: k.1,
@@ -126,8 +167,8 @@ fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// Folded stacks of several rounds, summed, by group.
-pub fn folded_by_group(rounds: &[&Profile]) -> BTreeMap<String, BTreeMap<String, u64>> {
-    let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+pub fn folded_by_group(rounds: &[&Profile]) -> Folded {
+    let mut out = Folded::new();
     for p in rounds {
         for g in &p.groups {
             let stacks = out.entry(g.name.clone()).or_default();
