@@ -112,7 +112,10 @@ impl Artifact for Comparison {
                 Ok(cells::delimited(&rows, b'\t')?)
             }
             Format::Markdown => {
-                let md = cells::markdown(&compare::live_rows(self));
+                let mut md = cells::markdown(&compare::live_rows(self));
+                for line in super::profile::top_changes(&self.profile_diff, 10) {
+                    md.push_str(&format!("\n- {}", cells::markdown_text(&line)));
+                }
                 Ok(match &self.partial {
                     Some(p) => format!("**{}**\n\n{md}", p.line()),
                     None => md,

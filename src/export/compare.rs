@@ -230,6 +230,22 @@ pub fn live_text(c: &Comparison) -> String {
     ));
     s.push_str(&crate::export::cells::text(&live_rows(c)));
     s.push_str(&sign_notes(&c.changes));
+    if !c.profile_diff.is_empty() {
+        s.push_str(&format!(
+            "\nMost changed: {}\n",
+            super::profile::top_changes(&c.profile_diff, 3).join("; ")
+        ));
+        let base = c.settings.first().map_or("base", |x| x.name.as_str());
+        for set in c.settings.iter().skip(1) {
+            let of: Vec<_> = c
+                .profile_diff
+                .iter()
+                .filter(|d| d.versus.as_deref() == Some(set.name.as_str()))
+                .cloned()
+                .collect();
+            super::profile::diff_text(&mut s, &of, base, &set.name);
+        }
+    }
     s
 }
 

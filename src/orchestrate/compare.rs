@@ -188,8 +188,11 @@ pub fn live(
         floor_us: l.floor_us,
         orders: std::mem::take(&mut run.orders),
     };
+    let (profile_diff, profile_folded) = profiles(&run.rounds, &names);
     drop(arms);
     let comparison = Comparison {
+        profile_diff,
+        profile_folded,
         schema: model::SCHEMA,
         start_utc,
         settings: l
@@ -209,6 +212,43 @@ pub fn live(
         host,
     };
     Ok(Some((comparison, end)))
+}
+
+/// With --profile: every setting's functions against the base's, and each setting's stacks.
+fn profiles(
+    rounds: &[Vec<Report>],
+    names: &[String],
+) -> (
+    Vec<crate::profiling::diff::FunctionChange>,
+    Vec<crate::profiling::diff::Folded>,
+) {
+    use crate::profiling::diff::{Differential, folded_by_group};
+    let Some(base) = rounds.first() else {
+        return Default::default();
+    };
+    let mut changes = Vec::new();
+    for (arm, name) in rounds.iter().zip(names).skip(1) {
+        let d = Differential::of(
+            base.iter().map(|r| &r.profile),
+            arm.iter().map(|r| &r.profile),
+            Some(name),
+        );
+        changes.extend(d.profile_diff);
+    }
+    changes.sort_by(|x, y| {
+        y.change_us_per_tran
+            .abs()
+            .total_cmp(&x.change_us_per_tran.abs())
+    });
+    let folded = rounds
+        .iter()
+        .map(|arm| {
+            let profiles: Vec<&crate::profiling::Profile> =
+                arm.iter().filter_map(|r| r.profile.as_ref()).collect();
+            folded_by_group(&profiles)
+        })
+        .collect();
+    (changes, folded)
 }
 
 #[cfg(test)]

@@ -33,6 +33,13 @@ pub struct Comparison {
     /// the blocks done; null for a run that ended as planned.
     pub partial: Option<super::partial::Partial>,
     pub host: super::Host,
+    /// With --profile: each setting against the base, function by function (self µs/msg
+    /// with its interval from the rounds), largest absolute change first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub profile_diff: Vec<crate::profiling::diff::FunctionChange>,
+    /// Each setting's folded stacks, for the differential flame graphs.
+    #[serde(skip)]
+    pub profile_folded: Vec<crate::profiling::diff::Folded>,
 }
 
 /// A setting of the comparison.
