@@ -106,6 +106,8 @@ int main(int argc, char **argv) {
     amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
                        amqp_empty_table);
     check(amqp_get_rpc_reply(conn), "basic.consume");
+    printf("burn_responder: consuming %s\n", queue);
+    fflush(stdout);
 
     uint64_t messages = 0, a_ns = 0, b_ns = 0;
     while (!stop) {

@@ -40,6 +40,10 @@ pub enum Service {
     KubernetesValidate,
     /// The two-node Slurm lab of ci/slurm-lab.sh: its bridge up and both nodes idle.
     SlurmLab,
+    /// Linux perf, allowed to sample every CPU (root, or perf_event_paranoid ≤ 0).
+    Perf,
+    /// gcc and librabbitmq's headers, to build the C hold-out responder.
+    CAmqp,
 }
 
 impl Service {
@@ -61,6 +65,8 @@ impl Service {
             Service::StompPy => "python3 with stomp.py (pip install stomp.py)",
             Service::KubernetesValidate => "kubernetes-validate (pip install kubernetes-validate)",
             Service::SlurmLab => "the two-node Slurm lab (as root: bash ci/slurm-lab.sh up)",
+            Service::Perf => "Linux perf, as root (apt-get install linux-perf)",
+            Service::CAmqp => "gcc and librabbitmq's headers (apt-get install gcc librabbitmq-dev)",
         }
     }
 
@@ -84,14 +90,33 @@ impl Service {
             Service::StompPy => runs_args("python3", &["-c", "import stomp"]),
             Service::KubernetesValidate => runs("kubernetes-validate", "--version"),
             Service::SlurmLab => slurm_lab().is_some(),
+            Service::Perf => {
+                runs("perf", "--version")
+                    && (nix_root()
+                        || std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+                            .is_ok_and(|s| s.trim().parse::<i32>().is_ok_and(|v| v <= 0)))
+            }
+            Service::CAmqp => {
+                runs("gcc", "--version") && std::path::Path::new("/usr/include/amqp.h").exists()
+            }
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 14] = [const { OnceLock::new() }; 14];
+        static SEEN: [OnceLock<bool>; 16] = [const { OnceLock::new() }; 16];
         *SEEN[self.index()].get_or_init(|| self.probe())
     }
+}
+
+/// Whether the tests run as root (perf may then sample every CPU whatever the paranoia).
+fn nix_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            == Some("0")
+    })
 }
 
 /// The Slurm lab's settings (`SLURM_CONF`, `OEMPUTX_LAB_AMQP`, …) from the file

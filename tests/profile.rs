@@ -1,0 +1,243 @@
+//! `--profile` live: perf samples a C responder whose two functions burn a known CPU time per
+//! message (lab/holdout/burn_responder.c), and each function's µs per message must come out
+//! within 15 % of what the responder measured of itself; an A/B gate whose B burns more in
+//! its second function must name that function first. Without perf, `--profile` is a clear
+//! error. The truths are the responder's own thread CPU clock, not the settings: on a loaded
+//! host a function may take longer than asked, and the profile must follow what happened.
+
+use oemputx_test_support::*;
+
+fn function<'a>(j: &'a serde_json::Value, group: &str, name: &str) -> &'a serde_json::Value {
+    let groups = j["profile"]["groups"].as_array().expect("profile.groups");
+    let g = groups
+        .iter()
+        .find(|g| g["name"] == group)
+        .unwrap_or_else(|| panic!("no profile of {group}: {j:#}"));
+    g["functions"]
+        .as_array()
+        .and_then(|fs| fs.iter().find(|f| f["name"] == name))
+        .unwrap_or_else(|| panic!("{name} is not among {group}'s functions: {g:#}"))
+}
+
+fn us(f: &serde_json::Value, key: &str) -> f64 {
+    f[key].as_f64().unwrap_or(f64::NAN)
+}
+
+/// A run against the responder with --profile, its files in `dir`: its JSON report.
+fn profiled_run(
+    responder: &BurnResponder,
+    count: &str,
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let pid = format!("FLOW=pid:{}", responder.pid());
+    let out = oemputx()
+        .current_dir(dir)
+        .args(["--qmgr", &amqp_url(), "--request-queue", &responder.queue])
+        .args(["--count", count, "--group", &pid, "--profile", "--no-save"])
+        .args(["--export-json", "r.json"])
+        .args(extra)
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    read_json(&dir.join("r.json"))
+}
+
+fn within(got: f64, want: f64) -> bool {
+    (got / want - 1.0).abs() <= 0.15
+}
+
+#[test]
+fn each_function_of_the_flow_is_within_15_percent_of_its_truth_in_every_output() {
+    live!(RabbitMq, Perf, CAmqp);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let responder = BurnResponder::start(&fresh_queue("prof-acc"), 60.0, 20.0, 0.5);
+    let exports = [
+        "--export-folded",
+        "stacks.folded",
+        "--export-html",
+        "r.html",
+        "--export-markdown",
+        "r.md",
+    ];
+    let j = profiled_run(&responder, "15000", dir.path(), &exports);
+    let truth = responder.stop();
+    assert!(truth.messages >= 15000, "{truth:?}");
+    for (name, want) in [
+        ("parse_request", truth.parse_request_us),
+        ("render_reply", truth.render_reply_us),
+    ] {
+        let f = function(&j, "FLOW", name);
+        let got = us(f, "total_us_per_tran");
+        assert!(
+            within(got, want),
+            "{name}: {got:.2} µs/msg against its truth {want:.2} ({:+.1} %): {f:#}",
+            100.0 * (got / want - 1.0)
+        );
+        assert!(us(f, "self_us_per_tran") <= got + 1e-9, "{f:#}");
+        assert!(f["samples"].as_u64().unwrap_or(0) > 50, "{f:#}");
+        assert!(us(f, "self_pm_us") > 0.0, "{f:#}");
+    }
+    // The group's functions add up to its measured CPU per message.
+    let flow = j["profile"]["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
+        .expect("FLOW's profile");
+    let measured = group(&j, "FLOW")["total_us_per_tran"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!((us(flow, "us_per_tran") - measured).abs() < 1e-6);
+    assert!(
+        j["profile"]["overhead"]
+            .as_str()
+            .is_some_and(|s| s.contains("inside") && s.contains("outside"))
+    );
+    assert_matches_schema(&j);
+    let folded = std::fs::read_to_string(dir.path().join("stacks.folded")).expect("folded");
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with("FLOW;burn_responder;") && l.ends_with_count("parse_request")),
+        "{folded}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("r.html")).expect("HTML");
+    assert!(html.contains("id=\"flame-FLOW\"") && html.contains("parse_request"));
+    let md = std::fs::read_to_string(dir.path().join("r.md")).expect("Markdown");
+    assert!(
+        md.contains("Where the CPU goes") && md.contains("parse_request (burn_responder)"),
+        "{md}"
+    );
+    browser::assert_renders(&dir.path().join("r.html"), "profile", &["cpu"]);
+}
+
+/// A folded line: `stack COUNT`, its leaf `leaf`.
+trait FoldedLine {
+    fn ends_with_count(&self, leaf: &str) -> bool;
+}
+
+impl FoldedLine for &str {
+    fn ends_with_count(&self, leaf: &str) -> bool {
+        self.rsplit_once(' ').is_some_and(|(stack, n)| {
+            n.parse::<u64>().is_ok() && stack.rsplit(';').next() == Some(leaf)
+        })
+    }
+}
+
+/// With no variation in the work the flow may fall into step with the sampling: each
+/// function is then within 15 % of its truth, or the profile says it may not be.
+#[test]
+fn a_regular_flow_is_profiled_within_15_percent_or_flagged() {
+    live!(RabbitMq, Perf, CAmqp);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let responder = BurnResponder::start(&fresh_queue("prof-reg"), 60.0, 20.0, 0.0);
+    let j = profiled_run(&responder, "12000", dir.path(), &[]);
+    let truth = responder.stop();
+    let warnings: Vec<&str> = j["profile"]["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    let group_flagged = warnings
+        .iter()
+        .any(|w| w.starts_with("FLOW: perf's samples"));
+    for (name, want) in [
+        ("parse_request", truth.parse_request_us),
+        ("render_reply", truth.render_reply_us),
+    ] {
+        let f = function(&j, "FLOW", name);
+        let got = us(f, "total_us_per_tran");
+        assert!(
+            within(got, want) || !f["lock_in"].is_null() || group_flagged,
+            "{name}: {got:.2} µs/msg against {want:.2}, reported as fact: {f:#} {warnings:?}"
+        );
+    }
+}
+
+/// The A/B gate with B's second function made costlier: the differential names it first,
+/// in the JSON, the verdict text and the HTML.
+#[test]
+fn the_gate_names_the_function_made_costlier_first() {
+    live!(RabbitMq, Perf, CAmqp);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let bin = burn_responder_bin();
+    let flow = |b_us: &str| format!("{} --a-us 60 --b-us {b_us} --jitter 0.5", bin.display());
+    let out = oemputx()
+        .current_dir(dir.path())
+        .args(["gate", "--flow-a", &flow("20"), "--flow-b", &flow("35")])
+        .args([
+            "--max-time",
+            "25s",
+            "--export-json",
+            "g.json",
+            "--export-html",
+            "g.html",
+        ])
+        .args(["--", "--qmgr", &amqp_url(), "--count", "1500", "--profile"])
+        .output()
+        .expect("oemputx runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{text}\n{err}");
+    let j = read_json(&dir.path().join("g.json"));
+    assert_matches_schema(&j);
+    let first = &j["profile_diff"][0];
+    assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
+    assert_eq!(first["group"], "FLOW");
+    let change = first["change_us_per_tran"].as_f64().unwrap_or(0.0);
+    assert!((7.5..=22.5).contains(&change), "{first:#}");
+    assert!(
+        first["low_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0,
+        "{first:#}"
+    );
+    let most = text
+        .lines()
+        .find(|l| l.starts_with("Most changed: "))
+        .unwrap_or_else(|| panic!("no 'Most changed' line: {text}"));
+    assert!(most.contains("in render_reply (FLOW)"), "{most}");
+    let html = std::fs::read_to_string(dir.path().join("g.html")).expect("HTML");
+    let at = html
+        .find("Most changed: ")
+        .expect("the HTML names the change");
+    assert!(
+        html[at..].starts_with("Most changed: +") && html[at..at + 80].contains("render_reply")
+    );
+    assert!(html.contains("id=\"flame-diff-FLOW\""));
+}
+
+#[test]
+fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
+    let out = oemputx()
+        .env("OEMPUTX_PERF", "/nonexistent/perf")
+        .args(["--count", "10", "--profile", "--no-save"])
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--profile") && err.contains("apt-get install linux-perf"),
+        "{err}"
+    );
+    let out = oemputx()
+        .args(["--count", "10", "--export-folded", "-", "--no-save"])
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--export-folded") && err.contains("add --profile"),
+        "{err}"
+    );
+    let out = oemputx()
+        .args(["sweep", "--tasks", "1,2", "--flow-cmd", "true", "--profile"])
+        .output()
+        .expect("oemputx runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not yet for sweep"), "{err}");
+    // compare of saved reports has no rounds to profile: --export-folded is not its output.
+    let out = oemputx()
+        .args(["compare", "a.json", "b.json", "--export-folded", "x"])
+        .output()
+        .expect("oemputx runs");
+    assert_eq!(out.status.code(), Some(2));
+}
