@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
 # PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
-# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Python's prometheus_client, Chromium (headless, for the HTML reports) and ActiveMQ with STOMP. A service that already answers is left alone; a missing one
+# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Linux perf with gcc and librabbitmq's headers, Python's prometheus_client, Chromium (headless, for the HTML reports) and ActiveMQ with STOMP. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -99,6 +99,21 @@ ensure_valgrind() {
   # The instruction gate (oemputx gate --instructions) runs flows under valgrind's callgrind.
   if command -v valgrind >/dev/null; then log "valgrind present ($(valgrind --version))"; return 0; fi
   apt_install valgrind
+}
+
+ensure_perf() {
+  # --profile samples stacks with Linux perf; its tests burn CPU in a C responder built with
+  # librabbitmq (lab/holdout/burn_responder.c).
+  if command -v perf >/dev/null && perf --version >/dev/null 2>&1; then
+    log "perf present ($(perf --version))"
+  else
+    apt_install linux-perf
+  fi
+  if command -v gcc >/dev/null && [ -e /usr/include/amqp.h ]; then
+    log "gcc and librabbitmq's headers present"
+  else
+    apt_install gcc libc6-dev librabbitmq-dev
+  fi
 }
 
 ensure_pcp() {
@@ -216,6 +231,7 @@ ensure_postgresql
 ensure_nats
 ensure_mosquitto
 ensure_valgrind
+ensure_perf
 ensure_prometheus_client
 ensure_stomp_py
 ensure_kubernetes_validate

@@ -31,6 +31,8 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         None
     };
     let mut no_stacks = crate::window::NoWindow;
+    let mut clip = stacks.as_ref().map(|r| r.clip());
+    let mut no_clip = crate::window::NoWindow;
     let transport = transport::open(
         &cfg.endpoint,
         cfg.queue_setup().interrupted_by(interrupt.clone()),
@@ -72,7 +74,17 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
             Some(r) => r,
             None => &mut no_stacks,
         };
-        let mut windows = Windows(vec![sampler, &mut accounting, &mut progress, &mut window]);
+        let clip: &mut dyn crate::window::Window = match clip.as_mut() {
+            Some(c) => c,
+            None => &mut no_clip,
+        };
+        let mut windows = Windows(vec![
+            sampler,
+            &mut accounting,
+            &mut progress,
+            &mut window,
+            clip,
+        ]);
         crate::no_reply::watching(cfg, &controls, || {
             driver::drive(cfg, transport.as_ref(), &controls, &mut windows)
         })?

@@ -34,7 +34,8 @@ pub struct Membership {
 }
 
 impl Membership {
-    pub fn of(rows: &Rows) -> Membership {
+    /// `ignored`: oemputx's threads that work for the profile (their CPU is in no row).
+    pub fn of(rows: &Rows, ignored: &[i32]) -> Membership {
         let mut m = Membership {
             names: Vec::new(),
             by_tid: HashMap::new(),
@@ -67,6 +68,9 @@ impl Membership {
                 None => {}
             }
         }
+        for t in ignored {
+            m.by_tid.insert(*t, usize::MAX);
+        }
         m
     }
 
@@ -74,7 +78,7 @@ impl Membership {
         if s.tid != s.pid
             && let Some(g) = self.by_tid.get(&s.tid)
         {
-            return Some(*g);
+            return (*g != usize::MAX).then_some(*g);
         }
         self.by_pid.get(&s.pid).copied()
     }

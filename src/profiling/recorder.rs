@@ -147,6 +147,7 @@ pub struct Recorder {
     ack: std::fs::File,
     opened: Option<u64>,
     windows: Vec<(u64, u64)>,
+    clip: Clip,
     perf_cpu: Duration,
     perf_cpu_at_open: Option<Duration>,
     /// The first thing that went wrong; the run goes on without a profile.
@@ -227,6 +228,7 @@ impl Recorder {
             ack,
             opened: None,
             windows: Vec::new(),
+            clip: Clip::default(),
             perf_cpu: Duration::ZERO,
             perf_cpu_at_open: None,
             error: None,
@@ -288,6 +290,11 @@ impl Recorder {
         Some(perf + own)
     }
 
+    /// The window to place innermost (see [`Clip`]).
+    pub fn clip(&self) -> Clip {
+        self.clip.clone()
+    }
+
     /// oemputx's threads that work for the profile, to leave out of the driver's CPU.
     pub fn own_threads(&self) -> Vec<i32> {
         self.rephase_tid.into_iter().collect()
@@ -295,6 +302,10 @@ impl Recorder {
 
     fn rephasing(&self, on: bool) {
         let Some(tx) = &self.rephase else { return };
+        // The lab's switch, to measure what re-phasing is for (lab/profile-accuracy.sh).
+        if on && std::env::var("OEMPUTX_PROFILE_REPHASE").is_ok_and(|v| v == "off") {
+            return;
+        }
         if on {
             let _ = tx.send(Rephase::Run);
         } else {
@@ -322,7 +333,12 @@ impl Recorder {
             .map(|(a, b)| b.saturating_sub(*a))
             .sum::<u64>() as f64
             / 1e9;
-        let membership = Membership::of(table);
+        // The innermost instants when the driver had them; perf's own otherwise.
+        let clipped = self.clip.windows();
+        if clipped.len() == self.windows.len() {
+            self.windows = clipped;
+        }
+        let membership = Membership::of(table, &self.own_threads());
         let cgroups = membership.cgroup_groups.clone();
         let mut tally = Attribution::new(membership, std::mem::take(&mut self.windows));
         script(&data, |s| tally.add(s))?;
@@ -398,6 +414,39 @@ fn script(data: &PathBuf, mut each: impl FnMut(stacks::Sample)) -> Result<(), St
     }
     read.map(|_| ())
         .map_err(|e| format!("cannot read perf script's output: {e}"))
+}
+
+/// The instants that bound the samples that count, taken innermost, beside the driver's own
+/// CPU clock: what perf sampled while the CPU snapshots were taken stays out of the profile
+/// as it stays out of the figures.
+#[derive(Clone, Default)]
+pub struct Clip(std::sync::Arc<std::sync::Mutex<ClipState>>);
+
+#[derive(Default)]
+struct ClipState {
+    opened: Option<u64>,
+    windows: Vec<(u64, u64)>,
+}
+
+impl Clip {
+    fn windows(&self) -> Vec<(u64, u64)> {
+        self.0.lock().map(|s| s.windows.clone()).unwrap_or_default()
+    }
+}
+
+impl crate::window::Window for Clip {
+    fn start(&mut self) {
+        if let Ok(mut s) = self.0.lock() {
+            s.opened = Some(monotonic_ns());
+        }
+    }
+    fn end(&mut self) {
+        if let Ok(mut s) = self.0.lock()
+            && let Some(a) = s.opened.take()
+        {
+            s.windows.push((a, monotonic_ns()));
+        }
+    }
 }
 
 impl crate::window::Window for Recorder {
