@@ -372,3 +372,116 @@ pub fn symbols_hint(comm: &str, module: &str) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiling::stacks::Frame;
+
+    fn rows(pid: i32) -> (Vec<ProcessRow>, Vec<GroupRow>) {
+        let p = ProcessRow {
+            group: "FLOW".into(),
+            host: "local".into(),
+            name: "flow".into(),
+            pid: Some(pid),
+            user_us_per_tran: 60.0,
+            sys_us_per_tran: 40.0,
+            total_us_per_tran: 100.0,
+            pct: 100.0,
+            split_sigma_us_per_tran: 0.0,
+            exact: true,
+            note: None,
+            ticks_us_per_tran: None,
+        };
+        let g = GroupRow {
+            name: "FLOW".into(),
+            host: "local".into(),
+            user_us_per_tran: 60.0,
+            sys_us_per_tran: 40.0,
+            total_us_per_tran: 100.0,
+            pct: 100.0,
+            processes: 1,
+            ticks_us_per_tran: None,
+        };
+        (vec![p], vec![g])
+    }
+
+    fn sample(pid: i32, tid: i32, t: u64, leaf: &str) -> Sample {
+        let f = |s: &str| Frame {
+            symbol: s.into(),
+            module: "flow".into(),
+        };
+        Sample {
+            comm: "flow".into(),
+            pid,
+            tid,
+            time_ns: t,
+            period: 1_000_000,
+            frames: vec![f(leaf), f("main")],
+        }
+    }
+
+    /// FLOW's profile from `leaves`, one (thread, leaf) per sample in order.
+    fn profile(leaves: &[(i32, &str)]) -> GroupProfile {
+        let pid = 999_999;
+        let (p, g) = rows(pid);
+        let rows = Rows {
+            processes: &p,
+            groups: &g,
+        };
+        let mut a = Attribution::new(Membership::of(&rows, &[]), vec![(0, u64::MAX)]);
+        for (i, (tid, leaf)) in leaves.iter().enumerate() {
+            a.add(sample(pid, *tid, i as u64 + 1, leaf));
+        }
+        a.add(sample(4, 4, 1, "stranger"));
+        assert_eq!((a.samples, a.attributed), (leaves.len() as u64 + 1, leaves.len() as u64));
+        let mut groups = a.groups(&rows, 1000);
+        groups.remove(groups.iter().position(|g| g.name == "FLOW").expect("FLOW"))
+    }
+
+    fn row<'a>(g: &'a GroupProfile, name: &str) -> &'a FunctionRow {
+        g.all.iter().find(|f| f.name == name).expect("the function")
+    }
+
+    #[test]
+    fn a_groups_functions_add_up_to_its_measured_cpu_per_message() {
+        let leaves: Vec<(i32, &str)> = (0..300)
+            .map(|i| (999_999, if i % 3 == 2 { "render" } else { "parse" }))
+            .collect();
+        let g = profile(&leaves);
+        assert!((row(&g, "parse").self_us_per_tran - 200.0 / 3.0).abs() < 1e-9);
+        assert!((row(&g, "render").self_us_per_tran - 100.0 / 3.0).abs() < 1e-9);
+        assert!((row(&g, "main").total_us_per_tran - 100.0).abs() < 1e-9);
+        let sum: f64 = g.all.iter().map(|f| f.self_us_per_tran).sum();
+        assert!((sum - 100.0).abs() < 1e-9, "{sum}");
+        // ± of a share of 2/3 over 300 samples: 1.96 × sqrt(2/9 / 300) × 100 µs.
+        let pm = 1.96 * (2.0f64 / 9.0 / 300.0).sqrt() * 100.0;
+        assert!((row(&g, "parse").self_pm_us - pm).abs() < 1e-9);
+        // 300 samples of 1 ms for 1000 messages of 100 µs: they stand for 3 × its CPU.
+        assert!((g.coverage.unwrap_or(0.0) - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn samples_in_step_with_the_flow_are_flagged_and_independent_ones_are_not() {
+        // In step: parse for 4 samples, render for 4, over and over (lag 8 lands in place).
+        let stepped: Vec<(i32, &str)> = (0..800)
+            .map(|i| (999_999, if i % 8 < 4 { "parse" } else { "render" }))
+            .collect();
+        let g = profile(&stepped);
+        let l = row(&g, "parse").lock_in.clone().expect("flagged");
+        assert!((l.share - 0.5).abs() < 0.01 && l.next_same > 0.7, "{l:?}");
+        // The same shares drawn independently: not flagged.
+        let mut rng = fastrand::Rng::with_seed(7);
+        let random: Vec<(i32, &str)> = (0..800)
+            .map(|_| (999_999, if rng.bool() { "parse" } else { "render" }))
+            .collect();
+        assert!(row(&profile(&random), "parse").lock_in.is_none());
+        // Two threads, each always in its own function: no lock-in, only different work.
+        let split: Vec<(i32, &str)> = (0..800)
+            .map(|i| if i % 2 == 0 { (999_999, "parse") } else { (1_000_000, "render") })
+            .collect();
+        // The second thread is a thread of FLOW's process only by its pid.
+        let g = profile(&split);
+        assert!(row(&g, "parse").lock_in.is_none() && row(&g, "render").lock_in.is_none());
+    }
+}

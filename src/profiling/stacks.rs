@@ -118,14 +118,36 @@ fn frame(line: &str) -> Option<Frame> {
     let line = line.trim();
     let (_addr, rest) = line.split_once(char::is_whitespace)?;
     let rest = rest.trim();
-    let (symbol, module) = match rest.rfind(" (") {
-        Some(i) if rest.ends_with(')') => (&rest[..i], &rest[i + 2..rest.len() - 1]),
-        _ => (rest, ""),
+    let (symbol, module) = match module_start(rest) {
+        Some(i) => (&rest[..i], &rest[i + 2..rest.len() - 1]),
+        None => (rest, ""),
     };
     Some(Frame {
         symbol: clean_symbol(symbol),
         module: module_name(module),
     })
+}
+
+/// Where ` (MODULE)` begins: its bracket matched from the end, for a module may hold
+/// brackets of its own (`/memfd:vmem (deleted)`, Erlang's JIT code).
+fn module_start(s: &str) -> Option<usize> {
+    if !s.ends_with(')') {
+        return None;
+    }
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return (i > 0 && s[..i].ends_with(' ')).then(|| i - 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A Rust symbol's hash suffix (`::h0123456789abcdef`) says nothing to a reader and splits
@@ -160,6 +182,7 @@ mod tests {
 beam.smp  900/901    214.5:    1001001 \n\
 \tffffffff81655da7 _raw_spin_unlock_irqrestore ([kernel.kallsyms])\n\
 \t 55460c0 <a as b>::run (x)::h0123456789abcdef (/usr/lib/x (y)/lib.so)\n\
+\t 7f00 [unknown] (/memfd:vmem (deleted))\n\
 \n\
 Warning: something perf said\n";
 
@@ -183,6 +206,8 @@ Warning: something perf said\n";
         assert_eq!(b.frames[0].module, "[kernel.kallsyms]");
         assert_eq!(b.frames[1].symbol, "<a as b>::run (x)");
         assert_eq!(b.frames[1].module, "lib.so");
+        assert_eq!(b.frames[2].symbol, "[unknown]");
+        assert_eq!(b.frames[2].module, "memfd:vmem (deleted)");
     }
 
     #[test]
