@@ -19,20 +19,8 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         .with_hosts(&cfg.hosts)
         .map_err(crate::config::ConfigError::from)?;
     // perf first: it reads every process's maps as it starts, well before the window.
-    let mut stacks = if cfg.sample_stacks {
-        Some(crate::profiling::recorder::Recorder::start().map_err(|e| {
-            if e.is_setup() {
-                anyhow::Error::from(crate::config::bad("--profile", e.to_string()))
-            } else {
-                anyhow::anyhow!("--profile: {e}")
-            }
-        })?)
-    } else {
-        None
-    };
-    let mut no_stacks = crate::window::NoWindow;
+    let mut stacks = start_stacks(cfg)?;
     let mut clip = stacks.as_ref().map(|r| r.clip());
-    let mut no_clip = crate::window::NoWindow;
     let transport = transport::open(
         &cfg.endpoint,
         cfg.queue_setup().interrupted_by(interrupt.clone()),
@@ -53,38 +41,21 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {
         // Snapshots outside, the driver's own clock inside: their cost stays out of it.
-        let mut progress = Progress::new(
-            ProgressSettings {
-                bar: cfg.progress_bar,
-                stats_interval: cfg.stats_interval,
-                total: match cfg.length {
-                    RunLength::Count(n) => Some(n),
-                    RunLength::Duration(_) => None,
-                },
-                duration: match cfg.length {
-                    RunLength::Duration(d) => Some(d),
-                    RunLength::Count(_) => None,
-                },
-                in_flight: cfg.tasks * cfg.msgs_per_loop,
-            },
-            controls.progress_counters(),
-        );
-        // perf outermost: switching it on and off stays outside the snapshots.
-        let sampler: &mut dyn crate::window::Window = match stacks.as_mut() {
-            Some(r) => r,
-            None => &mut no_stacks,
-        };
-        let clip: &mut dyn crate::window::Window = match clip.as_mut() {
-            Some(c) => c,
-            None => &mut no_clip,
-        };
-        let mut windows = Windows(vec![
-            sampler,
-            &mut accounting,
+        let mut progress = Progress::new(progress_settings(cfg), controls.progress_counters());
+        // perf outermost (switching it stays outside the snapshots), its clip innermost.
+        let mut list: Vec<&mut dyn crate::window::Window> = Vec::new();
+        if let Some(r) = stacks.as_mut() {
+            list.push(r);
+        }
+        list.extend([
+            &mut accounting as &mut dyn crate::window::Window,
             &mut progress,
             &mut window,
-            clip,
         ]);
+        if let Some(c) = clip.as_mut() {
+            list.push(c);
+        }
+        let mut windows = Windows(list);
         crate::no_reply::watching(cfg, &controls, || {
             driver::drive(cfg, transport.as_ref(), &controls, &mut windows)
         })?
@@ -138,6 +109,39 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         report.serving = Some(serving);
     }
     Ok(report)
+}
+
+/// What the progress display needs of the run.
+fn progress_settings(cfg: &RunConfig) -> ProgressSettings {
+    ProgressSettings {
+        bar: cfg.progress_bar,
+        stats_interval: cfg.stats_interval,
+        total: match cfg.length {
+            RunLength::Count(n) => Some(n),
+            RunLength::Duration(_) => None,
+        },
+        duration: match cfg.length {
+            RunLength::Duration(d) => Some(d),
+            RunLength::Count(_) => None,
+        },
+        in_flight: cfg.tasks * cfg.msgs_per_loop,
+    }
+}
+
+/// perf, recording disabled, when the run is profiled.
+fn start_stacks(cfg: &RunConfig) -> anyhow::Result<Option<crate::profiling::recorder::Recorder>> {
+    if !cfg.sample_stacks {
+        return Ok(None);
+    }
+    crate::profiling::recorder::Recorder::start()
+        .map(Some)
+        .map_err(|e| {
+            if e.is_setup() {
+                anyhow::Error::from(crate::config::bad("--profile", e.to_string()))
+            } else {
+                anyhow::anyhow!("--profile: {e}")
+            }
+        })
 }
 
 /// Read what perf sampled into the report; a profile that could not be made is a warning

@@ -61,9 +61,9 @@ fn each_function_of_the_flow_is_within_15_percent_of_its_truth_in_every_output()
         "--export-markdown",
         "r.md",
     ];
-    let j = profiled_run(&responder, "15000", dir.path(), &exports);
+    let j = profiled_run(&responder, "25000", dir.path(), &exports);
     let truth = responder.stop();
-    assert!(truth.messages >= 15000, "{truth:?}");
+    assert!(truth.messages >= 25000, "{truth:?}");
     for (name, want) in [
         ("parse_request", truth.parse_request_us),
         ("render_reply", truth.render_reply_us),
@@ -131,7 +131,7 @@ fn a_regular_flow_is_profiled_within_15_percent_or_flagged() {
     live!(RabbitMq, Perf, CAmqp);
     let dir = tempfile::tempdir().expect("a temporary folder");
     let responder = BurnResponder::start(&fresh_queue("prof-reg"), 60.0, 20.0, 0.0);
-    let j = profiled_run(&responder, "12000", dir.path(), &[]);
+    let j = profiled_run(&responder, "20000", dir.path(), &[]);
     let truth = responder.stop();
     let warnings: Vec<&str> = j["profile"]["warnings"]
         .as_array()

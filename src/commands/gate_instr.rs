@@ -133,20 +133,12 @@ pub fn gate_instructions(
         decide(Metric::Cold, &counts, tolerances.for_metric(COLD)),
     ];
     let outcome = Outcome {
-        schema: crate::gate::SCHEMA,
-        mode: "instructions",
-        baseline: names.0,
-        current: names.1,
-        verdict: overall(&decisions),
-        decisions,
-        ab_rounds: None,
-        baseline_runs: None,
         instruction_counts: Some(InstructionCounts {
             messages: [1, n, 2 * n],
             a: counts[0].runs.clone(),
             b: counts[1].runs.clone(),
         }),
-        profile: Default::default(),
+        ..Outcome::of("instructions", names, decisions)
     };
     write_verdict(cfg, &outcome)?;
     Ok(verdict_exit(cfg, &outcome))

@@ -200,6 +200,28 @@ pub struct InstructionCounts {
     pub b: Vec<[u64; 3]>,
 }
 
+impl Outcome {
+    /// A verdict of `mode` from its decisions, with nothing beside them.
+    pub fn of(
+        mode: &'static str,
+        (baseline, current): (String, String),
+        decisions: Vec<Decision>,
+    ) -> Outcome {
+        Outcome {
+            schema: SCHEMA,
+            mode,
+            baseline,
+            current,
+            verdict: overall(&decisions),
+            decisions,
+            ab_rounds: None,
+            baseline_runs: None,
+            instruction_counts: None,
+            profile: Default::default(),
+        }
+    }
+}
+
 /// The rounds of an A/B gate: pair i is `a[i]` and `b[i]`, run A first when `a_first[i]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct AbRounds {

@@ -434,7 +434,10 @@ mod tests {
             a.add(sample(pid, *tid, i as u64 + 1, leaf));
         }
         a.add(sample(4, 4, 1, "stranger"));
-        assert_eq!((a.samples, a.attributed), (leaves.len() as u64 + 1, leaves.len() as u64));
+        assert_eq!(
+            (a.samples, a.attributed),
+            (leaves.len() as u64 + 1, leaves.len() as u64)
+        );
         let mut groups = a.groups(&rows, 1000);
         groups.remove(groups.iter().position(|g| g.name == "FLOW").expect("FLOW"))
     }
@@ -478,7 +481,13 @@ mod tests {
         assert!(row(&profile(&random), "parse").lock_in.is_none());
         // Two threads, each always in its own function: no lock-in, only different work.
         let split: Vec<(i32, &str)> = (0..800)
-            .map(|i| if i % 2 == 0 { (999_999, "parse") } else { (1_000_000, "render") })
+            .map(|i| {
+                if i % 2 == 0 {
+                    (999_999, "parse")
+                } else {
+                    (1_000_000, "render")
+                }
+            })
             .collect();
         // The second thread is a thread of FLOW's process only by its pid.
         let g = profile(&split);

@@ -89,45 +89,7 @@ pub fn live(c: &Comparison) -> String {
         ));
     }
     section(&mut body, "The overhead table", &overhead);
-    if !c.profile_diff.is_empty() {
-        let rows: Vec<Vec<String>> = c
-            .profile_diff
-            .iter()
-            .map(|d| {
-                vec![
-                    format!("{} ({}, {})", d.function, d.module, d.group),
-                    d.versus.clone().unwrap_or_default(),
-                    format!("{:.2}", d.a_us_per_tran),
-                    format!("{:.2}", d.b_us_per_tran),
-                    format!("{:+.2}", d.change_us_per_tran),
-                    match (d.low_us_per_tran, d.high_us_per_tran) {
-                        (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
-                        _ => "-".into(),
-                    },
-                ]
-            })
-            .collect();
-        let mut html = table(
-            &[
-                "function",
-                "setting",
-                "base µs/msg",
-                "setting µs/msg",
-                "change",
-                "95 % interval",
-            ],
-            &rows,
-        );
-        if let Some(base) = c.profile_folded.first() {
-            for (set, folded) in c.settings.iter().zip(&c.profile_folded).skip(1) {
-                let first = c.settings.first().map_or("base", |s| s.name.as_str());
-                html.push_str(&super::flame::differential(
-                    base,
-                    folded,
-                    (first, &set.name),
-                ));
-            }
-        }
+    if let Some(html) = profile_diff(c) {
         section(&mut body, "Where it changed (--profile)", &html);
     }
     let good = c.partial.is_none();
@@ -187,4 +149,51 @@ pub fn saved(runs: &[Saved], rows: &[Vec<String>]) -> String {
         ("separate runs", true),
         &body,
     )
+}
+
+/// With --profile: each setting's functions against the base's, and the differential flame
+/// graphs.
+fn profile_diff(c: &Comparison) -> Option<String> {
+    if c.profile_diff.is_empty() {
+        return None;
+    }
+    let rows: Vec<Vec<String>> = c
+        .profile_diff
+        .iter()
+        .map(|d| {
+            vec![
+                format!("{} ({}, {})", d.function, d.module, d.group),
+                d.versus.clone().unwrap_or_default(),
+                format!("{:.2}", d.a_us_per_tran),
+                format!("{:.2}", d.b_us_per_tran),
+                format!("{:+.2}", d.change_us_per_tran),
+                match (d.low_us_per_tran, d.high_us_per_tran) {
+                    (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
+                    _ => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let mut html = table(
+        &[
+            "function",
+            "setting",
+            "base µs/msg",
+            "setting µs/msg",
+            "change",
+            "95 % interval",
+        ],
+        &rows,
+    );
+    if let Some(base) = c.profile_folded.first() {
+        for (set, folded) in c.settings.iter().zip(&c.profile_folded).skip(1) {
+            let first = c.settings.first().map_or("base", |s| s.name.as_str());
+            html.push_str(&super::flame::differential(
+                base,
+                folded,
+                (first, &set.name),
+            ));
+        }
+    }
+    Some(html)
 }
