@@ -36,6 +36,9 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     let excluded = transport.own_threads();
     // The profile's own thread is its cost, not the driver's (the profile reports it).
     let profile_threads = stacks.as_ref().map(|r| r.own_threads()).unwrap_or_default();
+    if let Some(r) = stacks.as_mut() {
+        r.ignore_threads(&excluded);
+    }
     let mut window = DriverCpu::new(excluded.iter().chain(&profile_threads).copied().collect());
     let controls = Controls::new(interrupt, cfg.tasks);
     // Transport errors name the queue manager (redacted) themselves.
@@ -61,11 +64,15 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         })?
     };
 
-    let source = match (&window.error, excluded.is_empty()) {
+    let source = match (&window.error, excluded.is_empty() && profile_threads.is_empty()) {
         (Some(e), _) => format!("unavailable: {e}"),
         (None, true) => "process CPU clock (ns, all threads)".to_string(),
-        (None, false) => format!(
+        (None, false) if profile_threads.is_empty() => format!(
             "process CPU clock (ns) less {} embedded queue manager thread(s)",
+            excluded.len()
+        ),
+        (None, false) => format!(
+            "process CPU clock (ns) less {} embedded queue manager thread(s) and --profile's thread",
             excluded.len()
         ),
     };

@@ -96,6 +96,17 @@ fn shape(format: &str, text: &str) -> Result<String, String> {
                 Err("not one OpenMetrics exposition ending # EOF".into())
             }
         }
+        "folded" => {
+            let ok = |l: &str| {
+                l.rsplit_once(' ')
+                    .is_some_and(|(stack, n)| !stack.is_empty() && n.parse::<u64>().is_ok())
+            };
+            if !text.is_empty() && text.lines().all(ok) {
+                Ok("folded".into())
+            } else {
+                Err("not folded stacks (STACK COUNT per line)".into())
+            }
+        }
         other => Err(format!("no check for {other}")),
     }
 }
@@ -132,6 +143,23 @@ fn export(dir: &Path, args: &[String], format: &str, target: &str) -> (String, S
 /// same bytes (`same_bytes`) or the same shape.
 fn check(dir: &Path, what: &str, args: &[String], formats: &[&str], same_bytes: bool) {
     for format in formats {
+        // Folded stacks are --profile's: with it, where perf can sample every CPU.
+        let profiled;
+        let args = if *format == "folded" {
+            if !oemputx_test_support::live::can_run_named(
+                "--export-folded in every_output_…",
+                &[Service::Perf],
+            ) {
+                continue;
+            }
+            let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+            let mut a = args.to_vec();
+            a.insert(at, "--profile".to_string());
+            profiled = a;
+            &profiled
+        } else {
+            args
+        };
         let (stdout, err) = export(dir, args, format, "-");
         let on_stdout = shape(format, &stdout)
             .unwrap_or_else(|e| panic!("{what} {format} on stdout: {e}\n{stdout}\n{err}"));

@@ -254,6 +254,14 @@ fn gate_file(o: &GateOptions) -> Result<GateFile, ConfigError> {
 impl GateOptions {
     /// Check the options into the gate they ask for.
     pub fn build(&self) -> Result<GateConfig, ConfigError> {
+        let profiled = self.run.as_ref().is_some_and(|r| r.sample_stacks);
+        if profiled && (self.instructions || (self.flow_a.is_none() && self.flow_b.is_none())) {
+            // Not accepted and ignored: only the A/B gate has two sides' stacks to set apart.
+            return Err(bad(
+                "--profile",
+                "only the A/B gate profiles (--flow-a and --flow-b, each round profiled): the stored gate compares with saved runs, which keep no stacks, and the instruction gate counts under valgrind; profile a run instead",
+            ));
+        }
         let o = &self.outputs;
         let inputs: Vec<&std::path::Path> = [&self.baseline, &self.current, &self.gate_file]
             .into_iter()

@@ -50,12 +50,13 @@ impl Artifact for Report {
             Format::OpenMetrics => Ok(super::openmetrics::run(self)),
             #[cfg(feature = "html")]
             Format::Html => Ok(super::html::run::render(self)),
-            Format::Folded => match &self.profile {
-                Some(p) => Ok(super::profile::folded(p)),
-                None => anyhow::bail!(
-                    "no stacks to write: the run has no profile (see its warnings for why)"
-                ),
-            },
+            // A run whose profile failed, or was interrupted, has no stacks: the file is
+            // empty and the report's warnings say why; the run's exit code stands.
+            Format::Folded => Ok(self
+                .profile
+                .as_ref()
+                .map(super::profile::folded)
+                .unwrap_or_default()),
             other => Err(unwritten::<Self>(other)),
         }
     }

@@ -143,7 +143,9 @@ pub fn diff_text(o: &mut String, changes: &[FunctionChange], a: &str, b: &str) {
     let t = super::for_terminal;
     let _ = writeln!(
         o,
-        "\nWhere it changed (--profile: self µs/msg, mean of each side's rounds, 95 % interval of {b} − {a} from the rounds)"
+        "\nWhere it changed (--profile: self µs/msg, mean of each side's rounds, 95 % interval of {} − {} from the rounds)",
+        t(b),
+        t(a)
     );
     let _ = writeln!(
         o,

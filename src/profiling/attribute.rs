@@ -48,16 +48,15 @@ impl Membership {
         if !m.names.iter().any(|n| n == "DRIVER") {
             m.names.push("DRIVER".into());
         }
-        let me = std::process::id() as i32;
         for row in rows.processes.iter().filter(|r| r.host == "local") {
             let Some(gi) = m.names.iter().position(|n| *n == row.group) else {
                 continue;
             };
             match row.pid {
-                Some(pid) if is_thread_of(pid, me) && row.group != "DRIVER" => {
-                    m.by_tid.insert(pid, gi);
-                }
+                // A row's id is a process's or (`thread:` rows) a thread's: ids are unique
+                // among live tasks, so a sample's thread is looked up first, then its process.
                 Some(pid) => {
+                    m.by_tid.entry(pid).or_insert(gi);
                     m.by_pid.entry(pid).or_insert(gi);
                 }
                 None if row.name.starts_with("cgroup:")
@@ -69,24 +68,17 @@ impl Membership {
             }
         }
         for t in ignored {
-            m.by_tid.insert(*t, usize::MAX);
+            m.by_tid.entry(*t).or_insert(usize::MAX);
         }
         m
     }
 
     fn group_of(&self, s: &Sample) -> Option<usize> {
-        if s.tid != s.pid
-            && let Some(g) = self.by_tid.get(&s.tid)
-        {
+        if let Some(g) = self.by_tid.get(&s.tid) {
             return (*g != usize::MAX).then_some(*g);
         }
         self.by_pid.get(&s.pid).copied()
     }
-}
-
-/// Whether `tid` is a thread of process `pid` other than its main one.
-fn is_thread_of(tid: i32, pid: i32) -> bool {
-    tid != pid && std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists()
 }
 
 /// One group's samples as they arrive.

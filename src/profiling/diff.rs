@@ -78,8 +78,13 @@ impl FunctionChange {
             (Some(l), Some(h)) => format!(" [{l:+.2}, {h:+.2}]"),
             _ => String::new(),
         };
+        let side = self
+            .versus
+            .as_deref()
+            .map(|v| format!(", {v}"))
+            .unwrap_or_default();
         format!(
-            "{:+.2} µs/msg{interval} in {} ({})",
+            "{:+.2} µs/msg{interval} in {} ({}{side})",
             self.change_us_per_tran, self.function, self.group
         )
     }

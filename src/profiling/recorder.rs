@@ -40,9 +40,9 @@ pub enum ProfileError {
     )]
     NoPerf(String),
     #[error(
-        "sampling every CPU (perf record -a) is forbidden by kernel.perf_event_paranoid={0} to a user without CAP_PERFMON: run as root, give perf the capability (setcap cap_perfmon,cap_sys_ptrace+ep $(command -v perf)), or lower it (sysctl kernel.perf_event_paranoid=0)"
+        "perf cannot sample every CPU here (kernel.perf_event_paranoid={0}; perf record -a said {1}): run as root with CAP_PERFMON (a container needs it granted), give perf the capability (setcap cap_perfmon,cap_sys_ptrace+ep $(command -v perf)), or lower the setting (sysctl kernel.perf_event_paranoid=0)"
     )]
-    Paranoid(i64),
+    Refused(i64, String),
     #[error("perf could not start: {0}")]
     Start(String),
     #[error("{0}")]
@@ -52,7 +52,10 @@ pub enum ProfileError {
 impl ProfileError {
     /// Whether it is the user's to fix before running (exit 2).
     pub fn is_setup(&self) -> bool {
-        !matches!(self, ProfileError::Run(_))
+        matches!(
+            self,
+            ProfileError::NoPerf(_) | ProfileError::Refused(..)
+        )
     }
 }
 
@@ -80,10 +83,59 @@ pub fn check() -> Result<(), ProfileError> {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(2);
-    if paranoid > 0 && !nix::unistd::geteuid().is_root() {
-        return Err(ProfileError::Paranoid(paranoid));
+    // Root in a container without CAP_PERFMON, or perf given the capability: only trying
+    // tells. A system-wide sample of `true`, bounded.
+    let dir = tempfile::tempdir().map_err(|e| ProfileError::Start(e.to_string()))?;
+    let mut cmd = Command::new(&bin);
+    cmd.args(["record", "-a", "-e", "cpu-clock", "-q", "-B", "-o"])
+        .arg(dir.path().join("probe.data"))
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let out = Group::spawn(&mut cmd, Duration::from_secs(1))
+        .map_err(|e| ProfileError::Start(format!("{bin}: {e}")))?;
+    match wait_for(out, Duration::from_secs(15)) {
+        Ok(()) => Ok(()),
+        Err(why) if why == "interrupted" => Err(ProfileError::Run(why)),
+        Err(why) => Err(ProfileError::Refused(paranoid, why)),
     }
-    Ok(())
+}
+
+/// Wait for `group` to end, within `bound`, at once on a signal (then killed): its
+/// stderr's last lines when it failed.
+fn wait_for(mut group: Group, bound: Duration) -> Result<(), String> {
+    let until = Instant::now() + bound;
+    loop {
+        if let Some(status) = group.ended() {
+            let mut said = String::new();
+            if let Some(mut e) = group.child_mut().stderr.take() {
+                let _ = e.read_to_string(&mut said);
+            }
+            group.finish(Instant::now());
+            return if status.success() {
+                Ok(())
+            } else {
+                let last: Vec<&str> = said.trim().lines().rev().take(2).collect();
+                let last: Vec<&str> = last.into_iter().rev().collect();
+                Err(format!(
+                    "{status}: {}",
+                    crate::terminal::for_terminal(&last.join(" / "))
+                ))
+            };
+        }
+        if crate::signals::interrupted() {
+            group.signal(nix::sys::signal::Signal::SIGKILL);
+            group.finish(Instant::now());
+            return Err("interrupted".into());
+        }
+        if Instant::now() >= until {
+            group.signal(nix::sys::signal::Signal::SIGKILL);
+            group.finish(Instant::now());
+            return Err(format!("no answer within {} s", bound.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// What the main thread tells the re-phasing thread.
@@ -131,8 +183,19 @@ fn rephaser(
             if ctl.write_all(b"enable\n").is_err() {
                 return;
             }
-            // perf answers each switch; nobody else reads the answers while this runs.
-            while matches!(ack.read(&mut drain), Ok(n) if n > 0) {}
+            // perf answers each switch: both answers are read before anything else is said
+            // to perf, so that none is left for the main thread to take as its own.
+            let until = Instant::now() + Duration::from_secs(1);
+            let mut heard = 0;
+            while heard < 2 && Instant::now() < until {
+                match ack.read(&mut drain) {
+                    Ok(n) if n > 0 => heard += drain[..n].iter().filter(|b| **b == b'\n').count(),
+                    _ => std::thread::sleep(Duration::from_micros(200)),
+                }
+            }
+            if heard < 2 {
+                return;
+            }
         }
     }
 }
@@ -148,6 +211,9 @@ pub struct Recorder {
     opened: Option<u64>,
     windows: Vec<(u64, u64)>,
     clip: Clip,
+    /// Threads of oemputx whose CPU is in no row (an embedded queue manager's, when the
+    /// groups leave it out): their samples are in no group either.
+    ignored: Vec<i32>,
     perf_cpu: Duration,
     perf_cpu_at_open: Option<Duration>,
     /// The first thing that went wrong; the run goes on without a profile.
@@ -192,6 +258,8 @@ impl Recorder {
             .arg(FREQUENCY_HZ.to_string())
             .args([
                 "--no-buildid-cache",
+                // No build-id pass over the whole file at the end (it can outlast the bound).
+                "-B",
                 "-k",
                 "CLOCK_MONOTONIC",
                 "-D",
@@ -229,6 +297,7 @@ impl Recorder {
             opened: None,
             windows: Vec::new(),
             clip: Clip::default(),
+            ignored: Vec::new(),
             perf_cpu: Duration::ZERO,
             perf_cpu_at_open: None,
             error: None,
@@ -280,6 +349,29 @@ impl Recorder {
         }
     }
 
+    /// Stop perf record (SIGINT: it writes its file) and wait for it, within `bound`; at
+    /// once, and killed, on a signal to oemputx.
+    fn end_perf(&mut self, bound: Duration) -> Result<std::process::ExitStatus, String> {
+        self.perf.signal(nix::sys::signal::Signal::SIGINT);
+        let until = Instant::now() + bound;
+        loop {
+            if let Some(status) = self.perf.ended() {
+                self.perf.finish(Instant::now());
+                return Ok(status);
+            }
+            if crate::signals::interrupted() || Instant::now() >= until {
+                self.perf.signal(nix::sys::signal::Signal::SIGKILL);
+                self.perf.finish(Instant::now());
+                return Err(if crate::signals::interrupted() {
+                    "interrupted while perf wrote its samples".into()
+                } else {
+                    format!("perf did not write its samples within {} s", bound.as_secs())
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// CPU of perf and of the re-phasing thread: the profile's own cost.
     fn perf_cpu_now(&self) -> Option<Duration> {
         let perf = crate::accounting::clock::process(self.perf.id() as i32).ok()?;
@@ -288,6 +380,11 @@ impl Recorder {
             .and_then(|t| crate::accounting::clock::thread(t).ok())
             .unwrap_or_default();
         Some(perf + own)
+    }
+
+    /// Leave the samples of these threads of oemputx out of every group.
+    pub fn ignore_threads(&mut self, tids: &[i32]) {
+        self.ignored.extend_from_slice(tids);
     }
 
     /// The window to place innermost (see [`Clip`]).
@@ -300,7 +397,7 @@ impl Recorder {
         self.rephase_tid.into_iter().collect()
     }
 
-    fn rephasing(&self, on: bool) {
+    fn rephasing(&mut self, on: bool) {
         let Some(tx) = &self.rephase else { return };
         // The lab's switch, to measure what re-phasing is for (lab/profile-accuracy.sh).
         if on && std::env::var("OEMPUTX_PROFILE_REPHASE").is_ok_and(|v| v == "off") {
@@ -310,8 +407,13 @@ impl Recorder {
             let _ = tx.send(Rephase::Run);
         } else {
             let (done, wait) = std::sync::mpsc::sync_channel(1);
-            if tx.send(Rephase::Pause(done)).is_ok() {
-                let _ = wait.recv_timeout(Duration::from_secs(1));
+            let paused = tx.send(Rephase::Pause(done)).is_ok()
+                && wait.recv_timeout(Duration::from_secs(2)).is_ok();
+            if !paused {
+                // It stopped hearing perf: its switches may be unanswered, the window's
+                // samples unevenly thinned.
+                self.error
+                    .get_or_insert_with(|| "perf stopped answering the re-phasing switches".into());
             }
         }
     }
@@ -321,11 +423,10 @@ impl Recorder {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        self.perf.signal(nix::sys::signal::Signal::SIGINT);
-        let status = self.perf.finish(Instant::now() + FINISH_WITHIN);
+        let status = self.end_perf(FINISH_WITHIN)?;
         let data = self.dir.path().join("perf.data");
-        if !status.is_some_and(|s| s.success()) && !data.exists() {
-            return Err(format!("perf record failed: {}", self.perf_said()));
+        if !status.success() {
+            return Err(format!("perf record failed ({status}): {}", self.perf_said()));
         }
         let window_s = self
             .windows
@@ -338,11 +439,19 @@ impl Recorder {
         if clipped.len() == self.windows.len() {
             self.windows = clipped;
         }
-        let membership = Membership::of(table, &self.own_threads());
+        let mut ignored = self.own_threads();
+        ignored.extend(&self.ignored);
+        let membership = Membership::of(table, &ignored);
         let cgroups = membership.cgroup_groups.clone();
         let mut tally = Attribution::new(membership, std::mem::take(&mut self.windows));
-        script(&data, |s| tally.add(s))?;
+        script(&data, self.dir.path(), |s| tally.add(s))?;
         let (samples, attributed) = (tally.samples, tally.attributed);
+        if samples == 0 && window_s > 0.0 {
+            return Err(format!(
+                "perf recorded no sample in the {window_s:.3} s window: {}",
+                self.perf_said()
+            ));
+        }
         let groups = tally.groups(table, transactions);
         let per_tran = |d: Duration| d.as_secs_f64() * 1e6 / transactions.max(1) as f64;
         let mut profile = Profile {
@@ -367,10 +476,20 @@ impl Recorder {
 }
 
 /// Run `perf script` on `data` and hand each sample to `each`.
-fn script(data: &PathBuf, mut each: impl FnMut(stacks::Sample)) -> Result<(), String> {
+fn script(
+    data: &PathBuf,
+    dir: &Path,
+    mut each: impl FnMut(stacks::Sample),
+) -> Result<(), String> {
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    let err_path = dir.join("script.stderr");
+    let err = std::fs::File::create(&err_path).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(perf_binary());
+    // -f: a JIT's perf map (/tmp/perf-PID.map) belongs to the broker's user, which perf
+    // otherwise ignores when oemputx runs as root.
     cmd.args([
         "script",
+        "-f",
         "-F",
         "comm,pid,tid,time,period,ip,sym,dso",
         "--ns",
@@ -380,40 +499,67 @@ fn script(data: &PathBuf, mut each: impl FnMut(stacks::Sample)) -> Result<(), St
     .arg(data)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
-    .stderr(Stdio::null());
+    .stderr(err);
     let mut perf = Group::spawn(&mut cmd, Duration::from_secs(1))
         .map_err(|e| format!("cannot run {} script: {e}", perf_binary()))?;
     let Some(out) = perf.child_mut().stdout.take() else {
         return Err("perf script gave no output".into());
     };
-    let until = Instant::now() + SCRIPT_WITHIN;
-    let mut stopped: Option<String> = None;
-    let mut n = 0u64;
+    // A watchdog, so that a perf script that stalls (prints nothing) is still cut short by
+    // a signal or the bound: killing its group ends the read below.
+    let pgid = nix::unistd::Pid::from_raw(perf.id() as i32);
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let why = std::sync::Arc::new(AtomicU8::new(0));
+    let watchdog = {
+        let (done, why) = (done.clone(), why.clone());
+        std::thread::spawn(move || {
+            let until = Instant::now() + SCRIPT_WITHIN;
+            while !done.load(Ordering::Relaxed) {
+                let stop = if crate::signals::interrupted() {
+                    1
+                } else if Instant::now() > until {
+                    2
+                } else {
+                    0
+                };
+                if stop != 0 {
+                    why.store(stop, Ordering::Relaxed);
+                    // The leader is reaped only after this thread is joined: the id is perf's.
+                    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
     let read = stacks::read(BufReader::new(out), |s| {
-        n += 1;
-        if stopped.is_none() && n.is_multiple_of(4096) {
-            if crate::signals::interrupted() {
-                stopped = Some("interrupted while reading perf's samples".into());
-            } else if Instant::now() > until {
-                stopped = Some(format!(
-                    "perf script took over {} s: profile a shorter window (--count or --duration)",
-                    SCRIPT_WITHIN.as_secs()
-                ));
-            }
-            if stopped.is_some() {
-                perf.signal(nix::sys::signal::Signal::SIGKILL);
-            }
-        }
-        if stopped.is_none() {
+        if why.load(Ordering::Relaxed) == 0 {
             each(s);
         }
     });
-    perf.stop();
-    if let Some(why) = stopped {
-        return Err(why);
+    done.store(true, Ordering::Relaxed);
+    let _ = watchdog.join();
+    let status = perf.finish(Instant::now() + Duration::from_secs(5));
+    match why.load(Ordering::Relaxed) {
+        1 => return Err("interrupted while reading perf's samples".into()),
+        2 => {
+            return Err(format!(
+                "perf script took over {} s: profile a shorter window (--count or --duration)",
+                SCRIPT_WITHIN.as_secs()
+            ));
+        }
+        _ => {}
     }
-    read.map(|_| ())
-        .map_err(|e| format!("cannot read perf script's output: {e}"))
+    read.map_err(|e| format!("cannot read perf script's output: {e}"))?;
+    if !status.is_some_and(|s| s.success()) {
+        let said = std::fs::read_to_string(&err_path).unwrap_or_default();
+        let last: Vec<&str> = said.trim().lines().rev().take(2).collect();
+        return Err(format!(
+            "perf script failed: {}",
+            crate::terminal::for_terminal(&last.into_iter().rev().collect::<Vec<_>>().join(" / "))
+        ));
+    }
+    Ok(())
 }
 
 /// The instants that bound the samples that count, taken innermost, beside the driver's own
@@ -483,7 +629,6 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         self.rephase = None;
         // perf ends and the folder goes with it (perf.data is a few MB a second).
-        self.perf.signal(nix::sys::signal::Signal::SIGINT);
-        self.perf.finish(Instant::now() + Duration::from_secs(5));
+        let _ = self.end_perf(Duration::from_secs(5));
     }
 }

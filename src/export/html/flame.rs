@@ -135,8 +135,13 @@ pub fn differential(
             .collect();
         let title = format!("{group}: {} → {}", names.0, names.1);
         if let Some(svg) = svg(&title, &lines) {
+            let id = if names.0 == "A" && names.1 == "B" {
+                format!("diff-{group}")
+            } else {
+                format!("diff-{group}-{}", names.1)
+            };
             o.push_str(&image(
-                &format!("diff-{group}"),
+                &id,
                 &format!(
                     "Differential flame graph of {group}: the stacks of {}, red where they took more samples than in {}, blue where fewer.",
                     names.1, names.0

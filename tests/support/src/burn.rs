@@ -110,6 +110,12 @@ impl BurnResponder {
                 nix::unistd::Pid::from_raw(c.id() as i32),
                 nix::sys::signal::Signal::SIGTERM,
             );
+            // It writes its truth and leaves within a tick (100 ms); killed after 5 s.
+            let until = Instant::now() + Duration::from_secs(5);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
             let _ = c.wait();
         }
     }
