@@ -64,18 +64,11 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         })?
     };
 
-    let source = match (&window.error, excluded.is_empty() && profile_threads.is_empty()) {
-        (Some(e), _) => format!("unavailable: {e}"),
-        (None, true) => "process CPU clock (ns, all threads)".to_string(),
-        (None, false) if profile_threads.is_empty() => format!(
-            "process CPU clock (ns) less {} embedded queue manager thread(s)",
-            excluded.len()
-        ),
-        (None, false) => format!(
-            "process CPU clock (ns) less {} embedded queue manager thread(s) and --profile's thread",
-            excluded.len()
-        ),
-    };
+    let source = driver_source(
+        window.error.as_ref(),
+        excluded.len(),
+        !profile_threads.is_empty(),
+    );
     let transactions = outcome.integrity.matched;
     let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
@@ -116,6 +109,24 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         report.serving = Some(serving);
     }
     Ok(report)
+}
+
+/// Where the driver's CPU figure comes from, in words.
+fn driver_source(
+    error: Option<&impl std::fmt::Display>,
+    embedded: usize,
+    profiled: bool,
+) -> String {
+    if let Some(e) = error {
+        return format!("unavailable: {e}");
+    }
+    let less = match (embedded, profiled) {
+        (0, false) => return "process CPU clock (ns, all threads)".to_string(),
+        (0, true) => "--profile's thread".to_string(),
+        (n, false) => format!("{n} embedded queue manager thread(s)"),
+        (n, true) => format!("{n} embedded queue manager thread(s) and --profile's thread"),
+    };
+    format!("process CPU clock (ns) less {less}")
 }
 
 /// What the progress display needs of the run.

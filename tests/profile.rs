@@ -192,7 +192,8 @@ fn the_gate_names_the_function_made_costlier_first() {
     assert_matches_schema(&j);
     let first = &j["profile_diff"][0];
     assert!(
-        first["a_rounds"].as_u64().unwrap_or(0) >= 3 && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
+        first["a_rounds"].as_u64().unwrap_or(0) >= 3
+            && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
         "too few rounds in 25 s for an interval: {first:#}\n{text}"
     );
     assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
@@ -255,10 +256,21 @@ fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
         .expect("oemputx runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--export-folded") && err.contains("writes no folded stacks"), "{err}");
+    assert!(
+        err.contains("--export-folded") && err.contains("writes no folded stacks"),
+        "{err}"
+    );
     // The stored gate has no second side's stacks: --profile is refused, not ignored.
     let out = oemputx()
-        .args(["gate", "--baseline", "b.json", "--", "--count", "10", "--profile"])
+        .args([
+            "gate",
+            "--baseline",
+            "b.json",
+            "--",
+            "--count",
+            "10",
+            "--profile",
+        ])
         .output()
         .expect("oemputx runs");
     let err = String::from_utf8_lossy(&out.stderr);

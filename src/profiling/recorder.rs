@@ -52,10 +52,7 @@ pub enum ProfileError {
 impl ProfileError {
     /// Whether it is the user's to fix before running (exit 2).
     pub fn is_setup(&self) -> bool {
-        matches!(
-            self,
-            ProfileError::NoPerf(_) | ProfileError::Refused(..)
-        )
+        matches!(self, ProfileError::NoPerf(_) | ProfileError::Refused(..))
     }
 }
 
@@ -365,7 +362,10 @@ impl Recorder {
                 return Err(if crate::signals::interrupted() {
                     "interrupted while perf wrote its samples".into()
                 } else {
-                    format!("perf did not write its samples within {} s", bound.as_secs())
+                    format!(
+                        "perf did not write its samples within {} s",
+                        bound.as_secs()
+                    )
                 });
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -426,7 +426,10 @@ impl Recorder {
         let status = self.end_perf(FINISH_WITHIN)?;
         let data = self.dir.path().join("perf.data");
         if !status.success() {
-            return Err(format!("perf record failed ({status}): {}", self.perf_said()));
+            return Err(format!(
+                "perf record failed ({status}): {}",
+                self.perf_said()
+            ));
         }
         let window_s = self
             .windows
@@ -476,11 +479,7 @@ impl Recorder {
 }
 
 /// Run `perf script` on `data` and hand each sample to `each`.
-fn script(
-    data: &PathBuf,
-    dir: &Path,
-    mut each: impl FnMut(stacks::Sample),
-) -> Result<(), String> {
+fn script(data: &PathBuf, dir: &Path, mut each: impl FnMut(stacks::Sample)) -> Result<(), String> {
     use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
     let err_path = dir.join("script.stderr");
     let err = std::fs::File::create(&err_path).map_err(|e| e.to_string())?;

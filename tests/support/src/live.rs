@@ -92,11 +92,23 @@ impl Service {
             Service::SlurmLab => slurm_lab().is_some(),
             Service::Perf => {
                 // Trying is the one test: root in a container may still lack CAP_PERFMON.
-                let out = std::env::temp_dir().join(format!("oemputx-perf-probe-{}", std::process::id()));
+                let out =
+                    std::env::temp_dir().join(format!("oemputx-perf-probe-{}", std::process::id()));
                 let out_s = out.to_string_lossy().into_owned();
                 let ok = runs_args(
                     "perf",
-                    &["record", "-a", "-e", "cpu-clock", "-q", "-B", "-o", &out_s, "--", "true"],
+                    &[
+                        "record",
+                        "-a",
+                        "-e",
+                        "cpu-clock",
+                        "-q",
+                        "-B",
+                        "-o",
+                        &out_s,
+                        "--",
+                        "true",
+                    ],
                 );
                 let _ = std::fs::remove_file(&out);
                 ok
