@@ -425,7 +425,9 @@ impl Recorder {
         }
         let status = self.end_perf(FINISH_WITHIN)?;
         let data = self.dir.path().join("perf.data");
-        if !status.success() {
+        // perf record writes its file on SIGINT, then raises SIGINT again to end by it.
+        use std::os::unix::process::ExitStatusExt;
+        if !(status.success() || status.signal() == Some(nix::libc::SIGINT)) {
             return Err(format!(
                 "perf record failed ({status}): {}",
                 self.perf_said()
