@@ -277,3 +277,72 @@ fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("only the A/B gate profiles"), "{err}");
 }
+
+/// The children of process `pid` (every thread's), by /proc.
+fn children(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    out
+}
+
+/// SIGTERM while perf samples: oemputx ends at once, reporting the run as interrupted, and
+/// its perf is gone with it.
+#[test]
+fn a_signal_mid_profile_ends_the_run_at_once_and_leaves_no_perf_behind() {
+    live!(Perf);
+    let _perf = one_perf_at_a_time();
+    let child = oemputx_process()
+        .args([
+            "--duration",
+            "60s",
+            "--profile",
+            "--no-save",
+            "--export-json",
+            "-",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    // Until perf is one of its children and the window has been open a while.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let perf = loop {
+        let found: Vec<i32> = children(child.id())
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains("record") && c.contains("--control=fifo:"))
+            })
+            .collect();
+        if let Some(p) = found.first() {
+            break *p;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no perf record under oemputx"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let (out, took) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(j["status"], "interrupted", "{j:#}");
+    assert!(all_gone(&[perf]), "perf {perf} outlived oemputx");
+}
