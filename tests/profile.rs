@@ -26,6 +26,12 @@ fn one_perf_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     PERF.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// FLOW's row of function `name` and its total µs per message.
+fn flow_total<'a>(j: &'a serde_json::Value, name: &str) -> (&'a serde_json::Value, f64) {
+    let f = function(j, "FLOW", name);
+    (f, us(f, "total_us_per_tran"))
+}
+
 fn us(f: &serde_json::Value, key: &str) -> f64 {
     f[key].as_f64().unwrap_or(f64::NAN)
 }
@@ -72,12 +78,8 @@ fn each_function_of_the_flow_is_within_15_percent_of_its_truth_in_every_output()
     let j = profiled_run(&responder, "25000", dir.path(), &exports);
     let truth = responder.stop();
     assert!(truth.messages >= 25000, "{truth:?}");
-    for (name, want) in [
-        ("parse_request", truth.parse_request_us),
-        ("render_reply", truth.render_reply_us),
-    ] {
-        let f = function(&j, "FLOW", name);
-        let got = us(f, "total_us_per_tran");
+    for (name, want) in truth.functions() {
+        let (f, got) = flow_total(&j, name);
         assert!(
             within(got, want),
             "{name}: {got:.2} µs/msg against its truth {want:.2} ({:+.1} %): {f:#}",
@@ -149,12 +151,8 @@ fn a_regular_flow_is_profiled_within_15_percent_or_flagged() {
     let group_flagged = warnings
         .iter()
         .any(|w| w.starts_with("FLOW: perf's samples"));
-    for (name, want) in [
-        ("parse_request", truth.parse_request_us),
-        ("render_reply", truth.render_reply_us),
-    ] {
-        let f = function(&j, "FLOW", name);
-        let got = us(f, "total_us_per_tran");
+    for (name, want) in truth.functions() {
+        let (f, got) = flow_total(&j, name);
         assert!(
             within(got, want) || !f["lock_in"].is_null() || group_flagged,
             "{name}: {got:.2} µs/msg against {want:.2}, reported as fact: {f:#} {warnings:?}"
@@ -219,50 +217,49 @@ fn the_gate_names_the_function_made_costlier_first() {
     assert!(html.contains("id=\"flame-diff-FLOW\""));
 }
 
-#[test]
-fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
+/// Run oemputx with `args` (and `env`): it must refuse them as a usage error, before
+/// anything runs; its stderr.
+fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
     let out = oemputx()
-        .env("OEMPUTX_PERF", "/nonexistent/perf")
-        .args(["--count", "10", "--profile", "--no-save"])
+        .envs(env.iter().copied())
+        .args(args)
         .output()
         .expect("oemputx runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    err
+}
+
+#[test]
+fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
+    let no_perf = [("OEMPUTX_PERF", "/nonexistent/perf")];
+    let err = refused(&["--count", "10", "--profile", "--no-save"], &no_perf);
     assert!(
         err.contains("--profile") && err.contains("apt-get install linux-perf"),
         "{err}"
     );
-    let out = oemputx()
-        .args(["--count", "10", "--export-folded", "-", "--no-save"])
-        .output()
-        .expect("oemputx runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["--count", "10", "--export-folded", "-", "--no-save"], &[]);
     assert!(
         err.contains("--export-folded") && err.contains("add --profile"),
         "{err}"
     );
-    let out = oemputx()
-        .args(["sweep", "--tasks", "1,2", "--flow-cmd", "true", "--profile"])
-        .output()
-        .expect("oemputx runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(
+        &["sweep", "--tasks", "1,2", "--flow-cmd", "true", "--profile"],
+        &[],
+    );
     assert!(err.contains("not yet for sweep"), "{err}");
     // compare has no folded stacks to write (its flame graphs are in its HTML).
-    let out = oemputx()
-        .args(["compare", "a.json", "b.json", "--export-folded", "x"])
-        .output()
-        .expect("oemputx runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(
+        &["compare", "a.json", "b.json", "--export-folded", "x"],
+        &[],
+    );
     assert!(
         err.contains("--export-folded") && err.contains("writes no folded stacks"),
         "{err}"
     );
     // The stored gate has no second side's stacks: --profile is refused, not ignored.
-    let out = oemputx()
-        .args([
+    let err = refused(
+        &[
             "gate",
             "--baseline",
             "b.json",
@@ -270,11 +267,9 @@ fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
             "--count",
             "10",
             "--profile",
-        ])
-        .output()
-        .expect("oemputx runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        ],
+        &[],
+    );
     assert!(err.contains("only the A/B gate profiles"), "{err}");
 }
 

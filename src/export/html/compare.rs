@@ -157,34 +157,7 @@ fn profile_diff(c: &Comparison) -> Option<String> {
     if c.profile_diff.is_empty() {
         return None;
     }
-    let rows: Vec<Vec<String>> = c
-        .profile_diff
-        .iter()
-        .map(|d| {
-            vec![
-                format!("{} ({}, {})", d.function, d.module, d.group),
-                d.versus.clone().unwrap_or_default(),
-                format!("{:.2}", d.a_us_per_tran),
-                format!("{:.2}", d.b_us_per_tran),
-                format!("{:+.2}", d.change_us_per_tran),
-                match (d.low_us_per_tran, d.high_us_per_tran) {
-                    (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
-                    _ => "-".into(),
-                },
-            ]
-        })
-        .collect();
-    let mut html = table(
-        &[
-            "function",
-            "setting",
-            "base µs/msg",
-            "setting µs/msg",
-            "change",
-            "95 % interval",
-        ],
-        &rows,
-    );
+    let mut html = super::flame::changes_table(&c.profile_diff, ("base", "setting"), true);
     if let Some(base) = c.profile_folded.first() {
         for (set, folded) in c.settings.iter().zip(&c.profile_folded).skip(1) {
             let first = c.settings.first().map_or("base", |s| s.name.as_str());

@@ -2,6 +2,7 @@
 //! and ids stay out of the page (its policy runs no script), so several sit side by side.
 
 use super::{esc, table};
+use crate::profiling::diff::FunctionChange;
 use crate::profiling::{GroupProfile, Profile};
 use base64::Engine as _;
 use std::collections::BTreeMap;
@@ -99,6 +100,41 @@ pub fn section(p: &Profile) -> String {
         }
     }
     o
+}
+
+/// A differential profile's table: each function's change, its sides' figures and its
+/// interval; with the setting it is for when `sides` names the base and the setting.
+pub fn changes_table(
+    changes: &[FunctionChange],
+    sides: (&str, &str),
+    with_setting: bool,
+) -> String {
+    let rows: Vec<Vec<String>> = changes
+        .iter()
+        .map(|c| {
+            let mut row = vec![format!("{} ({}, {})", c.function, c.module, c.group)];
+            if with_setting {
+                row.push(c.versus.clone().unwrap_or_default());
+            }
+            row.extend([
+                format!("{:.2}", c.a_us_per_tran),
+                format!("{:.2}", c.b_us_per_tran),
+                format!("{:+.2}", c.change_us_per_tran),
+                match (c.low_us_per_tran, c.high_us_per_tran) {
+                    (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
+                    _ => "-".into(),
+                },
+            ]);
+            row
+        })
+        .collect();
+    let (a, b) = (format!("{} µs/msg", sides.0), format!("{} µs/msg", sides.1));
+    let mut header = vec!["function"];
+    if with_setting {
+        header.push("setting");
+    }
+    header.extend([a.as_str(), b.as_str(), "change", "95 % interval"]);
+    table(&header, &rows)
 }
 
 /// A differential flame graph per group, from the folded stacks of A's and B's rounds:

@@ -55,36 +55,10 @@ pub fn render(o: &Outcome) -> String {
     }
     section(&mut body, "Verdict by metric", &content);
     if !o.profile.profile_diff.is_empty() {
-        let rows: Vec<Vec<String>> = o
-            .profile
-            .profile_diff
-            .iter()
-            .map(|c| {
-                vec![
-                    format!("{} ({}, {})", c.function, c.module, c.group),
-                    format!("{:.2}", c.a_us_per_tran),
-                    format!("{:.2}", c.b_us_per_tran),
-                    format!("{:+.2}", c.change_us_per_tran),
-                    match (c.low_us_per_tran, c.high_us_per_tran) {
-                        (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
-                        _ => "-".into(),
-                    },
-                ]
-            })
-            .collect();
         let mut html = format!(
             "<p class=\"headline\">Most changed: {}</p>{}",
             esc(&crate::export::gate::where_changed(o)),
-            table(
-                &[
-                    "function",
-                    "A µs/msg",
-                    "B µs/msg",
-                    "change",
-                    "95 % interval"
-                ],
-                &rows
-            )
+            super::flame::changes_table(&o.profile.profile_diff, ("A", "B"), false)
         );
         if let Some(f) = &o.profile.folded {
             html.push_str(&super::flame::differential(&f.0, &f.1, ("A", "B")));

@@ -42,6 +42,16 @@ pub struct Truth {
     pub render_reply_us: f64,
 }
 
+impl Truth {
+    /// Each function's µs per message, by name.
+    pub fn functions(&self) -> [(&'static str, f64); 2] {
+        [
+            ("parse_request", self.parse_request_us),
+            ("render_reply", self.render_reply_us),
+        ]
+    }
+}
+
 /// The responder on a queue (which it declares); stopped, and its queue deleted, on drop.
 pub struct BurnResponder {
     child: Option<Child>,
