@@ -425,18 +425,7 @@ mod tests {
             decide("FLOW", &rounds(1.0), &rounds(1.10), 0.05, Worse::Higher),
             decide("DRIVER", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher),
         ];
-        let o = Outcome {
-            schema: crate::gate::SCHEMA,
-            mode: "stored",
-            ab_rounds: None,
-            baseline_runs: None,
-            instruction_counts: None,
-            profile: Default::default(),
-            baseline: "b.json".into(),
-            current: "c.json".into(),
-            verdict: overall(&decisions),
-            decisions,
-        };
+        let mut o = Outcome::of("stored", ("b.json".into(), "c.json".into()), decisions);
         assert_eq!(o.verdict, Verdict::Regression);
         let junit = render_junit(&o);
         assert!(junit.contains(r#"tests="2" failures="1""#), "{junit}");
@@ -468,6 +457,28 @@ mod tests {
             serde_json::from_str(&render_gha(&o).expect("gha")).expect("json");
         assert_eq!(gha[0]["name"], "oemputx FLOW");
         assert_eq!(gha[0]["unit"], "us/tran");
+        // With a differential profile, the annotation says where, on a line of its own.
+        let change = |f: &str, d: f64| crate::profiling::diff::FunctionChange {
+            versus: None,
+            group: "FLOW".into(),
+            function: f.into(),
+            module: "flow\n::error::x".into(),
+            a_us_per_tran: 20.0,
+            b_us_per_tran: 20.0 + d,
+            change_us_per_tran: d,
+            low_us_per_tran: Some(d - 1.0),
+            high_us_per_tran: Some(d + 1.0),
+            a_rounds: 8,
+            b_rounds: 8,
+        };
+        o.profile.profile_diff = vec![change("xml_parse", 4.1), change("render", -0.5)];
+        let gh = render_github(&o);
+        assert_eq!(gh.lines().count(), 1, "{gh}");
+        assert!(
+            gh.contains("%0AMost changed (--profile): +4.10 µs/msg [+3.10, +5.10] in xml_parse (FLOW); -0.50"),
+            "{gh}"
+        );
+        assert!(render_text(&o).contains("Most changed: +4.10 µs/msg"));
         assert!(render_markdown(&o).contains("| FLOW |"));
     }
 }
