@@ -174,7 +174,7 @@ fn the_gate_names_the_function_made_costlier_first() {
         .args(["gate", "--flow-a", &flow("20"), "--flow-b", &flow("35")])
         .args([
             "--max-time",
-            "25s",
+            "18s",
             "--export-json",
             "g.json",
             "--export-html",
@@ -192,7 +192,7 @@ fn the_gate_names_the_function_made_costlier_first() {
     assert!(
         first["a_rounds"].as_u64().unwrap_or(0) >= 3
             && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
-        "too few rounds in 25 s for an interval: {first:#}\n{text}"
+        "too few rounds in 18 s for an interval: {first:#}\n{text}"
     );
     assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
     assert_eq!(first["group"], "FLOW");
