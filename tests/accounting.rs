@@ -368,15 +368,6 @@ fn a_process_in_two_groups_is_counted_once_in_the_captured_total() {
     assert!(notes.contains(&"counted under T"), "{notes:?}");
 }
 
-/// The pids of `pid`'s children.
-fn children_of(pid: u32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 #[test]
 fn account_passes_a_signal_on_to_its_command_and_exits_130() {
     let child = oemputx_process()
@@ -394,7 +385,7 @@ fn account_passes_a_signal_on_to_its_command_and_exits_130() {
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(800));
-    let sleeper = children_of(child.id());
+    let sleeper = children(child.id());
     assert_eq!(sleeper.len(), 1, "{sleeper:?}");
     let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(out.status.code(), Some(130));
@@ -419,7 +410,7 @@ fn a_command_oemputx_started_dies_with_it_even_when_it_is_killed() {
         .spawn()
         .expect("spawn");
     std::thread::sleep(std::time::Duration::from_millis(800));
-    let sleeper = children_of(child.id());
+    let sleeper = children(child.id());
     assert_eq!(sleeper.len(), 1, "{sleeper:?}");
     let _ = child.kill();
     let _ = child.wait();

@@ -273,23 +273,6 @@ fn without_perf_or_with_nothing_to_profile_it_is_a_clear_usage_error() {
     assert!(err.contains("only the A/B gate profiles"), "{err}");
 }
 
-/// The children of process `pid` (every thread's), by /proc.
-fn children(pid: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-        out.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok()),
-        );
-    }
-    out
-}
-
 /// SIGTERM while perf samples: oemputx ends at once, reporting the run as interrupted, and
 /// its perf is gone with it.
 #[test]

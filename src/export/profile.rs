@@ -21,7 +21,8 @@ pub fn function_name(f: &FunctionRow) -> String {
     }
 }
 
-fn lock_mark(f: &FunctionRow) -> &'static str {
+/// What a row whose samples came in step with the flow carries beside its name.
+pub fn lock_mark(f: &FunctionRow) -> &'static str {
     if f.lock_in.is_some() {
         " (lock-in?)"
     } else {
@@ -156,10 +157,7 @@ pub fn diff_text(o: &mut String, changes: &[FunctionChange], a: &str, b: &str) {
         "interval"
     );
     for c in changes.iter().take(SHOWN + 2) {
-        let interval = match (c.low_us_per_tran, c.high_us_per_tran) {
-            (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
-            _ => "(one round a side)".into(),
-        };
+        let interval = c.interval().unwrap_or_else(|| "(one round a side)".into());
         let _ = writeln!(
             o,
             "  {:>10.2} {:>10.2} {:>+9.2} {:>21}  {} ({}, {})",

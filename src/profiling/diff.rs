@@ -72,12 +72,17 @@ pub struct FunctionChange {
 }
 
 impl FunctionChange {
+    /// The change's interval, `[+3.10, +5.10]`, when the rounds gave one.
+    pub fn interval(&self) -> Option<String> {
+        match (self.low_us_per_tran, self.high_us_per_tran) {
+            (Some(l), Some(h)) => Some(format!("[{l:+.2}, {h:+.2}]")),
+            _ => None,
+        }
+    }
+
     /// `+4.1 µs/msg in xml_parse (FLOW)`, the verdict's and the annotation's words.
     pub fn line(&self) -> String {
-        let interval = match (self.low_us_per_tran, self.high_us_per_tran) {
-            (Some(l), Some(h)) => format!(" [{l:+.2}, {h:+.2}]"),
-            _ => String::new(),
-        };
+        let interval = self.interval().map(|i| format!(" {i}")).unwrap_or_default();
         let side = self
             .versus
             .as_deref()

@@ -33,7 +33,7 @@ const FINISH_WITHIN: Duration = Duration::from_secs(30);
 const SCRIPT_WITHIN: Duration = Duration::from_secs(300);
 
 /// Why the stacks could not be sampled: the setup's (exit 2) or the run's.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ProfileError {
     #[error(
         "Linux perf ('{0}') was not found: install it (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r)) or name it with OEMPUTX_PERF=/path/to/perf"
@@ -71,7 +71,23 @@ fn on_path(bin: &str) -> bool {
 
 /// Whether `--profile` can work here: perf is there and the kernel lets this user sample
 /// every CPU. Checked before a message is sent.
+/// Asked once per process: every profiled round of compare and the gate starts a recorder,
+/// and the answer does not change between rounds.
 pub fn check() -> Result<(), ProfileError> {
+    static ANSWER: std::sync::Mutex<Option<Result<(), ProfileError>>> = std::sync::Mutex::new(None);
+    let mut answer = ANSWER.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = answer.as_ref() {
+        return known.clone();
+    }
+    let found = probe();
+    // An interrupted probe said nothing about perf: asked again next time.
+    if !matches!(found, Err(ProfileError::Run(_))) {
+        *answer = Some(found.clone());
+    }
+    found
+}
+
+fn probe() -> Result<(), ProfileError> {
     let bin = perf_binary();
     if !on_path(&bin) {
         return Err(ProfileError::NoPerf(bin));
@@ -83,42 +99,48 @@ pub fn check() -> Result<(), ProfileError> {
     // Root in a container without CAP_PERFMON, or perf given the capability: only trying
     // tells. A system-wide sample of `true`, bounded.
     let dir = tempfile::tempdir().map_err(|e| ProfileError::Start(e.to_string()))?;
+    let stderr = dir.path().join("probe.stderr");
+    let err = std::fs::File::create(&stderr).map_err(|e| ProfileError::Start(e.to_string()))?;
     let mut cmd = Command::new(&bin);
     cmd.args(["record", "-a", "-e", "cpu-clock", "-q", "-B", "-o"])
         .arg(dir.path().join("probe.data"))
         .args(["--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .stderr(err);
     let out = Group::spawn(&mut cmd, Duration::from_secs(1))
         .map_err(|e| ProfileError::Start(format!("{bin}: {e}")))?;
-    match wait_for(out, Duration::from_secs(15)) {
+    match wait_for(out, Duration::from_secs(15), &stderr) {
         Ok(()) => Ok(()),
         Err(why) if why == "interrupted" => Err(ProfileError::Run(why)),
         Err(why) => Err(ProfileError::Refused(paranoid, why)),
     }
 }
 
-/// Wait for `group` to end, within `bound`, at once on a signal (then killed): its
-/// stderr's last lines when it failed.
-fn wait_for(mut group: Group, bound: Duration) -> Result<(), String> {
+/// The last lines perf wrote to `stderr` (a file of its own), for an error: read within the
+/// bound every file reader keeps, made safe for a terminal.
+fn perf_said(stderr: &Path) -> String {
+    let text = crate::files::read_text(stderr, 64 * 1024, "perf's messages").unwrap_or_default();
+    let text = crate::terminal::for_terminal(text.trim());
+    let last: Vec<&str> = text.lines().rev().take(3).collect();
+    if last.is_empty() {
+        "it said nothing".into()
+    } else {
+        last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+    }
+}
+
+/// Wait for `group` to end, within `bound`, at once on a signal (then killed): what it
+/// wrote to `stderr` when it failed.
+fn wait_for(mut group: Group, bound: Duration, stderr: &Path) -> Result<(), String> {
     let until = Instant::now() + bound;
     loop {
         if let Some(status) = group.ended() {
-            let mut said = String::new();
-            if let Some(mut e) = group.child_mut().stderr.take() {
-                let _ = e.read_to_string(&mut said);
-            }
             group.finish(Instant::now());
             return if status.success() {
                 Ok(())
             } else {
-                let last: Vec<&str> = said.trim().lines().rev().take(2).collect();
-                let last: Vec<&str> = last.into_iter().rev().collect();
-                Err(format!(
-                    "{status}: {}",
-                    crate::terminal::for_terminal(&last.join(" / "))
-                ))
+                Err(format!("{status}: {}", perf_said(stderr)))
             };
         }
         if crate::signals::interrupted() {
@@ -302,14 +324,7 @@ impl Recorder {
     }
 
     fn perf_said(&self) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join("stderr")).unwrap_or_default();
-        let text = crate::terminal::for_terminal(text.trim());
-        let last: Vec<&str> = text.lines().rev().take(3).collect();
-        if last.is_empty() {
-            "it said nothing".into()
-        } else {
-            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
-        }
+        perf_said(&self.dir.path().join("stderr"))
     }
 
     /// Send `word` to perf and wait for its acknowledgement.
@@ -553,12 +568,7 @@ fn script(data: &PathBuf, dir: &Path, mut each: impl FnMut(stacks::Sample)) -> R
     }
     read.map_err(|e| format!("cannot read perf script's output: {e}"))?;
     if !status.is_some_and(|s| s.success()) {
-        let said = std::fs::read_to_string(&err_path).unwrap_or_default();
-        let last: Vec<&str> = said.trim().lines().rev().take(2).collect();
-        return Err(format!(
-            "perf script failed: {}",
-            crate::terminal::for_terminal(&last.into_iter().rev().collect::<Vec<_>>().join(" / "))
-        ));
+        return Err(format!("perf script failed: {}", perf_said(&err_path)));
     }
     Ok(())
 }

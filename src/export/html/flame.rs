@@ -45,12 +45,7 @@ fn functions(g: &GroupProfile) -> String {
         .take(10)
         .map(|f| {
             vec![
-                crate::export::profile::function_name(f)
-                    + if f.lock_in.is_some() {
-                        " (lock-in?)"
-                    } else {
-                        ""
-                    },
+                crate::export::profile::function_name(f) + crate::export::profile::lock_mark(f),
                 format!("{:.2}", f.self_us_per_tran),
                 format!("{:.2}", f.self_pm_us),
                 format!("{:.2}", f.total_us_per_tran),
@@ -120,10 +115,7 @@ pub fn changes_table(
                 format!("{:.2}", c.a_us_per_tran),
                 format!("{:.2}", c.b_us_per_tran),
                 format!("{:+.2}", c.change_us_per_tran),
-                match (c.low_us_per_tran, c.high_us_per_tran) {
-                    (Some(l), Some(h)) => format!("[{l:+.2}, {h:+.2}]"),
-                    _ => "-".into(),
-                },
+                c.interval().unwrap_or_else(|| "-".into()),
             ]);
             row
         })

@@ -187,3 +187,20 @@ pub fn pids_in_file(file: &std::path::Path) -> Vec<i32> {
         .filter_map(|p| p.parse().ok())
         .collect()
 }
+
+/// The children of process `pid`, started by any of its threads (/proc's `children`).
+pub fn children(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    out
+}
