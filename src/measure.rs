@@ -4,6 +4,7 @@
 use crate::accounting::clock::DriverCpu;
 use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::{RunConfig, RunLength};
+use crate::driver::backlog::{Backlog, RoundBacklog};
 use crate::driver::{self, Controls};
 use crate::progress::{Progress, ProgressSettings};
 use crate::report::{Latency, Report, RoundGroup, RoundRow, RoundsSummary};
@@ -14,6 +15,16 @@ use std::sync::atomic::AtomicBool;
 
 /// Run the loop `cfg` describes, with its accounting windows, and build the report.
 pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Report> {
+    measure_paced(cfg, interrupt).map(|(report, _)| report)
+}
+
+/// [`measure`], with each round's backlog when the run is paced for a duration (a ladder's
+/// step): requests due by the schedule and not yet answered, sampled while the window is
+/// open (`driver::backlog`). Empty for a run of a count or an unpaced one.
+pub fn measure_paced(
+    cfg: &RunConfig,
+    interrupt: Arc<AtomicBool>,
+) -> anyhow::Result<(Report, Vec<RoundBacklog>)> {
     // Hosts first: one that cannot be read stops the run before a queue is touched.
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
         .with_hosts(&cfg.hosts)
@@ -41,6 +52,12 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     }
     let mut window = DriverCpu::new(excluded.iter().chain(&profile_threads).copied().collect());
     let controls = Controls::new(interrupt, cfg.tasks);
+    let mut backlog = match (cfg.rate, cfg.length) {
+        (Some(rate), RunLength::Duration(d)) => {
+            Some(Backlog::new(rate, d, controls.progress_counters()))
+        }
+        _ => None,
+    };
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {
         // Snapshots outside, the driver's own clock inside: their cost stays out of it.
@@ -53,8 +70,11 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         list.extend([
             &mut accounting as &mut dyn crate::window::Window,
             &mut progress,
-            &mut window,
         ]);
+        if let Some(b) = backlog.as_mut() {
+            list.push(b);
+        }
+        list.push(&mut window);
         if let Some(c) = clip.as_mut() {
             list.push(c);
         }
@@ -94,10 +114,17 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     if let Some(recorder) = stacks {
         add_profile(recorder, &mut report);
     }
-    explain_silence(cfg, consumers_before, &mut report);
-    hint_slow_round_trips(cfg, &mut report);
+    explain(cfg, consumers_before, &mut report);
+    Ok((report, backlog.map(|b| b.rounds).unwrap_or_default()))
+}
+
+/// What the report says of the run beyond its figures: why no one answered, round trips
+/// the CPU does not explain, who served the request queue.
+fn explain(cfg: &RunConfig, consumers_before: Option<u32>, report: &mut Report) {
+    explain_silence(cfg, consumers_before, report);
+    hint_slow_round_trips(cfg, report);
     if cfg.check_serving
-        && let Some((serving, warnings)) = crate::serving::check(cfg, &report)
+        && let Some((serving, warnings)) = crate::serving::check(cfg, report)
     {
         if !warnings.is_empty() {
             report
@@ -108,7 +135,6 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
         }
         report.serving = Some(serving);
     }
-    Ok(report)
 }
 
 /// Where the driver's CPU figure comes from, in words.

@@ -75,6 +75,7 @@ impl RunOptions {
             tasks: shape.tasks,
             rounds: args.rounds,
             probe: args.probe.filter(|d| !d.is_zero()),
+            settle: None,
             msgs_per_loop: args.msgs_per_loop,
             persistent: args.persistent,
             syncpoint: args.syncpoint,

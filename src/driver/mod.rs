@@ -16,6 +16,7 @@
 //! outstanding request are counted as unmatched (not ours), late (their request had
 //! already timed out) or duplicates (their request was already answered).
 
+pub mod backlog;
 /// The IBM MQ transport driven against an in-memory queue manager (no queue manager can run
 /// here): the tests need the driver, so they live above the transport.
 #[cfg(all(test, feature = "ibmmq"))]
@@ -113,10 +114,12 @@ impl Controls {
     }
 }
 
-/// The latches the task threads wait at: the probe, one per measured round (it opens that
-/// round's window for all tasks at once), and closing.
+/// The latches the task threads wait at: the probe, the settling phase, one per measured
+/// round (it opens that round's window for all tasks at once), and closing.
+#[derive(Default)]
 struct Latches {
     probe: Latch,
+    settle: Latch,
     rounds: Vec<Latch>,
     closing: Latch,
 }
@@ -125,6 +128,7 @@ impl Latches {
     /// Release every task from every latch not yet opened: the run ends here.
     fn abandon_from(&self, round: usize) {
         self.probe.open(false);
+        self.settle.open(false);
         for latch in self.rounds.iter().skip(round) {
             latch.open(false);
         }
@@ -162,9 +166,8 @@ pub fn drive(
         }),
     };
     let latches = Latches {
-        probe: Latch::default(),
         rounds: (0..cfg.rounds).map(|_| Latch::default()).collect(),
-        closing: Latch::default(),
+        ..Latches::default()
     };
     let (tx, rx) = mpsc::channel::<Event>();
 
@@ -174,13 +177,7 @@ pub fn drive(
             let spawned = std::thread::Builder::new()
                 .name(format!("oemputx-task-{task}"))
                 .spawn_scoped(scope, move || {
-                    task_main(
-                        settings,
-                        transport,
-                        task,
-                        (&latches.probe, &latches.rounds, &latches.closing),
-                        &task_tx,
-                    )
+                    task_main(settings, transport, task, latches, &task_tx)
                 });
             if let Err(e) = spawned {
                 let _ = tx.send(Event::Ready(Err(TransportError::Broker {
@@ -192,14 +189,16 @@ pub fn drive(
         }
         drop(tx);
 
-        let probed =
-            match await_ready(cfg.tasks, &rx).and_then(|()| probe(&settings, &latches, &rx)) {
-                Ok(p) => p,
-                Err(e) => {
-                    latches.abandon_from(0);
-                    return Err(e);
-                }
-            };
+        let probed = match await_ready(cfg.tasks, &rx)
+            .and_then(|()| probe(&settings, &latches, &rx))
+            .and_then(|p| settle(cfg, &latches, &rx).map(|()| p))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                latches.abandon_from(0);
+                return Err(e);
+            }
+        };
         let late_for_start_s = cfg.start_at.map(|t| wait_for_start(t, controls));
         let start = chrono::Utc::now();
         let measured = measure_rounds(&settings, &latches, &rx, window);
@@ -257,7 +256,7 @@ fn await_ready(tasks: usize, rx: &mpsc::Receiver<Event>) -> Result<(), Transport
             Ok(Event::Ready(Err(e))) => {
                 first_err.get_or_insert(e);
             }
-            Ok(Event::Done(..) | Event::Probed(_)) | Err(_) => break,
+            Ok(Event::Done(..) | Event::Probed(_) | Event::Settled(_)) | Err(_) => break,
         }
     }
     first_err.map_or(Ok(()), Err)
@@ -301,6 +300,32 @@ fn probe(
         count_per_round: sized,
         target_s: target.as_secs_f64(),
     }))
+}
+
+/// The settling phase (a ladder's step): every task paced at the run's rate for
+/// `cfg.settle`, unmeasured, so that the first window opens on a flow already at that rate.
+/// Returns once every task has settled; without it the tasks are told to skip it.
+fn settle(
+    cfg: &RunConfig,
+    latches: &Latches,
+    rx: &mpsc::Receiver<Event>,
+) -> Result<(), TransportError> {
+    if cfg.settle.is_none() {
+        latches.settle.open(false);
+        return Ok(());
+    }
+    latches.settle.open(true);
+    let mut first_err = None;
+    for _ in 0..cfg.tasks {
+        match rx.recv() {
+            Ok(Event::Settled(Ok(()))) => {}
+            Ok(Event::Settled(Err(e))) => {
+                first_err.get_or_insert(e);
+            }
+            _ => break,
+        }
+    }
+    first_err.map_or(Ok(()), Err)
 }
 
 /// What the measured rounds gave.
@@ -552,6 +577,50 @@ mod loop_tests {
             "{:?}",
             out.elapsed
         );
+    }
+
+    #[test]
+    fn the_settling_phase_runs_at_the_rate_before_the_window_and_stays_out_of_it() {
+        let mut cfg = config(RunOptions {
+            duration: Some(Duration::from_millis(400)),
+            rate: Some(500.0),
+            tasks: 2,
+            ..RunOptions::default()
+        });
+        cfg.settle = Some(Duration::from_millis(300));
+        let started = Instant::now();
+        let out = run_embedded(&cfg);
+        // 300 ms settling, then a 400 ms window at 500/s: about 200 measured, none of the
+        // 150 settling requests among them.
+        assert!(started.elapsed() >= Duration::from_millis(690));
+        let m = out.integrity.matched;
+        assert!((190..=205).contains(&m), "{m}");
+        assert!(out.integrity.balanced(), "{:?}", out.integrity);
+    }
+
+    #[test]
+    fn a_paced_run_of_a_duration_samples_each_round_s_backlog() {
+        let cfg = config(RunOptions {
+            duration: Some(Duration::from_millis(500)),
+            rate: Some(400.0),
+            rounds: 2,
+            ..RunOptions::default()
+        });
+        let t = Embedded::start(cfg.queue_setup());
+        let controls = Controls::new(Default::default(), cfg.tasks);
+        let mut b = backlog::Backlog::new(
+            400.0,
+            Duration::from_millis(500),
+            controls.progress_counters(),
+        );
+        let out = drive(&cfg, &t, &controls, &mut b).expect("run");
+        assert_eq!(out.rounds.len(), 2);
+        assert_eq!(b.rounds.len(), 2, "{:?}", b.rounds);
+        for r in &b.rounds {
+            // The embedded flow keeps up with 400/s: nothing queues.
+            assert!(r.samples >= 10 && r.max <= 5.0, "{r:?}");
+            assert!(r.growth_per_s.abs() < 20.0, "{r:?}");
+        }
     }
 
     /// What the faulty session does to the n-th reply it sees (counting from 1).

@@ -2,9 +2,8 @@
 //! of the loop (put, then get until every request is answered, timed out or abandoned), and
 //! classify every reply. Written once for every transport, over [`LoopSession`].
 
-use super::latch::Latch;
 use super::outcome::TaskStats;
-use super::{Controls, GET_SLICE, PROBE_TIME};
+use super::{Controls, GET_SLICE, Latches, PROBE_TIME};
 use crate::config::{RunConfig, RunLength};
 use crate::transport::MatchMode;
 use crate::transport::{
@@ -256,13 +255,15 @@ pub(super) enum Event {
     Done(usize, TaskStats, Option<TransportError>),
     /// A task's matched replies during the probe, or its failure.
     Probed(Result<u64, TransportError>),
+    /// A task's settling phase is over, or failed.
+    Settled(Result<(), TransportError>),
 }
 
 pub(super) fn task_main(
     settings: &LoopSettings,
     transport: &dyn Transport,
     task: usize,
-    latches: (&Latch, &[Latch], &Latch),
+    latches: &Latches,
     tx: &mpsc::Sender<Event>,
 ) {
     match transport.session(task) {
@@ -279,7 +280,7 @@ fn task_phases<S: LoopSession>(
     settings: &LoopSettings,
     session: S,
     task: usize,
-    (probe_latch, rounds, closing): (&Latch, &[Latch], &Latch),
+    latches: &Latches,
     tx: &mpsc::Sender<Event>,
 ) {
     let cfg = settings.cfg;
@@ -304,7 +305,7 @@ fn task_phases<S: LoopSession>(
         let _ = task_loop.session.finish();
         return;
     }
-    if probe_latch.wait() {
+    if latches.probe.wait() {
         let mut probe = TaskStats::new();
         let probed = exec.run(task_loop.run_phase(
             Limit::Until(Instant::now() + PROBE_TIME),
@@ -319,7 +320,18 @@ fn task_phases<S: LoopSession>(
             return;
         }
     }
-    for latch in rounds {
+    if latches.settle.wait() {
+        let until = Instant::now() + cfg.settle.unwrap_or_default();
+        let settled =
+            exec.run(task_loop.run_phase(Limit::Until(until), &mut TaskStats::new(), true, false));
+        let failed = settled.is_err();
+        let _ = tx.send(Event::Settled(settled));
+        if failed {
+            let _ = task_loop.session.finish();
+            return;
+        }
+    }
+    for latch in &latches.rounds {
         // Allocated before the window opens, so that the window holds only the loop.
         let mut stats = TaskStats::new();
         if !latch.wait() {
@@ -346,7 +358,7 @@ fn task_phases<S: LoopSession>(
             break;
         }
     }
-    closing.wait();
+    latches.closing.wait();
     let _ = task_loop.session.finish();
 }
 
