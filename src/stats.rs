@@ -19,6 +19,28 @@ pub fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// A percentile as its name is written: 99 → "99", 99.9 → "99.9", 99.99 → "99.99".
+pub fn percentile_name(pct: f64) -> String {
+    let s = format!("{pct:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The mean of `v` and the half-width of its 95 % Student-t interval; None with fewer than
+/// two values or any that is not finite.
+pub fn mean_interval(v: &[f64]) -> Option<(f64, f64)> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let n = v.len();
+    if n < 2 || v.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
+        .ok()?
+        .inverse_cdf(0.975);
+    Some((mean, t * sd / (n as f64).sqrt()))
+}
+
 /// Round-trip latency, microseconds.
 #[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct Latency {
@@ -56,6 +78,25 @@ fn ns_to_us(ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::median;
+
+    #[test]
+    fn percentiles_are_named_without_trailing_zeros() {
+        assert_eq!(super::percentile_name(99.0), "99");
+        assert_eq!(super::percentile_name(99.9), "99.9");
+        assert_eq!(super::percentile_name(50.0), "50");
+    }
+
+    #[test]
+    fn the_t_interval_of_five_values_by_hand() {
+        // Mean 3, sd √2.5 = 1.5811; t(0.975, 4) = 2.7764: half 2.7764 × 1.5811 / √5 = 1.9632.
+        let (m, h) = super::mean_interval(&[1.0, 2.0, 3.0, 4.0, 5.0]).expect("interval");
+        assert!(
+            (m - 3.0).abs() < 1e-12 && (h - 1.9632).abs() < 1e-3,
+            "{m} {h}"
+        );
+        assert_eq!(super::mean_interval(&[1.0]), None);
+        assert_eq!(super::mean_interval(&[1.0, f64::NAN]), None);
+    }
 
     #[test]
     fn the_middle_value_or_the_mean_of_the_middle_two_of_the_finite_ones() {

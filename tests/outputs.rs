@@ -281,6 +281,17 @@ fn every_output_of_every_command_on_stdout_is_that_format_alone_and_a_file_gets_
         &formats_of(ResultKind::Account),
         false,
     );
+    // A ladder of one short step on the embedded queue manager.
+    let ladder = strings(&[
+        "ladder",
+        "--rates",
+        "2000",
+        "--step-time",
+        "1s",
+        "--no-repeat",
+        "--no-save",
+    ]);
+    check(d, "ladder", &ladder, &formats_of(ResultKind::Ladder), false);
     // A window still to come for each run (one in the past is refused).
     let cpu = strings(&["cpu", "--group", &me, "--from", "+1s", "--until", "+2s"]);
     // The window's JSON; its OpenMetrics is the watch's, rewritten every interval (a file
@@ -525,6 +536,7 @@ fn starting(kind: ResultKind) -> Vec<&'static str> {
         ResultKind::Matrix => vec!["matrix", "--qmgr", NOBODY],
         ResultKind::Merge => vec!["merge", "a.json"],
         ResultKind::History => vec!["history", "a.json"],
+        ResultKind::Ladder => vec!["ladder", "--qmgr", NOBODY],
     }
 }
 

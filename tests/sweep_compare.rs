@@ -1,4 +1,5 @@
-//! `oemputx sweep` over the real broker and database, and `oemputx compare` on saved reports.
+//! `oemputx sweep` over the real broker and database, `oemputx compare` on saved reports,
+//! and `oemputx ladder` against a responder whose service rate is known apart from it.
 
 use oemputx_test_support::*;
 
@@ -552,4 +553,170 @@ fn a_flow_that_fails_after_two_blocks_leaves_a_compare_report_of_those_blocks() 
         "{rounds:?}"
     );
     assert!(stderr.contains("partial: stopped after 2 of"), "{stderr}");
+}
+
+/// A ladder's JSON, run against `queue` with `args`; (exit code, JSON, stderr).
+fn ladder(queue: &str, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = oemputx()
+        .args(["ladder", "--qmgr", &amqp_url(), "--request-queue", queue])
+        .args(["--export-json", "-", "--no-save"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let j =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("ladder JSON: {e}\n{err}"));
+    (out.status.code(), j, err)
+}
+
+#[test]
+fn a_ladder_finds_a_single_threaded_responder_s_drain_rate_and_its_cost_at_every_step() {
+    live!(RabbitMq, CAmqp);
+    // 2 ms of CPU a message on one thread: about 480 a second, the flow's own limit, with
+    // most of two CPUs to spare for the broker and the driver.
+    let q = fresh_queue("ladder");
+    let (responder, drain) = BurnResponder::start_draining(&q, 2000.0, 600);
+    let flow = format!("FLOW=pid:{}", responder.pid());
+    let (code, j, err) = ladder(
+        &q,
+        &[
+            "--tasks",
+            "8",
+            "--group",
+            &flow,
+            "--step-time",
+            "2s",
+            "--max-time",
+            "150s",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_matches_schema(&j);
+    assert_eq!(j["schema"], "oemputx.ladder/1");
+    let top = j["max_sustainable_tps"].as_f64().expect("a top");
+    assert!(
+        top >= 0.85 * drain && top <= 1.05 * drain,
+        "top {top} against a drain rate of {drain:.1}: {}\n{err}",
+        j["answer"]
+    );
+    assert_eq!(j["limited_by"], "flow", "{}\n{err}", j["limited_why"]);
+    let high = j["max_sustainable_high_tps"]
+        .as_f64()
+        .expect("the interval's top");
+    assert!(top < high && high <= 1.1 * top * 1.01, "[{top}, {high}]");
+    assert!(
+        j["answer"].as_str().unwrap_or("").starts_with("sustains "),
+        "{}",
+        j["answer"]
+    );
+    // Every step that held: the responder's CPU per message within 5 % of its own clock's.
+    let steps = j["steps"].as_array().cloned().unwrap_or_default();
+    let held: Vec<&serde_json::Value> = steps
+        .iter()
+        .filter(|s| s["holds"] == true && !s["offered_tps"].is_null())
+        .collect();
+    assert!(held.len() >= 3, "{steps:?}");
+    for s in &held {
+        let g = s["groups"]
+            .as_array()
+            .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
+            .expect("FLOW at every step");
+        let us = g["us_per_tran"].as_f64().unwrap_or(f64::NAN);
+        let ns = |k: &str| {
+            chrono::DateTime::parse_from_rfc3339(s[k].as_str().unwrap_or(""))
+                .map(|t| t.timestamp_nanos_opt().unwrap_or(0) as u128)
+                .expect("a step's window in UTC")
+        };
+        let own = responder
+            .cpu_per_message_between(ns("start_utc"), ns("end_utc"))
+            .expect("the responder's trace covers the step");
+        assert!(
+            (us / own - 1.0).abs() <= 0.05,
+            "step {} at {}: FLOW {us:.1} µs/msg against the responder's own {own:.1}",
+            s["step"],
+            s["offered_tps"],
+        );
+        assert!(
+            g["low_us_per_tran"].as_f64() <= Some(us) && g["high_us_per_tran"].as_f64() >= Some(us)
+        );
+    }
+    // A step above the top did not hold, and says why.
+    let failed = steps
+        .iter()
+        .find(|s| s["holds"] == false && s["offered_tps"].as_f64() > Some(top))
+        .expect("a step above the top");
+    let why = failed["why"][0].as_str().unwrap_or("");
+    assert!(
+        why.contains("it kept") || why.contains("backlog grew"),
+        "{failed}"
+    );
+    // Steps up, then the bisection, then two repeats.
+    let phases: Vec<&str> = steps.iter().filter_map(|s| s["phase"].as_str()).collect();
+    assert_eq!(phases.first(), Some(&"unpaced"), "{phases:?}");
+    assert!(
+        phases.contains(&"bisect") && phases.ends_with(&["repeat", "repeat"]),
+        "{phases:?}"
+    );
+}
+
+#[test]
+fn a_step_that_does_not_hold_is_marked_with_every_reason_and_the_answer_says_why() {
+    live!(RabbitMq, CAmqp);
+    // 2 ms a message: 50 a second hold with room to spare; 2,000 a second are four times what
+    // the flow can take, so the step falls behind (its backlog grows) and its round trips,
+    // counted from each request's intended send time, miss a p99 of 200 ms.
+    let q = fresh_queue("ladder-slo");
+    let responder = BurnResponder::start(&q, 2000.0, 0.0, 0.0);
+    let (code, j, err) = ladder(
+        &q,
+        &[
+            "--rates",
+            "50,2000",
+            "--tasks",
+            "6",
+            "--slo",
+            "p99=200ms",
+            "--step-time",
+            "2s",
+            "--no-repeat",
+        ],
+    );
+    drop(responder);
+    assert_eq!(code, Some(0), "{err}");
+    assert_matches_schema(&j);
+    let steps = j["steps"].as_array().cloned().unwrap_or_default();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps[0]["holds"], true, "{}", steps[0]);
+    assert_eq!(steps[1]["holds"], false, "{}", steps[1]);
+    let why: Vec<String> = steps[1]["why"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    for reason in ["it kept", "its backlog grew", "p99 was"] {
+        assert!(
+            why.iter().any(|w| w.starts_with(reason)),
+            "{reason}: {why:?}"
+        );
+    }
+    assert!(
+        why.iter().any(|w| w.contains("(the SLO is p99 ≤ 200ms)")),
+        "{why:?}"
+    );
+    assert!(
+        steps[1]["backlog_growth"].as_f64() > Some(100.0),
+        "{}",
+        steps[1]
+    );
+    assert_eq!(j["max_sustainable_tps"], 50.0);
+    assert_eq!(j["max_sustainable_high_tps"], 2000.0);
+    let answer = j["answer"].as_str().unwrap_or("");
+    assert!(
+        answer.starts_with("sustains 50 msg/s [50, 2,000] with p99 ≤ 200ms; the flow limits (at 2,000 msg/s it kept "),
+        "{answer}"
+    );
 }

@@ -11,7 +11,10 @@
  *
  *   gcc -O2 -g -fno-omit-frame-pointer -o burn_responder lab/holdout/burn_responder.c -lrabbitmq
  *   burn_responder --input-queue Q [--url amqp://guest:guest@127.0.0.1:5672] \
- *                  [--a-us 60] [--b-us 20] [--jitter 0.5] [--truth PATH]
+ *                  [--a-us 60] [--b-us 20] [--jitter 0.5] [--truth PATH] [--trace PATH]
+ *
+ * --trace PATH: every 20 ms or so, a line "WALL_NS MESSAGES PROCESS_CPU_NS" (the ladder's
+ * tests read the responder's own CPU per message over each step's window from it).
  *
  * The queue and URL also come from OEMPUTX_QUEUE/OEMPUTX_URL, as `oemputx gate --flow-a`
  * and `compare --flow-cmd` pass them. Frame pointers are kept so that perf's call graphs
@@ -32,6 +35,31 @@ static double iterations_per_us;
 static volatile uint64_t sink;
 
 static void on_term(int sig) { (void)sig; stop = 1; }
+
+static uint64_t wall_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t process_ns(void);
+
+/* One line of --trace: the wall clock (ns since the epoch), messages answered so far and the
+ * process's CPU (ns) then: its cost per message over any window, apart from oemputx. */
+static void trace_line(FILE *f, uint64_t *traced, uint64_t messages) {
+    *traced = wall_ns();
+    fprintf(f, "%llu %llu %llu\n", (unsigned long long)*traced, (unsigned long long)messages,
+            (unsigned long long)process_ns());
+    fflush(f);
+}
+
+/* The whole process's CPU (every thread): its own cost per message, as a hold-out truth for
+ * oemputx's accounting (the ladder's tests). */
+static uint64_t process_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static uint64_t thread_ns(void) {
     struct timespec t;
@@ -73,6 +101,7 @@ static void check(amqp_rpc_reply_t r, const char *what) {
 
 int main(int argc, char **argv) {
     const char *queue = getenv("OEMPUTX_QUEUE"), *url = getenv("OEMPUTX_URL"), *truth = NULL;
+    const char *trace_path = NULL;
     double a_us = 60, b_us = 20, jitter = 0.5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--input-queue")) queue = argv[i + 1];
@@ -81,6 +110,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--b-us")) b_us = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--jitter")) jitter = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--truth")) truth = argv[i + 1];
+        else if (!strcmp(argv[i], "--trace")) trace_path = argv[i + 1];
         else die("unknown option; see the comment at the top of burn_responder.c");
     }
     if (!queue) die("give --input-queue Q or OEMPUTX_QUEUE");
@@ -106,10 +136,13 @@ int main(int argc, char **argv) {
     amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
                        amqp_empty_table);
     check(amqp_get_rpc_reply(conn), "basic.consume");
+    FILE *trace = NULL;
+    if (trace_path && !(trace = fopen(trace_path, "w"))) die("cannot write --trace");
     printf("burn_responder: consuming %s\n", queue);
     fflush(stdout);
+    uint64_t traced = 0;
 
-    uint64_t messages = 0, a_ns = 0, b_ns = 0;
+    uint64_t messages = 0, a_ns = 0, b_ns = 0, p0 = 0;
     while (!stop) {
         amqp_envelope_t env;
         struct timeval tick = {0, 100000};
@@ -119,6 +152,7 @@ int main(int argc, char **argv) {
             r.library_error == AMQP_STATUS_TIMEOUT)
             continue;
         if (r.reply_type != AMQP_RESPONSE_NORMAL) break;
+        if (messages == 0) p0 = process_ns();
         uint64_t t0 = thread_ns();
         parse_request(iterations(a_us, jitter));
         uint64_t t1 = thread_ns();
@@ -143,13 +177,21 @@ int main(int argc, char **argv) {
         }
         amqp_basic_ack(conn, 1, env.delivery_tag, 0);
         amqp_destroy_envelope(&env);
+        if (trace && wall_ns() - traced >= 20000000u) trace_line(trace, &traced, messages);
+    }
+    if (trace) {
+        trace_line(trace, &traced, messages);
+        fclose(trace);
     }
     if (truth) {
         FILE *f = fopen(truth, "w");
         if (!f) die("cannot write --truth");
         double n = messages ? (double)messages : 1.0;
-        fprintf(f, "{\"messages\":%llu,\"parse_request_us\":%.3f,\"render_reply_us\":%.3f}\n",
-                (unsigned long long)messages, a_ns / 1000.0 / n, b_ns / 1000.0 / n);
+        fprintf(f,
+                "{\"messages\":%llu,\"parse_request_us\":%.3f,\"render_reply_us\":%.3f,"
+                "\"process_us\":%.3f}\n",
+                (unsigned long long)messages, a_ns / 1000.0 / n, b_ns / 1000.0 / n,
+                messages ? (process_ns() - p0) / 1000.0 / n : 0.0);
         fclose(f);
     }
     amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);

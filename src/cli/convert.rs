@@ -4,11 +4,12 @@
 //! takes one number; the run options after `gate --`, parsed here, once).
 
 use super::{
-    AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, MatrixArgs, PubsubArgs, RatioArgs,
-    RunArgs, SourceArgs, SweepArgs,
+    AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, LadderArgs, MatrixArgs, PubsubArgs,
+    RatioArgs, RunArgs, SourceArgs, SweepArgs, TaskCount,
 };
 use crate::config::compare::CompareOptions;
 use crate::config::gate::{GateOptions, GateOutputs};
+use crate::config::ladder::LadderOptions;
 use crate::config::pubsub::PubsubOptions;
 use crate::config::sweep::SweepOptions;
 use crate::config::tools::{AccountOptions, CpuOptions, MatrixOptions};
@@ -28,13 +29,40 @@ fn accounting(g: &GroupArgs, s: &SourceArgs, r: &RatioArgs, no_groups: bool) -> 
 impl RunArgs {
     /// A run's options; its task list must be one number.
     pub fn options(&self) -> Result<RunOptions, ConfigError> {
-        let &[tasks] = self.tasks.as_slice() else {
-            return Err(bad(
-                "--tasks",
-                "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
-            ));
+        let tasks = match self.tasks.as_slice() {
+            [] => 1,
+            [TaskCount::N(n)] => *n,
+            [TaskCount::Auto] => {
+                return Err(bad(
+                    "--tasks",
+                    "auto is for `oemputx ladder`, which raises its tasks while the driver limits; a run takes a number",
+                ));
+            }
+            _ => {
+                return Err(bad(
+                    "--tasks",
+                    "takes one number for a run; a list such as 1,2,3,4 is for `oemputx sweep`",
+                ));
+            }
         };
         Ok(self.options_with_tasks(tasks))
+    }
+
+    /// The task counts of a list (sweep): numbers only, 1 when none is given.
+    fn task_list(&self, command: &str) -> Result<Vec<usize>, ConfigError> {
+        if self.tasks.is_empty() {
+            return Ok(vec![1]);
+        }
+        self.tasks
+            .iter()
+            .map(|t| match t {
+                TaskCount::N(n) => Ok(*n),
+                TaskCount::Auto => Err(bad(
+                    "--tasks",
+                    format!("auto is for `oemputx ladder`; {command} takes task counts, e.g. --tasks 1,2,4"),
+                )),
+            })
+            .collect()
     }
 
     fn options_with_tasks(&self, tasks: usize) -> RunOptions {
@@ -97,22 +125,47 @@ impl RunArgs {
 }
 
 impl SweepArgs {
-    pub fn options(&self) -> SweepOptions {
-        SweepOptions {
+    pub fn options(&self) -> Result<SweepOptions, ConfigError> {
+        let tasks = self.run.task_list("sweep")?;
+        Ok(SweepOptions {
             flow_cmd: self.flow_cmd.clone(),
             modes: self.modes.clone(),
             chart: self
                 .chart
                 .clone()
                 .or_else(|| self.run.outputs.export_svg.clone()),
-            tasks: self.run.tasks.clone(),
             run: self
                 .run
-                .options_with_tasks(self.run.tasks.first().copied().unwrap_or(1)),
+                .options_with_tasks(tasks.first().copied().unwrap_or(1)),
+            tasks,
             max_time: self.max_time.into(),
             precision: self.precision.clone(),
             min_effect: self.min_effect.clone(),
-        }
+        })
+    }
+}
+
+impl LadderArgs {
+    pub fn options(&self) -> Result<LadderOptions, ConfigError> {
+        let tasks = match self.run.tasks.as_slice() {
+            [] | [TaskCount::Auto] => None,
+            [TaskCount::N(n)] => Some(*n),
+            _ => {
+                return Err(bad(
+                    "--tasks",
+                    "a ladder takes one task count, or auto (the default)",
+                ));
+            }
+        };
+        Ok(LadderOptions {
+            rates: self.rates.clone(),
+            step_time: self.step_time.map(Duration::from),
+            slo: self.slo.clone(),
+            max_time: self.max_time.map(Duration::from),
+            repeat: !self.no_repeat,
+            tasks,
+            run: self.run.options_with_tasks(tasks.unwrap_or(1)),
+        })
     }
 }
 

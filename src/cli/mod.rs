@@ -32,6 +32,7 @@ impl Cli {
             Some(Command::Cpu(a)) => (ResultKind::Cpu, &a.outputs),
             Some(Command::Account(a)) => (ResultKind::Account, &a.outputs),
             Some(Command::Sweep(a)) => (ResultKind::Sweep, &a.run.outputs),
+            Some(Command::Ladder(a)) => (ResultKind::Ladder, &a.run.outputs),
             Some(Command::Compare(a)) => (ResultKind::Compare, &a.outputs),
             Some(Command::Gate(a)) => (ResultKind::Gate, &a.outputs),
             Some(Command::Pubsub(a)) if a.find_capacity => (ResultKind::PubsubCapacity, &a.outputs),
@@ -98,6 +99,12 @@ pub enum Command {
     /// until each N's processes ÷ threads ratio is known; a table with intervals and an SVG
     /// chart. Takes a round's options (--qmgr, --count, --group…), --tasks as a list.
     Sweep(Box<SweepArgs>),
+    /// The curve, not a point: cost per group, round trip and capacity against offered
+    /// load, each rate a step (--rates 100,300,1000, or auto: up through saturation and a
+    /// bisection), with the highest rate that holds (keeps up, no growing backlog, --slo
+    /// met), what limited it (flow, driver or host), the knee, and the cores each group
+    /// needs along the curve. Takes a run's options (--qmgr, --group, --msgfile…).
+    Ladder(Box<LadderArgs>),
     /// The paper's overhead table: each group's CPU µs per transaction per setting and the
     /// Total Overhead % against the first. Live (--flow-cmd, --setting … -- RUN OPTIONS):
     /// every setting measured in one window, each change with its interval; or of saved JSON
@@ -582,6 +589,39 @@ pub struct SweepArgs {
     pub run: RunArgs,
 }
 
+/// Options of `oemputx ladder`: its own, and a run's.
+#[derive(Debug, Args, Clone)]
+pub struct LadderArgs {
+    /// The offered rates, messages a second in all: a list such as 100,300,1000 (unpaced:
+    /// a step as fast as the tasks go), or auto: an unpaced step, then steps ×2 from a
+    /// sixteenth of its rate up to the first that does not hold, then a bisection until the
+    /// top is known to ±5 %.
+    #[arg(long, value_name = "auto|R1,R2,…", default_value = "auto")]
+    pub rates: String,
+    /// How long each step is measured (five windows, after a settling second at its
+    /// rate). [default: 10s with auto; with a list, what fits it in about 2.5 minutes,
+    /// 3s to 20s]
+    #[arg(long, value_name = "DURATION")]
+    pub step_time: Option<humantime::Duration>,
+    /// A latency objective every step must meet to hold, pNN=DURATION (e.g. p99=50ms,
+    /// p99.9=200ms; the round trip from each request's intended send time). Repeatable.
+    /// [default: none: a step holds when it keeps up]
+    #[arg(long, value_name = "pNN=DURATION")]
+    pub slo: Vec<String>,
+    /// Start no step that would end after this long. [default: 3m with auto; with a list,
+    /// its steps and two repeats]
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<humantime::Duration>,
+    /// Measure no step again at the end (by default the lowest and the highest rate that
+    /// held are, and a repeat that disagrees is flagged as drift).
+    #[arg(long)]
+    pub no_repeat: bool,
+    /// The run options; --tasks N drives every step with N tasks, --tasks auto (the
+    /// default) starts with 2 and doubles them (to 64) while the driver is what limits.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
 /// Options of `oemputx compare`: saved reports of separate runs, or settings measured now.
 #[derive(Debug, Args, Clone)]
 pub struct CompareArgs {
@@ -764,15 +804,10 @@ pub struct RunArgs {
     pub probe: Option<humantime::Duration>,
 
     /// Parallel driver tasks, each with its own connection, started together. (`oemputx
-    /// sweep` takes a list, e.g. 1,2,3,4.)
-    #[arg(
-        long,
-        short = 't',
-        value_name = "N",
-        value_delimiter = ',',
-        default_value = "1"
-    )]
-    pub tasks: Vec<usize>,
+    /// sweep` takes a list, e.g. 1,2,3,4; `oemputx ladder` takes auto.) [default: 1; ladder:
+    /// auto]
+    #[arg(long, short = 't', value_name = "N", value_delimiter = ',')]
+    pub tasks: Vec<TaskCount>,
 
     /// Put K messages, then get their K replies, per loop.
     #[arg(long, value_name = "K", default_value_t = 1)]
@@ -904,6 +939,30 @@ pub struct RunArgs {
     /// Do not print the text report on stdout.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// A task count as `--tasks` takes it: a number, or `auto` (a ladder raises its tasks
+/// while the driver is what limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskCount {
+    N(usize),
+    Auto,
+}
+
+impl std::str::FromStr for TaskCount {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(TaskCount::Auto);
+        }
+        s.parse().map(TaskCount::N).map_err(|_| {
+            format!(
+                "'{s}' is not a task count: give a number such as 4 (or auto, for oemputx ladder)"
+            )
+        })
+    }
 }
 
 /// A yes/no value from the environment, where an empty variable (`OEMPUTX_NO_SAVE=`, as CI

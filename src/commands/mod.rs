@@ -7,6 +7,7 @@ pub mod gate;
 pub mod gate_ab;
 pub mod gate_instr;
 pub mod history;
+pub mod ladder;
 pub mod matrix;
 pub mod merge;
 pub mod profiles;
@@ -43,7 +44,8 @@ fn run_command(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Account(args)) => account::account(&args.options().build()?, interrupt),
         Some(Command::Pubsub(args)) => pubsub::pubsub(&args.options().build()?, interrupt),
         Some(Command::Matrix(args)) => matrix::matrix(&args.options().build()?, interrupt),
-        Some(Command::Sweep(args)) => sweep::sweep(&args.options().build()?, interrupt),
+        Some(Command::Sweep(args)) => sweep::sweep(&args.options()?.build()?, interrupt),
+        Some(Command::Ladder(args)) => ladder::ladder(&args.options()?.build()?, interrupt),
         Some(Command::Compare(args)) => compare::compare(&args.options()?.build()?, interrupt),
         Some(Command::Gate(args)) => gate_command(args, Ok(()), interrupt),
         Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),

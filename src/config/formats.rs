@@ -97,6 +97,8 @@ pub enum ResultKind {
     Cpu,
     Account,
     Sweep,
+    /// `oemputx ladder`: cost, latency and capacity against offered load.
+    Ladder,
     Compare,
     Gate,
     Pubsub,
@@ -110,11 +112,12 @@ pub enum ResultKind {
 }
 
 impl ResultKind {
-    pub const ALL: [ResultKind; 12] = [
+    pub const ALL: [ResultKind; 13] = [
         ResultKind::Run,
         ResultKind::Cpu,
         ResultKind::Account,
         ResultKind::Sweep,
+        ResultKind::Ladder,
         ResultKind::Compare,
         ResultKind::Gate,
         ResultKind::Pubsub,
@@ -134,6 +137,7 @@ impl ResultKind {
             ResultKind::Cpu => &[Json, OpenMetrics],
             ResultKind::Account => &[Json],
             ResultKind::Sweep => &[Json, Tsv, Csv, Markdown, Html, Svg],
+            ResultKind::Ladder => &[Json, Tsv, Csv, Markdown, Html],
             ResultKind::Compare => &[Json, Tsv, Markdown, Html],
             ResultKind::Gate => &[Json, Markdown, Html, Junit, Bmf, Gha],
             ResultKind::Pubsub => &[Json, Tsv, Markdown, Html],
@@ -151,6 +155,7 @@ impl ResultKind {
             ResultKind::Cpu => "cpu",
             ResultKind::Account => "account",
             ResultKind::Sweep => "sweep",
+            ResultKind::Ladder => "ladder",
             ResultKind::Compare => "compare",
             ResultKind::Gate => "gate",
             ResultKind::Pubsub | ResultKind::PubsubRounds | ResultKind::PubsubCapacity => "pubsub",

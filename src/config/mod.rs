@@ -7,6 +7,7 @@ pub mod compare;
 pub mod flow_command;
 pub mod formats;
 pub mod gate;
+pub mod ladder;
 pub mod options;
 pub mod outputs;
 pub mod profile;

@@ -580,6 +580,27 @@ mod loop_tests {
     }
 
     #[test]
+    fn a_paced_run_of_a_duration_sends_what_is_due_within_it_and_no_more() {
+        // 20/s from 8 tasks for 400 ms: one request each, due 0, 50, … 350 ms. Each task's
+        // next would be due 400 ms after its first: past the end, so not sent (it was, and
+        // the window ran on to 750 ms with twice the requests).
+        let started = Instant::now();
+        let out = run_embedded(&config(RunOptions {
+            duration: Some(Duration::from_millis(400)),
+            rate: Some(20.0),
+            tasks: 8,
+            ..RunOptions::default()
+        }));
+        assert_eq!(out.integrity.sent, 8, "{:?}", out.integrity);
+        assert!(
+            out.elapsed < Duration::from_millis(600),
+            "{:?}",
+            out.elapsed
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
     fn the_settling_phase_runs_at_the_rate_before_the_window_and_stays_out_of_it() {
         let mut cfg = config(RunOptions {
             duration: Some(Duration::from_millis(400)),

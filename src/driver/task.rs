@@ -82,10 +82,19 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 Limit::Until(t) if Instant::now() >= t => break,
                 Limit::Until(_) => k,
             };
+            // A paced phase of a duration sends nothing due at or after its end: a task's
+            // next request could otherwise be due a whole interval later (tasks ÷ rate), and
+            // the phase would run on past its end to send it.
+            let mut sent = 0u64;
+            let mut ends = false;
             for i in 0..batch {
                 let sent_at = match interval {
                     Some(iv) => {
                         let due = start + offset + iv.mul_f64((done + i) as f64);
+                        if matches!(limit, Limit::Until(t) if due >= t) {
+                            ends = true;
+                            break;
+                        }
                         if !pace_until(due, self.settings.controls) {
                             // Stopped while waiting: no request after the signal.
                             return Ok(());
@@ -107,6 +116,10 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                         .store(true, Ordering::Relaxed);
                 }
                 self.inflight.push_back((seq, sent_at));
+                sent += 1;
+            }
+            if sent == 0 {
+                break;
             }
             if cfg.syncpoint {
                 self.session.commit_unit().await?;
@@ -120,7 +133,10 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 slot.0
                     .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
             }
-            done += batch;
+            done += sent;
+            if ends {
+                break;
+            }
         }
         Ok(())
     }

@@ -99,6 +99,29 @@ impl Artifact for crate::report::sweep::Sweep {
     }
 }
 
+impl Artifact for crate::report::ladder::Ladder {
+    const KIND: ResultKind = ResultKind::Ladder;
+    const WHAT: &'static str = "the ladder";
+
+    fn render(&self, format: Format, style: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            Format::Tsv | Format::Csv => {
+                let delimiter = if format == Format::Tsv {
+                    b'\t'
+                } else {
+                    style.delimiter
+                };
+                Ok(cells::delimited(&super::ladder::rows(self), delimiter)?)
+            }
+            Format::Markdown => Ok(super::ladder::markdown(self)),
+            #[cfg(feature = "html")]
+            Format::Html => Ok(super::html::ladder::render(self)),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
 impl Artifact for Comparison {
     const KIND: ResultKind = ResultKind::Compare;
     const WHAT: &'static str = "the comparison";

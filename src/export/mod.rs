@@ -9,6 +9,7 @@ pub mod delimited;
 pub mod gate;
 pub mod history;
 pub mod identity;
+pub mod ladder;
 // The HTML reports come with the `html` cargo feature; a build without it refuses
 // --export-html (config::outputs) and saves runs without their .html.
 pub mod artifacts;

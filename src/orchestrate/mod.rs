@@ -6,5 +6,6 @@
 
 pub mod ab;
 pub mod compare;
+pub mod ladder;
 pub mod pubsub;
 pub mod sweep;

@@ -321,7 +321,9 @@ mod tests {
         ];
         argv.extend_from_slice(extra);
         match crate::cli::Cli::try_parse_from(argv).map(|c| c.command) {
-            Ok(Some(crate::cli::Command::Sweep(a))) => a.options().build().expect("builds"),
+            Ok(Some(crate::cli::Command::Sweep(a))) => {
+                a.options().expect("options").build().expect("builds")
+            }
             other => panic!("not a sweep: {other:?}"),
         }
     }

@@ -3,9 +3,9 @@
 //! capture ratio where one applies); per host, the rate at which its measured groups would
 //! fill its cores, and the busiest host's rate as the run's estimate.
 //!
-//! An estimate from one measured point: it assumes the cost per message stays the same as
-//! the rate rises, which batching (cheaper) or contention (dearer) break; `oemputx sweep`
-//! and `--rate` steps measure it at other rates. The driver (DRIVER) is the load, not the
+//! An estimate from one measured point: it holds at the rate it was measured at, and says
+//! which; the cost per message moves with the rate (wake-ups, batching, contention), and
+//! `oemputx ladder` measures it at each rate (`report::ladder::verdict::capacity`). The driver (DRIVER) is the load, not the
 //! system under test, so it is left out of every host's sum.
 
 use serde::Serialize;
@@ -122,10 +122,21 @@ pub struct HostFacts {
     pub correction: Option<f64>,
 }
 
-pub const ASSUMPTION: &str = "an estimate from this run's one rate: it assumes each message costs the same at other rates, which batching or contention change; measure other rates with oemputx sweep or --rate";
+/// What the estimate assumes, with the rate it was measured at (`paced`: under --rate).
+pub fn assumption(measured_tps: f64, paced: bool) -> String {
+    format!(
+        "an estimate from this run's one rate ({measured_tps:.0} msg/s, {}): it holds at that rate, for each message costs more or less at others (wake-ups, batching, contention: 2.7× between 100 msg/s and unpaced on the reference flow); oemputx ladder measures the cost at each rate and the highest rate that holds",
+        if paced { "paced by --rate" } else { "unpaced" }
+    )
+}
 
 /// The estimate from the groups' costs and the hosts' cores; `None` without groups.
-pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) -> Option<Capacity> {
+/// `paced`: the run was paced by --rate.
+pub fn estimate(
+    groups: &[GroupCost],
+    hosts: &[HostFacts],
+    (measured_tps, paced): (f64, bool),
+) -> Option<Capacity> {
     let measured: Vec<&GroupCost> = groups.iter().filter(|g| g.name != DRIVER).collect();
     if measured.is_empty() {
         return None;
@@ -180,7 +191,7 @@ pub fn estimate(groups: &[GroupCost], hosts: &[HostFacts], measured_tps: f64) ->
         groups: group_rows,
         hosts: host_rows,
         measured_tps,
-        assumption: ASSUMPTION.into(),
+        assumption: assumption(measured_tps, paced).into(),
         host_state: None,
         price_per_vcpu_hour: None,
     })
@@ -215,7 +226,7 @@ mod tests {
                 correction: None,
             },
         ];
-        let c = estimate(&groups, &hosts, 100.0)
+        let c = estimate(&groups, &hosts, (100.0, false))
             .expect("an estimate")
             .priced(Some(0.05));
         assert_eq!(c.price_per_vcpu_hour, Some(0.05));
@@ -228,7 +239,7 @@ mod tests {
         };
         assert!((cost("QMGR") - 36.0 * 1.25 * 0.05 / 3600.0).abs() < 1e-15);
         assert!((cost("DB") - 72.0 * 0.05 / 3600.0).abs() < 1e-15);
-        let unpriced = estimate(&groups, &hosts, 100.0)
+        let unpriced = estimate(&groups, &hosts, (100.0, false))
             .expect("an estimate")
             .priced(None);
         assert!(unpriced.groups.iter().all(|x| x.cost_per_million.is_none()));
@@ -256,7 +267,7 @@ mod tests {
                 correction: None,
             },
         ];
-        let c = estimate(&groups, &hosts, 3000.0).expect("an estimate");
+        let c = estimate(&groups, &hosts, (3000.0, false)).expect("an estimate");
         let qmgr = &c.groups[0];
         assert!((qmgr.cores_per_1000_tps - 0.2).abs() < 1e-12);
         assert_eq!(qmgr.corrected_cores_per_1000_tps, Some(0.25));
@@ -268,6 +279,6 @@ mod tests {
         assert!((local.full_at_tps.expect("rate") - 5000.0).abs() < 1e-6);
         assert_eq!(c.busiest_host.as_deref(), Some("local"));
         assert!((c.full_at_tps.expect("rate") - 5000.0).abs() < 1e-6);
-        assert!(estimate(&[g("DRIVER", "local", 30.0)], &hosts, 1.0).is_none());
+        assert!(estimate(&[g("DRIVER", "local", 30.0)], &hosts, (1.0, false)).is_none());
     }
 }

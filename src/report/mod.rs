@@ -10,6 +10,7 @@ pub mod capacity;
 pub mod compare;
 pub mod headline;
 pub mod history;
+pub mod ladder;
 pub mod matrix;
 pub mod merge;
 pub mod partial;
@@ -696,7 +697,8 @@ impl Report {
                 .collect()
         };
         let host_load = self.accounting.as_ref().and_then(|a| a.host_load.clone());
-        self.capacity = capacity::estimate(&groups, &hosts, self.rate_tps)
+        let paced = self.settings.rate_limit_tps.is_some();
+        self.capacity = capacity::estimate(&groups, &hosts, (self.rate_tps, paced))
             .map(|c| c.on_host(host_load.as_ref()));
         self
     }

@@ -442,7 +442,11 @@ pub fn settings_differences(
     (b, b_name): (&SavedSettings, &str),
 ) -> Vec<String> {
     let quoted = |s: &str| format!("\"{s}\"");
+    // The cost per message moves with the rate (2.7× between 100 msg/s and unpaced on the
+    // reference flow, docs/ladder.md): runs at two rates measure two different things.
+    let rate = |r: Option<f64>| r.map_or("unpaced".to_string(), |r| format!("{r} msg/s (--rate)"));
     let pairs = [
+        ("rate", rate(a.rate_limit_tps), rate(b.rate_limit_tps)),
         ("transport", quoted(&a.transport), quoted(&b.transport)),
         (
             "message",
@@ -493,7 +497,9 @@ impl SavedSettings {
             count: None,
             duration_s: None,
             warmup: 0,
-            rate_limit_tps: None,
+            // This one it does, before measuring: a baseline paced at one rate gates runs
+            // at that rate only.
+            rate_limit_tps: cfg.rate,
         }
     }
 }
@@ -629,5 +635,13 @@ mod tests {
             ["  tasks: 1 in a.json but 4 in b.json"]
         );
         assert!(differences(&a, &a, true).is_empty());
+        // Paced at 500 msg/s against unpaced: the cost per message moves with the rate.
+        let mut paced = report(1);
+        paced["settings"]["rate_limit_tps"] = json!(500.0);
+        let c = Saved::from_json("c.json".into(), paced).expect("valid");
+        assert_eq!(
+            differences(&a, &c, false),
+            ["  rate: unpaced in a.json but 500 msg/s (--rate) in c.json"]
+        );
     }
 }

@@ -398,6 +398,125 @@ pub fn interval_bars(
     Ok(svg)
 }
 
+/// An axis drawn on a log scale: values as their log10, labels back as values.
+fn axis_label(v: f64, log: bool) -> String {
+    let x = if log { 10f64.powf(v) } else { v };
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// A figure's value where it is drawn.
+fn place(v: f64, log: bool) -> f64 {
+    if log { v.max(1e-9).log10() } else { v }
+}
+
+/// Figures against the offered rate (a log scale, as the rates of a ladder are steps of a
+/// factor): a line per series (name, points of (rate, value)), a dashed level per `levels`
+/// (an SLO) and a vertical marker per `marks` (the highest rate that held). `log_y` for a
+/// round trip, which grows a hundredfold past the top.
+pub fn rate_plot(
+    (title, y_desc): (&str, &str),
+    series: &[(String, Vec<(f64, f64)>)],
+    levels: &[(String, f64)],
+    marks: &[(String, f64)],
+    log_y: bool,
+) -> Drawn {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 360)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let xs = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.0))
+            .chain(marks.iter().map(|m| m.1));
+        let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
+        let ys = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.1))
+            .chain(levels.iter().map(|l| l.1));
+        let (y_lo, y_hi) = ys
+            .filter(|y| y.is_finite() && (!log_y || *y > 0.0))
+            .fold((f64::INFINITY, 0.0f64), |(l, h), y| (l.min(y), h.max(y)));
+        if !x_lo.is_finite() || !y_lo.is_finite() {
+            return Err("nothing to draw".into());
+        }
+        let (x0, x1) = (
+            place(x_lo, true) - 0.1,
+            place(x_hi.max(x_lo * 1.01), true) + 0.1,
+        );
+        let (y0, y1) = if log_y {
+            (place(y_lo, true) - 0.15, place(y_hi, true) + 0.25)
+        } else {
+            (0.0, y_hi.max(1e-3) * 1.25)
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .x_desc("offered msg/s (log scale)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| axis_label(*x, true))
+            .y_label_formatter(&|y| axis_label(*y, log_y))
+            .draw()?;
+        for (i, (name, points)) in series.iter().enumerate() {
+            let c = colour(i);
+            let drawn: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.1.is_finite() && (!log_y || p.1 > 0.0))
+                .map(|p| (place(p.0, true), place(p.1, log_y)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(drawn.clone(), c.stroke_width(2)))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart.draw_series(drawn.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+        }
+        for (name, y) in levels {
+            let y = place(*y, log_y);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(x0, y), (x1, y)],
+                    6,
+                    4,
+                    RED.stroke_width(2),
+                ))?
+                .label(name.as_str())
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
+        }
+        for (name, x) in marks {
+            let x = place(*x, true);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x, y0), (x, y1)],
+                    MARKER.stroke_width(2),
+                )))?
+                .label(name.as_str())
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y - 6), (x, y + 6)], MARKER.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,5 +538,22 @@ mod tests {
             .expect("bars");
         assert!(i.contains("<rect"));
         assert!((nines(99.0, 5.5) - 2.0).abs() < 1e-9 && nines(100.0, 5.5) == 5.5);
+        let series = [(
+            "FLOW".to_string(),
+            vec![(100.0, 300.0), (1000.0, 120.0), (3000.0, 90.0)],
+        )];
+        let l = rate_plot(
+            ("t", "µs"),
+            &series,
+            &[("SLO".into(), 200.0)],
+            &[("top".into(), 2000.0)],
+            true,
+        )
+        .expect("ladder chart");
+        assert!(
+            l.matches("<circle").count() >= 3 && l.contains("SLO") && l.contains("top"),
+            "{l:.300}"
+        );
+        assert!(rate_plot(("t", "µs"), &[], &[], &[], false).is_err());
     }
 }

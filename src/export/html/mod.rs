@@ -12,6 +12,7 @@ pub mod compare;
 pub mod flame;
 pub mod gate;
 pub mod history;
+pub mod ladder;
 pub mod matrix;
 pub mod pubsub;
 pub mod run;

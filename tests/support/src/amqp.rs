@@ -98,6 +98,35 @@ pub fn declare_queue(queue: &str) {
     });
 }
 
+/// Put `n` requests on `queue` (the default exchange), each asking for its reply on
+/// `reply_to` with a correlation id of its own: a backlog for a responder to drain.
+pub fn publish_requests(queue: &str, n: usize, reply_to: &str) {
+    use amqprs::BasicProperties;
+    use amqprs::channel::BasicPublishArguments;
+    runtime().block_on(async {
+        let conn = connect().await;
+        let ch = conn.open_channel(None).await.expect("channel");
+        for i in 0..n {
+            let mut props = BasicProperties::default();
+            props
+                .with_reply_to(reply_to)
+                .with_correlation_id(&format!("drain-{i}"));
+            ch.basic_publish(
+                props,
+                b"<request/>".to_vec(),
+                BasicPublishArguments::new("", queue),
+            )
+            .await
+            .expect("publish");
+        }
+        // A round trip on the channel: every publish before it has reached the broker.
+        let _ = ch
+            .queue_declare(QueueDeclareArguments::durable_client_named(queue))
+            .await;
+        let _ = conn.close().await;
+    });
+}
+
 /// Messages waiting on a queue.
 pub fn queue_depth(queue: &str) -> u32 {
     queue_counts(queue).0

@@ -34,12 +34,14 @@ pub fn burn_responder_bin() -> PathBuf {
     .clone()
 }
 
-/// What the responder measured of itself: messages, and µs per message in each function.
+/// What the responder measured of itself: messages, µs per message in each function, and
+/// its whole process's CPU per message from its first message on (its own clock).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Truth {
     pub messages: u64,
     pub parse_request_us: f64,
     pub render_reply_us: f64,
+    pub process_us: f64,
 }
 
 impl Truth {
@@ -56,6 +58,7 @@ impl Truth {
 pub struct BurnResponder {
     child: Option<Child>,
     truth: PathBuf,
+    trace: PathBuf,
     _dir: tempfile::TempDir,
     pub queue: String,
 }
@@ -66,12 +69,15 @@ impl BurnResponder {
     pub fn start(queue: &str, a_us: f64, b_us: f64, jitter: f64) -> BurnResponder {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let truth = dir.path().join("truth.json");
+        let trace = dir.path().join("trace.txt");
         let mut child = Command::new(burn_responder_bin())
             .args(["--input-queue", queue, "--url", &crate::amqp_url()])
             .args(["--a-us", &a_us.to_string(), "--b-us", &b_us.to_string()])
             .args(["--jitter", &jitter.to_string()])
             .arg("--truth")
             .arg(&truth)
+            .arg("--trace")
+            .arg(&trace)
             .stdout(Stdio::piped())
             .spawn()
             .expect("the responder starts");
@@ -93,9 +99,61 @@ impl BurnResponder {
         BurnResponder {
             child: Some(child),
             truth,
+            trace,
             _dir: dir,
             queue: queue.to_string(),
         }
+    }
+
+    /// A responder burning `us` of CPU per message, and its drain rate (messages a second)
+    /// measured apart from oemputx: `n` requests queued before it starts, timed from its
+    /// first word until their `n` replies are on a queue of their own.
+    pub fn start_draining(queue: &str, us: f64, n: usize) -> (BurnResponder, f64) {
+        let replies = crate::fresh_queue("drained");
+        let _guard = crate::QueueGuard(replies.clone());
+        crate::declare_queue(queue);
+        crate::declare_queue(&replies);
+        crate::publish_requests(queue, n, &replies);
+        let r = BurnResponder::start(queue, us, 0.0, 0.0);
+        // From the replies already there once it said it consumes: its start-up left out.
+        let (t0, d0) = (Instant::now(), crate::queue_depth(&replies));
+        let until = t0 + Duration::from_secs(120);
+        while crate::queue_depth(&replies) < n as u32 {
+            assert!(
+                Instant::now() < until,
+                "the responder did not drain {n} requests in 2 minutes"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let rate = (n as u32 - d0) as f64 / t0.elapsed().as_secs_f64();
+        (r, rate)
+    }
+
+    /// Its own CPU µs per message between two instants (ns since the epoch), from its
+    /// trace (a line every 20 ms, interpolated); None with no message between them.
+    pub fn cpu_per_message_between(&self, from_ns: u128, to_ns: u128) -> Option<f64> {
+        let text = std::fs::read_to_string(&self.trace).ok()?;
+        let points: Vec<(f64, f64, f64)> = text
+            .lines()
+            .filter_map(|l| {
+                let v: Vec<f64> = l.split(' ').filter_map(|x| x.parse().ok()).collect();
+                (v.len() == 3).then(|| (v[0], v[1], v[2]))
+            })
+            .collect();
+        // Past its last line (the last message ends a ladder) nothing more was answered.
+        let (first, last) = (points.first()?.0, points.last()?.0);
+        let at = |t: f64| -> Option<(f64, f64)> {
+            let t = t.clamp(first, last);
+            let w = points.windows(2).find(|w| w[0].0 <= t && t <= w[1].0)?;
+            let f = (t - w[0].0) / (w[1].0 - w[0].0).max(1.0);
+            Some((
+                w[0].1 + f * (w[1].1 - w[0].1),
+                w[0].2 + f * (w[1].2 - w[0].2),
+            ))
+        };
+        let (m0, c0) = at(from_ns as f64)?;
+        let (m1, c1) = at(to_ns as f64)?;
+        (m1 > m0).then(|| (c1 - c0) / 1000.0 / (m1 - m0))
     }
 
     pub fn pid(&self) -> u32 {
@@ -111,6 +169,7 @@ impl BurnResponder {
             messages: v["messages"].as_u64().unwrap_or(0),
             parse_request_us: v["parse_request_us"].as_f64().unwrap_or(f64::NAN),
             render_reply_us: v["render_reply_us"].as_f64().unwrap_or(f64::NAN),
+            process_us: v["process_us"].as_f64().unwrap_or(f64::NAN),
         }
     }
 

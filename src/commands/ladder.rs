@@ -1,0 +1,65 @@
+//! `oemputx ladder`: the ladder measured (`crate::orchestrate::ladder`), then its text and
+//! files.
+
+use crate::config::formats::Format;
+use crate::config::ladder::LadderConfig;
+use crate::exit::Exit;
+use crate::export;
+use crate::export::outputs::{Artifact as _, Outputs, Style};
+use crate::report::ladder::{Ladder, LadderEnd};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// Measure the ladder and write what it found.
+pub fn ladder(cfg: &LadderConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+    // Known before the steps, so that the ladder's files wait for no git after them.
+    let _ = crate::report::history::this_commit();
+    let Some(l) = crate::orchestrate::ladder::run(cfg, interrupt)? else {
+        return Ok(Exit::Interrupted);
+    };
+    write(cfg, &l)?;
+    Ok(match l.end {
+        LadderEnd::Completed | LadderEnd::Budget => Exit::Ok,
+        LadderEnd::Interrupted => Exit::Interrupted,
+        LadderEnd::Failed => Exit::Failure,
+    })
+}
+
+/// The files asked for, the ladder saved in the reports folder (unless --no-save), then the
+/// text and the output on stdout.
+fn write(cfg: &LadderConfig, l: &Ladder) -> anyhow::Result<()> {
+    let style = Style {
+        delimiter: cfg.delimiter,
+        decimal_comma: false,
+    };
+    let text = export::ladder::text(l);
+    let mut out = Outputs::new();
+    out.artifact(l, &cfg.outputs, &style);
+    if let Some(dir) = &cfg.save_dir {
+        let mut rendered = Vec::new();
+        for (ext, format) in [
+            ("tsv", Format::Tsv),
+            ("json", Format::Json),
+            #[cfg(feature = "html")]
+            ("html", Format::Html),
+        ] {
+            rendered.push((ext, format.name(), l.render(format, &style)?));
+        }
+        let mut named = vec![("txt", "the ladder text", text.as_str())];
+        named.extend(
+            rendered
+                .iter()
+                .map(|(ext, what, b)| (*ext, *what, b.as_str())),
+        );
+        let label = format!("ladder-{}", l.label);
+        match export::save_in_folder(dir, &l.start_utc, &label, &named) {
+            Ok(base) if !cfg.quiet => {
+                let kinds: Vec<&str> = named.iter().map(|(ext, ..)| *ext).collect();
+                crate::say!("ladder: saved {}.{{{}}}", base.display(), kinds.join(","));
+            }
+            Ok(_) => {}
+            Err(e) => out.failed(format!("{e:#}")),
+        }
+    }
+    out.finish((!cfg.quiet).then_some(text.as_str()))
+}

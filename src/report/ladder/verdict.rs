@@ -1,0 +1,489 @@
+//! From a ladder's steps to its answer, pure: the highest rate that held and the interval
+//! the steps leave, what limited the first step above it, the knee, repeats that disagree
+//! with their first measurement, and the cores each group kept busy along the curve.
+//!
+//! - **Held**: a rate holds when every measurement of it held, leaving out one that a
+//!   measurement with more tasks replaced (`--tasks auto`: the driver limited it).
+//! - **What limited it**, for the lowest rate above the top that did not hold:
+//!   - `host` when less than [`HOST_FULL_IDLE`] of the CPUs was idle over the step;
+//!   - after `--tasks auto` measured the rate again with twice the tasks: `driver` when
+//!     that raised the achieved rate by [`MORE_TASKS_GAIN`] or more (the cap was reached),
+//!     `flow` when it did not;
+//!   - `flow` when a step with as many tasks or fewer got more through than this one was
+//!     offered (the unpaced step, most often): the tasks could offer the rate;
+//!   - else `driver` when the rate was not kept and no request queued: with every task behind
+//!     its schedule each always has its requests in flight, so by Little's law a request
+//!     spent tasks × msgs-per-loop ÷ achieved rate in the system; under [`QUEUED_FACTOR`] ×
+//!     the unloaded round trip (the least p50 of the paced steps that held), nothing waited
+//!     and only more tasks would have offered more;
+//!   - `flow` otherwise: requests waited for the flow with CPU to spare (or the latency
+//!     objective failed while the rate was kept).
+//! - **Knee**: the rate of the largest power, achieved rate ÷ mean round trip (Kleinrock,
+//!   "Power and deterministic rules of thumb for probabilistic problems in computer
+//!   communications", ICC 1979; Jain, *The Art of Computer Systems Performance Analysis*,
+//!   1991, §3.3 calls the throughput there the knee capacity): past it, each message more a
+//!   second costs more waiting than it adds throughput.
+//! - **Capacity**: measured at each rate that held, never extrapolated; between two rates
+//!   [`cores_at`] interpolates linearly.
+
+use super::{Ladder, Limiter, Phase, Step, duration_us, rate};
+use serde::{Deserialize, Serialize};
+
+/// A step with less than this share of the CPUs idle was limited by the host.
+pub const HOST_FULL_IDLE: f64 = 0.10;
+/// Requests that spent less than this × the unloaded round trip in the system did not
+/// queue: the driver limited the step.
+pub const QUEUED_FACTOR: f64 = 1.5;
+/// A repeat that differs from its first measurement by more than this share (and more than
+/// their intervals) is flagged.
+pub const DRIFT_SHARE: f64 = 0.05;
+
+/// One rate that held: the cores each group kept busy there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityRow {
+    pub offered_tps: f64,
+    pub achieved_tps: f64,
+    /// Each group's cores (the driver's too: it is the load, not the system).
+    pub groups: Vec<GroupCores>,
+    /// The groups' corrected CPU, the driver's left out, in cores.
+    pub corrected_cores: Option<f64>,
+    /// What a million messages cost in that CPU at --price-per-vcpu-hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_million: Option<f64>,
+}
+
+/// A group's cores at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupCores {
+    pub name: String,
+    pub cores: f64,
+}
+
+/// The group that is oemputx's own cost.
+const DRIVER: &str = "DRIVER";
+
+/// Steps a later measurement with more tasks at the same rate replaced.
+fn superseded(steps: &[Step]) -> Vec<bool> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            steps[i + 1..]
+                .iter()
+                .any(|later| later.phase == Phase::MoreTasks && later.offered_tps == s.offered_tps)
+        })
+        .collect()
+}
+
+/// The paced measurements that count, by rate: (rate, held every time), lowest first.
+fn outcomes(steps: &[Step]) -> Vec<(f64, bool)> {
+    let gone = superseded(steps);
+    let mut out: Vec<(f64, bool)> = Vec::new();
+    for (s, _) in steps.iter().zip(&gone).filter(|(_, g)| !**g) {
+        let Some(r) = s.offered_tps else { continue };
+        match out.iter_mut().find(|(x, _)| *x == r) {
+            Some(o) => o.1 &= s.holds,
+            None => out.push((r, s.holds)),
+        }
+    }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The highest rate that held, and the lowest above it that did not.
+pub fn top(steps: &[Step]) -> (Option<f64>, Option<f64>) {
+    let o = outcomes(steps);
+    let max = o.iter().rev().find(|x| x.1).map(|x| x.0);
+    let above = o
+        .iter()
+        .filter(|x| !x.1 && max.is_none_or(|m| x.0 > m))
+        .map(|x| x.0)
+        .next();
+    (max, above)
+}
+
+/// The round trip with nothing queued: the least p50 of the paced steps that held (of the
+/// completed paced steps when none did).
+pub fn unloaded_round_trip_us(steps: &[Step]) -> Option<f64> {
+    let least = |held: bool| {
+        steps
+            .iter()
+            .filter(|s| s.offered_tps.is_some() && s.transactions > 0 && (!held || s.holds))
+            .map(|s| s.p50_us)
+            .filter(|p| *p > 0.0)
+            .reduce(f64::min)
+    };
+    least(true).or_else(|| least(false))
+}
+
+/// What the steps say about a failed step beyond its own figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence {
+    /// The round trip with nothing queued ([`unloaded_round_trip_us`]).
+    pub unloaded_us: Option<f64>,
+    /// The same rate measured just before with fewer tasks: (its tasks, its achieved rate).
+    pub fewer_tasks: Option<(usize, f64)>,
+    /// The most any step got through with at most this step's tasks: (that step, its rate).
+    pub tasks_reached: Option<(usize, f64)>,
+}
+
+/// More tasks raised the achieved rate by less than this factor: they did not help.
+pub const MORE_TASKS_GAIN: f64 = 1.05;
+
+impl Evidence {
+    /// The evidence the steps before `step` (in `steps`) give about it.
+    pub fn of(steps: &[Step], step: &Step) -> Evidence {
+        let fewer = steps
+            .iter()
+            .take_while(|s| s.step != step.step)
+            .filter(|s| s.offered_tps == step.offered_tps && s.tasks < step.tasks)
+            .last()
+            .map(|s| (s.tasks, s.achieved_tps));
+        let reached = steps
+            .iter()
+            .filter(|s| s.tasks <= step.tasks && s.status == crate::driver::Status::Completed)
+            .max_by(|a, b| a.achieved_tps.total_cmp(&b.achieved_tps))
+            .map(|s| (s.step, s.achieved_tps));
+        Evidence {
+            unloaded_us: unloaded_round_trip_us(steps),
+            fewer_tasks: fewer.filter(|_| step.phase == Phase::MoreTasks),
+            tasks_reached: reached,
+        }
+    }
+}
+
+/// What stopped `step` from holding, and why in words.
+pub fn diagnose(
+    step: &Step,
+    evidence: Evidence,
+    cpus: usize,
+    msgs_per_loop: usize,
+) -> (Limiter, String) {
+    if let Some(idle) = step.host_idle_cpus
+        && idle < HOST_FULL_IDLE * cpus as f64
+    {
+        return (
+            Limiter::Host,
+            format!(
+                "the CPUs were full: {idle:.2} of {cpus} idle over the step; a larger host, or fewer other processes on it, would raise the top"
+            ),
+        );
+    }
+    let short = step.offered_tps.is_some_and(|o| {
+        step.achieved_tps < super::KEEP_UP * o || step.backlog_growth > super::GROWTH_SHARE * o
+    });
+    if !short {
+        return (
+            Limiter::Flow,
+            "the rate was kept but the latency objective was not: requests waited in the flow"
+                .into(),
+        );
+    }
+    let idle = step.host_idle_cpus.map_or(String::new(), |i| {
+        format!(", with {i:.2} of {cpus} CPUs idle")
+    });
+    // Measured: the same rate with fewer tasks just before.
+    if let Some((tasks, achieved)) = evidence.fewer_tasks {
+        return if step.achieved_tps < MORE_TASKS_GAIN * achieved {
+            (
+                Limiter::Flow,
+                format!(
+                    "{} tasks got {} msg/s where {tasks} got {}: more tasks did not raise the rate, so requests waited for the flow{idle}",
+                    step.tasks,
+                    rate(step.achieved_tps),
+                    rate(achieved)
+                ),
+            )
+        } else {
+            (
+                Limiter::Driver,
+                format!(
+                    "{} tasks got {} msg/s where {tasks} got {}: the tasks were what limited it, and --tasks auto stops at {}; give more with --tasks N",
+                    step.tasks,
+                    rate(step.achieved_tps),
+                    rate(achieved),
+                    crate::config::ladder::AUTO_TASKS.1
+                ),
+            )
+        };
+    }
+    // Measured: these tasks (or fewer) got more through than this step asked of them.
+    if let (Some((n, got)), Some(offered)) = (evidence.tasks_reached, step.offered_tps)
+        && got >= super::KEEP_UP * offered
+        && n != step.step
+    {
+        return (
+            Limiter::Flow,
+            format!(
+                "{} task(s) got {} msg/s through at step {n}, more than this step asked of them: they could offer the rate, so requests waited for the flow{idle}",
+                step.tasks,
+                rate(got)
+            ),
+        );
+    }
+    // Little's law with every task behind its schedule: each always has its requests out.
+    let in_system_us =
+        (step.tasks * msgs_per_loop) as f64 / step.achieved_tps.max(f64::MIN_POSITIVE) * 1e6;
+    match evidence.unloaded_us {
+        Some(r0) if in_system_us < QUEUED_FACTOR * r0 => (
+            Limiter::Driver,
+            format!(
+                "its {} task(s) could not offer more: each request took {} in the system against {} unloaded, so none waited for the flow; more tasks would offer more (--tasks N, or --tasks auto)",
+                step.tasks,
+                duration_us(in_system_us),
+                duration_us(r0)
+            ),
+        ),
+        Some(r0) => (
+            Limiter::Flow,
+            format!(
+                "requests queued for the flow: each took {} in the system against {} unloaded{idle}",
+                duration_us(in_system_us),
+                duration_us(r0)
+            ),
+        ),
+        None => (
+            Limiter::Flow,
+            format!("the flow did not keep up{idle} (no step held to compare its round trip with)"),
+        ),
+    }
+}
+
+/// The rate of the largest power (achieved ÷ mean round trip) among the paced steps that
+/// completed; None with fewer than three rates.
+pub fn knee(steps: &[Step]) -> Option<f64> {
+    let candidates: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.offered_tps.is_some() && s.transactions > 0 && s.mean_us > 0.0)
+        .collect();
+    let mut rates: Vec<f64> = candidates.iter().filter_map(|s| s.offered_tps).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    if rates.len() < 3 {
+        return None;
+    }
+    candidates
+        .iter()
+        .max_by(|a, b| (a.achieved_tps / a.mean_us).total_cmp(&(b.achieved_tps / b.mean_us)))
+        .and_then(|s| s.offered_tps)
+}
+
+/// Each repeat that disagrees with its first measurement: marked on the repeat, and the
+/// warnings in words.
+pub fn drift(steps: &mut [Step]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for i in 0..steps.len() {
+        let Some(first) = steps[i]
+            .repeat_of
+            .and_then(|n| steps.iter().position(|s| s.step == n))
+        else {
+            continue;
+        };
+        let (a, b) = (&steps[first], &steps[i]);
+        let what = format!(
+            "step {} (a repeat of step {} at {})",
+            b.step,
+            a.step,
+            a.offered_tps
+                .map_or("unpaced".into(), |r| format!("{} msg/s", rate(r)))
+        );
+        let mut notes = Vec::new();
+        if a.holds != b.holds {
+            notes.push(format!(
+                "it {} where the first {}",
+                if b.holds { "held" } else { "did not hold" },
+                if a.holds { "held" } else { "did not" }
+            ));
+        }
+        if let (Some(x), Some(y)) = (a.cost(), b.cost()) {
+            let half = |s: &Step| {
+                s.corrected_high_us_per_tran
+                    .zip(s.corrected_low_us_per_tran)
+                    .map_or(0.0, |(h, l)| (h - l) / 2.0)
+            };
+            if x > 0.0 && (y - x).abs() > (half(a) + half(b)).max(DRIFT_SHARE * x) {
+                notes.push(format!(
+                    "it cost {y:.1} µs/msg against {x:.1} the first time ({:+.1} %)",
+                    100.0 * (y / x - 1.0)
+                ));
+            }
+        }
+        if !notes.is_empty() {
+            let note = format!(
+                "{what}: {}: the host drifted while the ladder ran, so the steps between them carry some of it",
+                notes.join("; ")
+            );
+            steps[i].drift = Some(note.clone());
+            warnings.push(note);
+        }
+    }
+    warnings
+}
+
+/// The cores each group kept busy at each rate that held (its first measurement there).
+pub fn capacity(steps: &[Step], price: Option<f64>) -> Vec<CapacityRow> {
+    let held: Vec<f64> = outcomes(steps)
+        .into_iter()
+        .filter(|o| o.1)
+        .map(|o| o.0)
+        .collect();
+    let gone = superseded(steps);
+    let mut rows: Vec<CapacityRow> = held
+        .iter()
+        .filter_map(|r| {
+            steps
+                .iter()
+                .zip(&gone)
+                .find(|(s, g)| !**g && s.offered_tps == Some(*r) && s.holds)
+                .map(|(s, _)| s)
+        })
+        .map(|s| {
+            let corrected = s.corrected_us_per_tran.map(|c| {
+                let driver = s.groups.iter().find(|g| g.name == DRIVER).map_or(0.0, |g| {
+                    g.us_per_tran * s.capture_ratio.map_or(1.0, |r| 1.0 / r)
+                });
+                (c - driver).max(0.0)
+            });
+            CapacityRow {
+                offered_tps: s.offered_tps.unwrap_or(s.achieved_tps),
+                achieved_tps: s.achieved_tps,
+                groups: s
+                    .groups
+                    .iter()
+                    .map(|g| GroupCores {
+                        name: g.name.clone(),
+                        cores: g.cores,
+                    })
+                    .collect(),
+                corrected_cores: corrected.map(|c| c * s.achieved_tps / 1e6),
+                cost_per_million: price
+                    .zip(corrected)
+                    .map(|(p, us)| crate::report::capacity::cost_per_million(us, p)),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| a.offered_tps.total_cmp(&b.offered_tps));
+    rows
+}
+
+/// The corrected cores the groups need at `rate`, interpolated linearly between the rates
+/// that held; None outside them (never extrapolated).
+pub fn cores_at(rows: &[CapacityRow], rate: f64) -> Option<f64> {
+    let pts: Vec<(f64, f64)> = rows
+        .iter()
+        .filter_map(|r| r.corrected_cores.map(|c| (r.offered_tps, c)))
+        .collect();
+    let (first, last) = (pts.first()?, pts.last()?);
+    if rate < first.0 || rate > last.0 {
+        return None;
+    }
+    pts.windows(2)
+        .find(|w| rate >= w[0].0 && rate <= w[1].0)
+        .map(|w| {
+            let span = w[1].0 - w[0].0;
+            if span <= 0.0 {
+                w[0].1
+            } else {
+                w[0].1 + (w[1].1 - w[0].1) * (rate - w[0].0) / span
+            }
+        })
+        .or(Some(first.1))
+}
+
+/// Fill in the ladder's conclusions from its steps: the top and its interval, what limited
+/// it, the knee, drift, capacity and the answer.
+pub fn conclude(l: &mut Ladder, msgs_per_loop: usize) {
+    let cpus = l.host.cpus;
+    let (max, above) = top(&l.steps);
+    l.max_sustainable_tps = max;
+    l.max_sustainable_low_tps = max;
+    l.max_sustainable_high_tps = above;
+    let unloaded = unloaded_round_trip_us(&l.steps);
+    let gone = superseded(&l.steps);
+    let failed = above.and_then(|r| {
+        l.steps
+            .iter()
+            .zip(&gone)
+            .rev()
+            .find(|(s, g)| !**g && s.offered_tps == Some(r) && !s.holds)
+            .map(|(s, _)| s.step)
+    });
+    let drifted = drift(&mut l.steps);
+    l.warnings.extend(drifted);
+    let failed = failed.and_then(|n| l.steps.iter().find(|s| s.step == n));
+    let diagnosis = failed.map(|s| {
+        let evidence = Evidence {
+            unloaded_us: unloaded,
+            ..Evidence::of(&l.steps, s)
+        };
+        diagnose(s, evidence, cpus, msgs_per_loop)
+    });
+    l.limited_by = diagnosis.as_ref().map(|d| d.0);
+    l.limited_why = diagnosis.map(|d| d.1);
+    l.knee_tps = knee(&l.steps);
+    l.capacity = capacity(&l.steps, l.price_per_vcpu_hour);
+    l.answer = answer(l, failed);
+}
+
+/// The answer in one line.
+fn answer(l: &Ladder, failed: Option<&Step>) -> String {
+    let slo = if l.slo.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " with {}",
+            l.slo
+                .iter()
+                .map(|s| s.describe())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )
+    };
+    let head = match (l.max_sustainable_tps, l.max_sustainable_high_tps) {
+        (Some(m), Some(h)) => format!("sustains {} msg/s [{}, {}]{slo}", rate(m), rate(m), rate(h)),
+        (Some(m), None) => format!(
+            "sustains at least {} msg/s{slo}: every rate tried held, so the top was not reached (give higher --rates)",
+            rate(m)
+        ),
+        (None, Some(h)) => format!(
+            "sustains no rate tried{slo}: even {} msg/s did not hold (give lower --rates)",
+            rate(h)
+        ),
+        (None, None) => "no paced step was measured".to_string(),
+    };
+    let limit = match (l.limited_by, failed) {
+        (Some(by), Some(f)) => format!(
+            "; the {} limits (at {} msg/s {})",
+            by.word(),
+            f.offered_tps.map_or("unpaced".into(), rate),
+            f.why.first().map_or("it did not hold", String::as_str)
+        ),
+        _ => String::new(),
+    };
+    format!("{head}{limit}{}", cost_fall(&l.capacity, &l.steps))
+}
+
+/// "; cost falls from 1,070 µs/msg at 100 msg/s to 420 at 3,000".
+fn cost_fall(rows: &[CapacityRow], steps: &[Step]) -> String {
+    let cost_at = |r: f64| {
+        steps
+            .iter()
+            .find(|s| s.offered_tps == Some(r) && s.holds)
+            .and_then(Step::cost)
+    };
+    let (Some(lo), Some(hi)) = (rows.first(), rows.last()) else {
+        return String::new();
+    };
+    match (cost_at(lo.offered_tps), cost_at(hi.offered_tps)) {
+        (Some(a), Some(b)) if rows.len() >= 2 => format!(
+            "; cost {} from {a:.0} µs/msg at {} msg/s to {b:.0} at {}",
+            if b < a { "falls" } else { "rises" },
+            rate(lo.offered_tps),
+            rate(hi.offered_tps)
+        ),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
