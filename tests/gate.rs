@@ -984,3 +984,84 @@ fn a_group_named_with_control_characters_or_workflow_commands_is_refused_and_sho
         "a character XML 1.0 forbids: {xml:?}"
     );
 }
+
+#[test]
+fn a_baseline_paced_at_one_rate_gates_runs_at_that_rate_and_refuses_another_before_measuring() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = dir.path().join("paced.json");
+    let paced_for = |rate: &str, each: &str| {
+        strings(&[
+            "--rate",
+            rate,
+            "--duration",
+            each,
+            "--rounds",
+            "5",
+            "--tasks",
+            "2",
+            "--quiet",
+        ])
+    };
+    let paced = |rate: &str| paced_for(rate, "300ms");
+    for _ in 0..2 {
+        oemputx()
+            .args(paced("2000"))
+            .arg("--save-baseline")
+            .arg(&base)
+            .assert()
+            .success();
+    }
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline")).expect("json");
+    assert_eq!(j["runs"][1]["settings"]["rate_limit_tps"], 2000.0);
+    // At the same rate: gated (a generous tolerance: never a regression).
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&base)
+        .args(["--tolerance", "80%", "--"])
+        .args(paced("2000"))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("this run"));
+    // At another rate, or unpaced: refused before a message is sent (well within the
+    // 50 s the run would take).
+    let unpaced = strings(&[
+        "--duration",
+        "10s",
+        "--rounds",
+        "5",
+        "--tasks",
+        "2",
+        "--quiet",
+    ]);
+    for other in [paced_for("3000", "10s"), unpaced] {
+        let t0 = std::time::Instant::now();
+        let out = oemputx()
+            .args(["gate", "--baseline"])
+            .arg(&base)
+            .arg("--")
+            .args(&other)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("rate: 2000 msg/s (--rate) in"), "{err}");
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
+    // Nor is a run at another rate appended to the history.
+    oemputx()
+        .args(paced("500"))
+        .arg("--save-baseline")
+        .arg(&base)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("rate"));
+}
+
+fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}

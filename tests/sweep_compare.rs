@@ -720,3 +720,162 @@ fn a_step_that_does_not_hold_is_marked_with_every_reason_and_the_answer_says_why
         "{answer}"
     );
 }
+
+#[test]
+fn the_reference_flow_s_ladder_shows_its_cost_fall_with_the_rate_in_every_output() {
+    live!(RabbitMq, PostgreSql);
+    let q = fresh_queue("ladder-ref");
+    let table = TableGuard::fresh("ladder");
+    let flow = EchoFlow::reference(&q, &["--db", &pg_url(), "--db-table", &table.0]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (tsv, html) = (dir.path().join("l.tsv"), dir.path().join("l.html"));
+    let out = oemputx()
+        .args(["ladder", "--qmgr", &amqp_url(), "--request-queue", &q])
+        .args([
+            "--rates",
+            "100,300,1000,unpaced",
+            "--tasks",
+            "2",
+            "--step-time",
+            "2s",
+            "--no-repeat",
+        ])
+        .args([
+            "--group",
+            &format!("FLOW=pid:{}", flow.pid()),
+            "--group",
+            "QMGR=@rabbitmq",
+        ])
+        .args([
+            "--group",
+            "DB=@postgresql",
+            "--no-save",
+            "--export-json",
+            "-",
+        ])
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .arg("--export-html")
+        .arg(&html)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("ladder JSON");
+    assert_matches_schema(&j);
+    let steps = j["steps"].as_array().cloned().unwrap_or_default();
+    let offered: Vec<Option<f64>> = steps.iter().map(|s| s["offered_tps"].as_f64()).collect();
+    assert_eq!(offered, [Some(100.0), Some(300.0), Some(1000.0), None]);
+    // Each message costs more at 100 a second than unpaced: waking every process for each
+    // message costs more than serving a busy stream.
+    let cost = |i: usize| {
+        steps[i]["corrected_us_per_tran"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    assert!(
+        cost(0) > cost(3),
+        "100 msg/s {} against unpaced {}",
+        cost(0),
+        cost(3)
+    );
+    for s in &steps {
+        let names: Vec<&str> = s["groups"]
+            .as_array()
+            .map(|g| g.iter().filter_map(|x| x["name"].as_str()).collect())
+            .unwrap_or_default();
+        for g in ["FLOW", "QMGR", "DB", "DRIVER"] {
+            assert!(names.contains(&g), "{g} at step {}: {names:?}", s["step"]);
+        }
+    }
+    // The text (on stderr, the JSON holding stdout) starts with the answer.
+    assert!(err.contains("oemputx ladder: sustains "), "{err}");
+    // TSV: a row per step, the identity columns with each step's own rate.
+    let tsv = std::fs::read_to_string(&tsv).expect("TSV");
+    let mut rows = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .from_reader(tsv.as_bytes());
+    let header = rows.headers().expect("header").clone();
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let (rate, corrected, flow_col) = (
+        col("rate_limit_tps"),
+        col("corrected_us_per_tran"),
+        col("FLOW_us_per_tran"),
+    );
+    let records: Vec<csv::StringRecord> = rows.records().map(|r| r.expect("row")).collect();
+    assert_eq!(records.len(), 4);
+    assert_eq!(&records[0][rate], "100.000");
+    assert!(
+        records
+            .iter()
+            .all(|r| r[corrected].parse::<f64>().is_ok() && r[flow_col].parse::<f64>().is_ok())
+    );
+    oemputx_test_support::browser::assert_renders(
+        &html,
+        "ladder",
+        &["cost-by-rate", "p99-by-rate"],
+    );
+}
+
+#[test]
+fn ctrl_c_mid_ladder_ends_the_step_at_once_and_writes_the_steps_before_it_marked_interrupted() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("ladder.json");
+    // The embedded queue manager, steps of 4 s: the signal falls a second into the second.
+    let mut child = oemputx_process()
+        .env("OEMPUTX_NO_SAVE", "1")
+        .args(["ladder", "--rates", "1000,2000,3000", "--step-time", "4s"])
+        .arg("--export-json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut said = Vec::new();
+    while !said
+        .iter()
+        .any(|l: &String| l.starts_with("ladder: step 1 "))
+    {
+        assert!(std::time::Instant::now() < until, "no first step: {said:?}");
+        if let Ok(l) = rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            said.push(l);
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let signalled = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("signal");
+    let status = child.wait().expect("wait");
+    said.extend(rx.try_iter());
+    assert_sigint_reraised(&status, &said.join("\n"));
+    assert!(
+        signalled.elapsed() < std::time::Duration::from_secs(4),
+        "took {:?} after the signal",
+        signalled.elapsed()
+    );
+    let j = read_json(&json);
+    assert_matches_schema(&j);
+    assert_eq!(j["end"], "interrupted", "{j}");
+    // The first step whole, the interrupted one left out.
+    assert_eq!(j["steps"].as_array().map(Vec::len), Some(1), "{j}");
+    assert!(
+        j["end_detail"].as_str().unwrap_or("").contains("left out"),
+        "{j}"
+    );
+}

@@ -15,6 +15,10 @@ pub fn ladder(cfg: &LadderConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<
     // Known before the steps, so that the ladder's files wait for no git after them.
     let _ = crate::report::history::this_commit();
     let Some(l) = crate::orchestrate::ladder::run(cfg, interrupt)? else {
+        crate::say!(
+            "ladder: interrupted by {} before its first step was measured: nothing to report",
+            crate::signals::interrupted_by()
+        );
         return Ok(Exit::Interrupted);
     };
     write(cfg, &l)?;

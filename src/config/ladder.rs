@@ -145,13 +145,28 @@ impl LadderOptions {
         let outputs = full.outputs();
         ResultKind::Ladder.check(&outputs.given().collect::<Vec<(Format, &std::path::Path)>>())?;
         super::outputs::check(&outputs.by_flag(), None, &[])?;
+        let settle = (step_time / 4).min(Duration::from_secs(1));
+        let max_time = self.max_time.unwrap_or(match &rates {
+            Rates::Auto => MAX_TIME,
+            // A list is measured whole unless told otherwise.
+            Rates::List(l) => (step_time + Duration::from_secs(2)) * (l.len() as u32 + 2),
+        });
+        // A step takes its time, its settling and about a second to connect and snapshot.
+        let one_step = step_time + settle + Duration::from_secs(1);
+        if max_time < one_step {
+            return Err(bad(
+                "--max-time",
+                format!(
+                    "{} leaves no room for one step of {} (and its settling and start): give at least {}, or a shorter --step-time",
+                    humantime::format_duration(max_time),
+                    humantime::format_duration(step_time),
+                    humantime::format_duration(one_step)
+                ),
+            ));
+        }
         Ok(LadderConfig {
-            max_time: self.max_time.unwrap_or(match &rates {
-                Rates::Auto => MAX_TIME,
-                // A list is measured whole unless told otherwise.
-                Rates::List(l) => (step_time + Duration::from_secs(2)) * (l.len() as u32 + 2),
-            }),
-            settle: (step_time / 4).min(Duration::from_secs(1)),
+            max_time,
+            settle,
             repeat: self.repeat,
             outputs,
             save_dir: full.exports.save_dir.clone(),

@@ -81,7 +81,11 @@ pub fn run(cfg: &LadderConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Opt
     if climb.end.is_none() && cfg.repeat {
         climb.repeats();
     }
-    Ok(climb.into_ladder(start_utc))
+    match (&climb.end, climb.steps.is_empty()) {
+        (Some((LadderEnd::Interrupted, _)), true) => Ok(None),
+        (Some((_, why)), true) => Err(anyhow::anyhow!("no step of the ladder was measured: {why}")),
+        _ => Ok(climb.into_ladder(start_utc)),
+    }
 }
 
 fn now_utc() -> String {

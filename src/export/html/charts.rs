@@ -401,6 +401,13 @@ pub fn interval_bars(
 /// An axis drawn on a log scale: values as their log10, labels back as values.
 fn axis_label(v: f64, log: bool) -> String {
     let x = if log { 10f64.powf(v) } else { v };
+    // A log axis's ticks fall on any value (158, 251): two figures read as well.
+    let x = if log && x >= 10.0 {
+        let p = 10f64.powf(x.log10().floor() - 1.0);
+        (x / p).round() * p
+    } else {
+        x
+    };
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 1.0 {
@@ -413,6 +420,42 @@ fn axis_label(v: f64, log: bool) -> String {
 /// A figure's value where it is drawn.
 fn place(v: f64, log: bool) -> f64 {
     if log { v.max(1e-9).log10() } else { v }
+}
+
+type Ranges = ((f64, f64), (f64, f64));
+
+/// Where [`rate_plot`]'s axes go, as drawn (log10 of the rate; of the figure when `log_y`).
+fn rate_ranges(
+    series: &[(String, Vec<(f64, f64)>)],
+    levels: &[(String, f64)],
+    marks: &[(String, f64)],
+    log_y: bool,
+) -> Result<Ranges, Box<dyn std::error::Error>> {
+    let xs = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .chain(marks.iter().map(|m| m.1));
+    let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
+    let ys = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .chain(levels.iter().map(|l| l.1));
+    let (y_lo, y_hi) = ys
+        .filter(|y| y.is_finite() && (!log_y || *y > 0.0))
+        .fold((f64::INFINITY, 0.0f64), |(l, h), y| (l.min(y), h.max(y)));
+    if !x_lo.is_finite() || !y_lo.is_finite() {
+        return Err("nothing to draw".into());
+    }
+    let x = (
+        place(x_lo, true) - 0.1,
+        place(x_hi.max(x_lo * 1.01), true) + 0.1,
+    );
+    let y = if log_y {
+        (place(y_lo, true) - 0.15, place(y_hi, true) + 0.25)
+    } else {
+        (0.0, y_hi.max(1e-3) * 1.25)
+    };
+    Ok((x, y))
 }
 
 /// Figures against the offered rate (a log scale, as the rates of a ladder are steps of a
@@ -430,30 +473,7 @@ pub fn rate_plot(
     {
         let root = SVGBackend::with_string(&mut svg, (760, 360)).into_drawing_area();
         root.fill(&WHITE)?;
-        let xs = series
-            .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.0))
-            .chain(marks.iter().map(|m| m.1));
-        let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(x), h.max(x)));
-        let ys = series
-            .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.1))
-            .chain(levels.iter().map(|l| l.1));
-        let (y_lo, y_hi) = ys
-            .filter(|y| y.is_finite() && (!log_y || *y > 0.0))
-            .fold((f64::INFINITY, 0.0f64), |(l, h), y| (l.min(y), h.max(y)));
-        if !x_lo.is_finite() || !y_lo.is_finite() {
-            return Err("nothing to draw".into());
-        }
-        let (x0, x1) = (
-            place(x_lo, true) - 0.1,
-            place(x_hi.max(x_lo * 1.01), true) + 0.1,
-        );
-        let (y0, y1) = if log_y {
-            (place(y_lo, true) - 0.15, place(y_hi, true) + 0.25)
-        } else {
-            (0.0, y_hi.max(1e-3) * 1.25)
-        };
+        let ((x0, x1), (y0, y1)) = rate_ranges(series, levels, marks, log_y)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
@@ -506,9 +526,14 @@ pub fn rate_plot(
                     PathElement::new(vec![(x, y - 6), (x, y + 6)], MARKER.stroke_width(2))
                 });
         }
+        // A round trip rises with the rate, a cost falls: the legend where the line is not.
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(if log_y {
+                SeriesLabelPosition::UpperLeft
+            } else {
+                SeriesLabelPosition::UpperRight
+            })
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()?;

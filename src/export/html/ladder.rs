@@ -5,16 +5,13 @@
 use super::charts::rate_plot;
 use super::{esc, facts, figure, section, table};
 use crate::export::ladder::{about, capacity_rows, step_rows};
+use crate::report::ladder::verdict::curve;
 use crate::report::ladder::{Ladder, LadderEnd, rate};
 
-/// Each group's µs per message, and the corrected total, against the rate of each paced
-/// step that completed.
+/// Each group's µs per message, and the corrected total, against the rate: one point a
+/// rate (`verdict::curve`).
 fn cost_series(l: &Ladder) -> Vec<(String, Vec<(f64, f64)>)> {
-    let paced: Vec<_> = l
-        .steps
-        .iter()
-        .filter(|s| s.offered_tps.is_some() && s.transactions > 0 && s.repeat_of.is_none())
-        .collect();
+    let paced = curve(&l.steps);
     let mut names: Vec<String> = Vec::new();
     for g in paced.iter().flat_map(|s| &s.groups) {
         if !names.contains(&g.name) {
@@ -24,37 +21,32 @@ fn cost_series(l: &Ladder) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut out: Vec<(String, Vec<(f64, f64)>)> = names
         .iter()
         .map(|n| {
-            let mut pts: Vec<(f64, f64)> = paced
+            let pts = paced
                 .iter()
                 .filter_map(|s| {
                     let g = s.groups.iter().find(|g| &g.name == n)?;
                     Some((s.offered_tps?, g.us_per_tran))
                 })
                 .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             (n.clone(), pts)
         })
         .collect();
-    let mut total: Vec<(f64, f64)> = paced
+    let total: Vec<(f64, f64)> = paced
         .iter()
         .filter_map(|s| Some((s.offered_tps?, s.corrected_us_per_tran?)))
         .collect();
-    total.sort_by(|a, b| a.0.total_cmp(&b.0));
     if !total.is_empty() {
         out.push(("corrected total".into(), total));
     }
     out
 }
 
-/// p99 against the rate.
+/// p99 against the rate, one point a rate.
 fn p99_series(l: &Ladder) -> Vec<(String, Vec<(f64, f64)>)> {
-    let mut pts: Vec<(f64, f64)> = l
-        .steps
+    let pts = curve(&l.steps)
         .iter()
-        .filter(|s| s.transactions > 0 && s.repeat_of.is_none())
         .filter_map(|s| Some((s.offered_tps?, s.p99_us / 1000.0)))
         .collect();
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     vec![("p99 round trip".into(), pts)]
 }
 

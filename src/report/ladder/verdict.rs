@@ -9,6 +9,8 @@
 //!   - after `--tasks auto` measured the rate again with twice the tasks: `driver` when
 //!     that raised the achieved rate by [`MORE_TASKS_GAIN`] or more (the cap was reached),
 //!     `flow` when it did not;
+//!   - `flow` when twice the tasks, tried at this rate or a higher one, did not raise the
+//!     achieved rate there by [`MORE_TASKS_GAIN`];
 //!   - `flow` when a step with as many tasks or fewer got more through than this one was
 //!     offered (the unpaced step, most often): the tasks could offer the rate;
 //!   - else `driver` when the rate was not kept and no request queued: with every task behind
@@ -75,6 +77,32 @@ fn superseded(steps: &[Step]) -> Vec<bool> {
         .collect()
 }
 
+/// One measurement per paced rate, lowest rate first: the last that a measurement with
+/// more tasks did not replace, repeats left out (what the curve is drawn from).
+pub fn curve(steps: &[Step]) -> Vec<&Step> {
+    let gone = superseded(steps);
+    let mut out: Vec<&Step> = Vec::new();
+    for (s, _) in steps
+        .iter()
+        .zip(&gone)
+        .filter(|(s, g)| !**g && s.repeat_of.is_none())
+    {
+        if s.offered_tps.is_none() || s.transactions == 0 {
+            continue;
+        }
+        match out.iter_mut().find(|x| x.offered_tps == s.offered_tps) {
+            Some(x) => *x = s,
+            None => out.push(s),
+        }
+    }
+    out.sort_by(|a, b| {
+        a.offered_tps
+            .unwrap_or(0.0)
+            .total_cmp(&b.offered_tps.unwrap_or(0.0))
+    });
+    out
+}
+
 /// The paced measurements that count, by rate: (rate, held every time), lowest first.
 fn outcomes(steps: &[Step]) -> Vec<(f64, bool)> {
     let gone = superseded(steps);
@@ -123,8 +151,20 @@ pub struct Evidence {
     pub unloaded_us: Option<f64>,
     /// The same rate measured just before with fewer tasks: (its tasks, its achieved rate).
     pub fewer_tasks: Option<(usize, f64)>,
-    /// The most any step got through with at most this step's tasks: (that step, its rate).
+    /// The most any other step got through with at most this step's tasks: (that step,
+    /// its rate).
     pub tasks_reached: Option<(usize, f64)>,
+    /// Twice the tasks tried at this rate or above, in vain: (the rate, fewer tasks and
+    /// what they got, more tasks and what they got).
+    pub more_tasks_in_vain: Option<TasksTried>,
+}
+
+/// Twice the tasks tried at one rate: the rate, and (tasks, achieved msg/s) before and after.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TasksTried {
+    pub rate: f64,
+    pub fewer: (usize, f64),
+    pub more: (usize, f64),
 }
 
 /// More tasks raised the achieved rate by less than this factor: they did not help.
@@ -141,15 +181,40 @@ impl Evidence {
             .map(|s| (s.tasks, s.achieved_tps));
         let reached = steps
             .iter()
-            .filter(|s| s.tasks <= step.tasks && s.status == crate::driver::Status::Completed)
+            .filter(|s| s.step != step.step && s.tasks <= step.tasks)
+            .filter(|s| s.status == crate::driver::Status::Completed)
             .max_by(|a, b| a.achieved_tps.total_cmp(&b.achieved_tps))
             .map(|s| (s.step, s.achieved_tps));
         Evidence {
             unloaded_us: unloaded_round_trip_us(steps),
             fewer_tasks: fewer.filter(|_| step.phase == Phase::MoreTasks),
             tasks_reached: reached,
+            more_tasks_in_vain: in_vain(steps, step),
         }
     }
+}
+
+/// A measurement with more tasks at `step`'s rate or above (another step) that raised the
+/// achieved rate by less than [`MORE_TASKS_GAIN`] over the one with fewer before it.
+fn in_vain(steps: &[Step], step: &Step) -> Option<TasksTried> {
+    let offered = step.offered_tps?;
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.phase == Phase::MoreTasks && m.step != step.step)
+        .filter(|(_, m)| m.offered_tps.is_some_and(|r| r >= offered))
+        .find_map(|(i, m)| {
+            let before = steps[..i]
+                .iter()
+                .rev()
+                .find(|p| p.offered_tps == m.offered_tps && p.tasks < m.tasks)?;
+            let r = m.offered_tps?;
+            (m.achieved_tps < MORE_TASKS_GAIN * before.achieved_tps).then_some(TasksTried {
+                rate: r,
+                fewer: (before.tasks, before.achieved_tps),
+                more: (m.tasks, m.achieved_tps),
+            })
+        })
 }
 
 /// What stopped `step` from holding, and why in words.
@@ -182,44 +247,8 @@ pub fn diagnose(
     let idle = step.host_idle_cpus.map_or(String::new(), |i| {
         format!(", with {i:.2} of {cpus} CPUs idle")
     });
-    // Measured: the same rate with fewer tasks just before.
-    if let Some((tasks, achieved)) = evidence.fewer_tasks {
-        return if step.achieved_tps < MORE_TASKS_GAIN * achieved {
-            (
-                Limiter::Flow,
-                format!(
-                    "{} tasks got {} msg/s where {tasks} got {}: more tasks did not raise the rate, so requests waited for the flow{idle}",
-                    step.tasks,
-                    rate(step.achieved_tps),
-                    rate(achieved)
-                ),
-            )
-        } else {
-            (
-                Limiter::Driver,
-                format!(
-                    "{} tasks got {} msg/s where {tasks} got {}: the tasks were what limited it, and --tasks auto stops at {}; give more with --tasks N",
-                    step.tasks,
-                    rate(step.achieved_tps),
-                    rate(achieved),
-                    crate::config::ladder::AUTO_TASKS.1
-                ),
-            )
-        };
-    }
-    // Measured: these tasks (or fewer) got more through than this step asked of them.
-    if let (Some((n, got)), Some(offered)) = (evidence.tasks_reached, step.offered_tps)
-        && got >= super::KEEP_UP * offered
-        && n != step.step
-    {
-        return (
-            Limiter::Flow,
-            format!(
-                "{} task(s) got {} msg/s through at step {n}, more than this step asked of them: they could offer the rate, so requests waited for the flow{idle}",
-                step.tasks,
-                rate(got)
-            ),
-        );
+    if let Some(found) = measured(step, &evidence, &idle) {
+        return found;
     }
     // Little's law with every task behind its schedule: each always has its requests out.
     let in_system_us =
@@ -247,6 +276,68 @@ pub fn diagnose(
             format!("the flow did not keep up{idle} (no step held to compare its round trip with)"),
         ),
     }
+}
+
+/// What the other steps measured about `step`'s limit, when they did: the same rate with
+/// fewer tasks, more tasks in vain at this rate or above, these tasks getting more through.
+fn measured(step: &Step, evidence: &Evidence, idle: &str) -> Option<(Limiter, String)> {
+    // Measured: the same rate with fewer tasks just before.
+    if let Some((tasks, achieved)) = evidence.fewer_tasks {
+        return Some(if step.achieved_tps < MORE_TASKS_GAIN * achieved {
+            (
+                Limiter::Flow,
+                format!(
+                    "{} tasks got {} msg/s where {tasks} got {}: more tasks did not raise the rate, so requests waited for the flow{idle}",
+                    step.tasks,
+                    rate(step.achieved_tps),
+                    rate(achieved)
+                ),
+            )
+        } else {
+            (
+                Limiter::Driver,
+                format!(
+                    "{} tasks got {} msg/s where {tasks} got {}: the tasks were what limited it, and --tasks auto stops at {}; give more with --tasks N",
+                    step.tasks,
+                    rate(step.achieved_tps),
+                    rate(achieved),
+                    crate::config::ladder::AUTO_TASKS.1
+                ),
+            )
+        });
+    }
+    // Measured: more tasks at this rate or above did not raise the rate.
+    if let Some(TasksTried {
+        rate: r,
+        fewer: (t1, a1),
+        more: (t2, a2),
+    }) = evidence.more_tasks_in_vain
+    {
+        return Some((
+            Limiter::Flow,
+            format!(
+                "at {} msg/s, {t2} tasks got {} msg/s where {t1} got {}: more tasks did not raise the rate, so requests waited for the flow{idle}",
+                rate(r),
+                rate(a2),
+                rate(a1)
+            ),
+        ));
+    }
+    // Measured: these tasks (or fewer) got more through than this step asked of them.
+    if let (Some((n, got)), Some(offered)) = (evidence.tasks_reached, step.offered_tps)
+        && got >= super::KEEP_UP * offered
+        && n != step.step
+    {
+        return Some((
+            Limiter::Flow,
+            format!(
+                "{} task(s) got {} msg/s through at step {n}, more than this step asked of them: they could offer the rate, so requests waited for the flow{idle}",
+                step.tasks,
+                rate(got)
+            ),
+        ));
+    }
+    None
 }
 
 /// The rate of the largest power (achieved ÷ mean round trip) among the paced steps that

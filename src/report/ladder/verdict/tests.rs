@@ -146,6 +146,33 @@ fn the_top_is_the_highest_rate_that_held_and_the_interval_reaches_the_lowest_tha
 }
 
 #[test]
+fn the_curve_has_one_point_a_rate_the_one_that_counts() {
+    let mut s = bisected();
+    let mut more = step(8, 800.0, 640.0, 6000.0, 400.0, 1.0);
+    more.phase = Phase::MoreTasks;
+    s.push(more);
+    let mut again = step(9, 100.0, 100.0, 1000.0, 950.0, 1.5);
+    again.repeat_of = Some(1);
+    s.push(again);
+    let points: Vec<(f64, usize)> = curve(&s)
+        .iter()
+        .map(|x| (x.offered_tps.unwrap_or(0.0), x.step))
+        .collect();
+    assert_eq!(
+        points,
+        [
+            (100.0, 1),
+            (200.0, 2),
+            (400.0, 3),
+            (566.0, 5),
+            (617.0, 7),
+            (673.0, 6),
+            (800.0, 8)
+        ]
+    );
+}
+
+#[test]
 fn a_rate_measured_again_with_more_tasks_counts_by_its_new_measurement() {
     let mut s = bisected()[..3].to_vec();
     s.push(step(4, 800.0, 300.0, 1000.0, 400.0, 1.5));
@@ -189,7 +216,7 @@ fn what_limited_the_step_is_the_host_the_driver_or_the_flow_by_hand() {
     let helped = |fewer| Evidence {
         unloaded_us: r0,
         fewer_tasks: Some((4, fewer)),
-        tasks_reached: None,
+        ..Evidence::default()
     };
     let (by, why) = diagnose(&more, helped(800.0), 2, 1);
     assert_eq!(by, Limiter::Flow, "{why}");
@@ -202,8 +229,8 @@ fn what_limited_the_step_is_the_host_the_driver_or_the_flow_by_hand() {
     // One task that got 950/s unpaced could offer 900: not the driver, whatever Little says.
     let reached = Evidence {
         unloaded_us: r0,
-        fewer_tasks: None,
         tasks_reached: Some((1, 950.0)),
+        ..Evidence::default()
     };
     let (by, why) = diagnose(&lone, reached, 2, 1);
     assert_eq!(by, Limiter::Flow, "{why}");
@@ -321,4 +348,47 @@ fn a_step_that_keeps_the_rate_but_misses_its_slo_does_not_hold_and_says_so() {
     let (by, why) = diagnose(&s, Evidence::default(), 2, 1);
     assert_eq!(by, Limiter::Flow);
     assert!(why.contains("latency objective"), "{why}");
+}
+
+#[test]
+fn more_tasks_in_vain_at_a_higher_rate_make_a_lower_failure_the_flow_s() {
+    // A single-threaded flow of about 1,000 msg/s, 2 tasks (lab/ladder-repeat.sh's first
+    // ladder): 1,600 failed with 2 tasks (974) and with 4 (989, +1.6 %), then the bisection
+    // failed 1,040 with 2 tasks (986): each took 2.0 ms in the system against 1.6 ms
+    // unloaded, which by Little's law alone reads as the driver.
+    let mut s = vec![
+        step(1, 400.0, 400.0, 1600.0, 1000.0, 1.0),
+        step(2, 800.0, 800.0, 1700.0, 1000.0, 1.0),
+        step(3, 1600.0, 973.5, 9000.0, 1000.0, 1.0),
+        step(4, 1600.0, 988.8, 9000.0, 1000.0, 1.0),
+        step(5, 951.0, 950.5, 2000.0, 1000.0, 1.0),
+        step(6, 1040.0, 986.3, 9000.0, 1000.0, 1.0),
+    ];
+    for x in &mut s {
+        x.tasks = 2;
+    }
+    s[3].tasks = 4;
+    s[3].phase = Phase::MoreTasks;
+    let failed = &s[5];
+    let ev = Evidence::of(&s, failed);
+    assert_eq!(
+        ev.more_tasks_in_vain,
+        Some(TasksTried {
+            rate: 1600.0,
+            fewer: (2, 973.5),
+            more: (4, 988.8)
+        })
+    );
+    let (by, why) = diagnose(failed, ev, 2, 1);
+    assert_eq!(by, Limiter::Flow, "{why}");
+    assert!(
+        why.starts_with("at 1,600 msg/s, 4 tasks got 989 msg/s where 2 got 974"),
+        "{why}"
+    );
+    let mut l = ladder(s);
+    conclude(&mut l, 1);
+    assert_eq!(
+        (l.max_sustainable_tps, l.limited_by),
+        (Some(951.0), Some(Limiter::Flow))
+    );
 }
