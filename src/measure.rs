@@ -18,9 +18,9 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
     measure_paced(cfg, interrupt).map(|(report, _)| report)
 }
 
-/// [`measure`], with each round's backlog when the run is paced for a duration (a ladder's
-/// step): requests due by the schedule and not yet answered, sampled while the window is
-/// open (`driver::backlog`). Empty for a run of a count or an unpaced one.
+/// [`measure`], with each round's backlog when the run is paced for a duration and settles
+/// first (a ladder's step): requests due by the schedule and not yet answered, sampled while
+/// the window is open (`driver::backlog`). Empty otherwise.
 pub fn measure_paced(
     cfg: &RunConfig,
     interrupt: Arc<AtomicBool>,
@@ -50,14 +50,10 @@ pub fn measure_paced(
     if let Some(r) = stacks.as_mut() {
         r.ignore_threads(&excluded);
     }
-    let mut window = DriverCpu::new(excluded.iter().chain(&profile_threads).copied().collect());
     let controls = Controls::new(interrupt, cfg.tasks);
-    let mut backlog = match (cfg.rate, cfg.length) {
-        (Some(rate), RunLength::Duration(d)) => {
-            Some(Backlog::new(rate, d, controls.progress_counters()))
-        }
-        _ => None,
-    };
+    let mut backlog = backlog_sampler(cfg, &controls);
+    let sampler = backlog.as_ref().map_or(Vec::new(), Backlog::own_threads);
+    let mut window = DriverCpu::new([excluded.as_slice(), &profile_threads, &sampler].concat());
     // Transport errors name the queue manager (redacted) themselves.
     let outcome = {
         // Snapshots outside, the driver's own clock inside: their cost stays out of it.
@@ -115,7 +111,12 @@ pub fn measure_paced(
         add_profile(recorder, &mut report);
     }
     explain(cfg, consumers_before, &mut report);
-    Ok((report, backlog.map(|b| b.rounds).unwrap_or_default()))
+    Ok((
+        report,
+        backlog
+            .map(|mut b| std::mem::take(&mut b.rounds))
+            .unwrap_or_default(),
+    ))
 }
 
 /// What the report says of the run beyond its figures: why no one answered, round trips
@@ -134,6 +135,16 @@ fn explain(cfg: &RunConfig, consumers_before: Option<u32>, report: &mut Report) 
                 .extend(warnings);
         }
         report.serving = Some(serving);
+    }
+}
+
+/// A ladder's paced steps (they settle first) want their backlog; a plain run does not.
+fn backlog_sampler(cfg: &RunConfig, controls: &Controls) -> Option<Backlog> {
+    match (cfg.rate, cfg.length, cfg.settle) {
+        (Some(rate), RunLength::Duration(d), Some(_)) => {
+            Some(Backlog::new(rate, d, controls.progress_counters()))
+        }
+        _ => None,
     }
 }
 

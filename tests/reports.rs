@@ -562,7 +562,12 @@ fn capacity_figures_agree_with_hand_arithmetic_from_the_same_json() {
     assert!((f(&host["full_at_tps"]) - full).abs() < 1e-6 * full, "{c}");
     assert!((f(&c["full_at_tps"]) - full).abs() < 1e-6 * full);
     assert_eq!(c["busiest_host"], "local");
-    assert!(c["assumption"].as_str().unwrap_or("").contains("sweep"));
+    assert!(
+        c["assumption"]
+            .as_str()
+            .unwrap_or("")
+            .contains("oemputx ladder")
+    );
 }
 
 /// Parse OpenMetrics text with Python's prometheus_client (a real parser): the families and

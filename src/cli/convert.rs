@@ -163,6 +163,7 @@ impl LadderArgs {
             slo: self.slo.clone(),
             max_time: self.max_time.map(Duration::from),
             repeat: !self.no_repeat,
+            capacity_at: self.capacity_at.clone(),
             tasks,
             run: self.run.options_with_tasks(tasks.unwrap_or(1)),
         })

@@ -609,13 +609,18 @@ pub struct LadderArgs {
     #[arg(long, value_name = "pNN=DURATION")]
     pub slo: Vec<String>,
     /// Start no step that would end after this long. [default: 3m with auto; with a list,
-    /// its steps and two repeats]
+    /// its steps, two repeats and five with more tasks]
     #[arg(long, value_name = "DURATION")]
     pub max_time: Option<humantime::Duration>,
     /// Measure no step again at the end (by default the lowest and the highest rate that
     /// held are, and a repeat that disagrees is flagged as drift).
     #[arg(long)]
     pub no_repeat: bool,
+    /// Also give the cores each group needs (and the money per million messages) at these
+    /// rates, e.g. 2500,5000: interpolated between the two rates that held around each,
+    /// never extrapolated past the highest.
+    #[arg(long, value_name = "R1,R2,…")]
+    pub capacity_at: Option<String>,
     /// The run options; --tasks N drives every step with N tasks, --tasks auto (the
     /// default) starts with 2 and doubles them (to 64) while the driver is what limits.
     #[command(flatten)]

@@ -19,6 +19,9 @@ pub const MIN_STEP: Duration = Duration::from_secs(1);
 pub const AUTO_TASKS: (usize, usize) = (2, 64);
 /// The most rates a list may hold.
 const MAX_RATES: usize = 64;
+/// The fewest requests due in each of a step's windows: below, the rate a window keeps is
+/// a count of a few.
+pub const MIN_DUE: u64 = 5;
 
 /// The offered rates, as asked.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +71,8 @@ pub struct LadderOptions {
     pub max_time: Option<Duration>,
     /// Measure the lowest and the highest rate that held again at the end.
     pub repeat: bool,
+    /// Rates to give the capacity at, e.g. `2500,5000`.
+    pub capacity_at: Option<String>,
     /// `None`: auto.
     pub tasks: Option<usize>,
     /// One step's run options (its count, duration, rounds, rate are the ladder's to set).
@@ -80,6 +85,8 @@ pub struct LadderConfig {
     /// One step's run, silent (the ladder reports): its rate, length, rounds, settling and
     /// tasks are set per step.
     pub run: RunConfig,
+    /// The lowest rate a step may have: [`MIN_DUE`] requests due in each window.
+    pub min_rate: f64,
     pub rates: Rates,
     pub step_time: Duration,
     /// Windows per step: each group's interval comes from their spread.
@@ -90,6 +97,8 @@ pub struct LadderConfig {
     pub max_time: Duration,
     /// Measure the lowest and the highest rate that held again at the end.
     pub repeat: bool,
+    /// Rates to give the capacity at, interpolated between the rates that held.
+    pub capacity_at: Vec<f64>,
     pub tasks: Tasks,
     pub outputs: Exports,
     pub save_dir: Option<PathBuf>,
@@ -131,6 +140,7 @@ impl LadderOptions {
             ));
         }
         let windows = 5;
+        let min_rate = check_rates_fit(&rates, step_time, windows)?;
         let first_tasks = match tasks {
             Tasks::Fixed(n) => n,
             Tasks::Auto => AUTO_TASKS.0,
@@ -149,7 +159,9 @@ impl LadderOptions {
         let max_time = self.max_time.unwrap_or(match &rates {
             Rates::Auto => MAX_TIME,
             // A list is measured whole unless told otherwise.
-            Rates::List(l) => (step_time + Duration::from_secs(2)) * (l.len() as u32 + 2),
+            // Room for `--tasks auto`'s steps with more tasks (at most five once) and the
+            // connecting and snapshots of each.
+            Rates::List(l) => (step_time + Duration::from_secs(2)) * (l.len() as u32 + 2 + 5),
         });
         // A step takes its time, its settling and about a second to connect and snapshot.
         let one_step = step_time + settle + Duration::from_secs(1);
@@ -165,9 +177,11 @@ impl LadderOptions {
             ));
         }
         Ok(LadderConfig {
+            min_rate,
             max_time,
             settle,
             repeat: self.repeat,
+            capacity_at: parse_capacity_at(self.capacity_at.as_deref())?,
             outputs,
             save_dir: full.exports.save_dir.clone(),
             quiet: full.quiet,
@@ -236,6 +250,12 @@ impl LadderOptions {
         if let Some((_, flag, why)) = refusals.into_iter().find(|(given, ..)| *given) {
             return Err(bad(flag, why));
         }
+        if r.msgs_per_loop > 1 {
+            return Err(bad(
+                "--msgs-per-loop",
+                "not yet for ladder: a loop's requests are paced one by one but their replies are read after the last is sent, so the first request's round trip would carry the pacing of the others; leave it at 1",
+            ));
+        }
         if r.outputs.decimal_comma {
             return Err(bad(
                 "--decimal-comma",
@@ -244,6 +264,43 @@ impl LadderOptions {
         }
         Ok(())
     }
+}
+
+/// `--capacity-at R1,R2,…`: rates in messages a second (none when not given).
+fn parse_capacity_at(v: Option<&str>) -> Result<Vec<f64>, ConfigError> {
+    let Some(v) = v else { return Ok(Vec::new()) };
+    let refuse = || {
+        bad(
+            "--capacity-at",
+            format!("'{v}' is not a list of rates: give messages a second, e.g. 2500,5000"),
+        )
+    };
+    match parse_rates(v).map_err(|_| refuse())? {
+        Rates::List(l) if l.iter().all(Option::is_some) => Ok(l.into_iter().flatten().collect()),
+        _ => Err(refuse()),
+    }
+}
+
+/// The lowest rate a step may have ([`MIN_DUE`] requests in each of its `windows`), and a
+/// list's rates checked against it.
+fn check_rates_fit(rates: &Rates, step_time: Duration, windows: usize) -> Result<f64, ConfigError> {
+    // A window sends the requests due in it, ⌈rate × window⌉.
+    let min_rate = MIN_DUE as f64 * windows as f64 / step_time.as_secs_f64();
+    if let Rates::List(l) = rates
+        && let Some(r) = l.iter().flatten().find(|r| **r < min_rate)
+    {
+        return Err(bad(
+            "--rates",
+            format!(
+                "{r} msg/s leaves fewer than {MIN_DUE} requests in each of a step's {windows} windows of {}: give --step-time {} or more for it, or a higher rate",
+                humantime::format_duration(step_time / windows as u32),
+                humantime::format_duration(Duration::from_secs_f64(
+                    (MIN_DUE as f64 * windows as f64 / r).ceil()
+                ))
+            ),
+        ));
+    }
+    Ok(min_rate)
 }
 
 /// `auto`, or rates in messages a second separated by commas (`unpaced` for a step as fast
@@ -384,6 +441,13 @@ mod tests {
                 },
                 "--profile",
             ),
+            (
+                RunOptions {
+                    msgs_per_loop: 2,
+                    ..RunOptions::default()
+                },
+                "--msgs-per-loop",
+            ),
         ] {
             let o = LadderOptions {
                 rates: "auto".into(),
@@ -391,11 +455,42 @@ mod tests {
                 slo: vec![],
                 max_time: None,
                 repeat: true,
+                capacity_at: None,
                 tasks: None,
                 run,
             };
             let e = o.build().expect_err(flag).to_string();
             assert!(e.contains(flag), "{e}");
         }
+    }
+
+    #[test]
+    fn a_rate_with_too_few_requests_in_a_window_names_the_step_time_it_needs() {
+        let o = |rates: &str, step: u64| LadderOptions {
+            rates: rates.into(),
+            step_time: Some(Duration::from_secs(step)),
+            slo: vec![],
+            max_time: None,
+            repeat: true,
+            capacity_at: None,
+            tasks: None,
+            run: RunOptions::default(),
+        };
+        // 10 s in 5 windows of 2 s: 2.5 msg/s leaves 5 requests a window, 2 leaves 4.
+        assert!(o("2.5,100", 10).build().is_ok());
+        let e = o("2,100", 10).build().expect_err("too slow").to_string();
+        assert!(
+            e.contains("--rates") && e.contains("--step-time 13s"),
+            "{e}"
+        );
+        let e = o("auto", 10);
+        let e = LadderOptions {
+            capacity_at: Some("fast".into()),
+            ..e
+        }
+        .build()
+        .expect_err("not rates")
+        .to_string();
+        assert!(e.contains("--capacity-at"), "{e}");
     }
 }

@@ -127,8 +127,9 @@ pub struct RunConfig {
     /// Size each round to last this long, from a probe of the rate.
     pub probe: Option<Duration>,
     /// An unmeasured phase this long at the run's --rate right before the first window, so
-    /// that the window opens on a flow already running at that rate (a ladder's steps): the
-    /// warmup is sent as fast as it goes, which leaves a burst behind it.
+    /// that the window opens on a flow warmed at that rate (a ladder's steps): the warmup is
+    /// sent as fast as it goes, which leaves a burst behind it. Its replies are collected
+    /// before the window opens, and the window's schedule starts anew.
     pub settle: Option<Duration>,
     /// Puts per loop before the gets.
     pub msgs_per_loop: usize,

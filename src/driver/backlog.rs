@@ -8,13 +8,14 @@
 //! flow falls behind; the requests *due* and not answered can. That is the backlog an
 //! open-loop client would see queue up, and it is what this window samples: due(t) is
 //! ⌊rate·t⌋ + 1 (the tasks' schedules interleave evenly, one request every 1/rate), answered
-//! is the tasks' progress counters. Nothing is added to the tasks' loop: a thread reads the
-//! counters every [`TICK`].
+//! is the tasks' progress counters. Nothing is added to the tasks' loop: one thread for the
+//! run reads the counters every [`TICK`] while a window is open (a ladder's steps only: a
+//! plain paced run has no use for it), and its CPU is left out of the driver's.
 
 use super::ProgressCounters;
 use crate::window::Window;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -37,69 +38,106 @@ pub struct RoundBacklog {
     pub samples: usize,
 }
 
-/// Samples the backlog of each measured window of a run paced at `rate` for `length`.
+/// What the sampling thread and the windows share.
+#[derive(Default)]
+struct Shared {
+    /// The open window: when it opened and the answered count then.
+    window: Mutex<Option<(Instant, u64)>>,
+    samples: Mutex<Vec<(f64, u64)>>,
+    quit: AtomicBool,
+}
+
+/// Samples the backlog of each measured window of a run paced at `rate` for `length`, on
+/// one thread for the whole run: its id is known before the first window, so that the
+/// driver's CPU leaves it out as it does the profile's.
 pub struct Backlog {
     rate: f64,
     length: Duration,
     counters: ProgressCounters,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Vec<(f64, u64)>>>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    tid: Option<i32>,
     /// Each round's backlog, in order.
     pub rounds: Vec<RoundBacklog>,
 }
 
 impl Backlog {
     /// A sampler of the rounds of a run paced at `rate` requests a second in all, each
-    /// round's schedule `length` long, reading `counters`.
+    /// round's schedule `length` long, reading `counters`; its thread starts now.
     pub fn new(rate: f64, length: Duration, counters: ProgressCounters) -> Self {
+        let shared = Arc::new(Shared::default());
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let thread = {
+            let (shared, counters) = (shared.clone(), counters.clone());
+            std::thread::Builder::new()
+                .name("oemputx-backlog".into())
+                .spawn(move || {
+                    let _ = tid_tx.send(nix::unistd::gettid().as_raw());
+                    sample(&shared, &counters, length)
+                })
+                .ok()
+        };
+        let tid = thread
+            .as_ref()
+            .and_then(|_| tid_rx.recv_timeout(Duration::from_secs(5)).ok());
         Backlog {
             rate,
             length,
             counters,
-            stop: Arc::new(AtomicBool::new(false)),
-            thread: None,
+            shared,
+            thread,
+            tid,
             rounds: Vec::new(),
         }
     }
+
+    /// The sampling thread's id: its CPU is not the driver's.
+    pub fn own_threads(&self) -> Vec<i32> {
+        self.tid.into_iter().collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Window for Backlog {
     fn start(&mut self) {
-        self.stop.store(false, Ordering::Relaxed);
-        let (counters, stop, length) = (self.counters.clone(), self.stop.clone(), self.length);
-        self.thread = std::thread::Builder::new()
-            .name("oemputx-backlog".into())
-            .spawn(move || sample(&counters, &stop, length))
-            .ok();
+        lock(&self.shared.samples).clear();
+        *lock(&self.shared.window) = Some((Instant::now(), self.counters.total()));
     }
 
     fn end(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take()
-            && let Ok(samples) = t.join()
-        {
-            self.rounds
-                .push(of_samples(&samples, self.rate, self.length.as_secs_f64()));
+        *lock(&self.shared.window) = None;
+        let samples = std::mem::take(&mut *lock(&self.shared.samples));
+        self.rounds
+            .push(of_samples(&samples, self.rate, self.length.as_secs_f64()));
+    }
+}
+
+impl Drop for Backlog {
+    fn drop(&mut self) {
+        self.shared.quit.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
-/// (seconds since the window opened, answered since then) every tick until the schedule's
-/// end or the stop.
-fn sample(counters: &ProgressCounters, stop: &AtomicBool, length: Duration) -> Vec<(f64, u64)> {
-    let t0 = Instant::now();
-    let base = counters.total();
-    let mut out =
-        Vec::with_capacity((length.as_millis() / TICK.as_millis()).min(100_000) as usize + 1);
-    while !stop.load(Ordering::Relaxed) {
+/// Every tick while a window is open and its schedule runs: (seconds since the window
+/// opened, answered since then).
+fn sample(shared: &Shared, counters: &ProgressCounters, length: Duration) {
+    while !shared.quit.load(Ordering::Relaxed) {
         std::thread::sleep(TICK);
+        let Some((t0, base)) = *lock(&shared.window) else {
+            continue;
+        };
         let t = t0.elapsed();
-        if t >= length {
-            break;
+        if t < length {
+            let answered = counters.total().saturating_sub(base);
+            lock(&shared.samples).push((t.as_secs_f64(), answered));
         }
-        out.push((t.as_secs_f64(), counters.total().saturating_sub(base)));
     }
-    out
 }
 
 /// The backlog of one round from its samples: due(t) = ⌊rate·t⌋ + 1, less the answered.

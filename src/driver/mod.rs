@@ -634,6 +634,8 @@ mod loop_tests {
             Duration::from_millis(500),
             controls.progress_counters(),
         );
+        // Its thread is known before the first window, for the driver's CPU to leave out.
+        assert_eq!(b.own_threads().len(), 1);
         let out = drive(&cfg, &t, &controls, &mut b).expect("run");
         assert_eq!(out.rounds.len(), 2);
         assert_eq!(b.rounds.len(), 2, "{:?}", b.rounds);

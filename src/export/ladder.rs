@@ -141,7 +141,7 @@ fn header(l: &Ladder, groups: &[String]) -> Vec<String> {
     .to_vec();
     for slo in &l.slo {
         header.push(format!(
-            "p{}_us",
+            "slo_p{}_us",
             crate::stats::percentile_name(slo.percentile).replace('.', "_")
         ));
     }
@@ -258,6 +258,32 @@ pub fn capacity_rows(l: &Ladder) -> Vec<Vec<String>> {
     rows
 }
 
+/// A line per `--capacity-at` rate: the interpolated cores, or why there are none.
+pub fn capacity_at_lines(l: &Ladder) -> Vec<String> {
+    l.capacity_at
+        .iter()
+        .map(|c| match (&c.row, &c.note) {
+            (Some(r), _) => format!(
+                "At {} msg/s (interpolated between the rates that held): {}; system {} cores (corrected){}",
+                rate(c.rate),
+                r.groups
+                    .iter()
+                    .map(|g| format!("{} {:.3}", g.name, g.cores))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                opt(r.corrected_cores, 3),
+                r.cost_per_million
+                    .map_or(String::new(), |p| format!(", {p:.4} per million msgs"))
+            ),
+            (None, note) => format!(
+                "At {} msg/s: {}",
+                rate(c.rate),
+                note.as_deref().unwrap_or("no figure")
+            ),
+        })
+        .collect()
+}
+
 /// How the ladder ended, in words.
 pub fn ended(l: &Ladder) -> String {
     let word = match l.end {
@@ -327,6 +353,9 @@ pub fn text(l: &Ladder) -> String {
         ));
         o.push_str(&cells::text(&capacity_rows(l)));
     }
+    for line in capacity_at_lines(l) {
+        o.push_str(&format!("{line}\n"));
+    }
     if !l.warnings.is_empty() {
         o.push_str("\nWarnings:\n");
         for w in &l.warnings {
@@ -347,6 +376,9 @@ pub fn markdown(l: &Ladder) -> String {
     if !l.capacity.is_empty() {
         o.push_str("\n\n");
         o.push_str(&cells::markdown(&capacity_rows(l)));
+    }
+    for line in capacity_at_lines(l) {
+        o.push_str(&format!("\n\n{}", cells::markdown_text(&line)));
     }
     for w in &l.warnings {
         o.push_str(&format!("\n- {}", cells::markdown_text(w)));

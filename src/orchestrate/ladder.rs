@@ -19,7 +19,7 @@ use crate::config::ladder::{LadderConfig, Rates, Tasks};
 use crate::config::{RunConfig, RunLength};
 use crate::driver::Status;
 use crate::report::Report;
-use crate::report::ladder::verdict::{self, Evidence, MORE_TASKS_GAIN, diagnose};
+use crate::report::ladder::verdict::{self, Evidence, diagnose, more_tasks_helped};
 use crate::report::ladder::{Ladder, LadderEnd, Limiter, Phase, SCHEMA, Step, StepPlan, rate};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -139,7 +139,7 @@ impl Climb<'_> {
         let Some(unpaced) = self.measure(None, Phase::Unpaced, None, self.tasks)? else {
             return Ok(());
         };
-        let first = round_below(unpaced.achieved_tps / FIRST_DIVISOR);
+        let first = round_below(unpaced.achieved_tps / FIRST_DIVISOR).max(self.cfg.min_rate);
         let ceiling = unpaced.achieved_tps.max(1.0) * 64.0;
         let (mut held, mut failed) = (None::<f64>, None::<f64>);
         let mut r = first;
@@ -158,7 +158,7 @@ impl Climb<'_> {
             let mut r = first;
             for _ in 0..4 {
                 r /= 2.0 * FACTOR;
-                if r < 0.5 {
+                if r < self.cfg.min_rate {
                     break;
                 }
                 match self.driven(r, Phase::Down)? {
@@ -267,7 +267,7 @@ impl Climb<'_> {
             let Some(again) = self.measure(Some(r), Phase::MoreTasks, None, more)? else {
                 return Ok(None);
             };
-            if again.achieved_tps < MORE_TASKS_GAIN * step.achieved_tps {
+            if !more_tasks_helped(r, step.achieved_tps, &again) {
                 // Twice the tasks did not raise the rate: the driver is not what limits, here
                 // or above; the ladder goes on with the tasks it had.
                 self.futile = true;
@@ -300,7 +300,10 @@ impl Climb<'_> {
             ));
             return Ok(None);
         }
-        if self.started.elapsed() + planned + self.overhead > self.cfg.max_time {
+        // The first step always runs (the options left room for one).
+        if !self.steps.is_empty()
+            && self.started.elapsed() + planned + self.overhead > self.cfg.max_time
+        {
             self.end = Some((
                 LadderEnd::Budget,
                 format!(
@@ -322,6 +325,7 @@ impl Climb<'_> {
             phase,
             repeat_of,
             scheduled_s: self.cfg.step_time.as_secs_f64(),
+            windows: self.cfg.windows,
         };
         let step = Step::of(
             self.steps.len() + 1,
@@ -419,6 +423,16 @@ impl Climb<'_> {
             knee_tps: None,
             answer: String::new(),
             capacity: Vec::new(),
+            // The rates asked for; conclude fills in their figures.
+            capacity_at: c
+                .capacity_at
+                .iter()
+                .map(|&rate| verdict::CapacityAt {
+                    rate,
+                    row: None,
+                    note: None,
+                })
+                .collect(),
             price_per_vcpu_hour: c.price_per_vcpu_hour,
             end,
             end_detail,

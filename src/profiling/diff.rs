@@ -137,10 +137,21 @@ pub fn differential(a: &[&Profile], b: &[&Profile]) -> Vec<FunctionChange> {
             }
         })
         .collect();
+    // The changes the rounds are sure of first (their interval leaves 0 out), each kind
+    // largest first: under load one round's stall can put a large, unsure change on a
+    // kernel function ahead of the function that did change.
+    let sure = |c: &FunctionChange| match (c.low_us_per_tran, c.high_us_per_tran) {
+        (Some(l), Some(h)) => l > 0.0 || h < 0.0,
+        _ => false,
+    };
     out.sort_by(|x, y| {
-        y.change_us_per_tran
-            .abs()
-            .total_cmp(&x.change_us_per_tran.abs())
+        sure(y)
+            .cmp(&sure(x))
+            .then(
+                y.change_us_per_tran
+                    .abs()
+                    .total_cmp(&x.change_us_per_tran.abs()),
+            )
             .then(x.function.cmp(&y.function))
     });
     out.truncate(TOP_CHANGES);

@@ -63,6 +63,10 @@ pub struct Ladder {
     pub answer: String,
     /// Cores each group kept busy at each rate that held, and what a million messages cost.
     pub capacity: Vec<verdict::CapacityRow>,
+    /// The capacity at each rate `--capacity-at` asked for, interpolated between the two
+    /// rates that held around it (never extrapolated).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity_at: Vec<verdict::CapacityAt>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_per_vcpu_hour: Option<f64>,
     /// How the ladder ended.
@@ -150,7 +154,8 @@ pub struct Step {
     pub transactions: u64,
     /// The windows' scheduled time (paced), or their elapsed time (unpaced).
     pub elapsed_s: f64,
-    /// Answered requests ÷ the windows' scheduled time.
+    /// Paced: the offered rate × answered ÷ due (each window sends the requests due in it,
+    /// ⌈rate × window⌉); unpaced: answered ÷ elapsed.
     pub achieved_tps: f64,
     /// The round trip from each request's intended send time, µs.
     pub mean_us: f64,
@@ -202,6 +207,18 @@ pub struct StepPlan {
     pub repeat_of: Option<usize>,
     /// The windows' scheduled time, s.
     pub scheduled_s: f64,
+    /// How many windows it is split in.
+    pub windows: usize,
+}
+
+impl StepPlan {
+    /// Requests due in the windows: each window's schedule starts anew and sends the
+    /// requests due before its end, ⌈rate × window⌉ (one every 1/rate from 0).
+    pub fn due(&self) -> Option<f64> {
+        let r = self.offered_tps?;
+        let w = self.scheduled_s / self.windows.max(1) as f64;
+        Some(self.windows as f64 * (r * w - 1e-9).ceil().max(1.0))
+    }
 }
 
 impl Step {
@@ -219,7 +236,12 @@ impl Step {
         } else {
             report.elapsed_s
         };
-        let achieved_tps = report.transactions as f64 / elapsed_s.max(f64::MIN_POSITIVE);
+        // Paced: the offered rate's share that was answered (a window sends what is due in
+        // it, a whole request more than rate × window at low rates).
+        let achieved_tps = match (plan.offered_tps, plan.due()) {
+            (Some(r), Some(due)) => r * report.transactions as f64 / due,
+            _ => report.transactions as f64 / elapsed_s.max(f64::MIN_POSITIVE),
+        };
         let histogram = report
             .round_trip_histogram
             .as_deref()

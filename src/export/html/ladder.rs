@@ -4,7 +4,7 @@
 
 use super::charts::rate_plot;
 use super::{esc, facts, figure, section, table};
-use crate::export::ladder::{about, capacity_rows, step_rows};
+use crate::export::ladder::{about, capacity_at_lines, capacity_rows, step_rows};
 use crate::report::ladder::verdict::curve;
 use crate::report::ladder::{Ladder, LadderEnd, rate};
 
@@ -156,10 +156,14 @@ pub fn render(l: &Ladder) -> String {
     }
     section(&mut body, "Steps", &steps);
     if !l.capacity.is_empty() {
+        let at: String = capacity_at_lines(l)
+            .iter()
+            .map(|line| format!("<p class=\"note\">{}</p>", esc(line)))
+            .collect();
         section(
             &mut body,
             "Capacity along the curve (cores kept busy, measured)",
-            &table_of(&capacity_rows(l)),
+            &(table_of(&capacity_rows(l)) + &at),
         );
     }
     if !l.warnings.is_empty() {

@@ -3,12 +3,13 @@
 //! with their first measurement, and the cores each group kept busy along the curve.
 //!
 //! - **Held**: a rate holds when every measurement of it held, leaving out one that a
-//!   measurement with more tasks replaced (`--tasks auto`: the driver limited it).
+//!   measurement with more tasks replaced (`--tasks auto`: the driver limited it). The top
+//!   is the highest rate that held below the lowest that did not.
 //! - **What limited it**, for the lowest rate above the top that did not hold:
 //!   - `host` when less than [`HOST_FULL_IDLE`] of the CPUs was idle over the step;
 //!   - after `--tasks auto` measured the rate again with twice the tasks: `driver` when
-//!     that raised the achieved rate by [`MORE_TASKS_GAIN`] or more (the cap was reached),
-//!     `flow` when it did not;
+//!     that helped ([`more_tasks_helped`]: it held, or gained [`MORE_TASKS_GAIN`], or closed
+//!     half the shortfall) and the cap was reached, `flow` when it did not;
 //!   - `flow` when twice the tasks, tried at this rate or a higher one, did not raise the
 //!     achieved rate there by [`MORE_TASKS_GAIN`];
 //!   - `flow` when a step with as many tasks or fewer got more through than this one was
@@ -118,16 +119,36 @@ fn outcomes(steps: &[Step]) -> Vec<(f64, bool)> {
     out
 }
 
-/// The highest rate that held, and the lowest above it that did not.
+/// The top: the highest rate that held below the lowest that did not (every rate up to it
+/// held), and that lowest rate (None when every rate held).
 pub fn top(steps: &[Step]) -> (Option<f64>, Option<f64>) {
     let o = outcomes(steps);
-    let max = o.iter().rev().find(|x| x.1).map(|x| x.0);
-    let above = o
+    let first_failed = o.iter().find(|x| !x.1).map(|x| x.0);
+    let max = o
         .iter()
-        .filter(|x| !x.1 && max.is_none_or(|m| x.0 > m))
-        .map(|x| x.0)
-        .next();
-    (max, above)
+        .rev()
+        .find(|x| x.1 && first_failed.is_none_or(|f| x.0 < f))
+        .map(|x| x.0);
+    (max, first_failed)
+}
+
+/// Rates that held above one that did not: the curve is not monotone there (the host
+/// drifted, or the flow's cost depends on the rate), and the top is taken below.
+fn held_above_a_failure(steps: &[Step]) -> Option<String> {
+    let o = outcomes(steps);
+    let failed = o.iter().find(|x| !x.1)?.0;
+    let above: Vec<String> = o
+        .iter()
+        .filter(|x| x.1 && x.0 > failed)
+        .map(|x| rate(x.0))
+        .collect();
+    (!above.is_empty()).then(|| {
+        format!(
+            "{} msg/s held above {} msg/s, which did not: the steps do not rise together (the host drifted, or the flow's cost depends on the rate), so the top is taken below the lowest rate that did not hold",
+            above.join(", "),
+            rate(failed)
+        )
+    })
 }
 
 /// The round trip with nothing queued: the least p50 of the paced steps that held (of the
@@ -167,8 +188,17 @@ pub struct TasksTried {
     pub more: (usize, f64),
 }
 
-/// More tasks raised the achieved rate by less than this factor: they did not help.
+/// More tasks that raised the achieved rate by this factor helped.
 pub const MORE_TASKS_GAIN: f64 = 1.05;
+
+/// Whether twice the tasks helped at `offered` msg/s, where fewer got `before`: the step
+/// with more held, or got [`MORE_TASKS_GAIN`] × `before`, or closed half the shortfall (a
+/// step at 96 % of its rate cannot gain 5 %).
+pub fn more_tasks_helped(offered: f64, before: f64, after: &Step) -> bool {
+    after.holds
+        || after.achieved_tps >= MORE_TASKS_GAIN * before
+        || after.achieved_tps - before >= 0.5 * (offered - before)
+}
 
 impl Evidence {
     /// The evidence the steps before `step` (in `steps`) give about it.
@@ -209,7 +239,7 @@ fn in_vain(steps: &[Step], step: &Step) -> Option<TasksTried> {
                 .rev()
                 .find(|p| p.offered_tps == m.offered_tps && p.tasks < m.tasks)?;
             let r = m.offered_tps?;
-            (m.achieved_tps < MORE_TASKS_GAIN * before.achieved_tps).then_some(TasksTried {
+            (!more_tasks_helped(r, before.achieved_tps, m)).then_some(TasksTried {
                 rate: r,
                 fewer: (before.tasks, before.achieved_tps),
                 more: (m.tasks, m.achieved_tps),
@@ -283,7 +313,10 @@ pub fn diagnose(
 fn measured(step: &Step, evidence: &Evidence, idle: &str) -> Option<(Limiter, String)> {
     // Measured: the same rate with fewer tasks just before.
     if let Some((tasks, achieved)) = evidence.fewer_tasks {
-        return Some(if step.achieved_tps < MORE_TASKS_GAIN * achieved {
+        let helped = step
+            .offered_tps
+            .is_some_and(|r| more_tasks_helped(r, achieved, step));
+        return Some(if !helped {
             (
                 Limiter::Flow,
                 format!(
@@ -340,12 +373,12 @@ fn measured(step: &Step, evidence: &Evidence, idle: &str) -> Option<(Limiter, St
     None
 }
 
-/// The rate of the largest power (achieved ÷ mean round trip) among the paced steps that
-/// completed; None with fewer than three rates.
+/// The rate of the largest power (achieved ÷ mean round trip) among the rates that held
+/// (one measurement each, [`curve`]); None with fewer than three.
 pub fn knee(steps: &[Step]) -> Option<f64> {
-    let candidates: Vec<&Step> = steps
-        .iter()
-        .filter(|s| s.offered_tps.is_some() && s.transactions > 0 && s.mean_us > 0.0)
+    let candidates: Vec<&Step> = curve(steps)
+        .into_iter()
+        .filter(|s| s.holds && s.mean_us > 0.0)
         .collect();
     let mut rates: Vec<f64> = candidates.iter().filter_map(|s| s.offered_tps).collect();
     rates.sort_by(f64::total_cmp);
@@ -460,25 +493,82 @@ pub fn capacity(steps: &[Step], price: Option<f64>) -> Vec<CapacityRow> {
 /// The corrected cores the groups need at `rate`, interpolated linearly between the rates
 /// that held; None outside them (never extrapolated).
 pub fn cores_at(rows: &[CapacityRow], rate: f64) -> Option<f64> {
-    let pts: Vec<(f64, f64)> = rows
-        .iter()
-        .filter_map(|r| r.corrected_cores.map(|c| (r.offered_tps, c)))
-        .collect();
-    let (first, last) = (pts.first()?, pts.last()?);
-    if rate < first.0 || rate > last.0 {
+    capacity_at(rows, rate).and_then(|r| r.corrected_cores)
+}
+
+/// The capacity at `rate`, each figure interpolated linearly between the two rates that
+/// held around it (measured where it is one of them); None outside them: never
+/// extrapolated.
+pub fn capacity_at(rows: &[CapacityRow], rate: f64) -> Option<CapacityRow> {
+    let (first, last) = (rows.first()?, rows.last()?);
+    if !(first.offered_tps..=last.offered_tps).contains(&rate) {
         return None;
     }
-    pts.windows(2)
-        .find(|w| rate >= w[0].0 && rate <= w[1].0)
-        .map(|w| {
-            let span = w[1].0 - w[0].0;
-            if span <= 0.0 {
-                w[0].1
-            } else {
-                w[0].1 + (w[1].1 - w[0].1) * (rate - w[0].0) / span
-            }
+    let (a, b) = rows
+        .windows(2)
+        .find(|w| rate >= w[0].offered_tps && rate <= w[1].offered_tps)
+        .map_or((first, first), |w| (&w[0], &w[1]));
+    let span = b.offered_tps - a.offered_tps;
+    let f = if span > 0.0 {
+        (rate - a.offered_tps) / span
+    } else {
+        0.0
+    };
+    let mix = |x: f64, y: f64| x + (y - x) * f;
+    let both = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| mix(x, y));
+    Some(CapacityRow {
+        offered_tps: rate,
+        achieved_tps: mix(a.achieved_tps, b.achieved_tps),
+        groups: a
+            .groups
+            .iter()
+            .filter_map(|g| {
+                let other = b.groups.iter().find(|x| x.name == g.name)?;
+                Some(GroupCores {
+                    name: g.name.clone(),
+                    cores: mix(g.cores, other.cores),
+                })
+            })
+            .collect(),
+        corrected_cores: both(a.corrected_cores, b.corrected_cores),
+        cost_per_million: both(a.cost_per_million, b.cost_per_million),
+    })
+}
+
+/// The capacity at each rate asked for (`--capacity-at`): interpolated, or why not.
+pub fn capacity_asked(rows: &[CapacityRow], rates: &[f64]) -> Vec<CapacityAt> {
+    rates
+        .iter()
+        .map(|&r| {
+            let row = capacity_at(rows, r);
+            let note = match (row.is_some(), rows.first(), rows.last()) {
+                (true, ..) => None,
+                (false, None, _) | (false, _, None) => {
+                    Some("no rate held: nothing to interpolate".to_string())
+                }
+                (false, Some(_), Some(hi)) if r > hi.offered_tps => Some(format!(
+                    "past the highest rate that held ({} msg/s): not extrapolated",
+                    super::rate(hi.offered_tps)
+                )),
+                (false, Some(lo), _) => Some(format!(
+                    "below the lowest rate measured ({} msg/s): not extrapolated",
+                    super::rate(lo.offered_tps)
+                )),
+            };
+            CapacityAt { rate: r, row, note }
         })
-        .or(Some(first.1))
+        .collect()
+}
+
+/// The capacity at one rate asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityAt {
+    pub rate: f64,
+    /// Interpolated between the two rates that held around it; null outside them.
+    pub row: Option<CapacityRow>,
+    /// Why there is no row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Fill in the ladder's conclusions from its steps: the top and its interval, what limited
@@ -501,6 +591,7 @@ pub fn conclude(l: &mut Ladder, msgs_per_loop: usize) {
     });
     let drifted = drift(&mut l.steps);
     l.warnings.extend(drifted);
+    l.warnings.extend(held_above_a_failure(&l.steps));
     let failed = failed.and_then(|n| l.steps.iter().find(|s| s.step == n));
     let diagnosis = failed.map(|s| {
         let evidence = Evidence {
@@ -513,6 +604,8 @@ pub fn conclude(l: &mut Ladder, msgs_per_loop: usize) {
     l.limited_why = diagnosis.map(|d| d.1);
     l.knee_tps = knee(&l.steps);
     l.capacity = capacity(&l.steps, l.price_per_vcpu_hour);
+    let asked: Vec<f64> = l.capacity_at.iter().map(|c| c.rate).collect();
+    l.capacity_at = capacity_asked(&l.capacity, &asked);
     l.answer = answer(l, failed);
 }
 
@@ -532,6 +625,10 @@ fn answer(l: &Ladder, failed: Option<&Step>) -> String {
     };
     let head = match (l.max_sustainable_tps, l.max_sustainable_high_tps) {
         (Some(m), Some(h)) => format!("sustains {} msg/s [{}, {}]{slo}", rate(m), rate(m), rate(h)),
+        (Some(m), None) if l.end == super::LadderEnd::Budget => format!(
+            "sustains at least {} msg/s{slo}: --max-time ran out before a rate failed (give it more time)",
+            rate(m)
+        ),
         (Some(m), None) => format!(
             "sustains at least {} msg/s{slo}: every rate tried held, so the top was not reached (give higher --rates)",
             rate(m)

@@ -156,6 +156,12 @@ impl BurnResponder {
         (m1 > m0).then(|| (c1 - c0) / 1000.0 / (m1 - m0))
     }
 
+    /// The drain rate of a responder burning `us` a message, measured as
+    /// [`BurnResponder::start_draining`] does, the responder stopped and its queue deleted.
+    pub fn drain_rate(queue: &str, us: f64, n: usize) -> f64 {
+        BurnResponder::start_draining(queue, us, n).1
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }

@@ -111,6 +111,7 @@ fn ladder(steps: Vec<Step>) -> Ladder {
         knee_tps: None,
         answer: String::new(),
         capacity: vec![],
+        capacity_at: vec![],
         price_per_vcpu_hour: Some(0.05),
         end: LadderEnd::Completed,
         end_detail: None,
@@ -291,6 +292,28 @@ fn capacity_is_measured_at_each_rate_that_held_and_interpolated_never_extrapolat
     assert!((mid - (0.081 + 0.125937) / 2.0).abs() < 1e-9, "{mid}");
     assert_eq!(cores_at(&rows, 50.0), None);
     assert_eq!(cores_at(&rows, 700.0), None);
+    // Every figure interpolated, the price too; at a measured rate, the measurement.
+    let at = capacity_at(&rows, 150.0).expect("between two rates");
+    let flow = |r: &CapacityRow| r.groups.iter().find(|g| g.name == "FLOW").map(|g| g.cores);
+    let (f100, f200) = (flow(&rows[0]).expect("FLOW"), flow(&rows[1]).expect("FLOW"));
+    assert!((flow(&at).expect("FLOW") - (f100 + f200) / 2.0).abs() < 1e-12);
+    assert_eq!(capacity_at(&rows, 200.0).as_ref(), Some(&rows[1]));
+    let asked = capacity_asked(&rows, &[150.0, 700.0, 50.0]);
+    assert!(asked[0].row.is_some() && asked[0].note.is_none());
+    assert_eq!(
+        asked[1].note.as_deref(),
+        Some("past the highest rate that held (617 msg/s): not extrapolated")
+    );
+    assert!(
+        asked[2]
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("below the lowest"))
+    );
+    assert_eq!(
+        capacity_asked(&[], &[10.0])[0].note.as_deref(),
+        Some("no rate held: nothing to interpolate")
+    );
 }
 
 #[test]
