@@ -5,7 +5,7 @@ use crate::config::formats::Format;
 use crate::config::ladder::LadderConfig;
 use crate::exit::Exit;
 use crate::export;
-use crate::export::outputs::{Artifact as _, Outputs, Style};
+use crate::export::outputs::{Outputs, Style, save_result};
 use crate::report::ladder::{Ladder, LadderEnd};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -40,25 +40,19 @@ fn write(cfg: &LadderConfig, l: &Ladder) -> anyhow::Result<()> {
     let mut out = Outputs::new();
     out.artifact(l, &cfg.outputs, &style);
     if let Some(dir) = &cfg.save_dir {
-        let mut rendered = Vec::new();
-        for (ext, format) in [
+        let formats = [
             ("tsv", Format::Tsv),
             ("json", Format::Json),
             #[cfg(feature = "html")]
             ("html", Format::Html),
-        ] {
-            rendered.push((ext, format.name(), l.render(format, &style)?));
-        }
-        let mut named = vec![("txt", "the ladder text", text.as_str())];
-        named.extend(
-            rendered
-                .iter()
-                .map(|(ext, what, b)| (*ext, *what, b.as_str())),
-        );
+        ];
         let label = format!("ladder-{}", l.label);
-        match export::save_in_folder(dir, &l.start_utc, &label, &named) {
+        let text = ("the ladder text", text.as_str());
+        match save_result(dir, (&l.start_utc, &label), text, l, &formats, &style) {
             Ok(base) if !cfg.quiet => {
-                let kinds: Vec<&str> = named.iter().map(|(ext, ..)| *ext).collect();
+                let kinds: Vec<&str> = std::iter::once("txt")
+                    .chain(formats.iter().map(|(ext, _)| *ext))
+                    .collect();
                 crate::say!("ladder: saved {}.{{{}}}", base.display(), kinds.join(","));
             }
             Ok(_) => {}

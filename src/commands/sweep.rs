@@ -5,8 +5,7 @@ use crate::config::RunConfig;
 use crate::config::formats::{Exports, Format};
 use crate::config::sweep::SweepConfig;
 use crate::exit::Exit;
-use crate::export;
-use crate::export::outputs::{Artifact as _, Outputs, Style};
+use crate::export::outputs::{Outputs, Style, save_result};
 use crate::export::sweep::render_text;
 use crate::interleave::End;
 use crate::report::sweep::Sweep;
@@ -43,25 +42,19 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
     let mut out = Outputs::new();
     out.artifact(s, &Exports::new(exports), &style);
     if let Some(dir) = &cfg.exports.save_dir {
-        let mut rendered = Vec::new();
-        for (ext, format) in [
+        let formats = [
             ("tsv", Format::Tsv),
             ("json", Format::Json),
             ("svg", Format::Svg),
             #[cfg(feature = "html")]
             ("html", Format::Html),
-        ] {
-            rendered.push((ext, format.name(), s.render(format, &style)?));
-        }
-        let mut named = vec![("txt", "the sweep text", text.as_str())];
-        named.extend(
-            rendered
-                .iter()
-                .map(|(ext, what, b)| (*ext, *what, b.as_str())),
-        );
-        match export::save_in_folder(dir, &s.start_utc, &s.label, &named) {
+        ];
+        let text = ("the sweep text", text.as_str());
+        match save_result(dir, (&s.start_utc, &s.label), text, s, &formats, &style) {
             Ok(base) if !cfg.quiet => {
-                let kinds: Vec<&str> = named.iter().map(|(ext, ..)| *ext).collect();
+                let kinds: Vec<&str> = std::iter::once("txt")
+                    .chain(formats.iter().map(|(ext, _)| *ext))
+                    .collect();
                 crate::say!("sweep: saved {}.{{{}}}", base.display(), kinds.join(","));
             }
             Ok(_) => {}

@@ -126,6 +126,30 @@ impl Outputs {
     }
 }
 
+/// Save `result` in the reports folder `dir` as `STAMP-LABEL.EXT` (`super::save_in_folder`):
+/// `text` (what a person reads: its name and body) as `.txt`, then each of `formats` as its
+/// extension, rendered here. Returns the common path without the extension.
+pub fn save_result<A: Artifact>(
+    dir: &Path,
+    (start_utc, label): (&str, &str),
+    text: (&str, &str),
+    result: &A,
+    formats: &[(&str, Format)],
+    style: &Style,
+) -> anyhow::Result<PathBuf> {
+    let mut rendered = Vec::new();
+    for (ext, format) in formats {
+        rendered.push((*ext, format.name(), result.render(*format, style)?));
+    }
+    let mut named = vec![("txt", text.0, text.1)];
+    named.extend(
+        rendered
+            .iter()
+            .map(|(ext, what, b)| (*ext, *what, b.as_str())),
+    );
+    super::save_in_folder(dir, start_utc, label, &named)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
