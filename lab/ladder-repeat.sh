@@ -32,10 +32,10 @@ case "$flow" in
     gcc -O2 -g -fno-omit-frame-pointer -o "$out/burn_responder" lab/holdout/burn_responder.c -lrabbitmq
     # The drain rate, apart from oemputx: 1,000 requests queued, then the responder started.
     python3 -c 'import pika' 2>/dev/null || python3 -m pip install -q pika
-    drain=$(python3 lab/ladder-drain.py "$url" "$q" 1000 "$out/burn_responder" "$us")
-    "$out/burn_responder" --input-queue "$q" --url "$url" --a-us "$us" --b-us 0 --jitter 0 > "$out/flow.log" 2>&1 &
-    pids+=($!); group="FLOW=pid:$!"
-    echo "burn responder, $us µs a message: drain rate $drain msg/s (its own, measured apart)"
+    # The same responder process then serves the ladders: its calibration is its own.
+    read -r drain pid < <(python3 lab/ladder-drain.py "$url" "$q" 1000 "$out/burn_responder" "$us" "$out/flow.log")
+    pids+=("$pid"); group="FLOW=pid:$pid"
+    echo "burn responder $pid, $us µs a message: drain rate $drain msg/s (its own, measured apart)"
     ;;
   reference)
     target/release/sample-flow --url "$url" --input-queue "$q" --db postgres://postgres@127.0.0.1:5432/test > "$out/flow.log" 2>&1 &

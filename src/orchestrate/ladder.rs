@@ -8,7 +8,9 @@
 //! 3. a bisection (geometric means) between the last that held and the first that did not,
 //!    until the two are within ±5 % of their middle ([`PRECISION`]);
 //! 4. the lowest and the highest rate that held, measured again: a repeat that disagrees
-//!    flags drift, and a rate holds only if it held every time.
+//!    flags drift, and a rate holds only if it held every time;
+//! 5. where a repeat took the top back, the interval it left bisected anew and its new top
+//!    measured again (twice at most).
 //!
 //! With `--tasks auto`, a step the driver limited (`report::ladder::verdict::diagnose`) is
 //! measured again with twice the tasks, up to `config::ladder::AUTO_TASKS`. `--max-time`
@@ -80,6 +82,12 @@ pub fn run(cfg: &LadderConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Opt
     }
     if climb.end.is_none() && cfg.repeat {
         climb.repeats();
+    }
+    if climb.end.is_none()
+        && cfg.rates == Rates::Auto
+        && let Err(e) = climb.refine()
+    {
+        climb.end = Some((LadderEnd::Failed, format!("{e:#}")));
     }
     match (&climb.end, climb.steps.is_empty()) {
         (Some((LadderEnd::Interrupted, _)), true) => Ok(None),
@@ -171,18 +179,55 @@ impl Climb<'_> {
                 }
             }
         }
-        while let (Some(lo), Some(hi)) = (held, failed) {
-            if (hi - lo) / (hi + lo) <= PRECISION {
-                break;
-            }
+        if let (Some(lo), Some(hi)) = (held, failed) {
+            self.bisect(lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// Geometric means between `lo` (held) and `hi` (did not) until the two are within
+    /// ±[`PRECISION`] of their middle, or the ladder must stop.
+    fn bisect(&mut self, mut lo: f64, mut hi: f64) -> anyhow::Result<()> {
+        while (hi - lo) / (hi + lo) > PRECISION {
             let mid = three_figures((lo * hi).sqrt());
             if mid <= lo || mid >= hi {
                 break;
             }
             match self.driven(mid, Phase::Bisect)? {
-                None => return Ok(()),
-                Some(true) => held = Some(mid),
-                Some(false) => failed = Some(mid),
+                None => break,
+                Some(true) => lo = mid,
+                Some(false) => hi = mid,
+            }
+        }
+        Ok(())
+    }
+
+    /// After the repeats (`auto`): where a repeat took the top back, the interval it left is
+    /// wide again; bisect it anew and measure the new top again, twice at most.
+    fn refine(&mut self) -> anyhow::Result<()> {
+        for _ in 0..2 {
+            let (Some(lo), Some(hi)) = verdict::top(&self.steps) else {
+                return Ok(());
+            };
+            if (hi - lo) / (hi + lo) <= PRECISION || self.end.is_some() {
+                return Ok(());
+            }
+            self.bisect(lo, hi)?;
+            let (Some(top), _) = verdict::top(&self.steps) else {
+                return Ok(());
+            };
+            let again = self
+                .steps
+                .iter()
+                .rev()
+                .find(|s| s.offered_tps == Some(top) && s.holds)
+                .map(|s| (s.step, s.tasks));
+            let repeated = self
+                .steps
+                .iter()
+                .any(|s| s.phase == Phase::Repeat && s.offered_tps == Some(top));
+            if let (Some((n, tasks)), false, true) = (again, repeated, self.cfg.repeat) {
+                self.measure(Some(top), Phase::Repeat, Some(n), tasks)?;
             }
         }
         Ok(())
