@@ -5,7 +5,8 @@
 //!
 //! A step **holds** when it completed, the achieved rate is at least [`KEEP_UP`] of the
 //! offered, the backlog (requests due and not answered, `driver::backlog`) did not grow by
-//! more than [`GROWTH_SHARE`] of the offered rate a second, and every `--slo` held. An
+//! more than [`GROWTH_SHARE`] of the offered rate a second (and [`MIN_GROWTH`] requests over
+//! a window), and every `--slo` held. An
 //! unpaced step offers nothing: it shows the most the tasks get through and never counts
 //! as sustained.
 
@@ -23,6 +24,8 @@ use std::borrow::Cow;
 pub const SCHEMA: &str = "oemputx.ladder/1";
 /// A step keeps up when it achieves at least this share of the offered rate.
 pub const KEEP_UP: f64 = 0.98;
+/// A backlog's trend must add up to this many requests over a window to count as growth.
+pub const MIN_GROWTH: f64 = 2.0;
 /// A backlog growing faster than this share of the offered rate (per second) does not hold.
 pub const GROWTH_SHARE: f64 = 0.02;
 
@@ -306,13 +309,14 @@ impl Step {
             host_state: host_load.map(|h| h.state),
             drift: None,
         };
-        step.why = step.reasons_not_held(slos, report.status_detail.as_deref());
+        let window_s = plan.scheduled_s / plan.windows.max(1) as f64;
+        step.why = step.reasons_not_held(slos, report.status_detail.as_deref(), window_s);
         step.holds = step.why.is_empty();
         step
     }
 
     /// Every reason the step did not hold (none: it held).
-    fn reasons_not_held(&self, slos: &[Slo], detail: Option<&str>) -> Vec<String> {
+    fn reasons_not_held(&self, slos: &[Slo], detail: Option<&str>, window_s: f64) -> Vec<String> {
         let mut why = Vec::new();
         if self.status != Status::Completed {
             why.push(format!(
@@ -331,7 +335,11 @@ impl Step {
                     100.0 * KEEP_UP
                 ));
             }
-            if self.backlog_growth > GROWTH_SHARE * offered {
+            // A trend that adds up to less than MIN_GROWTH requests over a window is the
+            // backlog's own steps (it moves a whole request at a time), not growth.
+            if self.backlog_growth > GROWTH_SHARE * offered
+                && self.backlog_growth * window_s >= MIN_GROWTH
+            {
                 why.push(format!(
                     "its backlog grew {} requests a second (more than {:.0} % of the rate), {:.0} due and unanswered at the end",
                     rate(self.backlog_growth),

@@ -2,9 +2,10 @@
 //! the steps leave, what limited the first step above it, the knee, repeats that disagree
 //! with their first measurement, and the cores each group kept busy along the curve.
 //!
-//! - **Held**: a rate holds when every measurement of it held, leaving out one that a
-//!   measurement with more tasks replaced (`--tasks auto`: the driver limited it). The top
-//!   is the highest rate that held below the lowest that did not.
+//! - **Held**: a rate holds when most of its measurements held (fails when most did not;
+//!   a tie, a repeat that disagreed, is neither), leaving out one that a measurement with
+//!   more tasks replaced (`--tasks auto`: the driver limited it). The top is the highest
+//!   rate that held below the lowest that failed.
 //! - **What limited it**, for the lowest rate above the top that did not hold:
 //!   - `host` when less than [`HOST_FULL_IDLE`] of the CPUs was idle over the step;
 //!   - after `--tasks auto` measured the rate again with twice the tasks: `driver` when
@@ -104,30 +105,39 @@ pub fn curve(steps: &[Step]) -> Vec<&Step> {
     out
 }
 
-/// The paced measurements that count, by rate: (rate, held every time), lowest first.
-fn outcomes(steps: &[Step]) -> Vec<(f64, bool)> {
+/// The paced measurements that count, by rate, lowest first: held (Some(true)) when most
+/// of its measurements held, failed (Some(false)) when most did not, None on a tie (a
+/// repeat that disagreed: drift, flagged by [`drift`]).
+fn outcomes(steps: &[Step]) -> Vec<(f64, Option<bool>)> {
     let gone = superseded(steps);
-    let mut out: Vec<(f64, bool)> = Vec::new();
+    let mut tally: Vec<(f64, usize, usize)> = Vec::new();
     for (s, _) in steps.iter().zip(&gone).filter(|(_, g)| !**g) {
         let Some(r) = s.offered_tps else { continue };
-        match out.iter_mut().find(|(x, _)| *x == r) {
-            Some(o) => o.1 &= s.holds,
-            None => out.push((r, s.holds)),
+        let (held, failed) = (usize::from(s.holds), usize::from(!s.holds));
+        match tally.iter_mut().find(|(x, ..)| *x == r) {
+            Some(t) => {
+                t.1 += held;
+                t.2 += failed;
+            }
+            None => tally.push((r, held, failed)),
         }
     }
-    out.sort_by(|a, b| a.0.total_cmp(&b.0));
-    out
+    tally.sort_by(|a, b| a.0.total_cmp(&b.0));
+    tally
+        .into_iter()
+        .map(|(r, held, failed)| (r, (held != failed).then_some(held > failed)))
+        .collect()
 }
 
 /// The top: the highest rate that held below the lowest that did not (every rate up to it
-/// held), and that lowest rate (None when every rate held).
+/// held, or disagreed with itself), and that lowest rate (None when none failed).
 pub fn top(steps: &[Step]) -> (Option<f64>, Option<f64>) {
     let o = outcomes(steps);
-    let first_failed = o.iter().find(|x| !x.1).map(|x| x.0);
+    let first_failed = o.iter().find(|x| x.1 == Some(false)).map(|x| x.0);
     let max = o
         .iter()
         .rev()
-        .find(|x| x.1 && first_failed.is_none_or(|f| x.0 < f))
+        .find(|x| x.1 == Some(true) && first_failed.is_none_or(|f| x.0 < f))
         .map(|x| x.0);
     (max, first_failed)
 }
@@ -136,10 +146,10 @@ pub fn top(steps: &[Step]) -> (Option<f64>, Option<f64>) {
 /// drifted, or the flow's cost depends on the rate), and the top is taken below.
 fn held_above_a_failure(steps: &[Step]) -> Option<String> {
     let o = outcomes(steps);
-    let failed = o.iter().find(|x| !x.1)?.0;
+    let failed = o.iter().find(|x| x.1 == Some(false))?.0;
     let above: Vec<String> = o
         .iter()
-        .filter(|x| x.1 && x.0 > failed)
+        .filter(|x| x.1 == Some(true) && x.0 > failed)
         .map(|x| rate(x.0))
         .collect();
     (!above.is_empty()).then(|| {
@@ -448,7 +458,7 @@ pub fn drift(steps: &mut [Step]) -> Vec<String> {
 pub fn capacity(steps: &[Step], price: Option<f64>) -> Vec<CapacityRow> {
     let held: Vec<f64> = outcomes(steps)
         .into_iter()
-        .filter(|o| o.1)
+        .filter(|o| o.1 == Some(true))
         .map(|o| o.0)
         .collect();
     let gone = superseded(steps);

@@ -129,9 +129,25 @@ impl BurnResponder {
         (r, rate)
     }
 
+    /// How many messages a second it answered between two instants (ns since the epoch),
+    /// by its own count (its trace, interpolated).
+    pub fn answered_per_second_between(&self, from_ns: u128, to_ns: u128) -> Option<f64> {
+        let (m0, _) = self.traced_at(from_ns)?;
+        let (m1, _) = self.traced_at(to_ns)?;
+        let secs = (to_ns.saturating_sub(from_ns)) as f64 / 1e9;
+        (secs > 0.0).then(|| (m1 - m0) / secs)
+    }
+
     /// Its own CPU µs per message between two instants (ns since the epoch), from its
     /// trace (a line every 20 ms, interpolated); None with no message between them.
     pub fn cpu_per_message_between(&self, from_ns: u128, to_ns: u128) -> Option<f64> {
+        let (m0, c0) = self.traced_at(from_ns)?;
+        let (m1, c1) = self.traced_at(to_ns)?;
+        (m1 > m0).then(|| (c1 - c0) / 1000.0 / (m1 - m0))
+    }
+
+    /// (messages answered, process CPU ns) at an instant, from the trace.
+    fn traced_at(&self, at_ns: u128) -> Option<(f64, f64)> {
         let text = std::fs::read_to_string(&self.trace).ok()?;
         let points: Vec<(f64, f64, f64)> = text
             .lines()
@@ -151,9 +167,7 @@ impl BurnResponder {
                 w[0].2 + f * (w[1].2 - w[0].2),
             ))
         };
-        let (m0, c0) = at(from_ns as f64)?;
-        let (m1, c1) = at(to_ns as f64)?;
-        (m1 > m0).then(|| (c1 - c0) / 1000.0 / (m1 - m0))
+        at(at_ns as f64)
     }
 
     /// The drain rate of a responder burning `us` a message, measured as

@@ -131,13 +131,22 @@ fn ladder(steps: Vec<Step>) -> Ladder {
 #[test]
 fn the_top_is_the_highest_rate_that_held_and_the_interval_reaches_the_lowest_that_did_not() {
     assert_eq!(top(&bisected()), (Some(617.0), Some(673.0)));
-    // A repeat of 617 that fails takes it back: 566 is the top, 617 bounds it.
+    // A repeat of 617 that fails takes it back: 617 disagrees with itself, so 566 is the
+    // top and 673 (failed every time) bounds it; a third measurement that fails decides.
     let mut s = bisected();
     let mut again = step(8, 617.0, 590.0, 5000.0, 430.0, 1.0);
     again.phase = Phase::Repeat;
     again.repeat_of = Some(7);
     s.push(again);
+    assert_eq!(top(&s), (Some(566.0), Some(673.0)));
+    s.push(step(9, 617.0, 580.0, 5000.0, 430.0, 1.0));
     assert_eq!(top(&s), (Some(566.0), Some(617.0)));
+    // The lowest rate's repeat failing by chance takes nothing back but itself.
+    let mut s = bisected();
+    let mut low = step(8, 100.0, 90.0, 1000.0, 900.0, 1.5);
+    low.repeat_of = Some(1);
+    s.push(low);
+    assert_eq!(top(&s), (Some(617.0), Some(673.0)));
     // Nothing held; everything held.
     assert_eq!(
         top(&[step(1, 900.0, 500.0, 1.0, 1.0, 1.0)]),
@@ -360,17 +369,26 @@ fn a_step_that_keeps_the_rate_but_misses_its_slo_does_not_hold_and_says_so() {
     // p99 3,600 µs against 3 ms: only the objective fails.
     s.slo_us = vec![3600.0];
     assert_eq!(
-        s.reasons_not_held(&slo, None),
+        s.reasons_not_held(&slo, None, 2.0),
         ["p99 was 3.6 ms (the SLO is p99 ≤ 3ms)"]
     );
     s.slo_us = vec![2900.0];
-    assert!(s.reasons_not_held(&slo, None).is_empty());
+    assert!(s.reasons_not_held(&slo, None, 2.0).is_empty());
     // Held the rate, missed the objective: the flow, not the driver.
     s.slo_us = vec![3600.0];
     s.holds = false;
     let (by, why) = diagnose(&s, Evidence::default(), 2, 1);
     assert_eq!(by, Limiter::Flow);
     assert!(why.contains("latency objective"), "{why}");
+    // A backlog's trend of 1.7 requests a second over windows of 0.4 s at 12.5 msg/s adds
+    // up to less than a request: noise; of 20 a second over 2 s, growth.
+    s.slo_us = vec![2900.0];
+    s.offered_tps = Some(12.5);
+    s.achieved_tps = 12.5;
+    s.backlog_growth = 1.7;
+    assert!(s.reasons_not_held(&slo, None, 0.4).is_empty());
+    s.backlog_growth = 20.0;
+    assert!(s.reasons_not_held(&slo, None, 2.0)[0].starts_with("its backlog grew 20"));
 }
 
 #[test]
