@@ -154,7 +154,7 @@ ensure_pcp() {
 }
 
 ensure_pcp_user() {
-  # The tests' PCP user (tests/pcp.rs, pcp://oemputx@127.0.0.1): pmdaproc lists processes
+  # The tests' PCP user (tests/it/pcp.rs, pcp://oemputx@127.0.0.1): pmdaproc lists processes
   # without their threads (the process's own user/system split, docs/hosts.md) only for a
   # client pmcd has authenticated. pmcd checks the password in its SASL database and maps
   # the name to an account, so the user is both; a test account, on loopback only.

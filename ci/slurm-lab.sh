@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A two-node Slurm cluster on this machine, for tests/slurm.rs (issue 46): nodes s1 and s2
+# A two-node Slurm cluster on this machine, for tests/it/slurm.rs (issue 46): nodes s1 and s2
 # are network namespaces on a bridge, each with its own hostname (a UTS namespace) and
 # address, each running its own slurmd; slurmctld and munged run on the bridge's side,
 # which is also where RabbitMQ is reachable, at the bridge's address, for a lab user.

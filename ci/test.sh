@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/ensure-rust.sh
 bash ci/services.sh
-# The two-node Slurm lab for tests/slurm.rs (Slurm installed when absent; needs root, as CI
+# The two-node Slurm lab for tests/it/slurm.rs (Slurm installed when absent; needs root, as CI
 # is). A lab that fails to come up fails those tests under CI, never skips them.
 # A lab that was already up is left up; one this script brought up is taken down on exit.
 slurm_lab=0

@@ -2,14 +2,12 @@
 //! mapping from an error to its code.
 //!
 //! Module boundaries return `thiserror` enums; the glue wraps them in `anyhow` with context.
-//! Whether a failure is the user's input (exit 2) or the run's (exit 1) is decided here, once,
-//! by walking the error chain for a typed error that knows.
+//! Whether a failure is the user's input (exit 2) or the run's (exit 1) is said by each
+//! typed error ([`Classified`], beside its definition); this walks an error's chain for the
+//! first that says.
 
-use crate::config::ConfigError;
-use crate::msgfile::MsgFileError;
-use crate::report::saved::ReportFileError;
-use crate::transport::{EndpointError, TransportError};
-use std::process::ExitCode;
+use crate::exit_code::class_of;
+pub use crate::exit_code::{Classified, Exit};
 
 /// `eprintln!` that cannot panic: a full or closed stderr loses the line, never the run
 /// (the report files are written before anything is said).
@@ -69,61 +67,35 @@ macro_rules! outln {
     }};
 }
 
-/// Every exit status oemputx can end with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// The run finished and every request was answered.
-    Ok = 0,
-    /// A runtime failure: the broker went away, replies timed out, a report could not be written.
-    Failure = 1,
-    /// Usage or bad input: a flag, a profile, a URL, a message file, an unreachable broker.
-    Usage = 2,
-    /// The gate found a regression.
-    Regression = 3,
-    /// Under `gate --strict`: the gate could not decide, or there is no baseline.
-    Inconclusive = 4,
-    /// Stopped by Ctrl-C (128 + SIGINT).
-    Interrupted = 130,
-}
+/// How each typed error is asked its class: one entry per `thiserror` type in `src/` (a
+/// test scans the source and fails on one that is missing here), and clap's own.
+const CLASSES: &[fn(&(dyn std::error::Error + 'static)) -> Option<Exit>] = &[
+    class_of::<crate::config::ConfigError>,
+    class_of::<crate::msgfile::MsgFileError>,
+    class_of::<crate::report::saved::ReportFileError>,
+    class_of::<crate::transport::EndpointError>,
+    class_of::<crate::transport::TransportError>,
+    class_of::<crate::gate::GateError>,
+    class_of::<crate::gate::change_points::Unsearchable>,
+    class_of::<crate::accounting::selector::SelectorError>,
+    class_of::<crate::accounting::clock::CpuError>,
+    class_of::<crate::accounting::pcp::PcpError>,
+    class_of::<crate::accounting::snapshot::SnapshotError>,
+    class_of::<crate::experiment::DesignError>,
+    class_of::<crate::report::merge::MergeError>,
+    class_of::<crate::profiling::recorder::ProfileError>,
+    class_of::<crate::files::ReadError>,
+    #[cfg(feature = "stomp")]
+    class_of::<crate::transport::stomp::frame::FrameError>,
+    |cause| cause.downcast_ref::<clap::Error>().map(|_| Exit::Usage),
+];
 
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> Self {
-        ExitCode::from(e as u8)
-    }
-}
-
-/// The exit code for an error chain: the first typed error in it decides.
+/// The exit code for an error chain: the first typed error in it decides; an error no
+/// type claims is a runtime failure, never a usage error by accident.
 pub fn exit_for(err: &anyhow::Error) -> Exit {
-    for cause in err.chain() {
-        if cause.downcast_ref::<ConfigError>().is_some()
-            || cause.downcast_ref::<MsgFileError>().is_some()
-            || cause.downcast_ref::<ReportFileError>().is_some()
-            || cause.downcast_ref::<EndpointError>().is_some()
-            || cause.downcast_ref::<crate::gate::GateError>().is_some()
-            || cause
-                .downcast_ref::<crate::accounting::selector::SelectorError>()
-                .is_some()
-            || cause
-                .downcast_ref::<crate::experiment::DesignError>()
-                .is_some()
-            || cause
-                .downcast_ref::<crate::report::merge::MergeError>()
-                .is_some()
-        {
-            return Exit::Usage;
-        }
-        if let Some(t) = cause.downcast_ref::<TransportError>() {
-            return if t.is_usage() {
-                Exit::Usage
-            } else {
-                Exit::Failure
-            };
-        }
-        if cause.downcast_ref::<clap::Error>().is_some() {
-            return Exit::Usage;
-        }
-    }
-    Exit::Failure
+    err.chain()
+        .find_map(|cause| CLASSES.iter().find_map(|class| class(cause)))
+        .unwrap_or(Exit::Failure)
 }
 
 pub use crate::signals::{LAST_SIGNAL, interrupted_by};
@@ -142,6 +114,7 @@ pub fn exit_for_now(err: &anyhow::Error) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::TransportError;
     use anyhow::Context;
 
     fn code(e: anyhow::Error) -> Exit {

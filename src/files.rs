@@ -27,6 +27,9 @@ pub enum ReadError {
     },
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(ReadError);
+
 /// A bound in bytes as a person reads it: MiB, or KiB below one MiB.
 fn shown_size(bytes: u64) -> String {
     if bytes >= 1 << 20 {

@@ -1,13 +1,27 @@
 //! oemputx: what does one message cost?
 //!
 //! The library behind the `oemputx` binary. The modules follow the data flow, and imports
-//! only point down it:
+//! only point down it: each module imports only modules on lower lines of this map (it may
+//! skip layers; none on its own line or above). docs/layout.md draws the same map, and
+//! tests/it/layout.rs checks that the two agree, that they name every module there is, and
+//! that every `crate::` path in `src/` points down.
 //!
 //! ```text
-//! commands ─► interleave ─► measure ─► exit, export, no_reply ─► gate, serving
-//!   ─► report, progress ─► cli, driver, flows ─► config ─► pubsub ─► transport
-//!   ─► accounting ─► experiment, msgfile, url_parts
-//!   ─► children, features, files, secret, signals, stats, terminal, window
+//! commands/                     one thin file per subcommand
+//!   orchestrate/                sweep, live compare, the A/B gate, a pub/sub window
+//!     interleave/               the engine's cycles over flows oemputx starts
+//!       measure.rs              one measured run
+//!         exit.rs  export/  no_reply.rs
+//!           gate/  serving.rs
+//!             report/  progress.rs
+//!               cli/  driver/  flows.rs
+//!                 config/
+//!                   pubsub/
+//!                     transport/
+//!                       profiling/
+//!                         accounting/
+//!                           experiment/  msgfile.rs  url_parts.rs
+//!                             children.rs  exit_code.rs  features.rs  files.rs  secret.rs  signals.rs  stats.rs  terminal.rs  window.rs
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.
@@ -19,6 +33,7 @@ pub mod commands;
 pub mod config;
 pub mod driver;
 pub mod exit;
+pub mod exit_code;
 pub mod experiment;
 pub mod export;
 pub mod features;

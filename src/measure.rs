@@ -1,13 +1,14 @@
 //! One measured run, from a validated config to its report, and the report's export: shared
 //! by the default command, `sweep` (a run per point) and `gate` (a run, then the verdict).
 
+use crate::accounting::CpuTable;
 use crate::accounting::clock::DriverCpu;
 use crate::accounting::{Accounting, DriverRow, Traffic};
 use crate::config::{RunConfig, RunLength};
 use crate::driver::backlog::{Backlog, RoundBacklog};
 use crate::driver::{self, Controls};
 use crate::progress::{Progress, ProgressSettings};
-use crate::report::{Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use crate::report::{Latency, Measured, Report, RoundGroup, RoundRow};
 use crate::transport;
 use crate::window::Windows;
 use std::sync::Arc;
@@ -85,6 +86,32 @@ pub fn measure_paced(
         excluded.len(),
         !profile_threads.is_empty(),
     );
+    let report = report_of(
+        cfg,
+        &outcome,
+        (&window, &accounting),
+        stacks,
+        consumers_before,
+        source,
+    );
+    Ok((
+        report,
+        backlog
+            .map(|mut b| std::mem::take(&mut b.rounds))
+            .unwrap_or_default(),
+    ))
+}
+
+/// The run's report, whole: its CPU table from the accounting and the driver's clock, its
+/// rounds, what perf sampled, who served its queue and why no one answered.
+fn report_of(
+    cfg: &RunConfig,
+    outcome: &driver::Outcome,
+    (window, accounting): (&DriverCpu, &Accounting),
+    stacks: Option<crate::profiling::recorder::Recorder>,
+    consumers_before: Option<u32>,
+    source: String,
+) -> Report {
     let transactions = outcome.integrity.matched;
     let rate = transactions as f64 / outcome.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     let round_trip_us = outcome.round_trip_ns.mean() / 1000.0;
@@ -96,46 +123,27 @@ pub fn measure_paced(
         round_trip_us,
         rate_tps: rate,
     });
-    let report = Report::build(
+    let rounds = round_rows(cfg, outcome, window, accounting);
+    let profile = stacks.map(|recorder| profile_of(recorder, table.as_ref(), transactions));
+    let serving = table
+        .as_ref()
+        .filter(|_| cfg.check_serving)
+        .and_then(|t| crate::serving::check(cfg, &t.processes, &t.groups));
+    let silence = silence(cfg, outcome, consumers_before);
+    Report::build(
         cfg,
-        &outcome,
-        window.used(),
-        source,
-        table,
-        accounting.error.clone(),
-    );
-    let mut report = report;
-    report.rounds = round_rows(cfg, &outcome, &window, &accounting);
-    report.rounds_summary = RoundsSummary::of(&report.rounds);
-    if let Some(recorder) = stacks {
-        add_profile(recorder, &mut report);
-    }
-    explain(cfg, consumers_before, &mut report);
-    Ok((
-        report,
-        backlog
-            .map(|mut b| std::mem::take(&mut b.rounds))
-            .unwrap_or_default(),
-    ))
-}
-
-/// What the report says of the run beyond its figures: why no one answered, round trips
-/// the CPU does not explain, who served the request queue.
-fn explain(cfg: &RunConfig, consumers_before: Option<u32>, report: &mut Report) {
-    explain_silence(cfg, consumers_before, report);
-    hint_slow_round_trips(cfg, report);
-    if cfg.check_serving
-        && let Some((serving, warnings)) = crate::serving::check(cfg, report)
-    {
-        if !warnings.is_empty() {
-            report
-                .accounting
-                .get_or_insert_with(Default::default)
-                .warnings
-                .extend(warnings);
-        }
-        report.serving = Some(serving);
-    }
+        Measured {
+            outcome,
+            app_cpu: window.used(),
+            app_cpu_source: source,
+            table,
+            accounting_error: accounting.error.clone(),
+            rounds,
+            profile,
+            serving,
+            silence,
+        },
+    )
 }
 
 /// A ladder's paced steps (they settle first) want their backlog; a plain run does not.
@@ -199,71 +207,41 @@ fn start_stacks(cfg: &RunConfig) -> anyhow::Result<Option<crate::profiling::reco
         })
 }
 
-/// Read what perf sampled into the report; a profile that could not be made is a warning
-/// saying why, never an empty table.
-fn add_profile(recorder: crate::profiling::recorder::Recorder, report: &mut Report) {
-    let outcome = if crate::signals::interrupted() {
-        Err("the run was interrupted before its stacks were read".to_string())
-    } else {
-        let rows = crate::profiling::attribute::Rows {
-            processes: &report.processes,
-            groups: &report.groups,
-        };
-        recorder.finish(&rows, report.transactions)
-    };
-    match outcome {
-        Ok(p) => report.profile = Some(p),
-        Err(e) => report
-            .accounting
-            .get_or_insert_with(Default::default)
-            .warnings
-            .push(format!("--profile: no profile: {e}")),
+/// What perf sampled, attributed to the CPU table's processes and groups; why there is no
+/// profile where one could not be made (a warning in the report, never an empty table).
+fn profile_of(
+    recorder: crate::profiling::recorder::Recorder,
+    table: Option<&CpuTable>,
+    transactions: u64,
+) -> Result<crate::profiling::Profile, String> {
+    if crate::signals::interrupted() {
+        return Err("the run was interrupted before its stacks were read".to_string());
     }
-}
-
-/// The transport's word on a run whose round trips the measured CPU does not explain.
-fn hint_slow_round_trips(cfg: &RunConfig, report: &mut crate::report::Report) {
-    let Some(p50) = report.round_trip_percentiles.iter().find(|p| p.pct == 50.0) else {
-        return;
-    };
-    if let Some(hint) = cfg
-        .endpoint
-        .kind()
-        .slow_round_trip_hint(cfg.persistent, p50.us)
-    {
-        report
-            .accounting
-            .get_or_insert_with(Default::default)
-            .warnings
-            .push(hint);
-    }
+    let (processes, groups) =
+        table.map_or((&[][..], &[][..]), |t| (&t.processes[..], &t.groups[..]));
+    recorder.finish(
+        &crate::profiling::attribute::Rows { processes, groups },
+        transactions,
+    )
 }
 
 /// A run that got no reply at all although the broker counts consumers on its request
-/// queue: say so, and for AMQP 1.0 the likely cause (an AMQP 0-9-1 flow on the same
-/// RabbitMQ queue cannot read requests sent over AMQP 1.0, and died of it).
-fn explain_silence(cfg: &RunConfig, before: Option<u32>, report: &mut crate::report::Report) {
+/// queue: what to add to its status (the transport's own likely cause where it knows one:
+/// an AMQP 0-9-1 flow on the same RabbitMQ queue cannot read requests sent over AMQP 1.0).
+fn silence(cfg: &RunConfig, outcome: &driver::Outcome, before: Option<u32>) -> Option<String> {
     use crate::driver::Status;
     let silent = matches!(
-        report.status,
+        outcome.status,
         Status::TimedOut | Status::StoppedAfterTimeouts
-    ) && report.integrity.matched == 0;
-    if !silent {
-        return;
-    }
-    let Some(n) = before.filter(|n| *n > 0) else {
-        return;
-    };
-    let why = if cfg.endpoint.kind().transport() == "amqp10" {
-        "an AMQP 0-9-1 consumer (sample-flow without --url amqp10://) cannot read requests sent over AMQP 1.0: give the AMQP 1.0 run a queue of its own (the AMQP10 profile uses MQSI.IN.AMQP10)"
-    } else {
-        "are they serving another run, replying elsewhere, or echoing the wrong correlation id?"
-    };
-    let detail = report.status_detail.take().unwrap_or_default();
-    report.status_detail = Some(format!(
-        "{detail}; the broker counted {n} consumer(s) on {} as the run began, yet none answered: {why}",
+    ) && outcome.integrity.matched == 0;
+    let n = before.filter(|n| *n > 0 && silent)?;
+    let why = cfg.endpoint.kind().silent_consumers_hint().unwrap_or(
+        "are they serving another run, replying elsewhere, or echoing the wrong correlation id?",
+    );
+    Some(format!(
+        "the broker counted {n} consumer(s) on {} as the run began, yet none answered: {why}",
         cfg.request_queue
-    ));
+    ))
 }
 
 /// Each round's figures; with one round, the run's own table stands for it.

@@ -55,6 +55,9 @@ pub enum MsgFileError {
     Refused(crate::files::ReadError),
 }
 
+// The user's input (exit 2).
+crate::usage_error!(MsgFileError);
+
 /// The set of request bodies a run sends, in turn.
 #[derive(Debug, Clone)]
 pub struct Messages {

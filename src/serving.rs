@@ -12,8 +12,8 @@
 //! processes to add or take out.
 
 use crate::accounting::sockets::{self, Connections};
+use crate::accounting::{GroupRow, ProcessRow};
 use crate::config::RunConfig;
-use crate::report::Report;
 use crate::report::serving::{Peer, Serving};
 use std::net::ToSocketAddrs;
 
@@ -53,18 +53,21 @@ pub(crate) fn describe(pid: i32) -> (String, Option<String>) {
     (name, other)
 }
 
-/// What the host and the broker show of who serves `cfg`'s request queue, with the
-/// report's FLOW processes; `None` where the transport has no broker to connect to (the
+/// What the host and the broker show of who serves `cfg`'s request queue, with the CPU
+/// table's FLOW processes; `None` where the transport has no broker to connect to (the
 /// embedded queue manager, IBM MQ's bindings) or the run has no FLOW group.
-pub fn check(cfg: &RunConfig, report: &Report) -> Option<(Serving, Vec<String>)> {
+pub fn check(
+    cfg: &RunConfig,
+    processes: &[ProcessRow],
+    groups: &[GroupRow],
+) -> Option<(Serving, Vec<String>)> {
     let (host, port) = cfg.endpoint.kind().broker_address()?;
-    let flow_rows: Vec<_> = report
-        .processes
+    let flow_rows: Vec<_> = processes
         .iter()
         .filter(|p| p.group == FLOW && p.host == "local")
         .filter_map(|p| p.pid.map(|pid| (pid, p.total_us_per_tran)))
         .collect();
-    if !report.groups.iter().any(|g| g.name == FLOW) {
+    if !groups.iter().any(|g| g.name == FLOW) {
         return None;
     }
     let addrs: Vec<_> = (host.as_str(), port)

@@ -6,7 +6,7 @@
  * It measures what each function really took with its thread's CPU clock, around each call
  * (outside the two functions' frames), and on SIGTERM writes that truth to --truth PATH as
  * one JSON line: {"messages":N,"parse_request_us":…,"render_reply_us":…} per message. The
- * profile's tests (tests/profile.rs) and lab/profile-accuracy.sh compare oemputx --profile's
+ * profile's tests (tests/it/profile.rs) and lab/profile-accuracy.sh compare oemputx --profile's
  * µs per message for each function with it.
  *
  *   gcc -O2 -g -fno-omit-frame-pointer -o burn_responder lab/holdout/burn_responder.c -lrabbitmq

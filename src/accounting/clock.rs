@@ -16,6 +16,9 @@ pub enum CpuError {
     Clock { what: String, source: nix::Error },
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(CpuError);
+
 fn to_duration(ts: nix::sys::time::TimeSpec) -> Duration {
     Duration::new(
         ts.tv_sec().max(0) as u64,

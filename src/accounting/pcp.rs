@@ -103,6 +103,9 @@ pub enum PcpError {
     },
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(PcpError);
+
 /// One host read through pmproxy.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "pcp"), allow(dead_code))]

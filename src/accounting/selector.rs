@@ -84,6 +84,9 @@ pub enum SelectorError {
     },
 }
 
+// The user's input (exit 2).
+crate::usage_error!(SelectorError);
+
 /// What a selector matches.
 #[derive(Debug, Clone)]
 pub enum Selector {

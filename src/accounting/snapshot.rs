@@ -91,6 +91,9 @@ pub enum SnapshotError {
     Stat(String),
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(SnapshotError);
+
 /// Clock ticks per second (USER_HZ), as /proc reports times.
 pub fn clk_tck() -> u64 {
     procfs::ticks_per_second().max(1)

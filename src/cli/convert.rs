@@ -4,12 +4,13 @@
 //! takes one number; the run options after `gate --`, parsed here, once).
 
 use super::{
-    AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, LadderArgs, MatrixArgs, PubsubArgs,
-    RatioArgs, RunArgs, SourceArgs, SweepArgs, TaskCount,
+    AccountArgs, CompareArgs, CpuArgs, GateArgs, GroupArgs, LadderArgs, MatrixArgs, MergeArgs,
+    PubsubArgs, RatioArgs, RunArgs, SourceArgs, SweepArgs, TaskCount,
 };
 use crate::config::compare::CompareOptions;
 use crate::config::gate::{GateOptions, GateOutputs};
 use crate::config::ladder::LadderOptions;
+use crate::config::merge::MergeOptions;
 use crate::config::pubsub::PubsubOptions;
 use crate::config::sweep::SweepOptions;
 use crate::config::tools::{AccountOptions, CpuOptions, MatrixOptions};
@@ -275,6 +276,17 @@ impl AccountArgs {
             accounting: accounting(&self.groups, &self.source, &self.ratio, false),
             exports: self.outputs.exports(),
             command: self.command.clone(),
+        }
+    }
+}
+
+impl MergeArgs {
+    pub fn options(&self) -> MergeOptions {
+        MergeOptions {
+            reports: self.reports.clone(),
+            cpu: self.cpu.clone(),
+            exports: self.outputs.exports(),
+            quiet: self.quiet,
         }
     }
 }

@@ -245,7 +245,7 @@ pub(super) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
 /// Measure the current run now, with the run options given after `--`.
 fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
     let report = crate::measure::measure(cfg, interrupt)?;
-    crate::commands::run::write_reports(cfg, &report)?;
+    crate::export::run_reports::write_reports(&report, &cfg.outputs, cfg.quiet)?;
     if report.status != crate::driver::Status::Completed {
         anyhow::bail!(
             "the run did not complete ({}), so there is nothing to gate",

@@ -5,7 +5,7 @@ use crate::config::formats::Format;
 use crate::config::ladder::LadderConfig;
 use crate::exit::Exit;
 use crate::export;
-use crate::export::outputs::{Outputs, Style, save_result};
+use crate::export::outputs::{Outputs, Saving, Style};
 use crate::report::ladder::{Ladder, LadderEnd};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -47,17 +47,14 @@ fn write(cfg: &LadderConfig, l: &Ladder) -> anyhow::Result<()> {
             ("html", Format::Html),
         ];
         let label = format!("ladder-{}", l.label);
-        let text = ("the ladder text", text.as_str());
-        match save_result(dir, (&l.start_utc, &label), text, l, &formats, &style) {
-            Ok(base) if !cfg.quiet => {
-                let kinds: Vec<&str> = std::iter::once("txt")
-                    .chain(formats.iter().map(|(ext, _)| *ext))
-                    .collect();
-                crate::say!("ladder: saved {}.{{{}}}", base.display(), kinds.join(","));
-            }
-            Ok(_) => {}
-            Err(e) => out.failed(format!("{e:#}")),
-        }
+        let to = Saving {
+            dir,
+            start_utc: &l.start_utc,
+            label: &label,
+            latest_json: false,
+            announce: (!cfg.quiet).then_some("ladder"),
+        };
+        out.save(&to, ("the ladder text", &text), l, &formats, &style);
     }
     out.finish((!cfg.quiet).then_some(text.as_str()))
 }

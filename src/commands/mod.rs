@@ -50,7 +50,7 @@ fn run_command(cli: &Cli, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
         Some(Command::Gate(args)) => gate_command(args, Ok(()), interrupt),
         Some(Command::Profiles(args)) => profiles::profiles(args.config.as_deref()),
         Some(Command::Init(args)) => profiles::init(args.path.as_deref(), args.force),
-        Some(Command::Merge(args)) => merge::merge(args),
+        Some(Command::Merge(args)) => merge::merge(&args.options().build()?),
         Some(Command::History(args)) => history::history(args),
         None => run::put_get(&cli.run.options()?.build()?, interrupt),
     }

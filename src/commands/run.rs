@@ -2,16 +2,11 @@
 //! options name, and an exit code from how the run ended.
 
 use crate::config::RunConfig;
-use crate::config::formats::Format;
 use crate::driver::Status;
 use crate::exit::Exit;
 use crate::export;
-use crate::export::outputs::{Artifact as _, Outputs, Style};
 use crate::measure::measure;
 use crate::report::Report;
-use crate::report::history::{self, History};
-use crate::report::saved::ReportFileError;
-
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -25,7 +20,7 @@ pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
     if let Some(note) = cfg.groups_note.as_ref().filter(|_| !cfg.quiet) {
         crate::say!("Note: {note}");
     }
-    write_reports(cfg, &report)?;
+    export::run_reports::write_reports(&report, &cfg.outputs, cfg.quiet)?;
     Ok(exit_of_report(&report))
 }
 
@@ -76,142 +71,6 @@ pub fn exit_of(status: Status) -> Exit {
         Status::Completed => Exit::Ok,
         Status::Interrupted => Exit::Interrupted,
         Status::TimedOut | Status::StoppedAfterTimeouts | Status::Failed => Exit::Failure,
-    }
-}
-
-/// Write the report to every file the options name, then to stdout (unless --quiet): a
-/// stdout that is full or closed can no longer lose the files. A file that cannot be
-/// written does not stop the others; the error names every one that failed.
-pub fn write_reports(cfg: &RunConfig, report: &Report) -> anyhow::Result<()> {
-    let e = &cfg.exports;
-    let style = Style {
-        delimiter: e.delimiter,
-        decimal_comma: e.decimal_comma,
-    };
-    let json = report.render(Format::Json, &style)?;
-    let mut out = Outputs::new();
-    // The baseline: this run appended to main's history in that file.
-    let mut baseline_error = None;
-    if let Some(path) = &cfg.save_baseline {
-        match append_to_history(path, report, &json) {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => {
-                out.failed(format!("{err:#}"));
-                baseline_error = Some(err);
-            }
-            Err(err) => out.failed(format!("{err:#}")),
-        }
-    }
-    out.artifact(report, &cfg.outputs(), &style);
-    let text = export::text::render(report);
-    if let Some(dir) = &e.save_dir {
-        let tsv = report.render(Format::Tsv, &style)?;
-        #[cfg(feature = "html")]
-        let html = report.render(Format::Html, &style)?;
-        let files = [
-            ("txt", "the text report", text.as_str()),
-            ("tsv", "the TSV report", tsv.as_str()),
-            ("json", "the JSON report", json.as_str()),
-            #[cfg(feature = "html")]
-            ("html", "the HTML report", html.as_str()),
-        ];
-        for failure in save_in_reports_dir(dir, report, &files, &json) {
-            out.failed(failure);
-        }
-    }
-    // Stdout last: the text (to stderr when an output holds stdout), then that output.
-    let failed = out.finish_failures((!cfg.quiet).then_some(text.as_str()));
-    match (failed.is_empty(), baseline_error) {
-        (true, _) => Ok(()),
-        // The user's file (exit 2), once everything else is safe.
-        (false, Some(err)) if failed.len() == 1 => {
-            Err(anyhow::Error::new(err).context("every other output was written"))
-        }
-        _ => export::all_written(failed),
-    }
-}
-
-/// The run's `files` (text, TSV, JSON, HTML) stamped in the reports folder, and its `json`
-/// as latest.json: the failures, each named. latest.json is written even when a stamped file
-/// failed: it is what tools read.
-fn save_in_reports_dir(
-    dir: &std::path::Path,
-    report: &Report,
-    files: &[(&str, &str, &str)],
-    json: &str,
-) -> Vec<String> {
-    let mut failed = Vec::new();
-    if let Err(err) = export::save_in_folder(dir, &report.start_utc, &report.label, files) {
-        failed.push(format!("{err:#}"));
-    }
-    if dir.is_dir()
-        && let Err(err) = export::write_output(&dir.join("latest.json"), "the JSON report", json)
-    {
-        failed.push(format!("{err:#}"));
-    }
-    failed
-}
-
-/// The history `path` holds with this run appended (a new one when there is no file); a
-/// run that did not complete is no baseline.
-/// Append this run to main's history in `path`, holding an exclusive lock on the file's
-/// folder from the read to the rename: runs saving into one history at once (parallel CI
-/// jobs sharing a cache or a network folder) all land, none overwriting another's. The
-/// folder, not a lock file beside the history, so that nothing is left behind. The inner
-/// error is the history file's own (exit 2); the outer one, the lock or the write.
-fn append_to_history(
-    path: &std::path::Path,
-    report: &Report,
-    json: &str,
-) -> anyhow::Result<Result<(), ReportFileError>> {
-    use anyhow::Context;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let lock = std::fs::File::open(dir)
-        .and_then(|f| f.lock().map(|()| f))
-        .with_context(|| {
-            format!(
-                "locking {} to append to the baseline history {}",
-                dir.display(),
-                path.display()
-            )
-        })?;
-    let body = match baseline_history(path, report, json) {
-        Ok(body) => body,
-        Err(e) => return Ok(Err(e)),
-    };
-    export::write_output(path, "the baseline history", &body)?;
-    drop(lock);
-    Ok(Ok(()))
-}
-
-fn baseline_history(
-    path: &std::path::Path,
-    report: &Report,
-    json: &str,
-) -> Result<String, ReportFileError> {
-    if report.status != Status::Completed {
-        return Err(ReportFileError::Corrupt {
-            path: path.to_path_buf(),
-            why: format!(
-                "this run did not complete ({}), so it was not appended to the baseline",
-                report.status.describe()
-            ),
-        });
-    }
-    let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| ReportFileError::Corrupt {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        })?;
-    let saved = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let value = history::stamp(value, history::this_commit(), &saved);
-    if path.exists() {
-        History::load(path)?.appended(value)
-    } else {
-        History::first(value)
     }
 }
 

@@ -5,7 +5,7 @@ use crate::config::RunConfig;
 use crate::config::formats::{Exports, Format};
 use crate::config::sweep::SweepConfig;
 use crate::exit::Exit;
-use crate::export::outputs::{Outputs, Style, save_result};
+use crate::export::outputs::{Outputs, Saving, Style};
 use crate::export::sweep::render_text;
 use crate::interleave::End;
 use crate::report::sweep::Sweep;
@@ -27,21 +27,22 @@ pub fn sweep(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exi
 
 fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result<()> {
     let style = Style {
-        delimiter: cfg.exports.delimiter,
+        delimiter: cfg.outputs.delimiter,
         decimal_comma: false,
     };
     let text = render_text(s);
     // Files first, each failure named without stopping the others: a full or closed stdout
     // cannot lose them. The chart's path is --chart or --export-svg.
     let mut exports: Vec<(Format, std::path::PathBuf)> = cfg
-        .outputs()
+        .outputs
+        .files
         .given()
         .map(|(f, p)| (f, p.to_path_buf()))
         .collect();
     exports.extend(sc.chart.clone().map(|p| (Format::Svg, p)));
     let mut out = Outputs::new();
     out.artifact(s, &Exports::new(exports), &style);
-    if let Some(dir) = &cfg.exports.save_dir {
+    if let Some(dir) = &cfg.outputs.save_dir {
         let formats = [
             ("tsv", Format::Tsv),
             ("json", Format::Json),
@@ -49,17 +50,14 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
             #[cfg(feature = "html")]
             ("html", Format::Html),
         ];
-        let text = ("the sweep text", text.as_str());
-        match save_result(dir, (&s.start_utc, &s.label), text, s, &formats, &style) {
-            Ok(base) if !cfg.quiet => {
-                let kinds: Vec<&str> = std::iter::once("txt")
-                    .chain(formats.iter().map(|(ext, _)| *ext))
-                    .collect();
-                crate::say!("sweep: saved {}.{{{}}}", base.display(), kinds.join(","));
-            }
-            Ok(_) => {}
-            Err(e) => out.failed(format!("{e:#}")),
-        }
+        let to = Saving {
+            dir,
+            start_utc: &s.start_utc,
+            label: &s.label,
+            latest_json: false,
+            announce: (!cfg.quiet).then_some("sweep"),
+        };
+        out.save(&to, ("the sweep text", &text), s, &formats, &style);
     }
     out.finish((!cfg.quiet).then_some(text.as_str()))
 }

@@ -5,7 +5,7 @@
 use super::options::RunOptions;
 use super::profile::{Profile, find_profile, profile_paths};
 use super::{
-    ConfigError, DEFAULT_COUNT, Exports, MAX_QUEUE_NAME, RunConfig, RunLength, bad, parse_ratio,
+    ConfigError, DEFAULT_COUNT, MAX_QUEUE_NAME, RunConfig, RunLength, RunOutputs, bad, parse_ratio,
 };
 use crate::accounting::selector::{self, GroupSpec};
 use crate::msgfile::Messages;
@@ -43,7 +43,7 @@ impl RunOptions {
             profile.and_then(|p| p.hosts.as_ref()),
         )?;
         let capture_ratio = parse_ratio(&args.accounting.capture_ratio)?;
-        let exports = exports(args)?;
+        let outputs = outputs(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
         let price_per_vcpu_hour = price(args.price_per_vcpu_hour)?;
         if args.outputs.export_folded.is_some() && !args.sample_stacks {
@@ -84,13 +84,11 @@ impl RunOptions {
             match_mode: args.match_mode,
             warmup: args.warmup,
             rate,
-            export_json: args.outputs.export_json.clone(),
-            save_baseline: args.outputs.save_baseline.clone(),
             quiet: args.outputs.quiet,
             groups,
             groups_note,
             hosts,
-            exports,
+            outputs,
             progress_bar: args.progress || (!args.no_progress && !args.outputs.quiet),
             stats_interval: match args.stats_interval {
                 Some(every) => (!every.is_zero()).then_some(every),
@@ -490,14 +488,11 @@ impl RunConfig {
         c.quiet = true;
         c.progress_bar = false;
         c.stats_interval = None;
-        c.export_json = None;
-        c.save_baseline = None;
-        c.exports.tsv = None;
-        c.exports.csv = None;
-        c.exports.markdown = None;
-        c.exports.openmetrics = None;
-        c.exports.html = None;
-        c.exports.save_dir = None;
+        c.outputs = RunOutputs {
+            delimiter: c.outputs.delimiter,
+            decimal_comma: c.outputs.decimal_comma,
+            ..RunOutputs::default()
+        };
         c
     }
 
@@ -570,7 +565,7 @@ fn price(p: Option<f64>) -> Result<Option<f64>, ConfigError> {
 }
 
 /// Report destinations and formats.
-fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
+fn outputs(o: &RunOptions) -> Result<RunOutputs, ConfigError> {
     let args = &o.outputs;
     if !args.delimiter.is_ascii() || args.delimiter == '"' || args.delimiter == '\n' {
         return Err(bad(
@@ -597,26 +592,22 @@ fn exports(o: &RunOptions) -> Result<Exports, ConfigError> {
         ));
     }
     let exports = args.exports();
-    let mut outputs = exports.by_flag();
-    outputs.push(("--save-baseline", args.save_baseline.as_deref()));
+    let mut flags = exports.by_flag();
+    flags.push(("--save-baseline", args.save_baseline.as_deref()));
     super::outputs::check(
-        &outputs,
+        &flags,
         (!args.no_save).then_some(args.reports_dir.as_path()),
         &o.msgfile
             .iter()
             .map(std::path::PathBuf::as_path)
             .collect::<Vec<_>>(),
     )?;
-    Ok(Exports {
-        tsv: args.export_tsv.clone(),
-        csv: args.export_csv.clone(),
-        markdown: args.export_markdown.clone(),
-        openmetrics: args.export_openmetrics.clone(),
-        html: args.export_html.clone(),
-        folded: args.export_folded.clone(),
+    Ok(RunOutputs {
+        files: exports,
         delimiter: args.delimiter as u8,
         decimal_comma: args.decimal_comma,
         save_dir: (!args.no_save).then(|| args.reports_dir.clone()),
+        save_baseline: args.save_baseline.clone(),
     })
 }
 

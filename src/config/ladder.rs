@@ -152,7 +152,7 @@ impl LadderOptions {
             ..self.run.clone()
         }
         .build()?;
-        let outputs = full.outputs();
+        let outputs = full.outputs.files.clone();
         ResultKind::Ladder.check(&outputs.given().collect::<Vec<(Format, &std::path::Path)>>())?;
         super::outputs::check(&outputs.by_flag(), None, &[])?;
         let settle = (step_time / 4).min(Duration::from_secs(1));
@@ -183,9 +183,9 @@ impl LadderOptions {
             repeat: self.repeat,
             capacity_at: parse_capacity_at(self.capacity_at.as_deref())?,
             outputs,
-            save_dir: full.exports.save_dir.clone(),
+            save_dir: full.outputs.save_dir.clone(),
             quiet: full.quiet,
-            delimiter: full.exports.delimiter,
+            delimiter: full.outputs.delimiter,
             label: full.label.clone(),
             price_per_vcpu_hour: full.price_per_vcpu_hour,
             run: full.silent(),

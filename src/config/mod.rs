@@ -8,6 +8,7 @@ pub mod flow_command;
 pub mod formats;
 pub mod gate;
 pub mod ladder;
+pub mod merge;
 pub mod options;
 pub mod outputs;
 pub mod profile;
@@ -65,6 +66,9 @@ pub enum ConfigError {
     #[error(transparent)]
     Host(#[from] crate::accounting::pcp::PcpError),
 }
+
+// The user's input (exit 2).
+crate::usage_error!(ConfigError);
 
 /// A usage error of `flag`, saying why.
 pub fn bad(flag: &'static str, why: impl Into<String>) -> ConfigError {
@@ -147,10 +151,6 @@ pub struct RunConfig {
     pub warmup: u64,
     /// Pacing, requests per second in all.
     pub rate: Option<f64>,
-    /// JSON export path (`-` = stdout).
-    pub export_json: Option<PathBuf>,
-    /// Where to write the report as the gate's baseline.
-    pub save_baseline: Option<PathBuf>,
     /// No text report on stdout.
     pub quiet: bool,
     /// Process groups to account.
@@ -161,7 +161,7 @@ pub struct RunConfig {
     /// Hosts (`--host`, a profile's `[profile.NAME.hosts]`) groups may be placed on.
     pub hosts: Vec<crate::accounting::pcp::PcpHost>,
     /// Where the reports go.
-    pub exports: Exports,
+    pub outputs: RunOutputs,
     /// Progress bar and interval statistics.
     pub progress_bar: bool,
     pub stats_interval: Option<Duration>,
@@ -172,25 +172,6 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The outputs asked for, by format (the reports folder and the baseline apart).
-    pub fn outputs(&self) -> formats::Exports {
-        use formats::Format;
-        let e = &self.exports;
-        formats::Exports::new(
-            [
-                (Format::Json, &self.export_json),
-                (Format::Tsv, &e.tsv),
-                (Format::Csv, &e.csv),
-                (Format::Markdown, &e.markdown),
-                (Format::OpenMetrics, &e.openmetrics),
-                (Format::Html, &e.html),
-                (Format::Folded, &e.folded),
-            ]
-            .into_iter()
-            .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
-        )
-    }
-
     /// The queue and message settings every transport needs.
     pub fn queue_setup(&self) -> QueueSetup {
         QueueSetup {
@@ -211,20 +192,18 @@ impl RunConfig {
     }
 }
 
-/// Report destinations and formats.
-#[derive(Debug, Clone)]
-pub struct Exports {
-    pub tsv: Option<PathBuf>,
-    pub csv: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
-    pub openmetrics: Option<PathBuf>,
-    pub html: Option<PathBuf>,
-    /// `--export-folded`.
-    pub folded: Option<PathBuf>,
+/// Where a run's report goes: the files asked for by format (`-` is stdout), the reports
+/// folder (unless --no-save), main's history it is appended to (`--save-baseline`), and
+/// how delimited files are written.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutputs {
+    pub files: formats::Exports,
     pub delimiter: u8,
     pub decimal_comma: bool,
     /// The reports folder, unless --no-save.
     pub save_dir: Option<PathBuf>,
+    /// The baseline history this run is appended to (read first, then written whole).
+    pub save_baseline: Option<PathBuf>,
 }
 
 /// The smallest fixed capture ratio taken: below it the correction would multiply every

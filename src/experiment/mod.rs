@@ -140,6 +140,9 @@ pub enum DesignError {
     BadFigures,
 }
 
+// The user's input (exit 2).
+crate::usage_error!(DesignError);
+
 /// The state of one metric of one contrast.
 #[derive(Debug, Clone, Default)]
 struct Cell {

@@ -23,6 +23,7 @@ pub mod outputs;
 pub mod profile;
 pub mod pubsub;
 pub mod rows;
+pub mod run_reports;
 pub mod sweep;
 pub mod text;
 

@@ -126,28 +126,86 @@ impl Outputs {
     }
 }
 
-/// Save `result` in the reports folder `dir` as `STAMP-LABEL.EXT` (`super::save_in_folder`):
-/// `text` (what a person reads: its name and body) as `.txt`, then each of `formats` as its
-/// extension, rendered here. Returns the common path without the extension.
-pub fn save_result<A: Artifact>(
-    dir: &Path,
-    (start_utc, label): (&str, &str),
-    text: (&str, &str),
-    result: &A,
-    formats: &[(&str, Format)],
-    style: &Style,
-) -> anyhow::Result<PathBuf> {
-    let mut rendered = Vec::new();
-    for (ext, format) in formats {
-        rendered.push((*ext, format.name(), result.render(*format, style)?));
-    }
-    let mut named = vec![("txt", text.0, text.1)];
-    named.extend(
-        rendered
+/// Where a result is saved in the reports folder, and under what name.
+#[derive(Debug, Clone, Copy)]
+pub struct Saving<'a> {
+    /// The reports folder (made when missing).
+    pub dir: &'a Path,
+    /// The result's start (UTC) and label: its files are `STAMP-LABEL.EXT`.
+    pub start_utc: &'a str,
+    pub label: &'a str,
+    /// Its JSON also as `latest.json`, what tools read (a run's report).
+    pub latest_json: bool,
+    /// Say where it was saved, as this command ("sweep: saved …"); `None` is silent.
+    pub announce: Option<&'a str>,
+}
+
+impl Outputs {
+    /// Save `result` in the reports folder as `STAMP-LABEL.EXT` ([`super::save_in_folder`]):
+    /// `text` (what a person reads: its name and body) as `.txt`, then each of `formats` as
+    /// its extension, rendered here; with `latest_json`, the JSON also as `latest.json`,
+    /// written even when a stamped file failed. A failure is named with the other outputs;
+    /// the common path without the extension is returned when every file was written.
+    pub fn save<A: Artifact>(
+        &mut self,
+        to: &Saving,
+        text: (&str, &str),
+        result: &A,
+        formats: &[(&str, Format)],
+        style: &Style,
+    ) -> Option<PathBuf> {
+        let failed_before = self.failed.len();
+        let mut rendered = Vec::new();
+        for (ext, format) in formats {
+            match result.render(*format, style) {
+                Ok(body) => rendered.push((*ext, *format, body)),
+                Err(e) => self.failed(format!("rendering {} as {}: {e:#}", A::WHAT, format.name())),
+            }
+        }
+        let whats: Vec<String> = rendered
             .iter()
-            .map(|(ext, what, b)| (*ext, *what, b.as_str())),
-    );
-    super::save_in_folder(dir, start_utc, label, &named)
+            .map(|(_, f, _)| format!("{} as {}", A::WHAT, f.name()))
+            .collect();
+        let mut named = vec![("txt", text.0, text.1)];
+        named.extend(
+            rendered
+                .iter()
+                .zip(&whats)
+                .map(|((ext, _, b), what)| (*ext, what.as_str(), b.as_str())),
+        );
+        let saved = super::save_in_folder(to.dir, to.start_utc, to.label, &named);
+        let base = match saved {
+            // Every stamped file, each format rendered.
+            Ok(base) if self.failed.len() == failed_before => {
+                if let Some(command) = to.announce {
+                    let kinds: Vec<&str> = named.iter().map(|(ext, _, _)| *ext).collect();
+                    crate::say!(
+                        "{command}: saved {}.{{{}}}",
+                        base.display(),
+                        kinds.join(",")
+                    );
+                }
+                Some(base)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                self.failed(format!("{e:#}"));
+                None
+            }
+        };
+        if to.latest_json && to.dir.is_dir() {
+            let latest = to.dir.join("latest.json");
+            match rendered.iter().find(|(_, f, _)| *f == Format::Json) {
+                Some((_, _, json)) => {
+                    self.write(Some(&latest), "the JSON report", || Ok(json.clone()))
+                }
+                None => self.write(Some(&latest), "the JSON report", || {
+                    result.render(Format::Json, style)
+                }),
+            }
+        }
+        base
+    }
 }
 
 #[cfg(test)]

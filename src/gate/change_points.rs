@@ -82,6 +82,9 @@ pub enum Unsearchable {
     NotFinite { index: usize, value: f64 },
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(Unsearchable);
+
 /// The steps of `series` (one figure a run, oldest first), by e-divisive means; none found
 /// is an empty list, too short a series an error that says why.
 pub fn steps(series: &[f64]) -> Result<Vec<Step>, Unsearchable> {

@@ -32,6 +32,9 @@ pub enum GateError {
     Input { flag: &'static str, why: String },
 }
 
+// The user's input (exit 2).
+crate::usage_error!(GateError);
+
 impl GateError {
     pub fn input(flag: &'static str, why: impl Into<String>) -> GateError {
         GateError::Input {

@@ -39,6 +39,40 @@ fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Vec<FlowArm
     Ok(sides)
 }
 
+/// Fewer rounds than the first look needs would be overridden without a word (a
+/// `--max-rounds 1` ran 64): refused, naming the least that can decide.
+fn check_max_rounds(max_rounds: usize) -> Result<(), crate::config::ConfigError> {
+    let least = 2 * PAIRS_PER_BLOCK * FIRST_LOOK;
+    if max_rounds < least {
+        return Err(crate::config::bad(
+            "--max-rounds",
+            format!(
+                "{max_rounds} rounds cannot decide anything: the first look comes after {FIRST_LOOK} blocks of {} rounds (A and B), so give {least} or more (default 200), or bound the run with --max-time",
+                2 * PAIRS_PER_BLOCK
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What the gate is about to do: the two flows, their queues, the plan and the control.
+fn announce(pair: &FlowPair, queues: &[String], max_blocks: usize) {
+    let [cmd_a, cmd_b] = &pair.shown;
+    crate::say!(
+        "gate A/B: A = {cmd_a} (queue {}.bN, a new one each block)\ngate A/B: B = {cmd_b} (queue {}.bN)\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
+        queues[0],
+        queues[1],
+        2 * max_blocks * PAIRS_PER_BLOCK,
+        humantime::format_duration(pair.max_time),
+        pair.control.as_deref().map_or_else(
+            || "pairs judged as measured (--control none)".to_string(),
+            |c| format!(
+                "each pair adjusted by {c}'s change in it (control variate, slope β per metric; --control none to judge pairs as measured)"
+            ),
+        ),
+    );
+}
+
 /// Both flows measured in ABBA rounds until every gated metric is decided or the rounds
 /// or the time run out: the verdicts and how the run ended, or `None` when it was
 /// interrupted before the first pair.
@@ -50,20 +84,7 @@ pub fn run(
     let [cmd_a, cmd_b] = &pair.shown;
     let base = &pair.run;
     let max_blocks = (pair.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
-    // Fewer rounds than the first look needs would be overridden without a word (a
-    // `--max-rounds 1` ran 64): refused, naming the least that can decide.
-    let least = 2 * PAIRS_PER_BLOCK * FIRST_LOOK;
-    if pair.max_rounds < least {
-        return Err(crate::config::bad(
-            "--max-rounds",
-            format!(
-                "{} rounds cannot decide anything: the first look comes after {FIRST_LOOK} blocks of {} rounds (A and B), so give {least} or more (default 200), or bound the run with --max-time",
-                pair.max_rounds,
-                2 * PAIRS_PER_BLOCK
-            ),
-        )
-        .into());
-    }
+    check_max_rounds(pair.max_rounds)?;
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
         .iter()
@@ -72,19 +93,7 @@ pub fn run(
     // Each side deletes its queue after stopping its flow (also on an error or Ctrl-C).
     let mut sides = start_sides(pair, &queues)?;
     let control = pair.control.as_deref();
-    crate::say!(
-        "gate A/B: A = {cmd_a} (queue {}.bN, a new one each block)\ngate A/B: B = {cmd_b} (queue {}.bN)\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
-        queues[0],
-        queues[1],
-        2 * max_blocks * PAIRS_PER_BLOCK,
-        humantime::format_duration(pair.max_time),
-        control.map_or_else(
-            || "pairs judged as measured (--control none)".to_string(),
-            |c| format!(
-                "each pair adjusted by {c}'s change in it (control variate, slope β per metric; --control none to judge pairs as measured)"
-            ),
-        ),
-    );
+    announce(pair, &queues, max_blocks);
     let budget = Budget {
         max_time: pair.max_time,
         max_blocks,

@@ -127,11 +127,7 @@ pub fn live(
     let max_rounds = max_rounds(l.max_rounds, k, per_block)?;
     let max_blocks = max_rounds / (k * per_block);
     let mut arms = start_arms(l, &queues)?;
-    crate::say!(
-        "compare: {k} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
-        humantime::format_duration(l.max_time),
-        max_rounds
-    );
+    announce(l, per_block, max_rounds);
     let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut run = Interleave::new(
         &mut arms,
@@ -147,16 +143,7 @@ pub fn live(
     }
     let firsts: Vec<&Report> = run.rounds.iter().filter_map(|r| r.last()).collect();
     let metrics = metrics_of(&firsts);
-    let control = l
-        .control
-        .as_deref()
-        .filter(|c| firsts.iter().all(|r| r.groups.iter().any(|g| g.name == *c)));
-    if l.control.is_some() && control.is_none() {
-        crate::say!(
-            "compare: the rounds have no group {} to adjust the pairs by: judged as measured",
-            l.control.as_deref().unwrap_or_default()
-        );
-    }
+    let control = control_of(l, &firsts);
     let (run_settings, host) = (firsts[0].settings.clone(), firsts[0].host.clone());
     let design = model::design(&metrics, k, (l.min_effect, l.floor_us), control, max_blocks);
     let mut engine = Experiment::new(design)?;
@@ -195,14 +182,7 @@ pub fn live(
         profile_folded,
         schema: model::SCHEMA,
         start_utc,
-        settings: l
-            .settings
-            .iter()
-            .map(|s| SettingRow {
-                name: s.name.clone(),
-                command: s.shown.clone(),
-            })
-            .collect(),
+        settings: setting_rows(l),
         run: run_settings,
         arms: model::arms(&engine, &names),
         changes: model::changes(&engine, &names, control),
@@ -212,6 +192,43 @@ pub fn live(
         host,
     };
     Ok(Some((comparison, end)))
+}
+
+/// The control group the pairs are adjusted by: the one asked for, where every first round
+/// has it (said when they do not: the pairs are then judged as measured).
+fn control_of<'a>(l: &'a LiveCompare, firsts: &[&Report]) -> Option<&'a str> {
+    let control = l
+        .control
+        .as_deref()
+        .filter(|c| firsts.iter().all(|r| r.groups.iter().any(|g| g.name == *c)));
+    if l.control.is_some() && control.is_none() {
+        crate::say!(
+            "compare: the rounds have no group {} to adjust the pairs by: judged as measured",
+            l.control.as_deref().unwrap_or_default()
+        );
+    }
+    control
+}
+
+/// What the comparison is about to do.
+fn announce(l: &LiveCompare, per_block: usize, max_rounds: usize) {
+    crate::say!(
+        "compare: {} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
+        l.settings.len(),
+        humantime::format_duration(l.max_time),
+        max_rounds
+    );
+}
+
+/// Each setting as the comparison names it: its name and the command it ran.
+fn setting_rows(l: &LiveCompare) -> Vec<SettingRow> {
+    l.settings
+        .iter()
+        .map(|s| SettingRow {
+            name: s.name.clone(),
+            command: s.shown.clone(),
+        })
+        .collect()
 }
 
 /// With --profile: every setting's functions against the base's, and each setting's stacks.

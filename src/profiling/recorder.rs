@@ -49,6 +49,9 @@ pub enum ProfileError {
     Run(String),
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(ProfileError);
+
 impl ProfileError {
     /// Whether it is the user's to fix before running (exit 2).
     pub fn is_setup(&self) -> bool {

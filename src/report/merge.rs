@@ -37,6 +37,9 @@ pub enum MergeError {
     Measurement(String),
 }
 
+// The user's input (exit 2).
+crate::usage_error!(MergeError);
+
 /// One group's CPU over a window, seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowGroup {

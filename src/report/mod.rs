@@ -17,6 +17,7 @@ pub mod partial;
 pub mod rounds;
 pub mod saved;
 pub mod serving;
+pub mod shard_files;
 pub mod sweep;
 
 pub use crate::accounting::{
@@ -29,6 +30,26 @@ use crate::transport::ReplyQueue;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::time::Duration;
+
+/// What a measured run made, for [`Report::build`]: its outcome and CPU, and everything
+/// said about it, so that the report is whole when it is built.
+pub struct Measured<'a> {
+    pub outcome: &'a Outcome,
+    /// The driver's own CPU over the window, and where it was read.
+    pub app_cpu: Option<Duration>,
+    pub app_cpu_source: String,
+    pub table: Option<CpuTable>,
+    /// Why part of the accounting failed.
+    pub accounting_error: Option<String>,
+    /// Each round's figures (none for a run of one round).
+    pub rounds: Vec<RoundRow>,
+    /// What `--profile` sampled, or why there is none.
+    pub profile: Option<Result<crate::profiling::Profile, String>>,
+    /// Who served the request queue, and what is wrong with the FLOW group.
+    pub serving: Option<(serving::Serving, Vec<String>)>,
+    /// Why consumers the broker counted answered nothing, added to the status.
+    pub silence: Option<String>,
+}
 
 /// The JSON schema tag; bump the number on any incompatible change.
 /// 2: every process and group names its host (`local`, or a `--host` name), and
@@ -552,8 +573,62 @@ fn format_utc(t: &chrono::DateTime<chrono::Utc>) -> String {
 }
 
 impl Report {
-    /// Build the report of a run with its CPU table, or the reason it is missing.
-    pub fn build(
+    /// The report of a run, whole: its figures with its CPU table (or the reason it is
+    /// missing), its rounds, profile, and what is said of who served it.
+    pub fn build(cfg: &RunConfig, m: Measured) -> Report {
+        let mut r = Report::figures(
+            cfg,
+            m.outcome,
+            m.app_cpu,
+            m.app_cpu_source,
+            m.table,
+            m.accounting_error,
+        );
+        r.rounds_summary = RoundsSummary::of(&m.rounds);
+        r.rounds = m.rounds;
+        match m.profile {
+            Some(Ok(p)) => r.profile = Some(p),
+            Some(Err(e)) => r.warn(format!("--profile: no profile: {e}")),
+            None => {}
+        }
+        if let Some(why) = m.silence {
+            let detail = r.status_detail.take().unwrap_or_default();
+            r.status_detail = Some(format!("{detail}; {why}"));
+        }
+        r.hint_slow_round_trips(cfg);
+        if let Some((serving, warnings)) = m.serving {
+            for w in warnings {
+                r.warn(w);
+            }
+            r.serving = Some(serving);
+        }
+        r
+    }
+
+    /// A warning of the run's, beside the accounting's.
+    fn warn(&mut self, warning: String) {
+        self.accounting
+            .get_or_insert_with(Default::default)
+            .warnings
+            .push(warning);
+    }
+
+    /// The transport's word on a run whose round trips the measured CPU does not explain.
+    fn hint_slow_round_trips(&mut self, cfg: &RunConfig) {
+        let Some(p50) = self.round_trip_percentiles.iter().find(|p| p.pct == 50.0) else {
+            return;
+        };
+        if let Some(hint) = cfg
+            .endpoint
+            .kind()
+            .slow_round_trip_hint(cfg.persistent, p50.us)
+        {
+            self.warn(hint);
+        }
+    }
+
+    /// The run's own figures from its outcome and CPU table, its warnings and capacity.
+    fn figures(
         cfg: &RunConfig,
         out: &Outcome,
         app_cpu: Option<Duration>,

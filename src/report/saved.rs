@@ -46,6 +46,9 @@ pub enum ReportFileError {
     HistoryDiffers { path: PathBuf, diffs: Vec<String> },
 }
 
+// The user's input (exit 2).
+crate::usage_error!(ReportFileError);
+
 /// The settings whose difference makes two runs' costs incomparable.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SavedSettings {

@@ -25,6 +25,9 @@ pub enum EndpointError {
     NotBuilt { what: String, feature: &'static str },
 }
 
+// The user's input (exit 2).
+crate::usage_error!(EndpointError);
+
 impl EndpointError {
     /// A bad URL, shown with its password masked.
     pub fn bad(raw: &str, why: impl Into<String>) -> EndpointError {
@@ -100,6 +103,12 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     /// (`NAME=SEL,...`, as `--group` takes them).
     fn default_groups(&self) -> Vec<&'static str> {
         Vec::new()
+    }
+    /// Why consumers the broker counted on the request queue may answer nothing over this
+    /// transport, when it knows a reason of its own (a run that timed out with every
+    /// request unanswered says it); `None` gives the usual suspects.
+    fn silent_consumers_hint(&self) -> Option<&'static str> {
+        None
     }
     /// The run options this transport cannot serve, checked before anything starts. The
     /// default refuses IBM MQ's own calls; a transport adds its own rules.

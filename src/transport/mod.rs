@@ -238,6 +238,18 @@ where
     .await?
 }
 
+/// Reaching the broker is the command line's (a wrong host or port, a refused login, a
+/// missing queue: exit 2); losing it mid-run is the run's (exit 1).
+impl crate::exit_code::Classified for TransportError {
+    fn exit(&self) -> crate::exit_code::Exit {
+        if self.is_usage() {
+            crate::exit_code::Exit::Usage
+        } else {
+            crate::exit_code::Exit::Failure
+        }
+    }
+}
+
 impl TransportError {
     /// A signal ended the wait for `target`'s answer while connecting.
     pub fn connecting(target: &str) -> TransportError {

@@ -639,6 +639,13 @@ impl EndpointKind for Amqp10Endpoint {
     fn transport(&self) -> &'static str {
         "amqp10"
     }
+    /// RabbitMQ counts an AMQP 0-9-1 consumer on the queue, but it cannot read what AMQP 1.0
+    /// sends there.
+    fn silent_consumers_hint(&self) -> Option<&'static str> {
+        Some(
+            "an AMQP 0-9-1 consumer (sample-flow without --url amqp10://) cannot read requests sent over AMQP 1.0: give the AMQP 1.0 run a queue of its own (the AMQP10 profile uses MQSI.IN.AMQP10)",
+        )
+    }
     /// A queue apart from RABBIT's MQSI.IN: an AMQP 0-9-1 flow on the same RabbitMQ
     /// queue would take these requests and die of them (the AMQP10 profile's).
     fn default_request_queue(&self) -> &'static str {

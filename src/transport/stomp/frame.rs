@@ -27,6 +27,9 @@ pub enum FrameError {
     TooLarge(usize),
 }
 
+// A failure of the run (exit 1).
+crate::runtime_error!(FrameError);
+
 /// Commands whose headers are not escaped (STOMP 1.2 keeps CONNECT and CONNECTED as 1.0).
 fn raw_headers(command: &str) -> bool {
     command == "CONNECT" || command == "CONNECTED"

@@ -7,7 +7,7 @@ use assert_cmd::Command;
 
 fn validate(report: &serde_json::Value) {
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schemas/oemputx.report-2.schema.json"))
+        serde_json::from_str(include_str!("../../schemas/oemputx.report-2.schema.json"))
             .expect("the schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema");
     let errors: Vec<String> = validator
@@ -71,7 +71,7 @@ fn a_schema_violation_is_caught() {
     let mut j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     j["settings"]["qmgr"] = "amqp://guest:hunter2@host:5672/%2F".into();
     let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../schemas/oemputx.report-2.schema.json"))
+        serde_json::from_str(include_str!("../../schemas/oemputx.report-2.schema.json"))
             .expect("JSON");
     assert!(
         !jsonschema::is_valid(&schema, &j),

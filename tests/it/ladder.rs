@@ -1,7 +1,7 @@
 //! `oemputx ladder` against a responder whose service rate is known apart from it, the
-//! reference flow in every output, a step that does not hold, and a signal mid-ladder. A
-//! test binary of its own: the drain rates it compares with would otherwise be measured
-//! beside the sweeps and comparisons of tests/sweep_compare.rs, and the ladders take one
+//! reference flow in every output, a step that does not hold, and a signal mid-ladder. The
+//! other tests of the binary run beside these, so the drain rate the ladder is checked
+//! against is read before, after and during its saturated steps, and the ladders take one
 //! another's turn (one_ladder_at_a_time).
 
 use oemputx_test_support::*;

@@ -11,7 +11,7 @@ use oemputx::accounting::{
 use oemputx::config::RunOptions;
 use oemputx::driver::{Integrity, Outcome, Round, Status};
 use oemputx::export::{self, delimited::Format};
-use oemputx::report::{Host, Latency, Report, RoundGroup, RoundRow, RoundsSummary};
+use oemputx::report::{Host, Latency, Measured, Report, RoundGroup, RoundRow, RoundsSummary};
 use std::time::Duration;
 
 fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> ProcessRow {
@@ -120,11 +120,17 @@ fn report_of(integrity: Integrity) -> Report {
     };
     let mut r = Report::build(
         &cfg,
-        &outcome,
-        Some(Duration::from_millis(41)),
-        "process CPU clock (ns, all threads)".into(),
-        Some(table),
-        None,
+        Measured {
+            outcome: &outcome,
+            app_cpu: Some(Duration::from_millis(41)),
+            app_cpu_source: "process CPU clock (ns, all threads)".into(),
+            table: Some(table),
+            accounting_error: None,
+            rounds: Vec::new(),
+            profile: None,
+            serving: None,
+            silence: None,
+        },
     );
     // Pinned: Report::build takes the checkout's HEAD (or CI's GITHUB_SHA), which changed
     // the TSV and CSV snapshots with every commit.

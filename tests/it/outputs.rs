@@ -7,7 +7,7 @@
 //! figures between two runs, so there both must parse as the format and have the same
 //! shape (keys, header row, title, families). `sweep` and live `compare`, which start
 //! flows for minutes, write through the same `export::outputs::Outputs`; their JSON on
-//! stdout is checked in tests/sweep_compare.rs.
+//! stdout is checked in tests/it/sweep_compare.rs.
 
 use oemputx::config::formats::{Format, ResultKind};
 use oemputx_test_support::*;
@@ -295,7 +295,7 @@ fn every_output_of_every_command_on_stdout_is_that_format_alone_and_a_file_gets_
     // A window still to come for each run (one in the past is refused).
     let cpu = strings(&["cpu", "--group", &me, "--from", "+1s", "--until", "+2s"]);
     // The window's JSON; its OpenMetrics is the watch's, rewritten every interval (a file
-    // only, checked in tests/cli.rs).
+    // only, checked in tests/it/cli.rs).
     assert_eq!(formats_of(ResultKind::Cpu), ["json", "openmetrics"]);
     check(d, "cpu", &cpu, &["json"], false);
 }
