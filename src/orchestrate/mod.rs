@@ -3,11 +3,12 @@
 //! `sweep` (threads against processes per task count), `compare` (settings in one window)
 //! and `ab` (the A/B gate: two flows in ABBA rounds); `pubsub`, one publish/subscribe
 //! window between two CPU snapshots, which `pubsub_rounds` (pubsub's rounds and capacity
-//! search) and the matrix repeat.
+//! search) and `matrix` (the CJMQ table's cells) repeat.
 
 pub mod ab;
 pub mod compare;
 pub mod ladder;
+pub mod matrix;
 pub mod pubsub;
 pub mod pubsub_rounds;
 pub mod sweep;
