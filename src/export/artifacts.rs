@@ -229,7 +229,7 @@ impl Artifact for PubSubReport {
     }
 }
 
-impl Artifact for PubSubRounds<'_> {
+impl Artifact for PubSubRounds {
     const KIND: ResultKind = ResultKind::PubsubRounds;
     const WHAT: &'static str = "the pub/sub rounds";
 
@@ -241,7 +241,7 @@ impl Artifact for PubSubRounds<'_> {
     }
 }
 
-impl Artifact for PubSubCapacity<'_> {
+impl Artifact for PubSubCapacity {
     const KIND: ResultKind = ResultKind::PubsubCapacity;
     const WHAT: &'static str = "the capacity search";
 

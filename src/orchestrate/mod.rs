@@ -2,10 +2,13 @@
 //! the commands parse, call one function here, and hand its typed result to their outputs.
 //! `sweep` (threads against processes per task count), `compare` (settings in one window)
 //! and `ab` (the A/B gate: two flows in ABBA rounds); `pubsub`, one publish/subscribe
-//! window between two CPU snapshots (pubsub and matrix repeat it).
+//! window between two CPU snapshots, which `pubsub_rounds` (pubsub's rounds and capacity
+//! search) and `matrix` (the CJMQ table's cells) repeat.
 
 pub mod ab;
 pub mod compare;
 pub mod ladder;
+pub mod matrix;
 pub mod pubsub;
+pub mod pubsub_rounds;
 pub mod sweep;

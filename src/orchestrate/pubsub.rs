@@ -1,7 +1,7 @@
 //! One publish/subscribe window (`oemputx pubsub`, `oemputx matrix`): the broker the URL
 //! names built by its transport, the engine's publishers and subscribers run between two
-//! CPU snapshots, and the report of that window. The commands repeat it (rounds, the
-//! capacity search, the matrix's cells) and write what it returns.
+//! CPU snapshots, and the report of that window. [`super::pubsub_rounds`] repeats it
+//! (rounds, the capacity search) and [`super::matrix`] (the matrix's cells).
 
 use crate::accounting::selector;
 use crate::accounting::{Accounting, DriverRow, Traffic};

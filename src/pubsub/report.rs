@@ -19,10 +19,10 @@ pub const CAPACITY_SCHEMA: &str = "oemputx.pubsub-capacity/1";
 /// `--rounds N`: every round's report, and the spread of the captured CPU per message
 /// published over them.
 #[derive(Debug, Serialize)]
-pub struct PubSubRounds<'a> {
+pub struct PubSubRounds {
     pub schema: &'static str,
     pub captured_us_per_published: BestMedianWorst,
-    pub rounds: &'a [PubSubReport],
+    pub rounds: Vec<PubSubReport>,
 }
 
 /// Best, median and worst of the rounds (None without a CPU figure).
@@ -35,18 +35,18 @@ pub struct BestMedianWorst {
 
 /// `--find-capacity`: each step's asked rate and report, and the highest that kept up.
 #[derive(Debug, Serialize)]
-pub struct PubSubCapacity<'a> {
+pub struct PubSubCapacity {
     pub schema: &'static str,
     pub capacity_mps: Option<f64>,
-    pub steps: Vec<CapacityStep<'a>>,
+    pub steps: Vec<CapacityStep>,
 }
 
 /// One step of `--find-capacity`.
 #[derive(Debug, Serialize)]
-pub struct CapacityStep<'a> {
+pub struct CapacityStep {
     pub rate_asked: f64,
     pub sustained: bool,
-    pub report: &'a PubSubReport,
+    pub report: PubSubReport,
 }
 
 /// Echo of the run's settings.

@@ -228,7 +228,7 @@ impl Broker for StompPubSub {
         }))
     }
     fn competitor(&self, _i: usize) -> Result<Box<dyn Subscriber>, TransportError> {
-        // Refused before the run (commands::pubsub::broker); this is the seam's answer.
+        // Refused before the run (orchestrate::pubsub::broker); this is the seam's answer.
         Err(TransportError::broker(
             &self.describe(),
             "--compete",
