@@ -249,7 +249,7 @@ mod tests {
     use crate::pubsub::memory::{Memory, MemoryBroker};
 
     /// A small matrix. Its URL, the embedded queue manager's, names no broker (the double
-    /// is handed in): the report takes its transport's name from it.
+    /// is handed in, and names its transport itself).
     fn config(rounds: usize) -> MatrixConfig {
         MatrixOptions {
             qmgr: "embedded://".into(),

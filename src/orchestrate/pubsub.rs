@@ -45,11 +45,7 @@ pub fn measure(
     interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<PubSubReport> {
     let plan = &args.plan;
-    let transport = if args.qmgr.starts_with("mqtt://") {
-        "mqtt"
-    } else {
-        parse_url(&args.qmgr)?.transport()
-    };
+    let transport = broker.transport();
     let groups = if args.groups.is_empty() {
         selector::parse_groups(broker.default_groups())?
     } else {

@@ -222,7 +222,7 @@ mod tests {
     use std::time::Duration;
 
     /// A small run's options. Its URL, the embedded queue manager's, names no broker (the
-    /// in-memory double is handed in): the report takes its transport's name from it.
+    /// in-memory double is handed in, and names its transport itself).
     fn options(rounds: usize, rate: Option<f64>) -> PubsubConfig {
         PubsubOptions {
             qmgr: "embedded://".into(),

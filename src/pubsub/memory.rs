@@ -202,6 +202,9 @@ impl Broker for MemoryBroker {
             queue: self.0.shared.clone(),
         }))
     }
+    fn transport(&self) -> &'static str {
+        "memory"
+    }
     fn default_groups(&self) -> Vec<&'static str> {
         Vec::new()
     }

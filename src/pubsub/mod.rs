@@ -163,6 +163,8 @@ pub trait Broker: Send + Sync {
     fn competitor(&self, i: usize) -> Result<Box<dyn Subscriber>, TransportError>;
     /// Groups accounted when the user names none, e.g. `QMGR=@nats`.
     fn default_groups(&self) -> Vec<&'static str>;
+    /// The transport's name in reports, as a put/get run on the same broker names it.
+    fn transport(&self) -> &'static str;
 }
 
 /// Now, ns since the Unix epoch.

@@ -184,6 +184,9 @@ impl Broker for MqttPubSub {
             .collect();
         self.open_subscriber(i, topics)
     }
+    fn transport(&self) -> &'static str {
+        "mqtt"
+    }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@mosquitto"]
     }

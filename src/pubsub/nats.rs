@@ -224,6 +224,9 @@ impl Broker for NatsPubSub {
         }
         self.open_subscriber(i, 0..self.plan.symbols, Some("oemputx-competing"))
     }
+    fn transport(&self) -> &'static str {
+        "nats"
+    }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@nats"]
     }

@@ -206,6 +206,9 @@ impl Broker for RabbitPubSub {
         shared.auto_delete(true);
         self.open_subscriber(i, 0..self.plan.symbols, shared.finish())
     }
+    fn transport(&self) -> &'static str {
+        "amqp"
+    }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@rabbitmq"]
     }

@@ -235,6 +235,9 @@ impl Broker for StompPubSub {
             "competing subscribers are not yet run on STOMP",
         ))
     }
+    fn transport(&self) -> &'static str {
+        "stomp"
+    }
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@activemq"]
     }
