@@ -2,10 +2,12 @@
 //! the commands parse, call one function here, and hand its typed result to their outputs.
 //! `sweep` (threads against processes per task count), `compare` (settings in one window)
 //! and `ab` (the A/B gate: two flows in ABBA rounds); `pubsub`, one publish/subscribe
-//! window between two CPU snapshots (pubsub and matrix repeat it).
+//! window between two CPU snapshots (pubsub and matrix repeat it); `cpu`, the groups' CPU
+//! without a driver (so far, over a window, per interval).
 
 pub mod ab;
 pub mod compare;
+pub mod cpu;
 pub mod ladder;
 pub mod pubsub;
 pub mod sweep;
