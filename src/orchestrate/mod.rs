@@ -3,9 +3,11 @@
 //! `sweep` (threads against processes per task count), `compare` (settings in one window)
 //! and `ab` (the A/B gate: two flows in ABBA rounds); `pubsub`, one publish/subscribe
 //! window between two CPU snapshots (pubsub and matrix repeat it); `cpu`, the groups' CPU
-//! without a driver (so far, over a window, per interval).
+//! without a driver (so far, over a window, per interval); `account`, any other load driver
+//! between two snapshots.
 
 pub mod ab;
+pub mod account;
 pub mod compare;
 pub mod cpu;
 pub mod ladder;
