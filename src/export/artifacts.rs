@@ -314,3 +314,41 @@ impl Artifact for AccountReport {
         }
     }
 }
+
+impl Artifact for crate::report::merge::CpuWindow {
+    const KIND: ResultKind = ResultKind::Cpu;
+    const WHAT: &'static str = "the CPU window";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::Json => json(self),
+            // Refused before the run (config::tools): the watch's file, not a window's.
+            Format::OpenMetrics => Err(anyhow::anyhow!(
+                "{} is not written as OpenMetrics: that is the watch's file (--interval), rewritten every interval",
+                Self::WHAT
+            )),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}
+
+impl Artifact for crate::report::cpu::CpuInterval {
+    const KIND: ResultKind = ResultKind::Cpu;
+    const WHAT: &'static str = "the CPU watch";
+
+    fn render(&self, format: Format, _: &Style) -> anyhow::Result<String> {
+        match format {
+            Format::OpenMetrics => Ok(super::openmetrics::watch(
+                &self.total,
+                &self.last,
+                self.interval_s,
+            )),
+            // Refused before the run (config::tools): one window's file (--from, --until).
+            Format::Json => Err(anyhow::anyhow!(
+                "{} is not written as JSON: that is one window's (--from, --until)",
+                Self::WHAT
+            )),
+            other => Err(unwritten::<Self>(other)),
+        }
+    }
+}

@@ -5,6 +5,7 @@
 pub mod account;
 pub mod cells;
 pub mod compare;
+pub mod cpu;
 pub mod delimited;
 pub mod gate;
 pub mod history;

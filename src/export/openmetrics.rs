@@ -80,14 +80,8 @@ impl<'a> Family<'a> {
     }
 }
 
-/// A group's CPU as OpenMetrics counts it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupCpu {
-    pub group: String,
-    pub host: String,
-    pub user_s: f64,
-    pub sys_s: f64,
-}
+/// A group's CPU as OpenMetrics counts it (the model's, which `cpu --interval` keeps).
+pub use crate::report::cpu::GroupCpu;
 
 fn cpu_counter(out: &mut String, groups: &[GroupCpu], help: &str, extra: &[(&str, &str)]) {
     let mut f = Family::new(

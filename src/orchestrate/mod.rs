@@ -3,10 +3,14 @@
 //! `sweep` (threads against processes per task count), `compare` (settings in one window)
 //! and `ab` (the A/B gate: two flows in ABBA rounds); `pubsub`, one publish/subscribe
 //! window between two CPU snapshots, which `pubsub_rounds` (pubsub's rounds and capacity
-//! search) and `matrix` (the CJMQ table's cells) repeat.
+//! search) and `matrix` (the CJMQ table's cells) repeat; `cpu`, the groups' CPU without a
+//! driver (so far, over a window, per interval); `account`, any other load driver between
+//! two snapshots.
 
 pub mod ab;
+pub mod account;
 pub mod compare;
+pub mod cpu;
 pub mod ladder;
 pub mod matrix;
 pub mod pubsub;

@@ -8,6 +8,7 @@
 pub mod account;
 pub mod capacity;
 pub mod compare;
+pub mod cpu;
 pub mod headline;
 pub mod history;
 pub mod ladder;
