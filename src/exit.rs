@@ -31,13 +31,7 @@ macro_rules! say_raw {
     }};
 }
 
-/// Set when a line could not be written to stdout (not when its reader went away): `main`
-/// then ends with exit 1 naming stdout, once the files are written.
-pub static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Set by `main` when an output was given `-`: stdout then carries that output alone, and
-/// [`out!`] (everything written for a person) goes to stderr.
-pub static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+pub use crate::terminal::{STDOUT_LOST, STDOUT_TAKEN};
 
 /// `print!` that cannot panic: a full stdout is remembered in [`STDOUT_LOST`], a reader
 /// that went away (`| head`) is no error. To stderr when an output holds stdout
@@ -85,6 +79,7 @@ const CLASSES: &[fn(&(dyn std::error::Error + 'static)) -> Option<Exit>] = &[
     class_of::<crate::report::merge::MergeError>,
     class_of::<crate::profiling::recorder::ProfileError>,
     class_of::<crate::files::ReadError>,
+    class_of::<crate::pubsub::Unsupported>,
     #[cfg(feature = "stomp")]
     class_of::<crate::transport::stomp::frame::FrameError>,
     |cause| cause.downcast_ref::<clap::Error>().map(|_| Exit::Usage),

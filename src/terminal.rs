@@ -5,6 +5,15 @@
 //! transport's error keeps the broker's words as they were (a JSON report holds them raw,
 //! escaped by serde) and is defused only where it is printed.
 
+/// Set when a line could not be written to stdout (not when its reader went away): `main`
+/// then ends with exit 1 naming stdout, once the files are written. Here, at the bottom, so
+/// that every layer that prints can read it.
+pub static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set by `main` when an output was given `-`: stdout then carries that output alone, and
+/// everything written for a person goes to stderr.
+pub static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// One line of text from outside: every control character (an escape sequence, a carriage
 /// return, a newline) becomes U+FFFD, and a `::` that opens the line (after any blanks) —
 /// a GitHub Actions workflow command such as `::error::` or `::add-mask::`, which the

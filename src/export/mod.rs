@@ -120,7 +120,7 @@ pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     // The one edge of every text for a person: what a broker or a file put in it is defused.
     let text = for_terminal_lines(text);
-    if crate::exit::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
+    if crate::terminal::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
         crate::say_raw!("{text}");
         return Ok(());
     }

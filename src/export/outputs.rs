@@ -2,7 +2,7 @@
 //! written atomically and each failure is named without stopping the others; the output
 //! named `-` and the text for a person come last, so that a full or closed stdout loses no
 //! file. With an output on stdout, `main` has already sent everything said to a person to
-//! stderr ([`crate::exit::STDOUT_TAKEN`]), so stdout carries that output alone.
+//! stderr ([`crate::terminal::STDOUT_TAKEN`]), so stdout carries that output alone.
 
 use crate::config::formats::{Exports, Format, ResultKind};
 use std::path::{Path, PathBuf};

@@ -74,7 +74,7 @@ fn spawn(args: &AccountConfig) -> anyhow::Result<Group> {
     command.args(&args.args);
     // With an output on stdout, stdout carries that output alone: the command's own
     // stdout goes to stderr, with everything else said to a person.
-    if crate::exit::STDOUT_TAKEN.load(Ordering::Relaxed) {
+    if crate::terminal::STDOUT_TAKEN.load(Ordering::Relaxed) {
         command.stdout(std::io::stderr());
     }
     // The command leads a process group of its own: what it leaves running when it ends

@@ -109,6 +109,9 @@ pub struct Unsupported {
     pub why: String,
 }
 
+// The user's input (exit 2): an option this broker cannot serve.
+crate::usage_error!(Unsupported);
+
 /// One transport's pub/sub: given an endpoint, its broker when the endpoint is its own
 /// (None when it is another transport's). Each transport's module knows its own endpoint.
 type Factory = fn(&Endpoint, &BrokerOptions) -> Option<Result<Arc<dyn Broker>, Unsupported>>;
