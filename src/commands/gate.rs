@@ -3,18 +3,15 @@
 //! [`crate::gate`] decide, and writes the verdict in the formats asked for.
 
 use crate::config::compare::FLOOR_US;
-use crate::config::formats::Format;
 use crate::config::gate::{Current, GateConfig};
 use crate::config::{ConfigError, RunConfig};
 use crate::exit::Exit;
-use crate::export;
-use crate::export::gate::{render_github, render_text};
-use crate::export::outputs::{Outputs, Style};
 use crate::gate::first::{self, Bound, Hosts};
 use crate::gate::history::{self, MIN_RUNS, Prediction};
 use crate::gate::statistics::median;
 use crate::gate::stored::{self, decide};
-use crate::gate::{Decision, Outcome, Verdict, Worse, overall};
+use crate::gate::{Decision, Outcome, Worse, overall};
+use crate::orchestrate::verdict::{no_baseline, verdict_exit, write_verdict};
 use crate::report::history::History;
 use crate::report::saved::{
     Metric, ReportFileError, Saved, SavedSettings, differences, settings_differences,
@@ -227,21 +224,6 @@ fn print_ungated(
     Ok(())
 }
 
-/// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
-pub(super) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
-    if outcome.verdict == Verdict::Inconclusive {
-        crate::say!(
-            "Warning: the gate is inconclusive (see the notes above){}",
-            if args.strict {
-                ""
-            } else {
-                "; passing (use --strict to fail)"
-            }
-        );
-    }
-    exit_of(outcome.verdict, args.strict)
-}
-
 /// Measure the current run now, with the run options given after `--`.
 fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Saved> {
     let report = crate::measure::measure(cfg, interrupt)?;
@@ -254,98 +236,4 @@ fn measure_now(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Sa
     }
     let json = serde_json::to_value(&report).context("encoding the run's report")?;
     Ok(Saved::from_json("this run".into(), json)?)
-}
-
-/// The verdict on stdout (and as GitHub annotations), and in every file asked for.
-pub(super) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
-    // Files first, each failure named without stopping the others; stdout last, so that a
-    // full or closed stdout loses none of them.
-    let mut out = Outputs::new();
-    out.artifact(outcome, &cfg.outputs.exports, &Style::default());
-    // The text is defused where it is printed (a `::` that opens a line is broken); the
-    // annotations are the workflow commands the gate means, printed after it as they are.
-    let written = out.finish(Some(&render_text(outcome)));
-    if cfg.outputs.github {
-        crate::out!("{}", render_github(outcome));
-    }
-    written
-}
-
-/// No baseline: under --strict a gate without a verdict (exit 4), else a pass that says
-/// so; either way the step summary, JUnit file and annotation asked for say why.
-fn no_baseline(cfg: &GateConfig, msg: &str) -> Exit {
-    if cfg.strict {
-        crate::say!("Error: {msg}");
-        write_failure(&cfg.outputs, Exit::Inconclusive, msg);
-        return Exit::Inconclusive;
-    }
-    let msg = format!("{msg}; the gate passes without one (use --strict to fail)");
-    crate::say!("Warning: {msg}");
-    let o = &cfg.outputs;
-    let mut out = Outputs::new();
-    out.write(
-        o.exports.get(Format::Markdown),
-        "the gate's Markdown",
-        || Ok(export::gate::render_skipped_markdown(&msg)),
-    );
-    out.write(o.exports.get(Format::Junit), "the gate's JUnit XML", || {
-        Ok(export::gate::render_skipped_junit(&msg))
-    });
-    if o.github {
-        crate::out!("{}", export::gate::render_skipped_github(&msg));
-    }
-    if let Err(e) = out.finish(None) {
-        crate::say!("Warning: {e:#}");
-    }
-    Exit::Ok
-}
-
-/// A gate that ends without a verdict (exit 1, 2 or 130) still writes the step summary,
-/// the JUnit file and the annotation asked for, naming why: a CI page never shows a red
-/// step and nothing else. Best effort: the gate's own error is what the exit reports.
-pub fn write_failure(outputs: &crate::config::gate::GateOutputs, exit: Exit, why: &str) {
-    let code = exit as i32;
-    let mut out = export::outputs::Outputs::new();
-    out.write(
-        outputs.exports.get(Format::Markdown),
-        "the gate's Markdown",
-        || Ok(export::gate::render_failure_markdown(code, why)),
-    );
-    out.write(
-        outputs.exports.get(Format::Junit),
-        "the gate's JUnit XML",
-        || Ok(export::gate::render_failure_junit(code, why)),
-    );
-    if outputs.github {
-        crate::out!("{}", export::gate::render_failure_github(code, why));
-    }
-    if let Err(e) = out.finish(None) {
-        crate::say!("Warning: {e:#}");
-    }
-}
-
-/// The exit code of a verdict.
-pub fn exit_of(v: Verdict, strict: bool) -> Exit {
-    match v {
-        Verdict::Pass | Verdict::Improvement => Exit::Ok,
-        Verdict::Regression => Exit::Regression,
-        Verdict::Inconclusive if strict => Exit::Inconclusive,
-        Verdict::Inconclusive => Exit::Ok,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_map_to_exit_codes_and_strict_fails_the_inconclusive() {
-        for strict in [false, true] {
-            assert_eq!(exit_of(Verdict::Pass, strict), Exit::Ok);
-            assert_eq!(exit_of(Verdict::Improvement, strict), Exit::Ok);
-            assert_eq!(exit_of(Verdict::Regression, strict), Exit::Regression);
-        }
-        assert_eq!(exit_of(Verdict::Inconclusive, false), Exit::Ok);
-        assert_eq!(exit_of(Verdict::Inconclusive, true), Exit::Inconclusive);
-    }
 }

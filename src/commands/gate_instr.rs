@@ -26,7 +26,6 @@
 //! work, so the least-disturbed run is the one that repeats. A smallest figure that no other
 //! run comes within half the tolerance of is not trusted: the metric is then inconclusive.
 
-use super::gate::{verdict_exit, write_verdict};
 use crate::config::flow_command::FlowCommand;
 use crate::config::gate::{GateConfig, InstrSides, OneFlow};
 use crate::config::{RunConfig, RunLength};
@@ -39,6 +38,7 @@ use crate::gate::instructions::{
 use crate::gate::{GateError, InstructionCounts, Outcome, overall};
 use crate::interleave::flow_arm::MadeQueues;
 use crate::measure::measure;
+use crate::orchestrate::verdict::{verdict_exit, write_verdict};
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;

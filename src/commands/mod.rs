@@ -81,7 +81,7 @@ fn gate_command(
         Ok(_) => None,
     };
     if let Some((code, why)) = failure {
-        gate::write_failure(&args.outputs(), code, &why);
+        crate::orchestrate::verdict::write_failure(&args.outputs(), code, &why);
     }
     result
 }

@@ -9,3 +9,4 @@ pub mod compare;
 pub mod ladder;
 pub mod pubsub;
 pub mod sweep;
+pub mod verdict;
