@@ -99,7 +99,7 @@ pub fn stored(
     write_verdict(args, &outcome)?;
     crate::out!(
         "{}",
-        super::history::recent_steps(&history, &metrics, baseline)?
+        crate::orchestrate::change_points::recent_steps(&history, &metrics, baseline)?
     );
     print_ungated(&metrics, &history, &current)?;
     Ok(verdict_exit(args, &outcome))

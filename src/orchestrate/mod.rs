@@ -5,6 +5,7 @@
 //! window between two CPU snapshots (pubsub and matrix repeat it).
 
 pub mod ab;
+pub mod change_points;
 pub mod compare;
 pub mod ladder;
 pub mod pubsub;
