@@ -89,7 +89,10 @@ fn gate_command(
 /// `oemputx gate`: the mode the options chose.
 fn gate(cfg: &GateConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     match &cfg.mode {
-        GateMode::Stored { baseline, current } => gate::stored(cfg, baseline, current, interrupt),
+        // A run measured now writes the reports a put/get run writes.
+        GateMode::Stored { baseline, current } => {
+            gate::stored(cfg, (baseline, current), interrupt, &run::write_reports)
+        }
         GateMode::Ab(pair) => gate_ab::gate_ab(cfg, pair, interrupt),
         GateMode::Instructions {
             sides,

@@ -7,6 +7,7 @@
 pub mod ab;
 pub mod change_points;
 pub mod compare;
+pub mod gate_stored;
 pub mod ladder;
 pub mod pubsub;
 pub mod sweep;
