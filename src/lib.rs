@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! commands/                     one thin file per subcommand
-//!   orchestrate/                sweep, live compare, the A/B gate, pub/sub windows, the matrix, cpu, account
+//!   orchestrate/                sweep, live compare, the gates and their verdict, pub/sub windows, the matrix, cpu, account
 //!     interleave/               the engine's cycles over flows oemputx starts
 //!       measure.rs              one measured run
 //!         exit.rs  export/  no_reply.rs

@@ -60,7 +60,7 @@ fn run() -> anyhow::Result<Exit> {
             oemputx::say!("Error: {why}");
             // A gate's CI page still says why (its JUnit, summary and annotation).
             if let Some(oemputx::cli::Command::Gate(args)) = &cli.command {
-                commands::gate::write_failure(&args.outputs(), Exit::Usage, &why);
+                oemputx::orchestrate::verdict::write_failure(&args.outputs(), Exit::Usage, &why);
             }
             return Ok(Exit::Usage);
         }

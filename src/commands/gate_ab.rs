@@ -1,10 +1,10 @@
 //! `oemputx gate --flow-a CMD --flow-b CMD -- RUN OPTIONS`: A/B in one run, measured by
 //! [`crate::orchestrate::ab`]; the verdict written and its exit code.
 
-use super::gate::{verdict_exit, write_verdict};
 use crate::config::gate::{FlowPair, GateConfig};
 use crate::exit::Exit;
 use crate::interleave::End;
+use crate::orchestrate::verdict::{verdict_exit, write_verdict};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 

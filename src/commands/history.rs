@@ -1,19 +1,16 @@
 //! `oemputx history FILE`: where main's runs stepped. It reads the history `--save-baseline`
 //! appends to, picks the metrics the stored gate gates (and those named), lets
-//! [`crate::gate::change_points`] find the steps, and writes them as text, JSON and HTML.
-//! The stored gate calls [`recent_steps`] to say when its baseline spans a step.
+//! [`crate::orchestrate::change_points`] find the steps, and writes them as text, JSON and
+//! HTML.
 
 use crate::cli::HistoryArgs;
 use crate::exit::Exit;
 use crate::export;
 use crate::export::history::ChangePoints;
 use crate::export::outputs::{Outputs, Style};
-use crate::gate::change_points::RECENT_RUNS;
-use crate::gate::change_points::outcome::{Outcome, Runs};
 use crate::gate::stored;
+use crate::orchestrate::change_points::search;
 use crate::report::history::History;
-use crate::report::saved::{Metric, ReportFileError};
-use std::path::Path;
 
 /// `oemputx history FILE`.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
@@ -37,43 +34,4 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<Exit> {
     out.artifact(&points, &args.outputs.exports(), &Style::default());
     out.finish(Some(&text))?;
     Ok(Exit::Ok)
-}
-
-/// The change points of each metric's series in `h`.
-fn search<'a>(
-    h: &History,
-    metrics: impl Iterator<Item = &'a str>,
-) -> Result<Outcome, ReportFileError> {
-    let series = metrics
-        .map(|m| {
-            let metric = Metric::named(m);
-            Ok((m.to_string(), metric.unit(), h.figures(&metric)?))
-        })
-        .collect::<Result<Vec<_>, ReportFileError>>()?;
-    let runs = Runs {
-        commits: &h.commits,
-        started: &h.started,
-    };
-    Outcome::of(&h.path.display().to_string(), runs, series).map_err(|e| ReportFileError::Corrupt {
-        path: h.path.clone(),
-        why: e.to_string(),
-    })
-}
-
-/// The stored gate's lines for each step among the newest [`RECENT_RUNS`] of main's runs,
-/// in the gated metrics: the baseline spans it. Nothing when the history is too short to
-/// tell a step.
-pub fn recent_steps(
-    h: &History,
-    metrics: &[(String, f64)],
-    file: &Path,
-) -> Result<String, ReportFileError> {
-    let outcome = search(h, metrics.iter().map(|(m, _)| m.as_str()))?;
-    let recent = h.runs.len().saturating_sub(RECENT_RUNS);
-    Ok(outcome
-        .change_points
-        .iter()
-        .filter(|c| c.index >= recent)
-        .map(|c| export::history::recent_step_line(c, h.runs.len(), &file.display().to_string()))
-        .collect())
 }

@@ -81,7 +81,7 @@ fn gate_command(
         Ok(_) => None,
     };
     if let Some((code, why)) = failure {
-        gate::write_failure(&args.outputs(), code, &why);
+        crate::orchestrate::verdict::write_failure(&args.outputs(), code, &why);
     }
     result
 }
@@ -89,7 +89,13 @@ fn gate_command(
 /// `oemputx gate`: the mode the options chose.
 fn gate(cfg: &GateConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     match &cfg.mode {
-        GateMode::Stored { baseline, current } => gate::stored(cfg, baseline, current, interrupt),
+        // A run measured now writes the reports a put/get run writes.
+        GateMode::Stored { baseline, current } => {
+            let write = |run: &crate::config::RunConfig, report: &crate::report::Report| {
+                crate::export::run_reports::write_reports(report, &run.outputs, run.quiet)
+            };
+            gate::stored(cfg, (baseline, current), interrupt, &write)
+        }
         GateMode::Ab(pair) => gate_ab::gate_ab(cfg, pair, interrupt),
         GateMode::Instructions {
             sides,

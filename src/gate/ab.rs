@@ -3,7 +3,7 @@
 //! ([`crate::experiment`]) as its two-arm use: pairs of rounds adjusted by the driver's
 //! change in the same pair (a control variate), blocks of four pairs on fresh flow
 //! processes, repeated confidence intervals from the eighth block on. Pure code:
-//! [`crate::commands::gate_ab`] starts the flows and measures.
+//! [`crate::orchestrate::ab`] starts the flows and measures.
 
 use super::{AbRounds, Adjustment, Decision, GateError, Outcome, Verdict, overall};
 use crate::experiment::sequential::{PairedInterval, detectable_change, pairs_to_decide};

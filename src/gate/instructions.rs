@@ -1,6 +1,6 @@
 //! The instruction gate's decision, as pure code: each side's counts per run (the
 //! instructions over 1, N and 2N messages), the least-disturbed figure of each, and the
-//! verdict (the method, and why these figures, in [`crate::commands::gate_instr`]).
+//! verdict (the method, and why these figures, in [`crate::orchestrate::gate_instr`]).
 
 use super::{Decision, GateError, Verdict};
 use serde::{Deserialize, Serialize};
