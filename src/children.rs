@@ -73,7 +73,7 @@ impl Group {
     }
 
     /// The leader, to take its pipes.
-    pub fn child_mut(&mut self) -> &mut Child {
+    pub(crate) fn child_mut(&mut self) -> &mut Child {
         &mut self.child
     }
 
@@ -84,7 +84,7 @@ impl Group {
 
     /// [`Group::ended`], with the error of a leader that cannot be waited for (reaped by
     /// something else: nothing in oemputx does).
-    pub fn peek(&self) -> std::io::Result<Option<ExitStatus>> {
+    pub(crate) fn peek(&self) -> std::io::Result<Option<ExitStatus>> {
         if let Some(status) = self.reaped {
             return Ok(Some(status));
         }

@@ -87,7 +87,7 @@ const CLASSES: &[fn(&(dyn std::error::Error + 'static)) -> Option<Exit>] = &[
 
 /// The exit code for an error chain: the first typed error in it decides; an error no
 /// type claims is a runtime failure, never a usage error by accident.
-pub fn exit_for(err: &anyhow::Error) -> Exit {
+pub(crate) fn exit_for(err: &anyhow::Error) -> Exit {
     err.chain()
         .find_map(|cause| CLASSES.iter().find_map(|class| class(cause)))
         .unwrap_or(Exit::Failure)

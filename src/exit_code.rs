@@ -35,7 +35,7 @@ pub trait Classified: std::error::Error + Send + Sync + 'static {
 }
 
 /// `cause` as an `E`, asked for its exit code.
-pub fn class_of<E: Classified>(cause: &(dyn std::error::Error + 'static)) -> Option<Exit> {
+pub(crate) fn class_of<E: Classified>(cause: &(dyn std::error::Error + 'static)) -> Option<Exit> {
     cause.downcast_ref::<E>().map(Classified::exit)
 }
 

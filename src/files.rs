@@ -40,7 +40,7 @@ fn shown_size(bytes: u64) -> String {
 }
 
 impl ReadError {
-    pub fn is_missing(&self) -> bool {
+    pub(crate) fn is_missing(&self) -> bool {
         matches!(self, ReadError::Missing { .. })
     }
 }
@@ -115,7 +115,7 @@ fn held() -> &'static std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> {
 /// opened with O_NONBLOCK, where no reader is ENXIO: an error naming the path and what to
 /// do. The file is then made blocking again, so that the reader takes a report larger
 /// than the pipe's buffer at its own pace instead of the write failing with EAGAIN.
-pub fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
     if let Some(file) = held().lock().ok().and_then(|mut h| {
         let i = h.iter().position(|(p, _)| p == path)?;
         Some(h.swap_remove(i).1)
@@ -148,7 +148,7 @@ pub fn open_in_place(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Check before the run that the FIFO at `path` has a reader (an error naming it if not),
 /// and keep it open for [`open_in_place`], which hands it to the writer after the run.
-pub fn hold_fifo(path: &Path) -> std::io::Result<()> {
+pub(crate) fn hold_fifo(path: &Path) -> std::io::Result<()> {
     // Once per path: a second descriptor left open after the write would keep the reader
     // from its end of file until oemputx exits.
     if held()
@@ -165,12 +165,12 @@ pub fn hold_fifo(path: &Path) -> std::io::Result<()> {
 }
 
 /// Whether `path` is a FIFO (a named pipe).
-pub fn is_fifo(path: &Path) -> bool {
+pub(crate) fn is_fifo(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
 }
 
 /// [`read_regular`] as UTF-8 text.
-pub fn read_text(path: &Path, max: u64, what: &'static str) -> Result<String, ReadError> {
+pub(crate) fn read_text(path: &Path, max: u64, what: &'static str) -> Result<String, ReadError> {
     let data = read_regular(path, max, what)?;
     String::from_utf8(data).map_err(|e| ReadError::Io {
         path: path.to_path_buf(),

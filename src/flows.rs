@@ -134,12 +134,16 @@ impl Flows {
 
     /// Wait until the queue has `want` consumers (the flows are ready), or a flow dies, or
     /// 20 s pass. A transport that cannot count consumers is taken as ready.
-    pub fn wait_ready(&mut self, want: usize) -> anyhow::Result<()> {
+    pub(crate) fn wait_ready(&mut self, want: usize) -> anyhow::Result<()> {
         self.wait_ready_within(want, READY_TIMEOUT)
     }
 
     /// [`Flows::wait_ready`] with its own time limit (a flow under valgrind starts slowly).
-    pub fn wait_ready_within(&mut self, want: usize, timeout: Duration) -> anyhow::Result<()> {
+    pub(crate) fn wait_ready_within(
+        &mut self,
+        want: usize,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(why) = self.exited() {

@@ -22,7 +22,7 @@ pub fn measure(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Re
 /// [`measure`], with each round's backlog when the run is paced for a duration and settles
 /// first (a ladder's step): requests due by the schedule and not yet answered, sampled while
 /// the window is open (`driver::backlog`). Empty otherwise.
-pub fn measure_paced(
+pub(crate) fn measure_paced(
     cfg: &RunConfig,
     interrupt: Arc<AtomicBool>,
 ) -> anyhow::Result<(Report, Vec<RoundBacklog>)> {

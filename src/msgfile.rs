@@ -69,17 +69,17 @@ pub struct Messages {
 
 impl Messages {
     /// Largest body, in bytes.
-    pub fn max_len(&self) -> usize {
+    pub(crate) fn max_len(&self) -> usize {
         self.bodies.iter().map(|b| b.len()).max().unwrap_or(0)
     }
 
     /// Smallest body, in bytes.
-    pub fn min_len(&self) -> usize {
+    pub(crate) fn min_len(&self) -> usize {
         self.bodies.iter().map(|b| b.len()).min().unwrap_or(0)
     }
 
     /// A generated body of `size` bytes: printable, so a flow that logs it shows text.
-    pub fn generated(size: usize) -> Result<Self, MsgFileError> {
+    pub(crate) fn generated(size: usize) -> Result<Self, MsgFileError> {
         if size == 0 {
             return Err(MsgFileError::ZeroSize);
         }
@@ -100,7 +100,7 @@ impl Messages {
     }
 
     /// The default request, from `msgfiles/` when present, else the built-in copy.
-    pub fn default_request() -> Result<Self, MsgFileError> {
+    pub(crate) fn default_request() -> Result<Self, MsgFileError> {
         let path = Path::new(DEFAULT_PATH);
         if path.is_file() {
             return Self::from_files(&[path.to_path_buf()], false);

@@ -21,7 +21,7 @@ const NAMED: usize = 6;
 
 /// Run `run` (the driver) with a watcher beside it that prints the hint once, if it is
 /// due; the watcher ends with `run`.
-pub fn watching<T>(cfg: &RunConfig, controls: &Controls, run: impl FnOnce() -> T) -> T {
+pub(crate) fn watching<T>(cfg: &RunConfig, controls: &Controls, run: impl FnOnce() -> T) -> T {
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let watcher = std::thread::Builder::new()

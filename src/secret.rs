@@ -44,11 +44,6 @@ impl Secret {
         self.0.is_empty()
     }
 
-    /// Whether this is one of the public default passwords (RabbitMQ's `guest`, …), which
-    /// may travel where a real secret may not (a child's command line).
-    pub fn is_public_default(&self) -> bool {
-        PUBLIC_DEFAULTS.contains(&self.0.as_str())
-    }
 }
 
 impl std::fmt::Debug for Secret {
@@ -69,7 +64,7 @@ fn known() -> &'static Mutex<Vec<String>> {
 }
 
 /// Remember a secret that did not come through [`Secret::new`] (one a child was handed).
-pub fn remember(value: &str) {
+pub(crate) fn remember(value: &str) {
     if value.chars().count() < MIN_SCRUBBED || PUBLIC_DEFAULTS.contains(&value) {
         return;
     }
@@ -153,7 +148,7 @@ fn mask_spellings(text: &str, secret: &str) -> String {
 }
 
 /// Best-effort for a URL that may not parse: `scheme://user:***@rest`.
-pub fn redact_url(raw: &str) -> String {
+pub(crate) fn redact_url(raw: &str) -> String {
     if let Some((scheme, rest)) = raw.split_once("://")
         && let Some((userinfo, host)) = rest.rsplit_once('@')
     {

@@ -20,14 +20,14 @@ pub fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// A percentile as its name is written: 99 → "99", 99.9 → "99.9", 99.99 → "99.99".
-pub fn percentile_name(pct: f64) -> String {
+pub(crate) fn percentile_name(pct: f64) -> String {
     let s = format!("{pct:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The mean of `v` and the half-width of its 95 % Student-t interval; None with fewer than
 /// two values or any that is not finite.
-pub fn mean_interval(v: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn mean_interval(v: &[f64]) -> Option<(f64, f64)> {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     let n = v.len();
     if n < 2 || v.iter().any(|x| !x.is_finite()) {
@@ -113,7 +113,7 @@ mod tests {
 pub struct Draws(fastrand::Rng);
 
 impl Draws {
-    pub fn seeded(seed: u64) -> Draws {
+    pub(crate) fn seeded(seed: u64) -> Draws {
         Draws(fastrand::Rng::with_seed(seed))
     }
 
@@ -123,7 +123,7 @@ impl Draws {
     }
 
     /// A uniform number in (0, 1]: never 0, so that its logarithm is finite.
-    pub fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         1.0 - self.0.f64()
     }
 
@@ -134,7 +134,7 @@ impl Draws {
     }
 
     /// Fisher–Yates.
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
         self.0.shuffle(v);
     }
 }

@@ -39,7 +39,7 @@ pub fn encode(s: &str) -> String {
 }
 
 /// An IPv6 address for a URL's authority: in brackets (anything else as it is).
-pub fn host_for_url(host: &str) -> String {
+pub(crate) fn host_for_url(host: &str) -> String {
     if host.contains(':') && !host.starts_with('[') {
         format!("[{host}]")
     } else {
@@ -76,7 +76,7 @@ impl UrlParts {
     }
 
     /// The host, or `why` (e.g. "no host; write amqp://HOST:5672").
-    pub fn host_or(&self, why: &str) -> Result<String, String> {
+    pub(crate) fn host_or(&self, why: &str) -> Result<String, String> {
         self.host.clone().ok_or_else(|| why.to_string())
     }
 
@@ -98,7 +98,7 @@ impl UrlParts {
     }
 
     /// Whether the URL has a query at all.
-    pub fn has_query(&self) -> bool {
+    pub(crate) fn has_query(&self) -> bool {
         !self.query.is_empty()
     }
 }

@@ -101,7 +101,7 @@ pub struct Mount {
 /// holds every task), else v2's when mounted whole. A mount whose root is not "/" is a
 /// container's part of the hierarchy: it does not hold the other tasks of the machine whose
 /// busy time /proc/stat counts, so it is not used.
-pub fn pick(mounts: &[Mount]) -> Option<Root> {
+pub(crate) fn pick(mounts: &[Mount]) -> Option<Root> {
     let whole = |m: &&Mount| m.root == "/";
     let v1 = mounts
         .iter()
@@ -154,7 +154,7 @@ fn read_u64(path: &Path) -> Option<u64> {
 }
 
 /// `usage_usec` of a v2 `cpu.stat`.
-pub fn usage_usec(cpu_stat: &str) -> Option<u64> {
+pub(crate) fn usage_usec(cpu_stat: &str) -> Option<u64> {
     cpu_stat
         .lines()
         .find_map(|l| l.strip_prefix("usage_usec ")?.trim().parse().ok())

@@ -83,7 +83,7 @@ pub fn thread(tid: i32) -> Result<Duration, CpuError> {
 }
 
 /// The kernel thread id of the calling thread.
-pub fn current_tid() -> i32 {
+pub(crate) fn current_tid() -> i32 {
     nix::unistd::gettid().as_raw()
 }
 
@@ -178,7 +178,7 @@ impl DriverCpu {
     }
 
     /// CPU used in window (round) `i`.
-    pub fn used_in(&self, i: usize) -> Option<Duration> {
+    pub(crate) fn used_in(&self, i: usize) -> Option<Duration> {
         self.windows.get(i).copied().flatten()
     }
 }

@@ -22,7 +22,7 @@ pub fn split(total: f64, user_ticks: u64, sys_ticks: u64) -> (f64, f64) {
 }
 
 /// 1σ uncertainty of the user (or system) part of `total_s` seconds, in seconds.
-pub fn split_sigma(total_s: f64, tick_s: f64, sys_share: f64) -> f64 {
+pub(crate) fn split_sigma(total_s: f64, tick_s: f64, sys_share: f64) -> f64 {
     let p = sys_share.clamp(0.0, 1.0);
     (total_s.max(0.0) * tick_s * p * (1.0 - p)).sqrt()
 }
@@ -44,7 +44,7 @@ pub fn capture_ratio(
 /// iowait counters are read in whole ticks at both ends of the window, so each difference is
 /// off by a triangular error of σ = tick/√6; over 2·cpus counters the busy time is off by
 /// tick·√(cpus/3), and the ratio (tasks ÷ busy) by that share of busy.
-pub fn capture_ratio_sigma(ratio: f64, busy_s: f64, cpus: usize, tick_s: f64) -> f64 {
+pub(crate) fn capture_ratio_sigma(ratio: f64, busy_s: f64, cpus: usize, tick_s: f64) -> f64 {
     if busy_s <= 0.0 {
         return f64::INFINITY;
     }
@@ -54,7 +54,7 @@ pub fn capture_ratio_sigma(ratio: f64, busy_s: f64, cpus: usize, tick_s: f64) ->
 /// Whether a run was bound by CPU or spent its round trips waiting, from the CPU each
 /// transaction used (all measured processes, µs), its round trip (µs), the rate and the
 /// machine's CPUs. Returns (cpu_bound, share of the machine's CPU the measured work used).
-pub fn cpu_bound(cpu_us_per_tran: f64, rate_tps: f64, cpus: usize) -> (bool, f64) {
+pub(crate) fn cpu_bound(cpu_us_per_tran: f64, rate_tps: f64, cpus: usize) -> (bool, f64) {
     let used = cpu_us_per_tran * rate_tps / 1e6 / cpus.max(1) as f64;
     (used >= 0.8, used)
 }

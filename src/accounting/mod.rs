@@ -301,7 +301,7 @@ impl Accounting {
     /// Read the groups placed on other hosts (`NAME@HOST=…`) through those hosts' PCP.
     /// Each host is asked once now, so that one that cannot be read is an error before the
     /// run rather than a missing table after it.
-    pub fn with_hosts(mut self, hosts: &[pcp::PcpHost]) -> Result<Self, pcp::PcpError> {
+    pub(crate) fn with_hosts(mut self, hosts: &[pcp::PcpHost]) -> Result<Self, pcp::PcpError> {
         let (local, remote) = hosts::place(std::mem::take(&mut self.groups), hosts)?;
         for r in &remote {
             r.host.check()?;
@@ -351,7 +351,7 @@ impl Accounting {
     }
 
     /// Make the end snapshot the next start, for measuring interval after interval.
-    pub fn roll(&mut self) {
+    pub(crate) fn roll(&mut self) {
         if let Some((_, end)) = self.windows.pop() {
             self.windows.push((end, None));
         }
@@ -377,7 +377,7 @@ impl Accounting {
     }
 
     /// The table of window (round) `i` alone.
-    pub fn round_table(&self, i: usize, traffic: Traffic) -> Option<CpuTable> {
+    pub(crate) fn round_table(&self, i: usize, traffic: Traffic) -> Option<CpuTable> {
         let (a, b) = self.windows.get(i)?;
         self.table_between((a.as_ref()?, b.as_ref()?), (i, i), traffic)
     }

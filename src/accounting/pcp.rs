@@ -627,7 +627,7 @@ impl PcpHost {
 
 /// The hosts of `--host NAME=URL` options and a profile's hosts table; an option names a
 /// host the profile also names: the option wins.
-pub fn parse_hosts(
+pub(crate) fn parse_hosts(
     specs: &[String],
     profile: Option<&std::collections::BTreeMap<String, String>>,
 ) -> Result<Vec<PcpHost>, PcpError> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 /// Whether `name` may head a row, a TSV column and a CI annotation: 1 to 64 letters,
 /// digits, '_', '-' or '.' (group and host names).
-pub fn plain_name(name: &str) -> bool {
+pub(crate) fn plain_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .chars()
@@ -19,7 +19,7 @@ pub fn plain_name(name: &str) -> bool {
 /// Whether `name` may stand for a host in a report another host reads (a shard's node): 1 to
 /// 253 letters, digits, '_', '-' or '.', as host names are. A merge prints it on a line of
 /// its own; a name with a line break would forge lines of the merged report.
-pub fn plain_host_name(name: &str) -> bool {
+pub(crate) fn plain_host_name(name: &str) -> bool {
     (1..=253).contains(&name.len())
         && name
             .chars()
@@ -175,7 +175,7 @@ fn preset_names() -> String {
 }
 
 /// The kernel keeps 15 bytes of a process name; compare names the way it stores them.
-pub fn comm_name(name: &str) -> String {
+pub(crate) fn comm_name(name: &str) -> String {
     let mut end = name.len().min(15);
     while !name.is_char_boundary(end) {
         end -= 1;
@@ -218,7 +218,7 @@ fn pid_file(group: &str, value: &str) -> Result<PathBuf, SelectorError> {
 }
 
 /// Parse one selector (a preset may expand to several).
-pub fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorError> {
+pub(crate) fn parse_selector(group: &str, sel: &str) -> Result<Vec<Selector>, SelectorError> {
     if let Some(preset) = sel.strip_prefix('@') {
         let (_, names) = PRESETS.iter().find(|(n, _)| *n == preset).ok_or_else(|| {
             SelectorError::UnknownPreset {
@@ -305,7 +305,7 @@ fn cgroup_dir(value: &str) -> PathBuf {
 const RESERVED: [&str; 5] = ["DRIVER", "captured", "corrected", "rate", "p99"];
 
 /// Parse `NAME=SEL[,SEL…]`, or `NAME@HOST=SEL[,SEL…]` for a group on another host.
-pub fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
+pub(crate) fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     let (name, sels) = spec
         .split_once('=')
         .ok_or_else(|| SelectorError::NoName(spec.into()))?;
@@ -362,7 +362,7 @@ fn remote_selector(group: &str, host: &str, sel: &str) -> Result<Vec<Selector>, 
 }
 
 /// Parse several groups, refusing a name given twice.
-pub fn parse_groups<'a>(
+pub(crate) fn parse_groups<'a>(
     specs: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<GroupSpec>, SelectorError> {
     let mut groups: Vec<GroupSpec> = Vec::new();

@@ -43,7 +43,7 @@ fn unmapped(a: SocketAddr) -> SocketAddr {
 }
 
 /// The established connections to `broker` on this host, by process.
-pub fn to_broker(broker: &[SocketAddr]) -> Connections {
+pub(crate) fn to_broker(broker: &[SocketAddr]) -> Connections {
     // Socket inode → owner uid, of every established connection to the broker.
     let mut wanted: HashMap<u64, u32> = HashMap::new();
     for table in [procfs::net::tcp(), procfs::net::tcp6()] {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// `oemputx gate --flow-a … --flow-b … -- RUN OPTIONS`.
-pub fn gate_ab(
+pub(crate) fn gate_ab(
     cfg: &GateConfig,
     pair: &FlowPair,
     interrupt: Arc<AtomicBool>,

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 /// `oemputx gate --instructions`: both flows now, flow A saved, or flow B against saved
 /// counts.
-pub fn gate_instructions(
+pub(crate) fn gate_instructions(
     cfg: &GateConfig,
     sides: &InstrSides,
     base: &RunConfig,

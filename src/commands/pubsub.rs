@@ -64,7 +64,13 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
             latest_json: false,
             announce: None,
         };
-        out.save(&to, ("the pub/sub text report", &text), report, &formats, &style);
+        out.save(
+            &to,
+            ("the pub/sub text report", &text),
+            report,
+            &formats,
+            &style,
+        );
     }
     out.finish(Some(&text))
 }

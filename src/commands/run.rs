@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Run the loop the config describes, export its report, and say how it ended.
-pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
+pub(crate) fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     // Known before the run, so that its report waits for no git after it (or a Ctrl-C).
     let _ = crate::report::history::this_commit();
     let report = measure(cfg, interrupt)?;
@@ -28,7 +28,7 @@ pub fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Ex
 /// read (a host that failed at an edge, /proc unreadable) or whose flow answered some
 /// requests twice is a runtime failure, exit 1: its report is written and says what is
 /// wrong, but a CI job must not take it for a whole measurement.
-pub fn exit_of_report(report: &Report) -> Exit {
+pub(crate) fn exit_of_report(report: &Report) -> Exit {
     if report.status != Status::Completed {
         // Also on stderr: with --quiet, or stdout in a file, the report's INCOMPLETE line
         // is not where a CI log shows why the job failed. (An interrupt is its own reason.)
@@ -66,7 +66,7 @@ pub fn exit_of_report(report: &Report) -> Exit {
 }
 
 /// The exit code a finished run's status calls for.
-pub fn exit_of(status: Status) -> Exit {
+pub(crate) fn exit_of(status: Status) -> Exit {
     match status {
         Status::Completed => Exit::Ok,
         Status::Interrupted => Exit::Interrupted,

@@ -461,7 +461,7 @@ fn check_tasks(tasks: usize, length: RunLength) -> Result<(), ConfigError> {
 
 impl RunConfig {
     /// The same run with `tasks` tasks, checked as the options were (a sweep's points).
-    pub fn with_tasks(&self, tasks: usize) -> Result<RunConfig, ConfigError> {
+    pub(crate) fn with_tasks(&self, tasks: usize) -> Result<RunConfig, ConfigError> {
         check_tasks(tasks, self.length)?;
         let mut c = self.clone();
         c.tasks = tasks;
@@ -471,7 +471,7 @@ impl RunConfig {
 
     /// The same run on request queue `queue` (a gate's sides, each on its own), created
     /// when missing.
-    pub fn on_own_queue(&self, queue: &str) -> Result<RunConfig, ConfigError> {
+    pub(crate) fn on_own_queue(&self, queue: &str) -> Result<RunConfig, ConfigError> {
         check_queue_name("--request-queue", queue)?;
         let mut c = self.clone();
         c.request_queue = queue.to_string();

@@ -57,7 +57,7 @@ impl FlowCommand {
     }
 
     /// The same command with `key=value` in its environment.
-    pub fn with_env(&self, key: &str, value: &str) -> FlowCommand {
+    pub(crate) fn with_env(&self, key: &str, value: &str) -> FlowCommand {
         let mut c = self.clone();
         c.env.push((key.to_string(), value.to_string()));
         c
@@ -90,7 +90,7 @@ pub(crate) fn secret_of(url: &url::Url) -> Option<String> {
 /// Take the passwords out of a flow command's arguments (see the module's notes): a
 /// PostgreSQL password, in a URL's userinfo, a URL's `?password=` or a keyword connection
 /// string's `password=`, moves to `PGPASSWORD`; any other password is refused.
-pub fn without_secrets(args: &[String]) -> Result<SecretFree, String> {
+pub(crate) fn without_secrets(args: &[String]) -> Result<SecretFree, String> {
     let mut out = SecretFree {
         args: Vec::with_capacity(args.len()),
         env: Vec::new(),

@@ -167,7 +167,7 @@ impl ResultKind {
 
     /// The kind a subcommand's help shows the flags of: a variant of a command's result
     /// (pub/sub's rounds and capacity search) is not.
-    pub fn is_variant(self) -> bool {
+    pub(crate) fn is_variant(self) -> bool {
         matches!(self, ResultKind::PubsubRounds | ResultKind::PubsubCapacity)
     }
 
@@ -227,12 +227,12 @@ impl Exports {
     }
 
     /// Each output by its flag, as [`super::outputs::check`] takes them.
-    pub fn by_flag(&self) -> Vec<(&'static str, Option<&Path>)> {
+    pub(crate) fn by_flag(&self) -> Vec<(&'static str, Option<&Path>)> {
         self.given().map(|(f, p)| (f.flag(), Some(p))).collect()
     }
 
     /// Whether one of them is stdout.
-    pub fn to_stdout(&self) -> bool {
+    pub(crate) fn to_stdout(&self) -> bool {
         self.given().any(|(_, p)| p.as_os_str() == "-")
     }
 }

@@ -179,8 +179,9 @@ pub struct Tolerances {
 }
 
 impl Tolerances {
+    #[cfg(test)]
     /// One tolerance for every metric.
-    pub fn uniform(default: f64) -> Tolerances {
+    pub(crate) fn uniform(default: f64) -> Tolerances {
         Tolerances {
             per_metric: BTreeMap::new(),
             default,
@@ -205,18 +206,18 @@ impl Tolerances {
         })
     }
 
-    pub fn for_metric(&self, metric: &str) -> f64 {
+    pub(crate) fn for_metric(&self, metric: &str) -> f64 {
         self.per_metric.get(metric).copied().unwrap_or(self.default)
     }
 
     /// The metrics the gate file names (gated even when not by default).
-    pub fn named_metrics(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn named_metrics(&self) -> impl Iterator<Item = &String> {
         self.per_metric.keys()
     }
 }
 
 /// `5%`, `0.05` or `5` (percent) → 0.05.
-pub fn parse_tolerance(flag: &'static str, v: &str) -> Result<f64, ConfigError> {
+pub(crate) fn parse_tolerance(flag: &'static str, v: &str) -> Result<f64, ConfigError> {
     let t = v.trim();
     let (num, percent) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), true),

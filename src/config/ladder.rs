@@ -305,7 +305,7 @@ fn check_rates_fit(rates: &Rates, step_time: Duration, windows: usize) -> Result
 
 /// `auto`, or rates in messages a second separated by commas (`unpaced` for a step as fast
 /// as the tasks go).
-pub fn parse_rates(v: &str) -> Result<Rates, ConfigError> {
+pub(crate) fn parse_rates(v: &str) -> Result<Rates, ConfigError> {
     let v = v.trim();
     if v.eq_ignore_ascii_case("auto") {
         return Ok(Rates::Auto);
@@ -339,7 +339,7 @@ pub fn parse_rates(v: &str) -> Result<Rates, ConfigError> {
 
 /// `pNN=DURATION`: the NN-th percentile's round trip at most DURATION (`p99=50ms`,
 /// `p99.9=200ms`, `p50=5ms`).
-pub fn parse_slo(v: &str) -> Result<Slo, ConfigError> {
+pub(crate) fn parse_slo(v: &str) -> Result<Slo, ConfigError> {
     let refuse = |why: String| bad("--slo", why);
     let t = v.trim();
     let Some((p, limit)) = t.split_once('=') else {

@@ -173,7 +173,7 @@ pub struct RunConfig {
 
 impl RunConfig {
     /// The queue and message settings every transport needs.
-    pub fn queue_setup(&self) -> QueueSetup {
+    pub(crate) fn queue_setup(&self) -> QueueSetup {
         QueueSetup {
             request_queue: self.request_queue.clone(),
             reply_queue: self.reply_queue.clone(),
@@ -212,7 +212,7 @@ pub struct RunOutputs {
 pub const MIN_CAPTURE_RATIO: f64 = 0.01;
 
 /// `measured`, or a fixed ratio in [0.01, 1].
-pub fn parse_ratio(v: &str) -> Result<RatioMode, ConfigError> {
+pub(crate) fn parse_ratio(v: &str) -> Result<RatioMode, ConfigError> {
     if v.eq_ignore_ascii_case("measured") {
         return Ok(RatioMode::Measured);
     }

@@ -204,7 +204,11 @@ impl RunOptions {
     /// Refuse outputs given among the run options of a command whose rounds write none
     /// (a live compare, the A/B and instruction gates): `silent` would drop them without a
     /// word. `who` is the command, `writes` what its own `--export-*` write.
-    pub fn refuse_round_outputs(&self, who: &str, writes: &str) -> Result<(), super::ConfigError> {
+    pub(crate) fn refuse_round_outputs(
+        &self,
+        who: &str,
+        writes: &str,
+    ) -> Result<(), super::ConfigError> {
         let o = &self.outputs;
         let exports = o.exports();
         let first = exports.given().map(|(f, _)| f.flag()).next();

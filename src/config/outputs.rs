@@ -77,7 +77,7 @@ const GATED: [(&str, &str, bool); 1] = [("--export-html", "html", cfg!(feature =
 
 /// `flag`'s output, when given, is one this build writes: a left-out one is refused by its
 /// feature before anything is measured (the run would otherwise end without it).
-pub fn check_built(flag: &'static str, path: Option<&Path>) -> Result<(), ConfigError> {
+pub(crate) fn check_built(flag: &'static str, path: Option<&Path>) -> Result<(), ConfigError> {
     match GATED.iter().find(|(f, ..)| *f == flag) {
         Some(&(_, feature, false)) if path.is_some() => {
             Err(ConfigError::NotBuilt { flag, feature })
@@ -109,7 +109,7 @@ fn resolved(p: &Path) -> PathBuf {
 
 /// An output can be written where it is asked: its folder exists, it is not a folder, its
 /// name is not too long. `-` (stdout) and devices are fine.
-pub fn check_output(flag: &'static str, path: &Path) -> Result<(), ConfigError> {
+pub(crate) fn check_output(flag: &'static str, path: &Path) -> Result<(), ConfigError> {
     // A FIFO must have its reader now: found after the run, its absence cost the run. The
     // FIFO is kept open from here to its write, or its reader would see an end of file.
     if crate::files::is_fifo(path) {

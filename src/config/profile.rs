@@ -70,7 +70,7 @@ pub fn built_in() -> Result<BTreeMap<String, Profile>, ConfigError> {
 
 /// Every profile of `paths` and the built-in ones, the first source of a name winning, in
 /// the order found (each file's profiles by name, then the built-in ones not overridden).
-pub fn known_profiles(paths: &[PathBuf], explicit: bool) -> Result<Vec<Known>, ConfigError> {
+pub(crate) fn known_profiles(paths: &[PathBuf], explicit: bool) -> Result<Vec<Known>, ConfigError> {
     let mut sources: Vec<(Source, BTreeMap<String, Profile>)> = Vec::new();
     for path in paths {
         if explicit && !path.exists() {
@@ -162,7 +162,7 @@ fn parse_profiles(text: &str, path: &Path) -> Result<BTreeMap<String, Profile>, 
 
 /// A TOML error as "line L, column C: what", without the offending line: a profile file
 /// holds URLs with passwords, and the parser's own message quotes the line it stopped on.
-pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
+pub(crate) fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let message = crate::secret::scrub(e.message().trim());
     match e.span() {
         Some(span) => {

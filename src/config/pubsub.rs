@@ -103,7 +103,7 @@ pub struct PubsubConfig {
 
 /// The broker's URL: `--qmgr` as given when it is a URL, else the URL of the profile of that
 /// name (a file's, or a built-in one): `pubsub --qmgr RABBIT` as a run takes it.
-pub fn broker_url(qmgr: &str) -> Result<String, ConfigError> {
+pub(crate) fn broker_url(qmgr: &str) -> Result<String, ConfigError> {
     if qmgr.is_empty() || qmgr.contains("://") {
         return Ok(qmgr.to_string());
     }

@@ -165,7 +165,7 @@ fn launcher(env: &dyn Fn(&str) -> Option<String>) -> Result<Launcher, ConfigErro
 
 /// `I/N`, or N (a number or `auto`) with I from the launcher's environment (`env` looks a
 /// variable up); `None` when not sharded.
-pub fn index_of(
+pub(crate) fn index_of(
     o: &ShardOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Placement>, ConfigError> {
@@ -291,7 +291,7 @@ pub fn share(total: u64, i: usize, n: usize) -> u64 {
 }
 
 /// The start instant: RFC 3339 (e.g. 2026-12-03T10:00:00Z), or `+DURATION` from `now`.
-pub fn start_at(raw: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ConfigError> {
+pub(crate) fn start_at(raw: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ConfigError> {
     instant("--start-at", raw, now)
 }
 
@@ -333,7 +333,7 @@ pub fn instant(
 }
 
 /// A run id: what names a run in every shard's report; letters, digits, '-', '_', '.'.
-pub fn check_run_id(id: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_run_id(id: &str) -> Result<(), ConfigError> {
     if (1..=64).contains(&id.len())
         && id
             .chars()

@@ -232,7 +232,7 @@ impl CpuOptions {
 }
 
 /// The groups named, or one group per preset.
-pub fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError> {
+pub(crate) fn groups_or_presets(specs: &[String]) -> Result<Vec<GroupSpec>, ConfigError> {
     if specs.is_empty() {
         let all: Vec<String> = PRESETS.iter().map(|(n, _)| format!("{n}=@{n}")).collect();
         return Ok(selector::parse_groups(all.iter().map(String::as_str))?);

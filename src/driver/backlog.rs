@@ -92,7 +92,7 @@ impl Backlog {
     }
 
     /// The sampling thread's id: its CPU is not the driver's.
-    pub fn own_threads(&self) -> Vec<i32> {
+    pub(crate) fn own_threads(&self) -> Vec<i32> {
         self.tid.into_iter().collect()
     }
 }
@@ -141,7 +141,7 @@ fn sample(shared: &Shared, counters: &ProgressCounters, length: Duration) {
 }
 
 /// The backlog of one round from its samples: due(t) = ⌊rate·t⌋ + 1, less the answered.
-pub fn of_samples(samples: &[(f64, u64)], rate: f64, length_s: f64) -> RoundBacklog {
+pub(crate) fn of_samples(samples: &[(f64, u64)], rate: f64, length_s: f64) -> RoundBacklog {
     let points: Vec<(f64, f64)> = samples
         .iter()
         .map(|&(t, answered)| (t, (rate * t).floor() + 1.0 - answered as f64))

@@ -95,17 +95,17 @@ impl Controls {
     }
 
     /// A handle on the progress counters that another thread can keep.
-    pub fn progress_counters(&self) -> ProgressCounters {
+    pub(crate) fn progress_counters(&self) -> ProgressCounters {
         self.progress.clone()
     }
 
     /// Whether a request has been put (any task, any phase).
-    pub fn put_any(&self) -> bool {
+    pub(crate) fn put_any(&self) -> bool {
         self.put_any.load(Ordering::Relaxed)
     }
 
     /// Whether a reply has come (any task, any phase; matched or not).
-    pub fn replied_any(&self) -> bool {
+    pub(crate) fn replied_any(&self) -> bool {
         self.replied_any.load(Ordering::Relaxed)
     }
 

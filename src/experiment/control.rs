@@ -27,7 +27,7 @@
 
 /// The Theil–Sen slope of y on x: the median of (yⱼ − yᵢ) ÷ (xⱼ − xᵢ) over i < j with
 /// xᵢ ≠ xⱼ. None with fewer than two distinct x or any value not finite.
-pub fn theil_sen(x: &[f64], y: &[f64]) -> Option<f64> {
+pub(crate) fn theil_sen(x: &[f64], y: &[f64]) -> Option<f64> {
     if x.len() != y.len() || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;
     }
@@ -53,7 +53,7 @@ pub struct Pair {
 
 /// The observation of each block: the mean over its pairs of d − β·control. With `beta`
 /// 0 (or a block with a pair lacking the control), the block's plain mean of d.
-pub fn block_means(blocks: &[Vec<Pair>], beta: f64) -> Vec<f64> {
+pub(crate) fn block_means(blocks: &[Vec<Pair>], beta: f64) -> Vec<f64> {
     blocks
         .iter()
         .filter(|b| !b.is_empty())

@@ -52,7 +52,7 @@ pub enum Rule {
 
 impl Rule {
     /// The rule's threshold as a fraction (tolerance or minimum effect).
-    pub fn threshold(self) -> f64 {
+    pub(crate) fn threshold(self) -> f64 {
         match self {
             Rule::Gate { tolerance } => tolerance,
             Rule::Difference { min_effect } => min_effect,
@@ -271,7 +271,7 @@ impl Experiment {
         })
     }
 
-    pub fn design(&self) -> &Design {
+    pub(crate) fn design(&self) -> &Design {
         &self.design
     }
 
@@ -301,13 +301,13 @@ impl Experiment {
     }
 
     /// The blocks planned.
-    pub fn planned(&self) -> usize {
+    pub(crate) fn planned(&self) -> usize {
         self.spending.planned()
     }
 
     /// Plan `blocks` blocks in all (from how long blocks take, never from what they
     /// measured): only before the first look, and never above the design's most.
-    pub fn plan(&mut self, blocks: usize) {
+    pub(crate) fn plan(&mut self, blocks: usize) {
         self.spending
             .plan(blocks.min(self.design.max_blocks).max(FIRST_LOOK));
     }
@@ -350,7 +350,7 @@ impl Experiment {
     }
 
     /// End a block early (a run cut short): its cycles make one observation.
-    pub fn close_block(&mut self) {
+    pub(crate) fn close_block(&mut self) {
         let mut any = false;
         for c in &mut self.controls {
             if !c.pending.is_empty() {
@@ -369,7 +369,7 @@ impl Experiment {
     }
 
     /// Whether a look is due now (a block has just closed, from the first look on).
-    pub fn look_due(&self) -> bool {
+    pub(crate) fn look_due(&self) -> bool {
         self.blocks >= FIRST_LOOK
     }
 
@@ -503,7 +503,7 @@ impl Experiment {
 
     /// Arm `arm`'s figure of metric `mi` in every cycle, in the order measured (None where a
     /// round had none): what a report keeps so that a run can be judged again offline.
-    pub fn round_values(&self, arm: usize, mi: usize) -> Vec<Option<f64>> {
+    pub(crate) fn round_values(&self, arm: usize, mi: usize) -> Vec<Option<f64>> {
         self.rounds[arm]
             .iter()
             .map(|f| f.values.get(mi).copied().flatten())
@@ -516,12 +516,12 @@ impl Experiment {
     }
 
     /// Arm `arm`'s median of metric `mi` with a distribution-free interval at 1 − `alpha`.
-    pub fn arm_summary(&self, arm: usize, mi: usize, alpha: f64) -> Option<ArmSummary> {
+    pub(crate) fn arm_summary(&self, arm: usize, mi: usize, alpha: f64) -> Option<ArmSummary> {
         median_interval(&self.values(arm, mi), alpha)
     }
 
     /// Where every metric of every contrast ended.
-    pub fn outcomes(&self) -> Vec<Outcome> {
+    pub(crate) fn outcomes(&self) -> Vec<Outcome> {
         let level = self.boundary.map_or(self.design.alpha, |b| b.level);
         let mut out = Vec::new();
         for (ci, row) in self.cells.iter().enumerate() {
@@ -568,7 +568,7 @@ impl Experiment {
 /// of them as a finding. Split over the contrasts only, each of five groups carried the
 /// whole 10 %: an A/A compare on RabbitMQ called the broker's group 1.8 % cheaper
 /// (lab/calibration/compare-20261202-1333, aa 3).
-pub fn family_alpha(metrics: usize) -> f64 {
+pub(crate) fn family_alpha(metrics: usize) -> f64 {
     0.10 / metrics.max(1) as f64
 }
 
@@ -603,7 +603,7 @@ fn log_ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// Half the interval's width as a fraction of its estimate (in log terms).
-pub fn half_width(i: &PairedInterval) -> f64 {
+pub(crate) fn half_width(i: &PairedInterval) -> f64 {
     if !(i.low > 0.0 && i.high.is_finite()) {
         return f64::INFINITY;
     }
@@ -618,7 +618,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// The median and the distribution-free interval for it from order statistics (the
 /// binomial with p = ½: Hollander & Wolfe, *Nonparametric Statistical Methods*, §3.6);
 /// None with no values. With too few values for the level the interval is their range.
-pub fn median_interval(v: &[f64], alpha: f64) -> Option<ArmSummary> {
+pub(crate) fn median_interval(v: &[f64], alpha: f64) -> Option<ArmSummary> {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if s.is_empty() {
         return None;
@@ -651,7 +651,7 @@ pub fn median_interval(v: &[f64], alpha: f64) -> Option<ArmSummary> {
 }
 
 /// The paired t-test's two-sided p-value for "no change"; NaN with fewer than two values.
-pub fn paired_p(d: &[f64]) -> f64 {
+pub(crate) fn paired_p(d: &[f64]) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
     let n = d.len();
     if n < 2 {

@@ -11,7 +11,7 @@
 //! mirrored square follows it (2k rows).
 
 /// The rows of a balanced design for `k` arms: row c is the order of cycle c (mod the rows).
-pub fn williams(k: usize) -> Vec<Vec<usize>> {
+pub(crate) fn williams(k: usize) -> Vec<Vec<usize>> {
     if k == 0 {
         return Vec::new();
     }

@@ -121,13 +121,13 @@ impl Spending {
     }
 
     /// The blocks planned.
-    pub fn planned(&self) -> usize {
+    pub(crate) fn planned(&self) -> usize {
         self.planned
     }
 
     /// Re-plan before the first look (from how long blocks take); later plans are ignored,
     /// so that the looks already spent keep their meaning.
-    pub fn plan(&mut self, planned: usize) {
+    pub(crate) fn plan(&mut self, planned: usize) {
         if self.looks == 0 {
             self.planned = planned.max(1);
         }
@@ -314,7 +314,7 @@ fn signed_rank_cdf(n: usize) -> Vec<f64> {
 
 /// The 1 − `alpha` interval of the centre of the log ratios, as ratios; None with fewer
 /// than two pairs or a non-finite log ratio.
-pub fn paired_interval(log_ratios: &[f64], alpha: f64) -> Option<PairedInterval> {
+pub(crate) fn paired_interval(log_ratios: &[f64], alpha: f64) -> Option<PairedInterval> {
     let n = log_ratios.len();
     if n < 2 || log_ratios.iter().any(|d| !d.is_finite()) {
         return None;
@@ -392,7 +392,7 @@ pub fn judge(i: &PairedInterval, rule: Rule) -> Option<Finding> {
 /// About how many pairs in all would narrow the interval enough to decide, if the spread
 /// stays as it is: the interval must come within the gap between the estimate and the
 /// tolerance's edge. None when the estimate sits on the edge (no number of pairs decides).
-pub fn pairs_to_decide(i: &PairedInterval, tolerance: f64) -> Option<usize> {
+pub(crate) fn pairs_to_decide(i: &PairedInterval, tolerance: f64) -> Option<usize> {
     let edge = (1.0 + tolerance).ln();
     let gap = (i.ratio.ln() - edge).abs();
     if gap < 1e-9 {
@@ -406,7 +406,7 @@ pub fn pairs_to_decide(i: &PairedInterval, tolerance: f64) -> Option<usize> {
 
 /// The smallest change a run of `pairs` pairs with this spread could call a regression at
 /// `tolerance`: the tolerance plus the half-width of the interval, as a fraction.
-pub fn detectable_change(sd_log: f64, pairs: usize, z: f64, tolerance: f64) -> f64 {
+pub(crate) fn detectable_change(sd_log: f64, pairs: usize, z: f64, tolerance: f64) -> f64 {
     let half = z * sd_log / (0.95 * pairs.max(1) as f64).sqrt();
     ((1.0 + tolerance).ln() + half).exp() - 1.0
 }

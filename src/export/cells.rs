@@ -58,7 +58,7 @@ pub fn delimited(rows: &[Vec<String>], delimiter: u8) -> Result<String, csv::Err
 /// Every control character (an escape sequence, a tab, a line break: a process may name
 /// itself with any) becomes U+FFFD first, as on a terminal ([`crate::terminal`]): a cell is
 /// one line of plain text wherever it is pasted.
-pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
     let cell: std::borrow::Cow<'_, str> = if cell.chars().any(char::is_control) {
         std::borrow::Cow::Owned(
             cell.chars()
@@ -81,7 +81,7 @@ pub fn safe_cell(cell: &str) -> std::borrow::Cow<'_, str> {
 /// it: literally. Control characters become U+FFFD, `|` cannot end a table cell, and `<`,
 /// `>` and `&` are entities, so that a name holding markup is not rendered as markup (GitHub
 /// renders inline HTML in a job summary).
-pub fn markdown_text(text: &str) -> String {
+pub(crate) fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -99,7 +99,7 @@ pub struct SavedComparison<'a> {
 /// The paper's overhead table of a live comparison: each group's median µs/tran per
 /// setting [its 95 % interval], then each setting's change against the first with the
 /// paired interval and what it allows; last, Total Overhead % (the captured total's).
-pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
+pub(crate) fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
     let mut header = vec!["us/tran: median [95% CI] of rounds; change vs first [CI]".to_string()];
     header.extend(c.settings.iter().map(|s| s.name.clone()));
     let mut out = vec![header];
@@ -135,7 +135,7 @@ pub fn live_rows(c: &Comparison) -> Vec<Vec<String>> {
 
 /// The live comparison as a spreadsheet takes it: one row per setting and metric, one value
 /// per cell, units in the column names, and how the run ended on every row.
-pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
+pub(crate) fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
     let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
     let mut out = vec![
         [
@@ -187,7 +187,7 @@ pub fn live_tsv_rows(c: &Comparison) -> Vec<Vec<String>> {
 }
 
 /// The live comparison as text: how it was measured, the table, what each change allows.
-pub fn live_text(c: &Comparison) -> String {
+pub(crate) fn live_text(c: &Comparison) -> String {
     let r = &c.run_shape;
     let mut s = format!(
         "oemputx compare: {} settings of one flow measured in one window: {} blocks of {} cycles (every setting once a cycle, in a balanced order), {:.0} s, {}
@@ -374,7 +374,7 @@ pub fn rows(runs: &[Saved]) -> Vec<Vec<String>> {
 
 /// [`saved_tsv_rows`] with each row's report identified (its settings, label, host state,
 /// commit): row `i` is report `i % runs.len()`'s.
-pub fn saved_tsv_rows_identified(runs: &[Saved]) -> Vec<Vec<String>> {
+pub(crate) fn saved_tsv_rows_identified(runs: &[Saved]) -> Vec<Vec<String>> {
     let mut rows = saved_tsv_rows(runs);
     let ids: Vec<super::identity::Identity> = runs.iter().map(saved_identity).collect();
     super::identity::append(&mut rows, |i| {
@@ -413,7 +413,7 @@ fn saved_identity(s: &Saved) -> super::identity::Identity {
 /// The saved runs' table as a spreadsheet takes it: one row per report and metric, one
 /// value per cell (it was "29.22 [26.47-41.95] (-54.6%)" in one cell), units in the column
 /// names; the Total Overhead % as metric `total_overhead`.
-pub fn saved_tsv_rows(runs: &[Saved]) -> Vec<Vec<String>> {
+pub(crate) fn saved_tsv_rows(runs: &[Saved]) -> Vec<Vec<String>> {
     let opt = |v: Option<f64>, d: usize| v.map_or(String::new(), |v| format!("{v:.d$}"));
     let mut out = vec![
         [
@@ -461,7 +461,7 @@ pub const SAVED_SCHEMA: &str = "oemputx.compare-saved/1";
 
 /// A comparison of saved runs as JSON (`oemputx.compare-saved/1`): the same figures as
 /// the table and the TSV, typed, and the differences a `--force` overrode.
-pub fn saved_json(runs: &[Saved], forced_differences: &[String]) -> serde_json::Value {
+pub(crate) fn saved_json(runs: &[Saved], forced_differences: &[String]) -> serde_json::Value {
     use serde_json::json;
     let (table, overhead) = saved_table(runs);
     let finite = |v: f64| v.is_finite().then_some(v);

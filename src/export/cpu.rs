@@ -76,7 +76,7 @@ fn tsv_rows(rows: &[CpuRow], header: bool, stamp: Option<&str>) -> anyhow::Resul
 }
 
 /// A window's groups as the table's rows (`GROUP*`), under its edges.
-pub fn window_table(w: &CpuWindow, tsv: bool) -> anyhow::Result<Shown> {
+pub(crate) fn window_table(w: &CpuWindow, tsv: bool) -> anyhow::Result<Shown> {
     let rows: Vec<CpuRow> = w
         .groups
         .iter()

@@ -94,7 +94,7 @@ fn notes(o: &Outcome) -> impl Iterator<Item = (&str, &str)> {
         .filter_map(|d| d.note.as_deref().map(|n| (d.metric.as_str(), n)))
 }
 
-pub fn render_text(o: &Outcome) -> String {
+pub(crate) fn render_text(o: &Outcome) -> String {
     let mut s = format!(
         "oemputx gate: {} against baseline {}\n{}\n\n{}",
         o.current,
@@ -116,11 +116,11 @@ pub fn render_text(o: &Outcome) -> String {
 
 /// The three functions whose CPU per message changed most, `+4.10 µs/msg [..] in f (FLOW);
 /// …`: the verdict's and the annotations' answer to "where".
-pub fn where_changed(o: &Outcome) -> String {
+pub(crate) fn where_changed(o: &Outcome) -> String {
     super::profile::top_changes(&o.profile.profile_diff, 3).join("; ")
 }
 
-pub fn render_markdown(o: &Outcome) -> String {
+pub(crate) fn render_markdown(o: &Outcome) -> String {
     let icon = match o.verdict {
         Verdict::Pass => "✅",
         Verdict::Improvement => "🚀",
@@ -148,7 +148,7 @@ pub fn render_markdown(o: &Outcome) -> String {
 }
 
 /// GitHub workflow commands: an error per regression, a warning per inconclusive metric.
-pub fn render_github(o: &Outcome) -> String {
+pub(crate) fn render_github(o: &Outcome) -> String {
     let mut lines = Vec::new();
     for d in &o.decisions {
         let (kind, what) = match d.verdict {
@@ -236,7 +236,7 @@ fn junit_text(w: &mut Xml, tag: &str, attrs: &[(&str, &str)], text: &str) {
 }
 
 /// JUnit XML: one test case per metric, a failure per regression.
-pub fn render_junit(o: &Outcome) -> String {
+pub(crate) fn render_junit(o: &Outcome) -> String {
     use quick_xml::events::{BytesStart, Event};
     let failures = o
         .decisions
@@ -275,7 +275,7 @@ pub fn render_junit(o: &Outcome) -> String {
 
 /// A gate that decided nothing (its options refused, the run failed or was interrupted):
 /// the Markdown for the step summary, naming why and the exit code.
-pub fn render_failure_markdown(exit: i32, why: &str) -> String {
+pub(crate) fn render_failure_markdown(exit: i32, why: &str) -> String {
     format!(
         "### 🛑 oemputx gate: no verdict (exit {exit})\n\n```text\n{}\n```\n",
         why.replace("```", "'''")
@@ -291,7 +291,7 @@ fn github_message(text: &str) -> String {
 }
 
 /// The same as a GitHub workflow command: one error annotation.
-pub fn render_failure_github(exit: i32, why: &str) -> String {
+pub(crate) fn render_failure_github(exit: i32, why: &str) -> String {
     format!(
         "::error title=oemputx gate: no verdict (exit {exit})::{}\n",
         // A broker's words in the error: no escape sequence, and no line of its own.
@@ -300,7 +300,7 @@ pub fn render_failure_github(exit: i32, why: &str) -> String {
 }
 
 /// The same as JUnit XML: one test case in error, so that a CI's test report shows it.
-pub fn render_failure_junit(exit: i32, why: &str) -> String {
+pub(crate) fn render_failure_junit(exit: i32, why: &str) -> String {
     let counts = [("tests", 1), ("failures", 0), ("errors", 1)];
     junit_suite(&counts, |w| {
         junit_case(w, "gate", |w| {
@@ -313,7 +313,7 @@ pub fn render_failure_junit(exit: i32, why: &str) -> String {
 
 /// A gate that passes for want of a baseline (the first run of a project, an evicted
 /// cache), as Markdown: said, not silent.
-pub fn render_skipped_markdown(why: &str) -> String {
+pub(crate) fn render_skipped_markdown(why: &str) -> String {
     format!(
         "### ⚠️ oemputx gate: no baseline yet, passing\n\n```text\n{}\n```\n",
         why.replace("```", "'''")
@@ -321,7 +321,7 @@ pub fn render_skipped_markdown(why: &str) -> String {
 }
 
 /// The same as a GitHub warning annotation, its text escaped as a workflow command's.
-pub fn render_skipped_github(why: &str) -> String {
+pub(crate) fn render_skipped_github(why: &str) -> String {
     format!(
         "::warning title=oemputx gate: no baseline::{}\n",
         github_message(why)
@@ -329,7 +329,7 @@ pub fn render_skipped_github(why: &str) -> String {
 }
 
 /// The same as JUnit XML: one skipped test case, so that a CI's test report shows why.
-pub fn render_skipped_junit(why: &str) -> String {
+pub(crate) fn render_skipped_junit(why: &str) -> String {
     let counts = [("tests", 1), ("failures", 0), ("errors", 0), ("skipped", 1)];
     junit_suite(&counts, |w| {
         junit_case(w, "gate", |w| {
@@ -340,7 +340,7 @@ pub fn render_skipped_junit(why: &str) -> String {
 }
 
 /// Bencher Metric Format: the current run's medians, with their rounds' range.
-pub fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
+pub(crate) fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
     let mut m = serde_json::Map::new();
     for d in &o.decisions {
         let measure = if d.unit == "tps" {
@@ -362,7 +362,7 @@ pub fn render_bmf(o: &Outcome) -> anyhow::Result<String> {
 
 /// github-action-benchmark's customSmallerIsBetter: every metric where smaller is better
 /// (the rate is left out: it is bigger-is-better).
-pub fn render_gha(o: &Outcome) -> anyhow::Result<String> {
+pub(crate) fn render_gha(o: &Outcome) -> anyhow::Result<String> {
     let v: Vec<serde_json::Value> = o
         .decisions
         .iter()

@@ -14,7 +14,7 @@ const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█
 
 /// The series as block characters, its lowest figure ▁ and its highest █; a series whose
 /// figures are all the same is a flat line of ▄.
-pub fn sparkline(values: &[f64]) -> String {
+pub(crate) fn sparkline(values: &[f64]) -> String {
     let finite = values.iter().copied().filter(|x| x.is_finite());
     let lo = finite.clone().fold(f64::INFINITY, f64::min);
     let hi = finite.fold(f64::NEG_INFINITY, f64::max);
@@ -34,7 +34,7 @@ pub fn sparkline(values: &[f64]) -> String {
 }
 
 /// A commit as people read it: its first seven characters.
-pub fn short_commit(c: Option<&str>) -> String {
+pub(crate) fn short_commit(c: Option<&str>) -> String {
     c.map_or_else(
         || "commit unknown".to_string(),
         // By characters: a hand-edited file's commit need not be ASCII.
@@ -92,7 +92,7 @@ fn metric_lines(o: &Outcome, s: &Series, width: usize) -> String {
 }
 
 /// The change points as text.
-pub fn render_text(o: &Outcome, name: &str) -> String {
+pub(crate) fn render_text(o: &Outcome, name: &str) -> String {
     let m = &o.method;
     let mut out = format!(
         "oemputx history: {name}\nChange points by {} (Matteson & James 2014): a permutation test per step, p <= {} over {} shuffles with a fixed seed, {} runs either side at least; a figure per run is the median of its rounds; runs oldest first, indexed from 0.\n\n",
@@ -107,7 +107,7 @@ pub fn render_text(o: &Outcome, name: &str) -> String {
 
 /// The gate's line for a step among the latest `recent` of main's runs: the baseline's
 /// runs straddle two levels, so their median and their drift describe neither.
-pub fn recent_step_line(c: &ChangePoint, runs: usize, file: &str) -> String {
+pub(crate) fn recent_step_line(c: &ChangePoint, runs: usize, file: &str) -> String {
     format!(
         "{}: main's history stepped {} at run {} of {runs} (index {}, {}): the baseline spans it, so its median and drift mix the levels before and after; `oemputx history {file}` shows the series\n",
         super::for_terminal(&c.metric),

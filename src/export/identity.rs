@@ -65,7 +65,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 
 impl Identity {
     /// A put/get run's settings (one round's, for sweep and a live compare).
-    pub fn of_settings(s: &Settings) -> Identity {
+    pub(crate) fn of_settings(s: &Settings) -> Identity {
         Identity {
             transport: s.transport.to_string(),
             tasks: s.tasks.to_string(),

@@ -45,7 +45,7 @@ fn with_interval(v: Option<f64>, low: Option<f64>, high: Option<f64>) -> String 
 }
 
 /// The step table a person reads (text, Markdown, HTML).
-pub fn step_rows(l: &Ladder) -> Vec<Vec<String>> {
+pub(crate) fn step_rows(l: &Ladder) -> Vec<Vec<String>> {
     let groups = group_names(l);
     let mut header: Vec<String> = [
         "step",
@@ -230,7 +230,7 @@ pub fn rows(l: &Ladder) -> Vec<Vec<String>> {
 }
 
 /// The capacity table: per rate that held, each group's cores and the corrected total.
-pub fn capacity_rows(l: &Ladder) -> Vec<Vec<String>> {
+pub(crate) fn capacity_rows(l: &Ladder) -> Vec<Vec<String>> {
     let groups = group_names(l);
     let mut header: Vec<String> = vec!["rate msg/s".into(), "achieved".into()];
     header.extend(groups.iter().map(|g| format!("{g} cores")));
@@ -259,7 +259,7 @@ pub fn capacity_rows(l: &Ladder) -> Vec<Vec<String>> {
 }
 
 /// A line per `--capacity-at` rate: the interpolated cores, or why there are none.
-pub fn capacity_at_lines(l: &Ladder) -> Vec<String> {
+pub(crate) fn capacity_at_lines(l: &Ladder) -> Vec<String> {
     l.capacity_at
         .iter()
         .map(|c| match (&c.row, &c.note) {

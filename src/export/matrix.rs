@@ -3,7 +3,7 @@
 use crate::report::matrix::{Cell, Matrix, Spread};
 use std::fmt::Write as _;
 
-pub fn fmt(v: Option<f64>) -> String {
+pub(crate) fn fmt(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
 }
 

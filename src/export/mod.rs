@@ -37,7 +37,7 @@ pub use crate::terminal::{for_terminal, for_terminal_lines};
 /// controls but tab, newline and carriage return; U+FFFE, U+FFFF) become U+FFFD. The XML
 /// writer escapes markup; this keeps a group name with a control character from making
 /// the whole JUnit file ill-formed.
-pub fn for_xml(text: &str) -> String {
+pub(crate) fn for_xml(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '\t' | '\n' | '\r' => c,
@@ -50,7 +50,7 @@ pub fn for_xml(text: &str) -> String {
 /// A GitHub Actions workflow command's property value (`title=…`), escaped as the runner
 /// reads it: `%`, CR, LF, `:` and `,` percent-encoded, so that a name cannot end the
 /// property or start another command.
-pub fn for_github_property(text: &str) -> String {
+pub(crate) fn for_github_property(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
@@ -60,7 +60,7 @@ pub fn for_github_property(text: &str) -> String {
 
 /// Write `body` to `path` atomically (see [`write_atomic`]); an error says what was being
 /// written where, e.g. "writing the sweep TSV to out.tsv".
-pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
+pub(crate) fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     write_atomic(path, body.as_bytes())
         .with_context(|| format!("writing {what} to {}", path.display()))
@@ -69,7 +69,7 @@ pub fn write_output(path: &std::path::Path, what: &str, body: &str) -> anyhow::R
 /// Save outputs in the reports folder as `STAMP-LABEL.EXT`, STAMP being `start_utc` without
 /// separators (20261130T074012123456Z) so that the names sort by time; `files` are
 /// (extension, what, body). Returns the common path without the extension.
-pub fn save_in_folder(
+pub(crate) fn save_in_folder(
     dir: &std::path::Path,
     start_utc: &str,
     label: &str,
@@ -105,7 +105,7 @@ pub fn save_in_folder(
 
 /// The one way a command's outputs end: every failure, named, in one error (the exit says
 /// runtime failure); nothing when all were written.
-pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
+pub(crate) fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
     if failed.is_empty() {
         return Ok(());
     }
@@ -117,7 +117,7 @@ pub fn all_written(failed: Vec<String>) -> anyhow::Result<()> {
 
 /// Text for a person, on stdout: to stderr when an output holds stdout (`-`), which then
 /// carries that output alone ([`print_output`]).
-pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
     // The one edge of every text for a person: what a broker or a file put in it is defused.
     let text = for_terminal_lines(text);
     if crate::terminal::STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed) {
@@ -131,7 +131,7 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
 /// or closed (print! panics): a reader that went away (EPIPE, `| head`) is not an error;
 /// any other failure is, naming stdout, so that the caller can exit 1 — after the files
 /// were written.
-pub fn print_output(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_output(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -145,7 +145,7 @@ pub fn print_output(text: &str) -> anyhow::Result<()> {
 
 /// Write `bytes` to `path` atomically (a temporary file in the same folder, then a rename),
 /// or to stdout when `path` is `-`.
-pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();

@@ -24,7 +24,7 @@ pub trait Artifact {
 }
 
 /// The error of a format `A` is not written in (or, for HTML, not in this build).
-pub fn unwritten<A: Artifact>(format: Format) -> anyhow::Error {
+pub(crate) fn unwritten<A: Artifact>(format: Format) -> anyhow::Error {
     anyhow::anyhow!(
         "{} is not written as {}: {} writes {}",
         A::WHAT,
@@ -72,16 +72,6 @@ impl Outputs {
         }
     }
 
-    /// [`Outputs::write`] for an `Option<PathBuf>` as the options hold it.
-    pub fn write_opt(
-        &mut self,
-        path: &Option<PathBuf>,
-        what: &str,
-        body: impl FnOnce() -> anyhow::Result<String>,
-    ) {
-        self.write(path.as_deref(), what, body)
-    }
-
     /// Every output of `result` that `exports` asks for, each rendered only when asked.
     pub fn artifact<A: Artifact>(&mut self, result: &A, exports: &Exports, style: &Style) {
         for (format, path) in exports.given() {
@@ -111,7 +101,7 @@ impl Outputs {
     }
 
     /// [`Outputs::finish`], with the failures as they are, for a caller that says more.
-    pub fn finish_failures(mut self, text: Option<&str>) -> Vec<String> {
+    pub(crate) fn finish_failures(mut self, text: Option<&str>) -> Vec<String> {
         if let Some(t) = text
             && let Err(e) = super::print_stdout(t)
         {

@@ -11,7 +11,7 @@ use std::fmt::Write;
 const SHOWN: usize = 8;
 
 /// A function as a row names it: `parse_request (burn_responder)`, at most 70 characters.
-pub fn function_name(f: &FunctionRow) -> String {
+pub(crate) fn function_name(f: &FunctionRow) -> String {
     let name: String = f.name.chars().take(60).collect();
     let cut = if name.len() < f.name.len() { "…" } else { "" };
     if f.module.is_empty() {
@@ -22,7 +22,7 @@ pub fn function_name(f: &FunctionRow) -> String {
 }
 
 /// What a row whose samples came in step with the flow carries beside its name.
-pub fn lock_mark(f: &FunctionRow) -> &'static str {
+pub(crate) fn lock_mark(f: &FunctionRow) -> &'static str {
     if f.lock_in.is_some() {
         " (lock-in?)"
     } else {
@@ -120,7 +120,7 @@ pub fn folded(p: &Profile) -> String {
 
 /// A folded line is split at `;` and its last space: neither may come from a name, and no
 /// line break either.
-pub fn folded_text(s: &str) -> String {
+pub(crate) fn folded_text(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })
         .collect()
@@ -128,7 +128,7 @@ pub fn folded_text(s: &str) -> String {
 
 /// The top changes of a differential profile, one line each (the verdict's and the CI
 /// annotation's words).
-pub fn top_changes(changes: &[FunctionChange], n: usize) -> Vec<String> {
+pub(crate) fn top_changes(changes: &[FunctionChange], n: usize) -> Vec<String> {
     changes
         .iter()
         .take(n)
@@ -137,7 +137,7 @@ pub fn top_changes(changes: &[FunctionChange], n: usize) -> Vec<String> {
 }
 
 /// A differential profile as text.
-pub fn diff_text(o: &mut String, changes: &[FunctionChange], a: &str, b: &str) {
+pub(crate) fn diff_text(o: &mut String, changes: &[FunctionChange], a: &str, b: &str) {
     if changes.is_empty() {
         return;
     }

@@ -14,7 +14,10 @@ pub enum CpuLine<'a> {
 }
 
 /// Each group's member rows, then its total row, group by group.
-pub fn cpu_lines<'a>(processes: &'a [ProcessRow], groups: &'a [GroupRow]) -> Vec<CpuLine<'a>> {
+pub(crate) fn cpu_lines<'a>(
+    processes: &'a [ProcessRow],
+    groups: &'a [GroupRow],
+) -> Vec<CpuLine<'a>> {
     let mut lines = Vec::with_capacity(processes.len() + groups.len());
     for g in groups {
         lines.extend(
@@ -52,7 +55,7 @@ impl SpreadOf<'_> {
 }
 
 /// The figures with a best/median/worst across rounds, whole-run figures first.
-pub fn spread_lines(sum: &RoundsSummary) -> Vec<(SpreadOf<'_>, BestMedianWorst)> {
+pub(crate) fn spread_lines(sum: &RoundsSummary) -> Vec<(SpreadOf<'_>, BestMedianWorst)> {
     [
         (SpreadOf::Rate, sum.rate_tps),
         (SpreadOf::RoundTripMean, sum.round_trip_mean_us),

@@ -14,7 +14,7 @@ use std::path::Path;
 /// Write the report to every file `to` names, then to stdout (unless `quiet`): a stdout
 /// that is full or closed can no longer lose the files. A file that cannot be written does
 /// not stop the others; the error names every one that failed.
-pub fn write_reports(report: &Report, to: &RunOutputs, quiet: bool) -> anyhow::Result<()> {
+pub(crate) fn write_reports(report: &Report, to: &RunOutputs, quiet: bool) -> anyhow::Result<()> {
     let style = Style {
         delimiter: to.delimiter,
         decimal_comma: to.decimal_comma,

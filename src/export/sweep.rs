@@ -120,7 +120,7 @@ fn text_rows(s: &Sweep) -> Vec<Vec<String>> {
 
 /// The sweep as text: how it was measured, the points with their intervals, and each N's
 /// processes ÷ threads.
-pub fn render_text(s: &Sweep) -> String {
+pub(crate) fn render_text(s: &Sweep) -> String {
     let r = &s.run_shape;
     let mut o = format!(
         "oemputx sweep on {}
@@ -177,7 +177,7 @@ processes ÷ threads at each N (paired, each block on fresh flows; interval at t
 
 /// Rate and the flow's (else the captured) CPU per transaction against N, threads and
 /// processes, each point its median with an error bar for its interval.
-pub fn render_svg(s: &Sweep) -> anyhow::Result<String> {
+pub(crate) fn render_svg(s: &Sweep) -> anyhow::Result<String> {
     use plotters::prelude::*;
     fn rate(p: &Point) -> Option<ArmSummary> {
         p.rate_tps

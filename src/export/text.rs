@@ -45,7 +45,7 @@ impl<'a> From<&'a Report> for CpuSection<'a> {
 }
 
 /// OEMPUTX's address-space table: a row per process, a total row per group.
-pub fn cpu_table(o: &mut String, r: &CpuSection) {
+pub(crate) fn cpu_table(o: &mut String, r: &CpuSection) {
     let Some(acc) = r.accounting else { return };
     if let Some(e) = &acc.error {
         let _ = writeln!(o, "Per-process CPU       : not measured: {e}");
@@ -186,7 +186,7 @@ fn totals(o: &mut String, r: &CpuSection) {
 /// What a measured capture ratio is made of: the tasks' CPU and its source, the busy time,
 /// interrupts, steal (outside the busy time) and what no source accounts for; why it was
 /// not applied, when it was not.
-pub fn ratio_breakdown(c: &CaptureRatio) -> Option<String> {
+pub(crate) fn ratio_breakdown(c: &CaptureRatio) -> Option<String> {
     let (tasks, busy, source) = (c.tasks_cpu_s?, c.busy_s?, c.tasks_source?);
     let mut line = format!(
         "tasks {tasks:.3} s of {busy:.3} s busy; interrupts {:.3} s; unaccounted {:.1} %; steal {:.3} s (not busy); tasks: {}",
@@ -433,7 +433,7 @@ fn merged_block(o: &mut String, r: &Report) {
 /// Cores per 1,000 transactions a second, and the rate that fills the busiest host.
 /// An amount of money as people read it: four significant figures, small amounts too
 /// (a million messages may cost 0.0005).
-pub fn money(x: f64) -> String {
+pub(crate) fn money(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
@@ -510,7 +510,7 @@ fn serving_line(o: &mut String, r: &Report) {
 }
 
 /// Who served the request queue, in a line (the text's and the HTML's).
-pub fn served_by(r: &Report) -> Option<String> {
+pub(crate) fn served_by(r: &Report) -> Option<String> {
     let s = r.serving.as_ref()?;
     let consumers = s
         .consumers

@@ -76,7 +76,7 @@ pub fn metrics(
 }
 
 /// The A/B gate's design: B against A, blocks of four pairs, at most `max_blocks`.
-pub fn design(metrics: Vec<MetricSpec>, control: bool, max_blocks: usize) -> Design {
+pub(crate) fn design(metrics: Vec<MetricSpec>, control: bool, max_blocks: usize) -> Design {
     Design {
         arms: 2,
         contrasts: vec![(0, 1)],
@@ -99,7 +99,7 @@ pub fn figures(specs: &[MetricSpec], control: Option<&str>, r: &SavedFigures) ->
 }
 
 /// The verdict a finding gives under the gate's rule.
-pub fn verdict_of(f: Finding) -> Verdict {
+pub(crate) fn verdict_of(f: Finding) -> Verdict {
     match f {
         Finding::Worse => Verdict::Regression,
         Finding::Better => Verdict::Improvement,
@@ -112,7 +112,7 @@ fn pct(x: f64) -> f64 {
 }
 
 /// The progress line of a look.
-pub fn look_line(look: &Look, specs: &[MetricSpec], elapsed: Duration) -> String {
+pub(crate) fn look_line(look: &Look, specs: &[MetricSpec], elapsed: Duration) -> String {
     let mut line = format!(
         "gate A/B: look {} after {} of {} planned blocks ({:.0} s, {:.1}% interval):",
         look.boundary.look,

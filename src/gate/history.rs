@@ -69,7 +69,7 @@ impl Prediction {
     }
 
     /// The drift band as a fraction: an unchanged run lands within ± this of the centre.
-    pub fn band(&self) -> f64 {
+    pub(crate) fn band(&self) -> f64 {
         self.half.exp() - 1.0
     }
 
@@ -84,7 +84,7 @@ impl Prediction {
 /// Judge one metric: `run_figures` are main's runs' figures (each the median of its
 /// rounds), `current` this run's rounds. `floor` is the smallest change in the metric's own
 /// unit that is reported as a regression at all (µs/tran metrics only).
-pub fn decide(
+pub(crate) fn decide(
     metric: &str,
     unit: &'static str,
     run_figures: &[f64],

@@ -158,7 +158,7 @@ impl InstrBaseline {
 
     /// What differs between the conditions of this baseline and of a count now, each in
     /// words; nothing when the counts can be compared.
-    pub fn differences(
+    pub(crate) fn differences(
         &self,
         now: &Provenance,
         run: &crate::config::RunConfig,
@@ -213,7 +213,7 @@ pub struct Counts {
 impl Counts {
     /// The figure of each run: the steady cost (I(N) − I(1)) ÷ (N − 1), the cold start I(1),
     /// or the check (I(2N) − I(N)) ÷ N.
-    pub fn per_run(&self, metric: Metric) -> Vec<f64> {
+    pub(crate) fn per_run(&self, metric: Metric) -> Vec<f64> {
         self.runs
             .iter()
             .map(|r| {
@@ -236,7 +236,7 @@ impl Counts {
 
     /// Whether another run comes within `within` (a fraction) of the smallest figure: a lone
     /// low figure may be a run that skipped work, not the undisturbed cost.
-    pub fn confirmed(&self, metric: Metric, within: f64) -> bool {
+    pub(crate) fn confirmed(&self, metric: Metric, within: f64) -> bool {
         let least = self.least(metric);
         self.per_run(metric)
             .iter()
@@ -247,7 +247,7 @@ impl Counts {
 }
 
 /// The first event (Ir, instructions) of callgrind's `totals:` line, else its `summary:`.
-pub fn parse_totals(text: &str) -> Option<u64> {
+pub(crate) fn parse_totals(text: &str) -> Option<u64> {
     let first = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key))
@@ -268,7 +268,7 @@ pub enum Metric {
 
 /// Judge B's counts against A's on the least-disturbed runs; inconclusive when a smallest
 /// figure is not confirmed by another run within half the tolerance.
-pub fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
+pub(crate) fn decide(metric: Metric, counts: &[Counts; 2], tolerance: f64) -> Decision {
     let (name, unit) = match metric {
         Metric::Steady(_) | Metric::Check(_) => (STEADY, "instructions/msg"),
         Metric::Cold => (COLD, "instructions"),

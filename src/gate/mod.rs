@@ -235,7 +235,7 @@ pub struct AbRounds {
 
 /// The whole gate's verdict: any regression, else any inconclusive metric, else any
 /// improvement, else pass.
-pub fn overall(decisions: &[Decision]) -> Verdict {
+pub(crate) fn overall(decisions: &[Decision]) -> Verdict {
     let any = |v| decisions.iter().any(|d| d.verdict == v);
     if any(Verdict::Regression) {
         Verdict::Regression

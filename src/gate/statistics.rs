@@ -20,7 +20,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// A robust standard deviation of a sample's logarithms: 1.4826 × their median absolute
 /// deviation (equal to the standard deviation for normal data, and unmoved by one odd
 /// round). None for an empty sample or a value that is not positive.
-pub fn robust_log_sd(v: &[f64]) -> Option<f64> {
+pub(crate) fn robust_log_sd(v: &[f64]) -> Option<f64> {
     if v.is_empty() || v.iter().any(|x| !(*x > 0.0 && x.is_finite())) {
         return None;
     }
@@ -31,7 +31,11 @@ pub fn robust_log_sd(v: &[f64]) -> Option<f64> {
 }
 
 /// A 95% percentile-bootstrap interval for median(current) / median(base).
-pub fn bootstrap_ratio_ci(base: &[f64], current: &[f64], resamples: usize) -> Option<(f64, f64)> {
+pub(crate) fn bootstrap_ratio_ci(
+    base: &[f64],
+    current: &[f64],
+    resamples: usize,
+) -> Option<(f64, f64)> {
     if base.is_empty() || current.is_empty() || resamples == 0 {
         return None;
     }
@@ -60,7 +64,7 @@ pub fn bootstrap_ratio_ci(base: &[f64], current: &[f64], resamples: usize) -> Op
 }
 
 /// Two-sided Mann-Whitney U test p-value (1.0 when either sample is empty).
-pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
     let (n1, n2) = (a.len(), b.len());
     if n1 == 0 || n2 == 0 {
         return 1.0;
@@ -115,7 +119,7 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
 /// value of one sample beyond every value of the other, no ties): 2 / C(n1 + n2, n1). At
 /// or above the significance level, the test can never call a difference: 3 rounds a side
 /// give 0.1, 4 a side 0.029, 5 a side 0.008.
-pub fn smallest_p(n1: usize, n2: usize) -> f64 {
+pub(crate) fn smallest_p(n1: usize, n2: usize) -> f64 {
     if n1 == 0 || n2 == 0 {
         return 1.0;
     }

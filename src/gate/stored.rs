@@ -23,7 +23,7 @@ const ALPHA: f64 = 0.05;
 const MIN_ROUNDS: usize = 3;
 
 /// Decide one metric from its two samples (oriented: `worse` says which way is bad).
-pub fn decide(
+pub(crate) fn decide(
     metric: &str,
     base: &[f64],
     current: &[f64],
@@ -113,7 +113,7 @@ pub const UNGATED: &str = "DRIVER";
 /// The metrics to gate and their tolerances: every group main's runs (`runs`, the baseline's
 /// history, newest last) and the current run all have but DRIVER, the CPU total, and the
 /// metrics named (DRIVER among them if named).
-pub fn plan<'a>(
+pub(crate) fn plan<'a>(
     named: impl Iterator<Item = &'a String>,
     tolerance: impl Fn(&str) -> f64,
     runs: &[Saved],

@@ -95,7 +95,11 @@ impl<'a, A: Arm> Interleave<'a, A> {
     }
 
     /// Measure one cycle in `order`; false when interrupted (the cycle is then dropped).
-    pub fn cycle(&mut self, order: &[usize], interrupt: &Arc<AtomicBool>) -> anyhow::Result<bool> {
+    pub(crate) fn cycle(
+        &mut self,
+        order: &[usize],
+        interrupt: &Arc<AtomicBool>,
+    ) -> anyhow::Result<bool> {
         let mut got: Vec<Option<A::Round>> = (0..self.arms.len()).map(|_| None).collect();
         for &a in order {
             if interrupt.load(Ordering::Relaxed) {
@@ -132,7 +136,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
     }
 
     /// Record the last cycle measured (one measured before the engine existed, say).
-    pub fn record_last(
+    pub(crate) fn record_last(
         &self,
         engine: &mut Experiment,
         figures: &impl Fn(&A::Round) -> Figures,
@@ -167,7 +171,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
     /// [`Interleave::drive`] with a fault as the error it was, the blocks before it
     /// dropped: for the A/B gate, whose verdict (and exit code, which CI acts on) is not
     /// given on part of a run. `compare` and `sweep` report the blocks done instead.
-    pub fn drive_or_err(
+    pub(crate) fn drive_or_err(
         &mut self,
         engine: &mut Experiment,
         figures: impl Fn(&A::Round) -> Figures,
@@ -242,7 +246,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
     /// The blocks the run was to take: the engine's plan once made (at the first look),
     /// before it what fits in the time at the pace so far — what a partial report counts
     /// the blocks done against.
-    pub fn planned_blocks(&self, engine: &Experiment) -> usize {
+    pub(crate) fn planned_blocks(&self, engine: &Experiment) -> usize {
         if engine.blocks() >= FIRST_LOOK {
             engine.planned()
         } else {

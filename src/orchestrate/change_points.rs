@@ -34,7 +34,7 @@ pub fn search<'a>(
 /// The stored gate's lines for each step among the newest [`RECENT_RUNS`] of main's runs,
 /// in the gated metrics: the baseline spans it. Nothing when the history is too short to
 /// tell a step.
-pub fn recent_steps(
+pub(crate) fn recent_steps(
     h: &History,
     metrics: &[(String, f64)],
     file: &Path,

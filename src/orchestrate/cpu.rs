@@ -58,7 +58,7 @@ fn rows_so_far(groups: &[GroupSpec], snap: &snapshot::Snapshot, host: &str) -> V
 
 /// `cpu` without --interval or a window: each process's CPU so far, this host's groups
 /// first, then each --host's.
-pub fn readings(cfg: &CpuConfig) -> anyhow::Result<Vec<CpuRow>> {
+pub(crate) fn readings(cfg: &CpuConfig) -> anyhow::Result<Vec<CpuRow>> {
     let (local, remote) = crate::accounting::hosts::place(cfg.groups.clone(), &cfg.hosts)
         .map_err(ConfigError::from)?;
     let snap = snapshot::take(&local, cfg.cpu_source)?;

@@ -109,7 +109,7 @@ pub fn run(
 impl Judged {
     /// After the verdict: the steps among main's newest runs the baseline spans, and
     /// oemputx's own cost, shown but not gated.
-    pub fn print_after(&self) -> anyhow::Result<()> {
+    pub(crate) fn print_after(&self) -> anyhow::Result<()> {
         crate::out!(
             "{}",
             super::change_points::recent_steps(&self.history, &self.metrics, &self.baseline)?

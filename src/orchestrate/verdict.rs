@@ -12,7 +12,7 @@ use crate::export::outputs::{Outputs, Style};
 use crate::gate::{Outcome, Verdict};
 
 /// The verdict on stdout (and as GitHub annotations), and in every file asked for.
-pub fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
+pub(crate) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> {
     // Files first, each failure named without stopping the others; stdout last, so that a
     // full or closed stdout loses none of them.
     let mut out = Outputs::new();
@@ -27,7 +27,7 @@ pub fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Result<()> 
 }
 
 /// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
-pub fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
+pub(crate) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
     if outcome.verdict == Verdict::Inconclusive {
         crate::say!(
             "Warning: the gate is inconclusive (see the notes above){}",
@@ -43,7 +43,7 @@ pub fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
 
 /// No baseline: under --strict a gate without a verdict (exit 4), else a pass that says
 /// so; either way the step summary, JUnit file and annotation asked for say why.
-pub fn no_baseline(cfg: &GateConfig, msg: &str) -> Exit {
+pub(crate) fn no_baseline(cfg: &GateConfig, msg: &str) -> Exit {
     if cfg.strict {
         crate::say!("Error: {msg}");
         write_failure(&cfg.outputs, Exit::Inconclusive, msg);
@@ -95,7 +95,7 @@ pub fn write_failure(outputs: &GateOutputs, exit: Exit, why: &str) {
 }
 
 /// The exit code of a verdict.
-pub fn exit_of(v: Verdict, strict: bool) -> Exit {
+pub(crate) fn exit_of(v: Verdict, strict: bool) -> Exit {
     match v {
         Verdict::Pass | Verdict::Improvement => Exit::Ok,
         Verdict::Regression => Exit::Regression,

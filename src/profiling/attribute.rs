@@ -347,7 +347,7 @@ impl Tally {
 }
 
 /// What it takes for a component's functions to have names in perf's samples.
-pub fn symbols_hint(comm: &str, module: &str) -> String {
+pub(crate) fn symbols_hint(comm: &str, module: &str) -> String {
     if comm.starts_with("beam") || comm.starts_with("erts") || comm.contains("_sched") {
         "RabbitMQ's Erlang code is JIT-compiled: start the node with ERL_FLAGS=\"+JPperf true\" (OTP 24+), which writes /tmp/perf-PID.map for perf".into()
     } else if comm.starts_with("postgres") {

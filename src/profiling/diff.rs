@@ -188,7 +188,7 @@ fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// Folded stacks of several rounds, summed, by group.
-pub fn folded_by_group(rounds: &[&Profile]) -> Folded {
+pub(crate) fn folded_by_group(rounds: &[&Profile]) -> Folded {
     let mut out = Folded::new();
     for p in rounds {
         for g in &p.groups {

@@ -54,7 +54,7 @@ crate::runtime_error!(ProfileError);
 
 impl ProfileError {
     /// Whether it is the user's to fix before running (exit 2).
-    pub fn is_setup(&self) -> bool {
+    pub(crate) fn is_setup(&self) -> bool {
         matches!(self, ProfileError::NoPerf(_) | ProfileError::Refused(..))
     }
 }
@@ -401,17 +401,17 @@ impl Recorder {
     }
 
     /// Leave the samples of these threads of oemputx out of every group.
-    pub fn ignore_threads(&mut self, tids: &[i32]) {
+    pub(crate) fn ignore_threads(&mut self, tids: &[i32]) {
         self.ignored.extend_from_slice(tids);
     }
 
     /// The window to place innermost (see [`Clip`]).
-    pub fn clip(&self) -> Clip {
+    pub(crate) fn clip(&self) -> Clip {
         self.clip.clone()
     }
 
     /// oemputx's threads that work for the profile, to leave out of the driver's CPU.
-    pub fn own_threads(&self) -> Vec<i32> {
+    pub(crate) fn own_threads(&self) -> Vec<i32> {
         self.rephase_tid.into_iter().collect()
     }
 

@@ -36,7 +36,7 @@ pub struct Frame {
 
 impl Frame {
     /// Whether perf could not name the function.
-    pub fn unresolved(&self) -> bool {
+    pub(crate) fn unresolved(&self) -> bool {
         self.symbol.is_empty() || self.symbol.starts_with("[unknown]")
     }
 }

@@ -65,7 +65,8 @@ pub struct Memory {
 }
 
 impl Memory {
-    pub fn with_faults(faults: Faults) -> Memory {
+    #[cfg(test)]
+    pub(crate) fn with_faults(faults: Faults) -> Memory {
         Memory {
             faults,
             ..Memory::default()

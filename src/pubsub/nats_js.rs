@@ -103,7 +103,7 @@ pub async fn consumers(
 }
 
 /// A message's stamp, from its headers (core NATS and JetStream alike).
-pub fn stamp_of(m: &async_nats::Message, plan: &super::plan::Plan) -> Stamp {
+pub(crate) fn stamp_of(m: &async_nats::Message, plan: &super::plan::Plan) -> Stamp {
     let header = |k: &str| {
         m.headers
             .as_ref()

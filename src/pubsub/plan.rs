@@ -25,13 +25,13 @@ pub struct Plan {
 
 impl Plan {
     /// `S00` … `S99`: zero-padded to the width of `symbols − 1`.
-    pub fn symbol_name(&self, s: u16) -> String {
+    pub(crate) fn symbol_name(&self, s: u16) -> String {
         let width = (self.symbols.saturating_sub(1)).to_string().len();
         format!("S{s:0width$}")
     }
 
     /// The number `S07` stands for, if it is one of this run's.
-    pub fn symbol_of(&self, name: &str) -> Option<u16> {
+    pub(crate) fn symbol_of(&self, name: &str) -> Option<u16> {
         name.strip_prefix('S')?
             .parse::<u16>()
             .ok()
@@ -60,7 +60,7 @@ impl Plan {
 
     /// How many of the first `sent` messages of a publisher (symbols in order from S00)
     /// carry a symbol in `block`.
-    pub fn in_block(&self, sent: u64, block: &std::ops::Range<u16>) -> u64 {
+    pub(crate) fn in_block(&self, sent: u64, block: &std::ops::Range<u16>) -> u64 {
         let n = u64::from(self.symbols);
         let (laps, rest) = (sent / n, sent % n);
         let whole = laps * u64::from(block.end - block.start);

@@ -153,7 +153,7 @@ pub fn changes(engine: &Experiment, names: &[String], control: Option<&str>) -> 
 impl Change {
     /// Whether the change and the medians' ratio point opposite ways, each by enough to
     /// show at the table's 0.1 %: the case the text flags.
-    pub fn sign_differs_from_medians(&self) -> bool {
+    pub(crate) fn sign_differs_from_medians(&self) -> bool {
         match (self.change_pct, self.medians_change_pct) {
             (Some(c), Some(m)) => c * m < 0.0 && c.abs() >= 0.05 && m.abs() >= 0.05,
             _ => false,
@@ -181,7 +181,7 @@ pub fn arms(engine: &Experiment, names: &[String]) -> Vec<Arm> {
 
 /// The engine's design for a comparison of `arms` settings against the first: each metric
 /// judged by the difference rule at `min_effect`, floored at `floor_us`.
-pub fn design(
+pub(crate) fn design(
     metrics: &[String],
     arms: usize,
     (min_effect, floor_us): (f64, f64),

@@ -180,7 +180,7 @@ pub use super::saved::commit_name;
 /// The commit a run measured: the first of [`COMMIT_VARIABLES`] that names one (`var`
 /// reads the environment), else what `git` gives (`git rev-parse HEAD` in the run's
 /// directory), else None.
-pub fn commit_of(
+pub(crate) fn commit_of(
     var: impl Fn(&str) -> Option<String>,
     git: impl FnOnce() -> Option<String>,
 ) -> Option<String> {
@@ -194,7 +194,7 @@ pub fn commit_of(
 /// in the current directory), else None — no git, or not a repository. Asked once per
 /// process (it does not change while oemputx runs), so that a run's report — built after
 /// a Ctrl-C too — waits for no `git` on a loaded host: `commands::run` asks before the run.
-pub fn this_commit() -> Option<String> {
+pub(crate) fn this_commit() -> Option<String> {
     static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     COMMIT.get_or_init(ask_commit).clone()
 }

@@ -217,7 +217,7 @@ pub struct StepPlan {
 impl StepPlan {
     /// Requests due in the windows: each window's schedule starts anew and sends the
     /// requests due before its end, ⌈rate × window⌉ (one every 1/rate from 0).
-    pub fn due(&self) -> Option<f64> {
+    pub(crate) fn due(&self) -> Option<f64> {
         let r = self.offered_tps?;
         let w = self.scheduled_s / self.windows.max(1) as f64;
         Some(self.windows as f64 * (r * w - 1e-9).ceil().max(1.0))
@@ -416,7 +416,7 @@ pub fn rate(r: f64) -> String {
 }
 
 /// µs as a person reads it: 850 µs, 12.3 ms, 1.20 s.
-pub fn duration_us(us: f64) -> String {
+pub(crate) fn duration_us(us: f64) -> String {
     if !us.is_finite() {
         "unknown".into()
     } else if us < 1000.0 {

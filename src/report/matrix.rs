@@ -92,7 +92,7 @@ pub struct Spread {
 
 impl Spread {
     /// The interval's larger half as a share of the median: "± 3 %".
-    pub fn relative_half(&self, median: f64) -> f64 {
+    pub(crate) fn relative_half(&self, median: f64) -> f64 {
         if median > 0.0 {
             (median - self.low).max(self.high - median) / median
         } else {
@@ -105,7 +105,7 @@ impl Cell {
     /// One cell from its rounds' cells (measured alike, in any order): each figure the
     /// median over the rounds that have it, with its spread; the losses summed; the first
     /// note kept.
-    pub fn of_rounds(rounds: &[Cell]) -> Option<Cell> {
+    pub(crate) fn of_rounds(rounds: &[Cell]) -> Option<Cell> {
         let first = rounds.first()?;
         if rounds.len() == 1 {
             return Some(first.clone());

@@ -154,7 +154,7 @@ pub struct ShardInfo {
 }
 
 /// A histogram as the report carries it: V2 + DEFLATE, base64.
-pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<String> {
+pub(crate) fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<String> {
     use base64::Engine as _;
     use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
     let mut bytes = Vec::new();
@@ -171,7 +171,7 @@ const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
 /// inflated through a reader bounded by [`MAX_HISTOGRAM_BYTES`], and the V2 header's
 /// length, precision and range are checked against what follows before the decoder
 /// allocates by them.
-pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+pub(crate) fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
     use base64::Engine as _;
     use std::io::Read as _;
     let bytes = base64::engine::general_purpose::STANDARD
@@ -381,7 +381,7 @@ pub struct Percentile {
 }
 
 /// The round trip at [`PLOTTED_PERCENTILES`] (none for an empty histogram).
-pub fn percentiles(h: &hdrhistogram::Histogram<u64>) -> Vec<Percentile> {
+pub(crate) fn percentiles(h: &hdrhistogram::Histogram<u64>) -> Vec<Percentile> {
     if h.is_empty() {
         return Vec::new();
     }

@@ -229,7 +229,7 @@ pub fn commit_name(s: &str) -> Option<String> {
 
 /// Why `name`, read from a file as a group's, is not one oemputx writes (`None` when it is):
 /// the reason names it with its control characters escaped.
-pub fn not_a_group_name(name: &str) -> Option<String> {
+pub(crate) fn not_a_group_name(name: &str) -> Option<String> {
     (!crate::accounting::selector::plain_name(name)).then(|| {
         format!(
             "group name {name:?} is not one oemputx writes (1 to 64 letters, digits, '_', '-' or '.')"
@@ -285,7 +285,7 @@ impl Metric {
     }
 
     /// Whether a higher value is worse (cost, latency) rather than better (rate).
-    pub fn higher_is_worse(&self) -> bool {
+    pub(crate) fn higher_is_worse(&self) -> bool {
         !matches!(self, Metric::Rate)
     }
 
@@ -440,7 +440,7 @@ impl Saved {
 /// The settings in which two runs (each named) differ, one line each: what makes their
 /// figures no comparison. The gate asks it of the run it is about to measure, before the
 /// first message.
-pub fn settings_differences(
+pub(crate) fn settings_differences(
     (a, a_name): (&SavedSettings, &str),
     (b, b_name): (&SavedSettings, &str),
 ) -> Vec<String> {
@@ -487,7 +487,7 @@ pub fn settings_differences(
 
 impl SavedSettings {
     /// The settings a run of `cfg` will report, known before it runs.
-    pub fn planned(cfg: &crate::config::RunConfig) -> SavedSettings {
+    pub(crate) fn planned(cfg: &crate::config::RunConfig) -> SavedSettings {
         SavedSettings {
             transport: cfg.endpoint.transport().to_string(),
             message_source: cfg.messages.source.clone(),
@@ -509,7 +509,7 @@ impl SavedSettings {
 
 /// What differs between `base` and `other` in what matters, one line each; `groups` adds the
 /// set of group names (the gate's rule).
-pub fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
+pub(crate) fn differences(base: &Saved, other: &Saved, groups: bool) -> Vec<String> {
     let mut out = settings_differences(
         (&base.report.settings, &base.name()),
         (&other.report.settings, &other.name()),

@@ -38,7 +38,7 @@ pub fn parse(id: &str) -> Option<Correl<'_>> {
 }
 
 /// A run id: 8 hex digits from the clock and the pid, distinct between runs.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -20,7 +20,7 @@ pub struct Deadline {
 
 impl Deadline {
     /// How early a wait may end: min(1 ms, 1 % of the wait).
-    pub fn slack(wait: Duration) -> Duration {
+    pub(crate) fn slack(wait: Duration) -> Duration {
         (wait / 100).min(Duration::from_millis(1))
     }
 

@@ -183,7 +183,7 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
 /// A name that is no profile, as a transport that takes bare names takes it (an IBM MQ
 /// queue manager, as OEMPUTX did); `None` when none can. `note` says why it was taken so;
 /// in a build without that transport it heads the refusal.
-pub fn bare_name(name: &str, note: String) -> Result<Option<Endpoint>, EndpointError> {
+pub(crate) fn bare_name(name: &str, note: String) -> Result<Option<Endpoint>, EndpointError> {
     if let Some(e) = TRANSPORTS
         .iter()
         .find_map(|t| t.bare_name.and_then(|f| f(name, note.clone())))

@@ -5,7 +5,7 @@
 /// Why `subject` cannot be a request subject, if it cannot: NATS subjects are tokens of
 /// printable characters without spaces, separated by dots; `*` and `>` are wildcards, which
 /// a publish may not use.
-pub fn subject_problem(subject: &str) -> Option<String> {
+pub(crate) fn subject_problem(subject: &str) -> Option<String> {
     if subject.is_empty() {
         return Some("a subject cannot be empty".into());
     }

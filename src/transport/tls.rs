@@ -30,7 +30,7 @@ pub const QUERY_KEYS: [&str; 4] = [
 impl TlsOptions {
     /// The settings a URL's query gives for `host` (keys of [`QUERY_KEYS`]; others are the
     /// caller's), checked: every file named exists, and a client certificate has its key.
-    pub fn from_query(host: &str, query: &[(String, String)]) -> Result<TlsOptions, String> {
+    pub(crate) fn from_query(host: &str, query: &[(String, String)]) -> Result<TlsOptions, String> {
         let mut t = TlsOptions {
             server_name: host.to_string(),
             ..TlsOptions::default()
@@ -59,7 +59,7 @@ impl TlsOptions {
     }
 
     /// The query pairs that give these settings back, for a URL written again.
-    pub fn query_pairs(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn query_pairs(&self) -> Vec<(&'static str, String)> {
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.to_string_lossy().into_owned());
         [
             ("cacertfile", path(&self.ca_file)),
@@ -76,7 +76,7 @@ impl TlsOptions {
 /// The client configuration and server name: the CA file's certificates, or else the
 /// system's roots.
 #[cfg(any(feature = "amqp10", feature = "stomp"))]
-pub fn client_config(
+pub(crate) fn client_config(
     tls: &TlsOptions,
 ) -> Result<
     (
@@ -126,7 +126,7 @@ pub async fn connect(
 
 /// The same over a blocking `tcp`: the handshake completes on the first read or write.
 #[cfg(any(feature = "amqp10", feature = "stomp"))]
-pub fn connect_blocking(
+pub(crate) fn connect_blocking(
     tls: &TlsOptions,
     tcp: std::net::TcpStream,
 ) -> Result<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>, String> {

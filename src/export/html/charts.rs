@@ -23,7 +23,7 @@ fn colour(i: usize) -> RGBColor {
 type Drawn = Result<String, Box<dyn std::error::Error>>;
 
 /// Stacked bars: each group's user (solid) and system (light) µs/tran.
-pub fn cpu_bars(groups: &[(String, f64, f64)]) -> Drawn {
+pub(crate) fn cpu_bars(groups: &[(String, f64, f64)]) -> Drawn {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
@@ -88,7 +88,7 @@ fn nines(pct: f64, cap: f64) -> f64 {
 }
 
 /// The round trip against its percentile, the tail spread out (percentiles as nines).
-pub fn percentile_plot(points: &[(f64, f64)]) -> Drawn {
+pub(crate) fn percentile_plot(points: &[(f64, f64)]) -> Drawn {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
@@ -150,7 +150,7 @@ pub fn percentile_plot(points: &[(f64, f64)]) -> Drawn {
 }
 
 /// A figure per round, a line per series (e.g. each group and the captured total).
-pub fn rounds_plot(title: &str, series: &[(String, Vec<f64>)]) -> Drawn {
+pub(crate) fn rounds_plot(title: &str, series: &[(String, Vec<f64>)]) -> Drawn {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
@@ -212,7 +212,7 @@ pub const MARKER: RGBColor = COLOURS[1];
 /// Main's runs, a figure each (x = the run's index from 0), with a vertical marker just
 /// before each change point's run and each segment's median as a dashed level. `steps`
 /// are (index, median before, median after).
-pub fn history_plot(
+pub(crate) fn history_plot(
     title: &str,
     y_desc: &str,
     values: &[f64],
@@ -281,7 +281,7 @@ pub fn history_plot(
 }
 
 /// Lines over time: each series (name, points of (seconds, value)).
-pub fn time_plot(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Drawn {
+pub(crate) fn time_plot(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]) -> Drawn {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
@@ -330,7 +330,7 @@ pub fn time_plot(title: &str, y_desc: &str, series: &[(String, Vec<(f64, f64)>)]
 
 /// Bars with an interval each (median, low, high), labelled; a dashed band at ±`band`
 /// around `reference` when given (a tolerance, a minimum effect).
-pub fn interval_bars(
+pub(crate) fn interval_bars(
     title: &str,
     y_desc: &str,
     bars: &[(String, f64, f64, f64)],
@@ -462,7 +462,7 @@ fn rate_ranges(
 /// factor): a line per series (name, points of (rate, value)), a dashed level per `levels`
 /// (an SLO) and a vertical marker per `marks` (the highest rate that held). `log_y` for a
 /// round trip, which grows a hundredfold past the top.
-pub fn rate_plot(
+pub(crate) fn rate_plot(
     (title, y_desc): (&str, &str),
     series: &[(String, Vec<(f64, f64)>)],
     levels: &[(String, f64)],

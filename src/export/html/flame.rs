@@ -99,7 +99,7 @@ pub fn section(p: &Profile) -> String {
 
 /// A differential profile's table: each function's change, its sides' figures and its
 /// interval; with the setting it is for when `sides` names the base and the setting.
-pub fn changes_table(
+pub(crate) fn changes_table(
     changes: &[FunctionChange],
     sides: (&str, &str),
     with_setting: bool,

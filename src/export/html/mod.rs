@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 /// Text as HTML shows it: markup as text, and control characters (but tab and line feed)
 /// as U+FFFD, which XHTML and a copy into a terminal would otherwise take raw.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -122,7 +122,10 @@ impl Outcome {
     }
 
     /// The steps of one metric.
-    pub fn of_metric<'a>(&'a self, metric: &'a str) -> impl Iterator<Item = &'a ChangePoint> {
+    pub(crate) fn of_metric<'a>(
+        &'a self,
+        metric: &'a str,
+    ) -> impl Iterator<Item = &'a ChangePoint> {
         self.change_points
             .iter()
             .filter(move |c| c.metric == metric)

@@ -81,7 +81,7 @@ fn superseded(steps: &[Step]) -> Vec<bool> {
 
 /// One measurement per paced rate, lowest rate first: the last that a measurement with
 /// more tasks did not replace, repeats left out (what the curve is drawn from).
-pub fn curve(steps: &[Step]) -> Vec<&Step> {
+pub(crate) fn curve(steps: &[Step]) -> Vec<&Step> {
     let gone = superseded(steps);
     let mut out: Vec<&Step> = Vec::new();
     for (s, _) in steps
@@ -163,7 +163,7 @@ fn held_above_a_failure(steps: &[Step]) -> Option<String> {
 
 /// The round trip with nothing queued: the least p50 of the paced steps that held (of the
 /// completed paced steps when none did).
-pub fn unloaded_round_trip_us(steps: &[Step]) -> Option<f64> {
+pub(crate) fn unloaded_round_trip_us(steps: &[Step]) -> Option<f64> {
     let least = |held: bool| {
         steps
             .iter()
@@ -204,7 +204,7 @@ pub const MORE_TASKS_GAIN: f64 = 1.05;
 /// Whether twice the tasks helped at `offered` msg/s, where fewer got `before`: the step
 /// with more held, or got [`MORE_TASKS_GAIN`] × `before`, or closed half the shortfall (a
 /// step at 96 % of its rate cannot gain 5 %).
-pub fn more_tasks_helped(offered: f64, before: f64, after: &Step) -> bool {
+pub(crate) fn more_tasks_helped(offered: f64, before: f64, after: &Step) -> bool {
     after.holds
         || after.achieved_tps >= MORE_TASKS_GAIN * before
         || after.achieved_tps - before >= 0.5 * (offered - before)
@@ -258,7 +258,7 @@ fn in_vain(steps: &[Step], step: &Step) -> Option<TasksTried> {
 }
 
 /// What stopped `step` from holding, and why in words.
-pub fn diagnose(
+pub(crate) fn diagnose(
     step: &Step,
     evidence: Evidence,
     cpus: usize,
@@ -385,7 +385,7 @@ fn measured(step: &Step, evidence: &Evidence, idle: &str) -> Option<(Limiter, St
 
 /// The rate of the largest power (achieved ÷ mean round trip) among the rates that held
 /// (one measurement each, [`curve`]); None with fewer than three.
-pub fn knee(steps: &[Step]) -> Option<f64> {
+pub(crate) fn knee(steps: &[Step]) -> Option<f64> {
     let candidates: Vec<&Step> = curve(steps)
         .into_iter()
         .filter(|s| s.holds && s.mean_us > 0.0)
@@ -500,9 +500,10 @@ pub fn capacity(steps: &[Step], price: Option<f64>) -> Vec<CapacityRow> {
     rows
 }
 
+#[cfg(test)]
 /// The corrected cores the groups need at `rate`, interpolated linearly between the rates
 /// that held; None outside them (never extrapolated).
-pub fn cores_at(rows: &[CapacityRow], rate: f64) -> Option<f64> {
+pub(crate) fn cores_at(rows: &[CapacityRow], rate: f64) -> Option<f64> {
     capacity_at(rows, rate).and_then(|r| r.corrected_cores)
 }
 
@@ -546,7 +547,7 @@ pub fn capacity_at(rows: &[CapacityRow], rate: f64) -> Option<CapacityRow> {
 }
 
 /// The capacity at each rate asked for (`--capacity-at`): interpolated, or why not.
-pub fn capacity_asked(rows: &[CapacityRow], rates: &[f64]) -> Vec<CapacityAt> {
+pub(crate) fn capacity_asked(rows: &[CapacityRow], rates: &[f64]) -> Vec<CapacityAt> {
     rates
         .iter()
         .map(|&r| {
@@ -583,7 +584,7 @@ pub struct CapacityAt {
 
 /// Fill in the ladder's conclusions from its steps: the top and its interval, what limited
 /// it, the knee, drift, capacity and the answer.
-pub fn conclude(l: &mut Ladder, msgs_per_loop: usize) {
+pub(crate) fn conclude(l: &mut Ladder, msgs_per_loop: usize) {
     let cpus = l.host.cpus;
     let (max, above) = top(&l.steps);
     l.max_sustainable_tps = max;

@@ -113,7 +113,7 @@ impl AmqpEndpoint {
 
     /// The full URL, password included, for handing to a child process (the flows `sweep`
     /// starts); never for printing.
-    pub fn url_with_password(&self) -> String {
+    pub(crate) fn url_with_password(&self) -> String {
         self.url(true)
     }
 }

@@ -556,7 +556,7 @@ pub fn body_bytes(body: &Body<Value>) -> Vec<u8> {
 
 /// The length of a message's body in bytes: its data sections, or a string or binary value
 /// (other clients send text as an AMQP value); 0 for anything else.
-pub fn body_len(body: &Body<Value>) -> usize {
+pub(crate) fn body_len(body: &Body<Value>) -> usize {
     match body {
         Body::Data(batch) => batch.iter().map(|d| d.0.len()).sum(),
         Body::Value(v) => match &v.0 {

@@ -91,7 +91,7 @@ impl AddressStyle {
     }
 
     /// The queue name inside an address of this style, for messages and reports.
-    pub fn queue_of(self, address: &str) -> String {
+    pub(crate) fn queue_of(self, address: &str) -> String {
         let stripped = match self {
             AddressStyle::Rabbitmq => address
                 .strip_prefix("/amq/queue/")
@@ -146,7 +146,7 @@ impl Amqp10Endpoint {
     }
 
     /// The URL with its password, for flows oemputx starts; never for printing.
-    pub fn url_with_password(&self) -> String {
+    pub(crate) fn url_with_password(&self) -> String {
         self.url(true)
     }
 
@@ -172,7 +172,7 @@ impl Amqp10Endpoint {
     /// The same broker over AMQP 0-9-1, for what AMQP 1.0 cannot ask of RabbitMQ: deleting
     /// a queue (a task's reply queue at the end of a run). RabbitMQ serves both protocols
     /// on one port with one user database.
-    pub fn as_amqp091(&self) -> AmqpEndpoint {
+    pub(crate) fn as_amqp091(&self) -> AmqpEndpoint {
         AmqpEndpoint {
             host: self.host.clone(),
             port: self.port,

@@ -119,7 +119,7 @@ pub enum QueueKind {
 impl QueueKind {
     /// From the MQINQ values: Q_TYPE first (an alias has no definition type; MQ answers
     /// MQIAV_NOT_APPLICABLE for it), then DEFINITION_TYPE for a local queue.
-    pub fn from_inquiry(q_type: i32, definition_type: i32) -> QueueKind {
+    pub(crate) fn from_inquiry(q_type: i32, definition_type: i32) -> QueueKind {
         if q_type == constants::MQQT_ALIAS.0 {
             return QueueKind::Alias;
         }
@@ -135,7 +135,7 @@ impl QueueKind {
     }
 
     /// Whether this open created the queue for this connection alone.
-    pub fn is_own(self) -> bool {
+    pub(crate) fn is_own(self) -> bool {
         matches!(
             self,
             QueueKind::PermanentDynamic | QueueKind::TemporaryDynamic

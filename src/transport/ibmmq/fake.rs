@@ -155,7 +155,7 @@ impl FakeQm {
     }
 
     /// `n` more handles open to get from `queue` (other flows' or strays').
-    pub fn open_for_input(&self, queue: &str, n: i32) {
+    pub(crate) fn open_for_input(&self, queue: &str, n: i32) {
         *self.lock().open_input.entry(queue.to_string()).or_default() += n;
     }
 
@@ -170,7 +170,7 @@ impl FakeQm {
     }
 
     /// Put `n` messages straight onto a queue (leftovers of an earlier run).
-    pub fn preload(&self, queue: &str, n: usize) {
+    pub(crate) fn preload(&self, queue: &str, n: usize) {
         let mut s = self.lock();
         for _ in 0..n {
             let id = new_id(&mut s);
@@ -192,7 +192,7 @@ impl FakeQm {
     }
 
     /// Opening `queue` fails with MQRC_NOT_AUTHORIZED.
-    pub fn forbid(&self, queue: &str) {
+    pub(crate) fn forbid(&self, queue: &str) {
         self.lock().forbidden.insert(queue.to_string());
     }
 
@@ -202,29 +202,29 @@ impl FakeQm {
     }
 
     /// An alias queue over `base`.
-    pub fn alias(&self, name: &str, base: &str) {
+    pub(crate) fn alias(&self, name: &str, base: &str) {
         self.lock()
             .aliases
             .insert(name.to_string(), base.to_string());
     }
 
     /// The server-connection channel's MAXMSGL.
-    pub fn channel_maxmsgl(&self, bytes: usize) {
+    pub(crate) fn channel_maxmsgl(&self, bytes: usize) {
         self.lock().channel_maxmsgl = bytes;
     }
 
     /// The host has an MQ server install (and no queue manager of the name asked for).
-    pub fn local_install(&self) {
+    pub(crate) fn local_install(&self) {
         self.lock().local_install = true;
     }
 
     /// MQOPEN of a model queue gives a blank resolved name.
-    pub fn blank_resolved_names(&self) {
+    pub(crate) fn blank_resolved_names(&self) {
         self.lock().blank_resolved = true;
     }
 
     /// Replies the responder could not put.
-    pub fn refused_replies(&self) -> usize {
+    pub(crate) fn refused_replies(&self) -> usize {
         self.lock().refused_replies
     }
 }

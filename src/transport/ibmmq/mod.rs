@@ -135,7 +135,7 @@ impl IbmMq {
     }
 
     /// The transport over any MQI (the tests' in-memory queue manager).
-    pub fn with_library(
+    pub(crate) fn with_library(
         lib: Arc<dyn MqiLibrary>,
         spec: ConnectSpec,
         target: String,
@@ -153,7 +153,7 @@ impl IbmMq {
     /// The queue's IPPROCS: handles open to get from it, as the queue manager counts them
     /// (MQINQ of MQIA_OPEN_INPUT_COUNT on a handle opened only to inquire, so that asking
     /// does not count itself).
-    pub fn open_input_count(&self, queue: &str) -> Result<u32, TransportError> {
+    pub(crate) fn open_input_count(&self, queue: &str) -> Result<u32, TransportError> {
         let mut conn = self.connect()?;
         let inquire = MQOO(constants::MQOO_INQUIRE.0 | constants::MQOO_FAIL_IF_QUIESCING.0);
         let asked = conn.open(queue, inquire).and_then(|(hobj, _)| {
@@ -734,7 +734,7 @@ pub(crate) fn spec_for(
 
 /// The first of MQSERVER, MQCCDTURL and MQCHLLIB that is set: a connection by queue
 /// manager name then goes by client binding.
-pub fn client_channel_env(env_set: impl Fn(&str) -> bool) -> Option<&'static str> {
+pub(crate) fn client_channel_env(env_set: impl Fn(&str) -> bool) -> Option<&'static str> {
     CLIENT_CHANNEL_ENV.into_iter().find(|k| env_set(k))
 }
 

@@ -86,7 +86,7 @@ impl IbmMqEndpoint {
 /// Whether `name` can be given as a queue manager name: an MQ object name, or one with a
 /// leading `*`, which asks the client for any queue manager of that CCDT group (IBM MQ
 /// documentation, "Queue manager groups in the CCDT").
-pub fn is_qmgr_name(name: &str) -> bool {
+pub(crate) fn is_qmgr_name(name: &str) -> bool {
     match name.strip_prefix('*') {
         Some(group) => name.len() <= 48 && is_mq_name(group),
         None => is_mq_name(name),
@@ -96,7 +96,7 @@ pub fn is_qmgr_name(name: &str) -> bool {
 /// Whether `name` can be an MQ object name: 1 to 48 of A-Z a-z 0-9 . _ / %.
 /// The listener of a CONNAME (`host(port)`, MQ's default port 1414 without one); of a
 /// list (`h1(1414),h2(1414)`, a multi-instance queue manager), the first.
-pub fn conn_host_port(conn: &str) -> Option<(String, u16)> {
+pub(crate) fn conn_host_port(conn: &str) -> Option<(String, u16)> {
     let first = conn.split(',').next()?.trim();
     let (host, port) = match first.split_once('(') {
         Some((h, rest)) => (h, rest.strip_suffix(')')?.trim().parse().ok()?),
@@ -105,7 +105,7 @@ pub fn conn_host_port(conn: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
-pub fn is_mq_name(name: &str) -> bool {
+pub(crate) fn is_mq_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 48
         && name

@@ -72,7 +72,11 @@ fn of_publish(reason: &PubAckReason) -> Option<Refusal> {
 
 /// The first topic of `topics` whose subscription `ack` refused, as an error: "the broker
 /// refused the subscription to 'T': not authorised (reason code 0x87); check …".
-pub fn check_suback(target: &str, topics: &[&str], ack: &SubAck) -> Result<(), TransportError> {
+pub(crate) fn check_suback(
+    target: &str,
+    topics: &[&str],
+    ack: &SubAck,
+) -> Result<(), TransportError> {
     for (i, code) in ack.return_codes.iter().enumerate() {
         if let Some(r) = of_subscribe(code) {
             let topic = topics.get(i).copied().unwrap_or("(a topic)");
@@ -90,7 +94,7 @@ pub fn check_suback(target: &str, topics: &[&str], ack: &SubAck) -> Result<(), T
 }
 
 /// A PUBACK that refused a publish to `topic`, as an error.
-pub fn check_puback(target: &str, topic: &str, ack: &PubAck) -> Result<(), TransportError> {
+pub(crate) fn check_puback(target: &str, topic: &str, ack: &PubAck) -> Result<(), TransportError> {
     match of_publish(&ack.reason) {
         None => Ok(()),
         Some(r) => Err(TransportError::broker(

@@ -78,7 +78,7 @@ impl MqttEndpoint {
     }
 
     /// The URL with its password, for flows oemputx starts.
-    pub fn url_with_password(&self) -> String {
+    pub(crate) fn url_with_password(&self) -> String {
         let auth = match (&self.user, &self.password) {
             (Some(u), Some(p)) => format!("{}:{}@", encode(u), encode(p.expose())),
             (Some(u), None) => format!("{}@", encode(u)),

@@ -95,7 +95,7 @@ pub async fn require(js: &Context, target: &str) -> Result<(), TransportError> {
 /// The stream that captures `subject`, if one does. Any failure to ask (JetStream off, no
 /// permission for its API) counts as none: this is for telling a user of core NATS that a
 /// stream would answer in their flow's place.
-pub async fn capturing(js: &Context, subject: &str) -> Option<StreamFacts> {
+pub(crate) async fn capturing(js: &Context, subject: &str) -> Option<StreamFacts> {
     let name = js.stream_by_subject(subject).await.ok()?;
     let mut stream = js.get_stream(name).await.ok()?;
     let readers = readers(&stream).await;

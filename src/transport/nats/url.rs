@@ -96,7 +96,7 @@ impl NatsEndpoint {
     }
 
     /// The URL with its secrets, for the client and for flows oemputx starts.
-    pub fn url_with_password(&self) -> String {
+    pub(crate) fn url_with_password(&self) -> String {
         self.url(true)
     }
 
@@ -107,7 +107,7 @@ impl NatsEndpoint {
     }
 
     /// The user name to name in a refused login; a token is never named.
-    pub fn user_shown(&self) -> String {
+    pub(crate) fn user_shown(&self) -> String {
         match &self.auth {
             NatsAuth::User { user, .. } => user.clone(),
             NatsAuth::Token(_) => "(a token)".into(),

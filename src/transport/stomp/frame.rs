@@ -85,8 +85,9 @@ impl Frame {
         self
     }
 
+    #[cfg(test)]
     /// The frame with a body.
-    pub fn with_body(mut self, body: &[u8]) -> Frame {
+    pub(crate) fn with_body(mut self, body: &[u8]) -> Frame {
         self.body = body.to_vec();
         self
     }
@@ -369,8 +370,9 @@ impl FrameReader {
         }
     }
 
+    #[cfg(test)]
     /// Bytes looked at so far (each byte read is looked at a bounded number of times).
-    pub fn scanned(&self) -> u64 {
+    pub(crate) fn scanned(&self) -> u64 {
         self.looked
     }
 }

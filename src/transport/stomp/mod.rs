@@ -197,7 +197,10 @@ impl Conn {
     /// The next frame within `bound` (`None` when none came), looking for a signal between
     /// slices: a silent port ends at once on Ctrl-C, not after the bound (the CONNECTED
     /// wait, pub/sub's receipts).
-    pub fn answer_within(&mut self, bound: Duration) -> Result<Option<Frame>, TransportError> {
+    pub(crate) fn answer_within(
+        &mut self,
+        bound: Duration,
+    ) -> Result<Option<Frame>, TransportError> {
         let deadline = Instant::now() + bound;
         loop {
             if crate::signals::interrupted() {
@@ -228,7 +231,7 @@ impl Conn {
     }
 
     /// Send a frame from its parts (the hot path: no [`Frame`] built).
-    pub fn send_parts(
+    pub(crate) fn send_parts(
         &mut self,
         command: &str,
         headers: &[(String, String)],
@@ -298,7 +301,7 @@ impl Conn {
 }
 
 /// A frame the broker sent in place of what was waited for, as an error.
-pub fn error_frame(target: &str, what: &str, f: &Frame) -> TransportError {
+pub(crate) fn error_frame(target: &str, what: &str, f: &Frame) -> TransportError {
     TransportError::broker(
         target,
         what,

@@ -111,7 +111,7 @@ impl StompEndpoint {
     }
 
     /// The URL with its passcode, for flows oemputx starts.
-    pub fn url_with_password(&self) -> String {
+    pub(crate) fn url_with_password(&self) -> String {
         self.url(true)
     }
 }
