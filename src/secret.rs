@@ -43,7 +43,6 @@ impl Secret {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
 }
 
 impl std::fmt::Debug for Secret {

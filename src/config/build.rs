@@ -46,7 +46,13 @@ impl RunOptions {
         let outputs = outputs(args)?;
         let label = label(args, profile, profile_name.as_deref(), &endpoint)?;
         let price_per_vcpu_hour = price(args.price_per_vcpu_hour)?;
-        if args.outputs.export_folded.is_some() && !args.sample_stacks {
+        if args
+            .outputs
+            .exports
+            .get(super::formats::Format::Folded)
+            .is_some()
+            && !args.sample_stacks
+        {
             return Err(bad(
                 "--export-folded",
                 "writes the stacks --profile samples: add --profile",
@@ -573,7 +579,10 @@ fn outputs(o: &RunOptions) -> Result<RunOutputs, ConfigError> {
             "must be one ASCII character other than a quote or newline, e.g. ';'",
         ));
     }
-    if args.decimal_comma && args.export_csv.is_some() && args.delimiter == ',' {
+    if args.decimal_comma
+        && args.exports.get(super::formats::Format::Csv).is_some()
+        && args.delimiter == ','
+    {
         return Err(bad(
             "--decimal-comma",
             "with CSV needs another delimiter: add --delimiter ';'",
@@ -591,7 +600,7 @@ fn outputs(o: &RunOptions) -> Result<RunOutputs, ConfigError> {
             ),
         ));
     }
-    let exports = args.exports();
+    let exports = args.exports.clone();
     let mut flags = exports.by_flag();
     flags.push(("--save-baseline", args.save_baseline.as_deref()));
     super::outputs::check(

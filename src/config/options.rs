@@ -39,14 +39,9 @@ impl Default for AccountingOptions {
 /// Where a command's reports go, as asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputOptions {
-    pub export_json: Option<PathBuf>,
-    pub export_tsv: Option<PathBuf>,
-    pub export_csv: Option<PathBuf>,
-    pub export_markdown: Option<PathBuf>,
-    pub export_openmetrics: Option<PathBuf>,
-    pub export_html: Option<PathBuf>,
-    /// `--export-folded`: the stacks `--profile` sampled.
-    pub export_folded: Option<PathBuf>,
+    /// The `--export-*` outputs asked for, by format (the baseline and the reports folder
+    /// apart): the one list of a run's output files the checks go through.
+    pub exports: super::formats::Exports,
     /// Where to write the report as the gate's baseline.
     pub save_baseline: Option<PathBuf>,
     /// CSV field delimiter.
@@ -59,37 +54,10 @@ pub struct OutputOptions {
     pub quiet: bool,
 }
 
-impl OutputOptions {
-    /// The `--export-*` outputs asked for, by format (the baseline and the reports folder
-    /// apart): the one list of a run's output fields the checks go through.
-    pub fn exports(&self) -> super::formats::Exports {
-        use super::formats::Format;
-        super::formats::Exports::new(
-            [
-                (Format::Json, &self.export_json),
-                (Format::Tsv, &self.export_tsv),
-                (Format::Csv, &self.export_csv),
-                (Format::Markdown, &self.export_markdown),
-                (Format::OpenMetrics, &self.export_openmetrics),
-                (Format::Html, &self.export_html),
-                (Format::Folded, &self.export_folded),
-            ]
-            .into_iter()
-            .filter_map(|(f, p)| p.clone().map(|p| (f, p))),
-        )
-    }
-}
-
 impl Default for OutputOptions {
     fn default() -> Self {
         OutputOptions {
-            export_json: None,
-            export_tsv: None,
-            export_csv: None,
-            export_markdown: None,
-            export_openmetrics: None,
-            export_html: None,
-            export_folded: None,
+            exports: Default::default(),
             save_baseline: None,
             delimiter: ',',
             decimal_comma: false,
@@ -210,7 +178,7 @@ impl RunOptions {
         writes: &str,
     ) -> Result<(), super::ConfigError> {
         let o = &self.outputs;
-        let exports = o.exports();
+        let exports = o.exports.clone();
         let first = exports.given().map(|(f, _)| f.flag()).next();
         let baseline = o.save_baseline.as_ref().map(|_| "--save-baseline");
         match first.or(baseline) {

@@ -83,7 +83,7 @@ impl SweepOptions {
     fn check_outputs(&self) -> Result<(), ConfigError> {
         let out = &self.run.outputs;
         // The one table of formats (a sweep is a table of points: no OpenMetrics).
-        let exports = out.exports();
+        let exports = out.exports.clone();
         let mut given: Vec<(Format, &std::path::Path)> = exports.given().collect();
         given.extend(self.chart.as_deref().map(|p| (Format::Svg, p)));
         ResultKind::Sweep.check(&given)?;
