@@ -3,9 +3,12 @@
 # brings up the two-node Slurm lab (ci/slurm-lab.sh; taken down on exit), then checks formatting and lints, runs every test, and ends with the project's own
 # regression gate on the reference flow (ci/gate.sh). CI (.ci/run) calls exactly this.
 #
-# Every test file runs, and the gate too, whatever failed before them: a failure in one
-# test binary stopped cargo and hid every later file's results (issue 43). The script
-# still exits non-zero when the tests or the gate failed, and its last lines say which.
+# Every test target runs, and the gate too, whatever failed before them (cargo test
+# --no-fail-fast: a failure in one target once hid every later one's results, issue 43).
+# The integration tests are one binary (tests/it, a module per area), so a test that
+# aborts the process (not a panic: an abort) takes that binary's other results with it;
+# the unit tests and the benches' smoke runs are targets of their own. The script still
+# exits non-zero when the tests or the gate failed, and its last lines say which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/ensure-rust.sh
@@ -59,7 +62,7 @@ minimal=0
 minimal_check || minimal=$?
 echo
 if [ "$tests" -ne 0 ]; then
-  echo "ci/test.sh: the tests FAILED (cargo test exit $tests): every failing test is listed above, under 'failures:' in its file's section, and by file in cargo's last lines"
+  echo "ci/test.sh: the tests FAILED (cargo test exit $tests): every failing test is listed above under 'failures:' by its module path (ladder::…, gate::…), and by target in cargo's last lines"
 fi
 if [ "$gate" -ne 0 ]; then
   echo "ci/test.sh: the regression gate FAILED (ci/gate.sh exit $gate)"

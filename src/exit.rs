@@ -1,5 +1,5 @@
-//! The process exit codes, named once so that `main`, the gate and the tests agree, and the
-//! mapping from an error to its code.
+//! The exit code of an error, and of an error met after a signal (`main` and the gate's
+//! failure outputs agree through it). The codes themselves are in `exit_code.rs`.
 //!
 //! Module boundaries return `thiserror` enums; the glue wraps them in `anyhow` with context.
 //! Whether a failure is the user's input (exit 2) or the run's (exit 1) is said by each
@@ -8,58 +8,6 @@
 
 use crate::exit_code::class_of;
 pub use crate::exit_code::{Classified, Exit};
-
-/// `eprintln!` that cannot panic: a full or closed stderr loses the line, never the run
-/// (the report files are written before anything is said).
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        // Every line on stderr may carry text from outside (a broker's error above all):
-        // defused here, once, for a terminal or a CI log.
-        let line = $crate::terminal::for_terminal_lines(&::std::format!($($arg)*));
-        let _ = ::std::writeln!(::std::io::stderr(), "{line}");
-    }};
-}
-
-/// `eprint!` that cannot panic (see [`say!`]).
-#[macro_export]
-macro_rules! say_raw {
-    ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
-    }};
-}
-
-pub use crate::terminal::{STDOUT_LOST, STDOUT_TAKEN};
-
-/// `print!` that cannot panic: a full stdout is remembered in [`STDOUT_LOST`], a reader
-/// that went away (`| head`) is no error. To stderr when an output holds stdout
-/// ([`STDOUT_TAKEN`]).
-#[macro_export]
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        if $crate::exit::STDOUT_TAKEN.load(::std::sync::atomic::Ordering::Relaxed) {
-            $crate::say_raw!($($arg)*);
-        } else {
-        let mut o = ::std::io::stdout().lock();
-        if let Err(e) = ::std::write!(o, $($arg)*).and_then(|()| o.flush()) {
-            if e.kind() != ::std::io::ErrorKind::BrokenPipe {
-                $crate::exit::STDOUT_LOST.store(true, ::std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-        }
-    }};
-}
-
-/// `println!` that cannot panic (see [`out!`]).
-#[macro_export]
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        $crate::out!("{}\n", ::std::format_args!($($arg)*))
-    }};
-}
 
 /// How each typed error is asked its class: one entry per `thiserror` type in `src/` (a
 /// test scans the source and fails on one that is missing here), and clap's own.

@@ -27,8 +27,16 @@ pub enum ReadError {
     },
 }
 
-// A failure of the run (exit 1).
-crate::runtime_error!(ReadError);
+/// A file the user named that is missing, no regular file or too large is their input
+/// (exit 2); one that could not be read is the run's failure (exit 1).
+impl crate::exit_code::Classified for ReadError {
+    fn exit(&self) -> crate::exit_code::Exit {
+        match self {
+            ReadError::Io { .. } => crate::exit_code::Exit::Failure,
+            _ => crate::exit_code::Exit::Usage,
+        }
+    }
+}
 
 /// A bound in bytes as a person reads it: MiB, or KiB below one MiB.
 fn shown_size(bytes: u64) -> String {

@@ -27,7 +27,9 @@ fn main() -> ExitCode {
 
 fn outcome() -> Exit {
     match run() {
-        Ok(Exit::Ok) if oemputx::exit::STDOUT_LOST.load(std::sync::atomic::Ordering::Relaxed) => {
+        Ok(Exit::Ok)
+            if oemputx::terminal::STDOUT_LOST.load(std::sync::atomic::Ordering::Relaxed) =>
+        {
             oemputx::say!(
                 "Error: cannot write to stdout (is the device full?); the report files were written: check where stdout goes"
             );
@@ -50,7 +52,7 @@ fn run() -> anyhow::Result<Exit> {
     // One policy for every command: at most one output on stdout, and then nothing else.
     match oemputx::cli::stdout_exports(&matches).as_slice() {
         [] => {}
-        [_] => oemputx::exit::STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed),
+        [_] => oemputx::terminal::STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed),
         many => {
             let why = format!(
                 "{} {} name stdout ('-'); only one output can go there: give the others file paths",

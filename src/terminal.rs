@@ -3,7 +3,9 @@
 //! edge that prints — `say!` on stderr, the text for a person on stdout, the gate's
 //! annotations — uses this one function whatever module the text came through; a
 //! transport's error keeps the broker's words as they were (a JSON report holds them raw,
-//! escaped by serde) and is defused only where it is printed.
+//! escaped by serde) and is defused only where it is printed. The printing macros (`say!`,
+//! `say_raw!`, `out!`, `outln!`) and the stdout flags they read live here too, so that any
+//! layer may print without reaching up the map.
 
 /// Set when a line could not be written to stdout (not when its reader went away): `main`
 /// then ends with exit 1 naming stdout, once the files are written. Here, at the bottom, so
@@ -13,6 +15,56 @@ pub static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 /// Set by `main` when an output was given `-`: stdout then carries that output alone, and
 /// everything written for a person goes to stderr.
 pub static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `eprintln!` that cannot panic: a full or closed stderr loses the line, never the run
+/// (the report files are written before anything is said).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        // Every line on stderr may carry text from outside (a broker's error above all):
+        // defused here, once, for a terminal or a CI log.
+        let line = $crate::terminal::for_terminal_lines(&::std::format!($($arg)*));
+        let _ = ::std::writeln!(::std::io::stderr(), "{line}");
+    }};
+}
+
+/// `eprint!` that cannot panic (see [`say!`]).
+#[macro_export]
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `print!` that cannot panic: a full stdout is remembered in [`STDOUT_LOST`], a reader
+/// that went away (`| head`) is no error. To stderr when an output holds stdout
+/// ([`STDOUT_TAKEN`]).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        if $crate::terminal::STDOUT_TAKEN.load(::std::sync::atomic::Ordering::Relaxed) {
+            $crate::say_raw!($($arg)*);
+        } else {
+        let mut o = ::std::io::stdout().lock();
+        if let Err(e) = ::std::write!(o, $($arg)*).and_then(|()| o.flush()) {
+            if e.kind() != ::std::io::ErrorKind::BrokenPipe {
+                $crate::terminal::STDOUT_LOST.store(true, ::std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        }
+    }};
+}
+
+/// `println!` that cannot panic (see [`out!`]).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        $crate::out!("{}\n", ::std::format_args!($($arg)*))
+    }};
+}
 
 /// One line of text from outside: every control character (an escape sequence, a carriage
 /// return, a newline) becomes U+FFFD, and a `::` that opens the line (after any blanks) —

@@ -103,8 +103,21 @@ pub enum PcpError {
     },
 }
 
-// A failure of the run (exit 1).
-crate::runtime_error!(PcpError);
+/// A `--host` or `--group …@HOST` that is wrong is the user's input (exit 2); a host that
+/// fails to answer is the run's failure (exit 1; before a run starts, `ConfigError::Host`
+/// makes it the command line's).
+impl crate::exit_code::Classified for PcpError {
+    fn exit(&self) -> crate::exit_code::Exit {
+        match self {
+            PcpError::BadSpec(_)
+            | PcpError::BadUrl { .. }
+            | PcpError::NotBuilt { .. }
+            | PcpError::BadName(_)
+            | PcpError::UnknownHost { .. } => crate::exit_code::Exit::Usage,
+            _ => crate::exit_code::Exit::Failure,
+        }
+    }
+}
 
 /// One host read through pmproxy.
 #[derive(Debug)]

@@ -54,7 +54,7 @@ fn write(cfg: &LadderConfig, l: &Ladder) -> anyhow::Result<()> {
             latest_json: false,
             announce: (!cfg.quiet).then_some("ladder"),
         };
-        out.save(&to, ("the ladder text", &text), l, &formats, &style);
+        out.save(&to, Some(("the ladder text", &text)), l, &formats, &style);
     }
     out.finish((!cfg.quiet).then_some(text.as_str()))
 }

@@ -4,7 +4,7 @@
 use crate::config::formats::Format;
 use crate::config::pubsub::PubsubConfig;
 use crate::exit::Exit;
-use crate::export::outputs::{Artifact as _, Outputs, Saving, Style};
+use crate::export::outputs::{Outputs, Saving, Style};
 use crate::orchestrate::pubsub_rounds::{PubSubRun, run};
 use crate::pubsub::report::{PubSubCapacity, PubSubReport, PubSubRounds};
 use std::sync::Arc;
@@ -66,7 +66,7 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
         };
         out.save(
             &to,
-            ("the pub/sub text report", &text),
+            Some(("the pub/sub text report", &text)),
             report,
             &formats,
             &style,
@@ -79,16 +79,21 @@ fn write(args: &PubsubConfig, report: &PubSubReport) -> anyhow::Result<()> {
 fn write_rounds(args: &PubsubConfig, rounds: &PubSubRounds) -> anyhow::Result<Exit> {
     let mut out = Outputs::new();
     if let Some(dir) = &args.save_dir {
-        let text = rounds.render(Format::Json, &Style::default())?;
-        let saved = crate::export::save_in_folder(
+        let stamp = now_stamp();
+        let to = Saving {
             dir,
-            &now_stamp(),
-            "pubsub-rounds",
-            &[("json", "the pub/sub rounds JSON", text.as_str())],
+            start_utc: &stamp,
+            label: "pubsub-rounds",
+            latest_json: false,
+            announce: None,
+        };
+        out.save(
+            &to,
+            None,
+            rounds,
+            &[("json", Format::Json)],
+            &Style::default(),
         );
-        if let Err(e) = saved {
-            out.failed(format!("{e:#}"));
-        }
     }
     out.artifact(rounds, &args.exports, &Style::default());
     out.finish(None)?;

@@ -57,7 +57,7 @@ fn write_reports(cfg: &RunConfig, sc: &SweepConfig, s: &Sweep) -> anyhow::Result
             latest_json: false,
             announce: (!cfg.quiet).then_some("sweep"),
         };
-        out.save(&to, ("the sweep text", &text), s, &formats, &style);
+        out.save(&to, Some(("the sweep text", &text)), s, &formats, &style);
     }
     out.finish((!cfg.quiet).then_some(text.as_str()))
 }

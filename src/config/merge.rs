@@ -32,10 +32,10 @@ pub struct MergeConfig {
 impl MergeOptions {
     pub fn build(&self) -> Result<MergeConfig, ConfigError> {
         let shards = files(&self.reports)?;
+        // The shards in merge's own words; the CPU window with every other check.
         refuse_overwriting_inputs(&self.exports, &shards)?;
-        let mut inputs: Vec<&Path> = shards.iter().map(PathBuf::as_path).collect();
-        inputs.extend(self.cpu.as_deref());
-        super::outputs::check(&self.exports.by_flag(), None, &inputs)?;
+        let cpu: Vec<&Path> = self.cpu.as_deref().into_iter().collect();
+        super::outputs::check(&self.exports.by_flag(), None, &cpu)?;
         Ok(MergeConfig {
             shards,
             cpu: self.cpu.clone(),

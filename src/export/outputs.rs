@@ -132,14 +132,14 @@ pub struct Saving<'a> {
 
 impl Outputs {
     /// Save `result` in the reports folder as `STAMP-LABEL.EXT` ([`super::save_in_folder`]):
-    /// `text` (what a person reads: its name and body) as `.txt`, then each of `formats` as
-    /// its extension, rendered here; with `latest_json`, the JSON also as `latest.json`,
+    /// `text` (what a person reads: its name and body), when it has one, as `.txt`, then each
+    /// of `formats` as its extension, rendered here; with `latest_json`, the JSON also as `latest.json`,
     /// written even when a stamped file failed. A failure is named with the other outputs;
     /// the common path without the extension is returned when every file was written.
     pub fn save<A: Artifact>(
         &mut self,
         to: &Saving,
-        text: (&str, &str),
+        text: Option<(&str, &str)>,
         result: &A,
         formats: &[(&str, Format)],
         style: &Style,
@@ -156,7 +156,10 @@ impl Outputs {
             .iter()
             .map(|(_, f, _)| format!("{} as {}", A::WHAT, f.name()))
             .collect();
-        let mut named = vec![("txt", text.0, text.1)];
+        let mut named: Vec<(&str, &str, &str)> = text
+            .map(|(what, body)| ("txt", what, body))
+            .into_iter()
+            .collect();
         named.extend(
             rendered
                 .iter()

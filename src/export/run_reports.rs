@@ -51,7 +51,7 @@ pub(crate) fn write_reports(report: &Report, to: &RunOutputs, quiet: bool) -> an
         ];
         out.save(
             &saving,
-            ("the text report", &text),
+            Some(("the text report", &text)),
             report,
             &formats,
             &style,

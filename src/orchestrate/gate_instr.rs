@@ -137,10 +137,16 @@ fn pair(
     counted: Vec<Counts>,
 ) -> anyhow::Result<([Counts; 2], (String, String))> {
     let mut counted = counted.into_iter();
-    let mut next = || counted.next().unwrap_or_default();
+    // Every side counted now has its counts: one missing is this code's error, named, never
+    // an empty count judged.
+    let mut next = || {
+        counted
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the instruction gate lost a side's counts"))
+    };
     Ok(match (sides, stored) {
         (InstrSides::Stored { baseline, b }, Some(file)) => (
-            [Counts { runs: file.runs }, next()],
+            [Counts { runs: file.runs }, next()?],
             (
                 format!(
                     "A: {} (counted {}, {})",
@@ -152,7 +158,7 @@ fn pair(
             ),
         ),
         (InstrSides::Both([a, b]), _) => (
-            [next(), next()],
+            [next()?, next()?],
             (format!("A: {}", a.shown), format!("B: {}", b.shown)),
         ),
         (InstrSides::Stored { .. } | InstrSides::Save { .. }, _) => unreachable_stored()?,

@@ -49,8 +49,17 @@ pub enum ProfileError {
     Run(String),
 }
 
-// A failure of the run (exit 1).
-crate::runtime_error!(ProfileError);
+/// perf missing or not allowed to sample is the setup's, which the user fixes (exit 2);
+/// perf failing mid-run is the run's (exit 1).
+impl crate::exit_code::Classified for ProfileError {
+    fn exit(&self) -> crate::exit_code::Exit {
+        if self.is_setup() {
+            crate::exit_code::Exit::Usage
+        } else {
+            crate::exit_code::Exit::Failure
+        }
+    }
+}
 
 impl ProfileError {
     /// Whether it is the user's to fix before running (exit 2).

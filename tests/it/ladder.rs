@@ -85,10 +85,18 @@ fn a_ladder_finds_a_single_threaded_responder_s_drain_rate_and_its_cost_at_every
     let spare = step_above
         .and_then(|s| s["host_idle_cpus"].as_f64())
         .is_some_and(|i| i >= 0.1 * cpus);
-    let (below, above) = if spare { (0.85, 1.05) } else { (0.7, 1.3) };
+    // And only where the flow's own rate held still: the other tests of this binary come
+    // and go beside it, and drains of 350 and 464 msg/s around one ladder (a top of 494)
+    // said the scheduler's share moved, not the flow.
+    let steady = hi <= 1.15 * lo;
+    let (below, above) = if spare && steady {
+        (0.85, 1.05)
+    } else {
+        (0.7, 1.3)
+    };
     assert!(
         top >= below * lo && top <= above * hi,
-        "top {top} against the flow's own rates {rates:?} (drained before, after, saturated; CPU to spare: {spare}): {}\n{err}",
+        "top {top} against the flow's own rates {rates:?} (drained before, after, saturated; CPU to spare: {spare}, steady: {steady}): {}\n{err}",
         j["answer"]
     );
     // The flow limits, or the host where its CPUs were full (other tests beside this one).

@@ -83,12 +83,84 @@ fn lib_rs_and_the_layout_page_draw_one_map_of_every_module() {
     );
 }
 
+/// The top-level names a line of code reaches through `crate::`: `crate::a::b`, each of
+/// `crate::{a::x, b}`, and the macros' `$crate::a` (a macro defined in a module is that
+/// module's dependency wherever it is used, so its body counts where it is written).
+fn crate_paths(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + 7..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = group.split('}').next().unwrap_or("");
+            // Only the first segment of each item names a top-level module.
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in inner.chars().chain(std::iter::once(',')) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.push(ident(&item));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+        } else {
+            out.push(ident(rest));
+        }
+    }
+    out.retain(|n| !n.is_empty());
+    out
+}
+
+/// Each macro the crate exports, and the module its definition is in.
+fn macro_homes(files: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).expect("source");
+        let rel = f.strip_prefix(root().join("src")).expect("under src");
+        let top = top_module(rel);
+        for line in text.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("macro_rules! ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                out.insert(name, top.clone());
+            }
+        }
+    }
+    out
+}
+
+fn top_module(rel: &Path) -> String {
+    rel.components()
+        .next()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
 #[test]
 fn every_crate_path_in_src_points_down_the_map() {
     let lib = std::fs::read_to_string(root().join("src/lib.rs")).expect("src/lib.rs");
     let layer = layers(&text_block(&lib, "//! "));
     let mut files = Vec::new();
     rust_files(&root().join("src"), &mut files);
+    let macros = macro_homes(&files);
     let mut up = Vec::new();
     for f in files {
         let rel = f.strip_prefix(root().join("src")).expect("under src");
@@ -110,11 +182,13 @@ fn every_crate_path_in_src_points_down_the_map() {
         for (n, line) in text.lines().enumerate() {
             // Comments and doc links name modules; only code imports them.
             let code = line.split("//").next().unwrap_or("");
-            for (i, _) in code.match_indices("crate::") {
-                let name: String = code[i + 7..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
+            for name in crate_paths(code) {
+                // `crate::say!` depends on the module that defines `say!`.
+                let is_macro = code.contains(&format!("crate::{name}!"));
+                let name = match macros.get(&name) {
+                    Some(home) if is_macro => home.clone(),
+                    _ => name,
+                };
                 match layer.get(&name) {
                     Some(&other) if name != top && other <= own => up.push(format!(
                         "src/{}:{}: {top} (line {own} of the map) uses crate::{name} (line {other})",
@@ -142,10 +216,10 @@ fn every_error_type_in_src_declares_its_exit_code_and_is_asked_for_it() {
     for f in files {
         let whole = std::fs::read_to_string(&f).expect("source");
         // A test module's error types are the tests' own (and at a file's end).
-        let text = whole.split("#[cfg(test)]").next().unwrap_or("");
+        let text = whole.split("#[cfg(test)]\nmod ").next().unwrap_or("");
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
-            if !(line.contains("derive(") && line.contains("thiserror::Error")) {
+            if !line.contains("thiserror::Error") || line.trim_start().starts_with("use ") {
                 continue;
             }
             // The type the derive is on: the next `enum` or `struct` line.

@@ -173,8 +173,10 @@ fn the_gate_names_the_function_made_costlier_first() {
         .current_dir(dir.path())
         .args(["gate", "--flow-a", &flow("20"), "--flow-b", &flow("35")])
         .args([
+            // 30 s, not 18: four rounds a side put the estimate at 23.2 [14.5, 32.0] against
+            // the 15 µs made on one CI run; more rounds a side narrow it.
             "--max-time",
-            "18s",
+            "30s",
             "--export-json",
             "g.json",
             "--export-html",
@@ -192,22 +194,12 @@ fn the_gate_names_the_function_made_costlier_first() {
     assert!(
         first["a_rounds"].as_u64().unwrap_or(0) >= 3
             && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
-        "too few rounds in 18 s for an interval: {first:#}\n{text}"
+        "too few rounds in 30 s for an interval: {first:#}\n{text}"
     );
     assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
     assert_eq!(first["group"], "FLOW");
-    // B's render_reply costs 15 µs more. Four rounds a side under load can put the point
-    // estimate past half that away (23.2 [14.5, 32.0] in one CI run): it must be near the
-    // truth, or its interval must hold it.
     let change = first["change_us_per_tran"].as_f64().unwrap_or(0.0);
-    let (low, high) = (
-        first["low_us_per_tran"].as_f64().unwrap_or(f64::NAN),
-        first["high_us_per_tran"].as_f64().unwrap_or(f64::NAN),
-    );
-    assert!(
-        (7.5..=22.5).contains(&change) || (low <= 15.0 && 15.0 <= high && change <= 30.0),
-        "{first:#}"
-    );
+    assert!((7.5..=22.5).contains(&change), "{first:#}");
     assert!(
         first["low_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0,
         "{first:#}"

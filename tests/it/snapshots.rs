@@ -11,7 +11,7 @@ use oemputx::accounting::{
 use oemputx::config::RunOptions;
 use oemputx::driver::{Integrity, Outcome, Round, Status};
 use oemputx::export::{self, delimited::Format};
-use oemputx::report::{Host, Latency, Measured, Report, RoundGroup, RoundRow, RoundsSummary};
+use oemputx::report::{Host, Latency, Measured, Report, RoundGroup, RoundRow};
 use std::time::Duration;
 
 fn process(group: &str, name: &str, pid: i32, user: f64, sys: f64, pct: f64) -> ProcessRow {
@@ -118,6 +118,25 @@ fn report_of(integrity: Integrity) -> Report {
             hosts: vec![],
         },
     };
+    let round = |n: usize, rate: f64, cpu: f64| RoundRow {
+        round: n,
+        transactions: 1000,
+        elapsed_s: 1000.0 / rate,
+        rate_tps: rate,
+        round_trip_us: Latency::of(&h),
+        app_cpu_us_per_tran: Some(cpu),
+        captured_us_per_tran: Some(cpu * 3.0),
+        corrected_us_per_tran: Some(cpu * 3.0 / 0.93),
+        groups: vec![RoundGroup {
+            name: "QMGR".into(),
+            total_us_per_tran: cpu * 1.3,
+        }],
+    };
+    let rounds = vec![
+        round(1, 4000.0, 41.0),
+        round(2, 4100.0, 40.0),
+        round(3, 3900.0, 44.0),
+    ];
     let mut r = Report::build(
         &cfg,
         Measured {
@@ -126,7 +145,7 @@ fn report_of(integrity: Integrity) -> Report {
             app_cpu_source: "process CPU clock (ns, all threads)".into(),
             table: Some(table),
             accounting_error: None,
-            rounds: Vec::new(),
+            rounds,
             profile: None,
             serving: None,
             silence: None,
@@ -144,26 +163,6 @@ fn report_of(integrity: Integrity) -> Report {
         kernel_hz: Some(250),
         irq_time_accounting: Some(false),
     };
-    let round = |n: usize, rate: f64, cpu: f64| RoundRow {
-        round: n,
-        transactions: 1000,
-        elapsed_s: 1000.0 / rate,
-        rate_tps: rate,
-        round_trip_us: Latency::of(&h),
-        app_cpu_us_per_tran: Some(cpu),
-        captured_us_per_tran: Some(cpu * 3.0),
-        corrected_us_per_tran: Some(cpu * 3.0 / 0.93),
-        groups: vec![RoundGroup {
-            name: "QMGR".into(),
-            total_us_per_tran: cpu * 1.3,
-        }],
-    };
-    r.rounds = vec![
-        round(1, 4000.0, 41.0),
-        round(2, 4100.0, 40.0),
-        round(3, 3900.0, 44.0),
-    ];
-    r.rounds_summary = RoundsSummary::of(&r.rounds);
     r
 }
 
