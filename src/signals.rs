@@ -32,7 +32,7 @@ thread_local! {
 /// blind to a signal that has already come: the signal that ended the run must not also
 /// leave its queues behind on a shared broker. Those waits keep their own bounds, and a
 /// second Ctrl-C still ends the process at once.
-pub(crate) fn finishing<T>(f: impl FnOnce() -> T) -> T {
+pub fn finishing<T>(f: impl FnOnce() -> T) -> T {
     let before = FINISHING.with(|c| c.replace(true));
     let out = f();
     FINISHING.with(|c| c.set(before));
@@ -87,7 +87,7 @@ async fn within_watching<F: std::future::Future>(
 /// finish alone (within its own bound) when the wait for it ends. For a blocking client
 /// (pmproxy's HTTP) whose wait cannot be cut short from inside; `f` runs here, waiting
 /// for no signal, should the machine refuse a thread.
-pub(crate) fn unless_interrupted<T: Send + 'static>(
+pub fn unless_interrupted<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Stopped> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);

@@ -98,7 +98,7 @@ impl UrlParts {
     }
 
     /// Whether the URL has a query at all.
-    pub(crate) fn has_query(&self) -> bool {
+    pub fn has_query(&self) -> bool {
         !self.query.is_empty()
     }
 }

@@ -94,7 +94,8 @@ impl RunArgs {
             rate: self.rate,
             accounting: accounting(&self.groups, &self.source, &self.ratio, self.no_groups),
             outputs: OutputOptions {
-                exports: self.outputs.exports(),
+                // A run's formats: a sweep's or ladder's own (the chart) stay theirs.
+                exports: self.outputs.exports_of(super::ResultKind::Run),
                 save_baseline: self.save_baseline.clone(),
                 delimiter: self.delimiter,
                 decimal_comma: self.decimal_comma,

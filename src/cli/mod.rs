@@ -324,6 +324,17 @@ impl OutputArgs {
         )
     }
 
+    /// The outputs asked for in the formats `kind` is written in: a run's files, say, under a
+    /// sweep that writes its chart (`--export-svg`) itself.
+    pub fn exports_of(&self, kind: ResultKind) -> crate::config::formats::Exports {
+        crate::config::formats::Exports::new(
+            self.given()
+                .into_iter()
+                .filter(|(f, _)| kind.formats().contains(f))
+                .map(|(f, p)| (f, p.to_path_buf())),
+        )
+    }
+
     /// Refuse a format `kind` is not written in, naming those it is (before anything runs).
     pub fn check(&self, kind: ResultKind) -> Result<(), crate::config::ConfigError> {
         kind.check(&self.given())

@@ -181,7 +181,7 @@ pub(crate) fn now_ns() -> u64 {
 /// A publisher's pause: the thread's sleep, not tokio's (whose timer rounds up to whole
 /// milliseconds: a 2 ms think became 3); the last publish has already been written, and
 /// the client's I/O on `rt` runs again right after.
-pub(crate) fn pause_then_drive(rt: &tokio::runtime::Runtime, d: Duration) {
+pub fn pause_then_drive(rt: &tokio::runtime::Runtime, d: Duration) {
     std::thread::sleep(d);
     rt.block_on(tokio::task::yield_now());
 }

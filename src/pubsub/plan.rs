@@ -31,7 +31,7 @@ impl Plan {
     }
 
     /// The number `S07` stands for, if it is one of this run's.
-    pub(crate) fn symbol_of(&self, name: &str) -> Option<u16> {
+    pub fn symbol_of(&self, name: &str) -> Option<u16> {
         name.strip_prefix('S')?
             .parse::<u16>()
             .ok()

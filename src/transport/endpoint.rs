@@ -126,7 +126,7 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
 /// The hint of a broker that leaves TCP_NODELAY off: a persistent run's median round trip
 /// of 30 ms or more is Nagle's algorithm meeting the peer's delayed ACK (40 ms), not work.
 /// `waits` says what the client waits for, `fix` the broker's setting and what it measured.
-pub(crate) fn nagle_hint(persistent: bool, p50_us: f64, waits: &str, fix: &str) -> Option<String> {
+pub fn nagle_hint(persistent: bool, p50_us: f64, waits: &str, fix: &str) -> Option<String> {
     (persistent && p50_us >= 30_000.0).then(|| {
         format!(
             "the median round trip took {:.1} ms {waits}: that is Nagle's algorithm meeting delayed ACKs in the broker, not work; {fix}",
@@ -154,10 +154,7 @@ pub(crate) fn refuse_mq_calls(setup: &QueueSetup) -> Result<(), OptionRefused> {
 
 /// A named reply queue shared by several tasks, where a transport cannot route replies to
 /// the task that waits for them.
-pub(crate) fn refuse_shared_reply_queue(
-    setup: &QueueSetup,
-    scheme: &str,
-) -> Result<(), OptionRefused> {
+pub fn refuse_shared_reply_queue(setup: &QueueSetup, scheme: &str) -> Result<(), OptionRefused> {
     if matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1 {
         return Err(OptionRefused::new(
             "--reply-queue",

@@ -227,7 +227,7 @@ pub async fn handshake<F: std::future::Future>(
 
 /// `fut` (a connect bounded by its own timeouts), ended at once by a signal with
 /// [`TransportError::Interrupted`].
-pub(crate) async fn interruptible<T, F>(target: &str, fut: F) -> Result<T, TransportError>
+pub async fn interruptible<T, F>(target: &str, fut: F) -> Result<T, TransportError>
 where
     F: std::future::Future<Output = Result<T, TransportError>>,
 {
@@ -269,7 +269,7 @@ impl TransportError {
 
     /// This error with the causes beneath `e` (whose own text this error already carries)
     /// kept as its source chain; itself when `e` has none.
-    pub(crate) fn caused_by(self, e: &(dyn std::error::Error + 'static)) -> TransportError {
+    pub fn caused_by(self, e: &(dyn std::error::Error + 'static)) -> TransportError {
         match Cause::below(e) {
             Some(cause) => TransportError::Caused {
                 error: Box::new(self),
@@ -398,7 +398,7 @@ pub struct QueueSetup {
 
 impl QueueSetup {
     /// The plainest setup for `queue`: for administration (counting consumers, deleting).
-    pub(crate) fn for_queue(queue: &str) -> QueueSetup {
+    pub fn for_queue(queue: &str) -> QueueSetup {
         QueueSetup {
             request_queue: queue.to_string(),
             reply_queue: ReplyQueue::Temporary,
@@ -427,7 +427,7 @@ impl QueueSetup {
 
 /// A current-thread runtime for one connection's client, on the thread that uses it: a
 /// put or get costs no thread hop. `client` names the library for the error.
-pub(crate) fn client_runtime(
+pub fn client_runtime(
     target: &str,
     client: &str,
 ) -> Result<tokio::runtime::Runtime, TransportError> {

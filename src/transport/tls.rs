@@ -126,7 +126,7 @@ pub async fn connect(
 
 /// The same over a blocking `tcp`: the handshake completes on the first read or write.
 #[cfg(any(feature = "amqp10", feature = "stomp"))]
-pub(crate) fn connect_blocking(
+pub fn connect_blocking(
     tls: &TlsOptions,
     tcp: std::net::TcpStream,
 ) -> Result<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>, String> {
