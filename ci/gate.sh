@@ -7,6 +7,11 @@
 #   bash ci/gate.sh --ab              # A/B on CPU time: the same two builds in alternating rounds
 #   bash ci/gate.sh --stored          # this build against the committed ci/baseline.json
 #   bash ci/gate.sh --save-baseline   # measure and append to ci/baseline.json (on main)
+#   bash ci/gate.sh --build-base      # only build the base's sample-flow; print its path
+#
+# GATE_BASE_BIN names a base sample-flow already built (ci/test.sh builds it with
+# --build-base at low priority while the tests run, which wait on brokers more than they
+# use the CPU, so that the gate does not build it after them).
 #
 # Instruction counts are the default: they do not move with the machine's load, so the gate
 # decides in one run what CPU time decides only some of the time in CI's minutes (docs/gate.md
@@ -38,6 +43,7 @@ case "${1:-}" in
   --ab) mode=ab; shift ;;
   --stored) mode=stored; shift ;;
   --save-baseline) mode=save ;;
+  --build-base) mode=build-base; shift ;;
 esac
 group_opts=(--group QMGR=@rabbitmq --group DB=@postgresql)
 table="oemputx_gate_$$"
@@ -54,6 +60,10 @@ flow_opts="--db $db --db-async-commit --threads 2"
 # The base's sample-flow, built from git history into target/gate-base; prints its path, or
 # nothing when this clone has no such commit.
 build_base() {
+  if [ -n "${GATE_BASE_BIN:-}" ]; then
+    [ -x "$GATE_BASE_BIN" ] && { echo "$GATE_BASE_BIN"; return 0; }
+    echo "gate: GATE_BASE_BIN=$GATE_BASE_BIN is no executable; building the base here" >&2
+  fi
   local base
   base=$(git rev-parse --verify -q "${GATE_BASE:-HEAD~1}^{commit}" 2>/dev/null) || return 0
   local profile=() dir=target/debug
@@ -144,4 +154,5 @@ case $mode in
   ab) ab "$@" ;;
   stored) stored "$@" ;;
   save) measured_run save ;;
+  build-base) build_base ;;
 esac
