@@ -22,7 +22,6 @@ if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
   bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)"
 fi
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --quiet -- -D warnings
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
 cargo build --workspace --bins --quiet
 # The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in
@@ -42,8 +41,14 @@ minimal_build=$!
 mkdir -p target/gate-base
 (nice -n 10 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log) &
 base_build=$!
+# And clippy (warnings are errors), in a target folder of its own so that it holds no lock
+# the tests' build waits on; its verdict is read after the tests.
+mkdir -p target/clippy
+(CARGO_TARGET_DIR=target/clippy nice -n 10 \
+  cargo clippy --workspace --all-targets --quiet -- -D warnings) >target/clippy/clippy.log 2>&1 &
+clippy_check=$!
 # An interrupted test command leaves no build behind it.
-trap 'kill "$minimal_build" "$base_build" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
+trap 'kill "$minimal_build" "$base_build" "$clippy_check" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
@@ -67,6 +72,11 @@ tests=0
 # own. RUST_TEST_THREADS set by the caller wins.
 OEMPUTX_LIVE=require RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} \
   cargo test --workspace --all-targets --no-fail-fast 2>&1 || tests=$?
+clippy=0
+if ! wait "$clippy_check"; then
+  clippy=1
+  cat target/clippy/clippy.log
+fi
 gate=0
 base_bin=""
 if wait "$base_build"; then
@@ -82,13 +92,16 @@ echo
 if [ "$tests" -ne 0 ]; then
   echo "ci/test.sh: the tests FAILED (cargo test exit $tests): every failing test is listed above under 'failures:' by its module path (ladder::…, gate::…), and by target in cargo's last lines"
 fi
+if [ "$clippy" -ne 0 ]; then
+  echo "ci/test.sh: cargo clippy --workspace --all-targets -- -D warnings FAILED (its findings are above)"
+fi
 if [ "$gate" -ne 0 ]; then
   echo "ci/test.sh: the regression gate FAILED (ci/gate.sh exit $gate)"
 fi
 if [ "$minimal" -ne 0 ]; then
   echo "ci/test.sh: the rabbitmq-only release build FAILED (see above)"
 fi
-if [ "$tests" -ne 0 ] || [ "$gate" -ne 0 ] || [ "$minimal" -ne 0 ]; then
+if [ "$tests" -ne 0 ] || [ "$clippy" -ne 0 ] || [ "$gate" -ne 0 ] || [ "$minimal" -ne 0 ]; then
   exit 1
 fi
 echo "ci/test.sh: all tests and the regression gate passed"

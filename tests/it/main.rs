@@ -1,8 +1,7 @@
 //! oemputx's integration tests, in one binary: one module per area, as rust-analyzer's and
-//! matklad's "Delete Cargo Integration Tests" layout has it. Thirty binaries each linking
-//! the whole crate made most of a fresh clone's test time building and linking; one links
-//! once, and its tests share the machine in one pool of test threads instead of running
-//! file after file.
+//! matklad's "Delete Cargo Integration Tests" layout has it. Thirty binaries each linked
+//! the whole crate and ran after one another; one links once, and its tests share the
+//! machine in one pool of test threads.
 //!
 //! What the tests share lives in the support crate (tests/support). Run one area with
 //! `cargo test --test it ladder::` (a module's path filters its tests).
