@@ -141,13 +141,29 @@ fn a_capture_ratio_too_uncertain_for_its_window_is_shown_with_its_sigma_and_not_
 
 #[test]
 fn a_capture_ratio_measured_over_a_long_enough_window_is_applied_with_its_sigma() {
-    let out = oemputx()
-        .args(["--duration", "1500ms", "--export-json", "-"])
-        .output()
-        .expect("runs");
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    // On a host loaded far past its CPUs (load 4 beside this suite's four test threads and
+    // its builds), the tasks' CPU can exceed the machine's busy time by more than tick
+    // noise (3.190 s against 3.075 s once): the ratio is then rightly not applied, and says
+    // why. That is the host's window, not this code's: measured again, at most three times.
+    let mut tries = Vec::new();
+    let (out, j) = loop {
+        let out = oemputx()
+            .args(["--duration", "1500ms", "--export-json", "-"])
+            .output()
+            .expect("runs");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let r = &j["capture_ratio"];
+        let overloaded = r["source"] == "not applied"
+            && r["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("exceeds the machine's busy time"));
+        if !overloaded || tries.len() == 2 {
+            break (out, j);
+        }
+        tries.push(r.to_string());
+    };
     let r = &j["capture_ratio"];
-    assert_eq!(r["source"], "measured", "{r}");
+    assert_eq!(r["source"], "measured", "{r} (after {tries:?})");
     let (v, s) = (
         r["value"].as_f64().unwrap_or(f64::NAN),
         r["sigma"].as_f64().unwrap_or(f64::NAN),
