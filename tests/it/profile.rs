@@ -187,7 +187,13 @@ fn the_gate_names_the_function_made_costlier_first() {
         .expect("oemputx runs");
     let text = String::from_utf8_lossy(&out.stdout);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(matches!(out.status.code(), Some(0 | 3)), "{text}\n{err}");
+    // The status itself (a code, or the signal that ended it): once, at load 4 beside four
+    // test threads, the gate ended after its plan with no word of its own.
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{:?}\n{text}\n{err}",
+        out.status
+    );
     let j = read_json(&dir.path().join("g.json"));
     assert_matches_schema(&j);
     let first = &j["profile_diff"][0];
