@@ -35,17 +35,19 @@ mkdir -p target/minimal
   cargo build --release --no-default-features --features rabbitmq --quiet) \
   >target/minimal/build.log 2>&1 &
 minimal_build=$!
-# The gate's base (sample-flow at HEAD~1, a build of its own in target/gate-base) likewise:
-# the tests wait on brokers and flows more than they use the CPU, and built after them it
-# added minutes to the test command.
+# The gate's base (sample-flow at HEAD~1, a build of its own in target/gate-base) and clippy
+# build beside the tests too, which wait on brokers and flows more than they use the CPU:
+# built after them, the base added minutes to the test command. One job each (-j1), at the
+# tests' own priority: at nice 10 beside four busy loops (load 4) the base starved, and
+# the gate waited on it after the tests for longer than the tests took.
 mkdir -p target/gate-base
-(nice -n 10 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log) &
+(CARGO_BUILD_JOBS=1 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log) &
 base_build=$!
-# And clippy (warnings are errors), in a target folder of its own so that it holds no lock
-# the tests' build waits on; its verdict is read after the tests.
+# Clippy (warnings are errors) in a target folder of its own, so that it holds no lock the
+# tests' build waits on; its verdict is read after the tests.
 mkdir -p target/clippy
-(CARGO_TARGET_DIR=target/clippy nice -n 10 \
-  cargo clippy --workspace --all-targets --quiet -- -D warnings) >target/clippy/clippy.log 2>&1 &
+(CARGO_TARGET_DIR=target/clippy \
+  cargo clippy -j1 --workspace --all-targets --quiet -- -D warnings) >target/clippy/clippy.log 2>&1 &
 clippy_check=$!
 # An interrupted test command leaves no build behind it.
 trap 'kill "$minimal_build" "$base_build" "$clippy_check" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
