@@ -1111,17 +1111,27 @@ fn a_long_run_of_a_count_says_up_front_how_long_it_will_take() {
         .spawn()
         .expect("starts");
     let stderr = child.stderr.take().expect("stderr");
-    // Never longer than a minute, whatever happens.
+    // Never longer than a minute, whatever happens; but only while the child is ours. Once
+    // it is reaped its pid is free, and a blind kill a minute later SIGKILLed whatever had
+    // the pid then: another test's oemputx, in this one test binary (the profile gate, twice,
+    // "ExitStatus(9)" after its plan). Until `done` is set the child is not reaped, so the
+    // pid is still its own (a zombie at worst) while the guard is held.
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let done = std::sync::Arc::new(std::sync::Mutex::new(false));
+    let guard = done.clone();
     std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        let done = guard.lock().unwrap_or_else(|e| e.into_inner());
+        if !*done {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
     });
     let line = std::io::BufReader::new(stderr)
         .lines()
         .map_while(Result::ok)
         .find(|l| l.starts_with("[estimate]"));
     let _ = child.kill();
+    *done.lock().unwrap_or_else(|e| e.into_inner()) = true;
     let _ = child.wait();
     let line = line.expect("an estimate line");
     assert!(
