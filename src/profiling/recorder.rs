@@ -215,20 +215,30 @@ fn rephaser(
                 return;
             }
             // perf answers each switch: both answers are read before anything else is said
-            // to perf, so that none is left for the main thread to take as its own.
-            let until = Instant::now() + Duration::from_secs(1);
-            let mut heard = 0;
-            while heard < 2 && Instant::now() < until {
-                match ack.read(&mut drain) {
-                    Ok(n) if n > 0 => heard += drain[..n].iter().filter(|b| **b == b'\n').count(),
-                    _ => std::thread::sleep(Duration::from_micros(200)),
-                }
-            }
-            if heard < 2 {
+            // to perf, so that none is left for the main thread to take as its own. A busy
+            // host delays them (perf drains its buffers first): this waits as long as a
+            // switch of the main thread's may (a 1 s bound lost a CI run's profile at load
+            // 4), and the main thread's pause waits for this.
+            if !heard_both(&mut ack, &mut drain) {
                 return;
             }
         }
     }
+}
+
+/// Read perf's two answers to a disable/enable pair, within [`ACK_WITHIN`]; false when they
+/// did not come or oemputx was interrupted (the thread then ends, and the profile says why).
+fn heard_both(ack: &mut std::fs::File, drain: &mut [u8]) -> bool {
+    let until = Instant::now() + ACK_WITHIN;
+    let mut heard = 0;
+    while heard < 2 {
+        match ack.read(drain) {
+            Ok(n) if n > 0 => heard += drain[..n].iter().filter(|b| **b == b'\n').count(),
+            _ if Instant::now() >= until || crate::signals::interrupted() => return false,
+            _ => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
+    true
 }
 
 /// perf recording, disabled until the window opens.
@@ -435,12 +445,18 @@ impl Recorder {
         } else {
             let (done, wait) = std::sync::mpsc::sync_channel(1);
             let paused = tx.send(Rephase::Pause(done)).is_ok()
-                && wait.recv_timeout(Duration::from_secs(2)).is_ok();
+                && wait
+                    .recv_timeout(ACK_WITHIN + Duration::from_secs(2))
+                    .is_ok();
             if !paused {
                 // It stopped hearing perf: its switches may be unanswered, the window's
                 // samples unevenly thinned.
-                self.error
-                    .get_or_insert_with(|| "perf stopped answering the re-phasing switches".into());
+                self.error.get_or_insert_with(|| {
+                    format!(
+                        "perf did not answer the re-phasing switches within {} s",
+                        ACK_WITHIN.as_secs()
+                    )
+                });
             }
         }
     }

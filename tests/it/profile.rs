@@ -8,7 +8,10 @@
 use oemputx_test_support::*;
 
 fn function<'a>(j: &'a serde_json::Value, group: &str, name: &str) -> &'a serde_json::Value {
-    let groups = j["profile"]["groups"].as_array().expect("profile.groups");
+    // No profile: the run says why among its warnings.
+    let groups = j["profile"]["groups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no profile: {:#}", j["accounting"]["warnings"]));
     let g = groups
         .iter()
         .find(|g| g["name"] == group)
