@@ -11,7 +11,10 @@
 # exits non-zero when the tests or the gate failed, and its last lines say which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's start, in seconds since the command began: where a slow run's time went.
+stamp() { echo "ci/test.sh: [${SECONDS} s] $*"; }
 . ci/ensure-rust.sh
+stamp "services"
 bash ci/services.sh
 # The two-node Slurm lab for tests/it/slurm.rs (Slurm installed when absent; needs root, as CI
 # is). A lab that fails to come up fails those tests under CI, never skips them.
@@ -23,6 +26,7 @@ if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
 fi
 cargo fmt --all -- --check
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
+stamp "building oemputx and sample-flow"
 cargo build --workspace --bins --quiet
 # The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in
 # release as a user would install it, in a target folder of its own so that the tests'
@@ -40,9 +44,24 @@ minimal_build=$!
 # built after them, the base added minutes to the test command. One job each (-j1), at the
 # tests' own priority: at nice 10 beside four busy loops (load 4) the base starved, and
 # the gate waited on it after the tests for longer than the tests took.
+# The gate itself then runs beside the tests too: it counts instructions (callgrind), which
+# the host's load does not move, with the binaries built above, which cargo test does not
+# rebuild; after the tests it added about two minutes to the command.
 mkdir -p target/gate-base
-(CARGO_BUILD_JOBS=1 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log) &
-base_build=$!
+rm -f target/gate-base/gate.rc
+(
+  if CARGO_BUILD_JOBS=1 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
+    stamp "the gate's base is built: the gate runs beside the tests"
+  else
+    stamp "building the gate's base failed; the gate builds it itself:"
+    cat target/gate-base/build.log
+    : >target/gate-base/path
+  fi
+  code=0
+  GATE_BASE_BIN=$(cat target/gate-base/path) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
+  echo "$code" >target/gate-base/gate.rc
+) >target/gate-base/base.log 2>&1 &
+gate_job=$!
 # Clippy (warnings are errors) in a target folder of its own, so that it holds no lock the
 # tests' build waits on; its verdict is read after the tests.
 mkdir -p target/clippy
@@ -50,7 +69,7 @@ mkdir -p target/clippy
   cargo clippy -j1 --workspace --all-targets --quiet -- -D warnings) >target/clippy/clippy.log 2>&1 &
 clippy_check=$!
 # An interrupted test command leaves no build behind it.
-trap 'kill "$minimal_build" "$base_build" "$clippy_check" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
+trap 'pkill -P "$gate_job" 2>/dev/null; kill "$minimal_build" "$gate_job" "$clippy_check" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
@@ -72,24 +91,23 @@ tests=0
 # than they compute (the integration binary took 600 s with two threads and 466 s with four,
 # all passing, on this 2-core machine); the tests that must not overlap hold locks of their
 # own. RUST_TEST_THREADS set by the caller wins.
+stamp "the tests"
 OEMPUTX_LIVE=require RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} \
   cargo test --workspace --all-targets --no-fail-fast 2>&1 || tests=$?
+stamp "the tests ended; clippy"
 clippy=0
 if ! wait "$clippy_check"; then
   clippy=1
   cat target/clippy/clippy.log
 fi
-gate=0
-base_bin=""
-if wait "$base_build"; then
-  base_bin=$(cat target/gate-base/path)
-else
-  echo "ci/test.sh: building the gate's base at low priority failed; the gate builds it itself:"
-  cat target/gate-base/build.log
-fi
-GATE_BASE_BIN=$base_bin bash ci/gate.sh || gate=$?
+stamp "the regression gate (ci/gate.sh)"
+wait "$gate_job" || true
+cat target/gate-base/base.log target/gate-base/gate.log
+gate=$(cat target/gate-base/gate.rc 2>/dev/null || echo 1)
+stamp "the rabbitmq-only release build"
 minimal=0
 minimal_check || minimal=$?
+stamp "done"
 echo
 if [ "$tests" -ne 0 ]; then
   echo "ci/test.sh: the tests FAILED (cargo test exit $tests): every failing test is listed above under 'failures:' by its module path (ladder::…, gate::…), and by target in cargo's last lines"
