@@ -76,6 +76,7 @@ impl RunArgs {
             declare: self.declare,
             put1: self.put1,
             model_queue: self.model_queue.clone(),
+            confirm_window: self.confirm_window,
             msgfile: self.msgfile.clone(),
             lines: self.lines,
             msg_size: self.msg_size,

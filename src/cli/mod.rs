@@ -764,8 +764,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "QUEUE")]
     pub request_queue: Option<String>,
 
-    /// A named, shared reply queue (e.g. MQSI.OUT), matched by correlation id and cleared at
-    /// start. [default: a temporary exclusive reply queue per task]
+    /// Where replies come back: a named, shared queue (e.g. MQSI.OUT), matched by
+    /// correlation id and cleared at start; `per-task` (the default: a temporary exclusive
+    /// queue per task); on amqp:// also `amq.rabbitmq.reply-to` (RabbitMQ's direct reply-to:
+    /// no queue) and `per-request` (a temporary queue declared for each request).
     #[arg(long, value_name = "QUEUE")]
     pub reply_queue: Option<String>,
 
@@ -788,6 +790,12 @@ pub struct RunArgs {
     /// DEV.APP.MODEL.QUEUE on IBM's developer container. [default: SYSTEM.DEFAULT.MODEL.QUEUE]
     #[arg(long, value_name = "QUEUE")]
     pub model_queue: Option<String>,
+
+    /// AMQP 0-9-1: publisher confirms, with at most N requests unconfirmed (a put waits for
+    /// confirms beyond that; 1 = each put waits for its own). The round trip still waits
+    /// for the reply. Not with --syncpoint (a channel is transactional or confirming).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub confirm_window: Option<u32>,
 
     /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
     #[arg(long, value_name = "PATH")]

@@ -76,6 +76,7 @@ impl RunOptions {
             declare: args.declare,
             put1: args.put1,
             model_queue: args.model_queue.clone(),
+            confirm_window: args.confirm_window,
             messages,
             length: shape.length,
             tasks: shape.tasks,
@@ -311,6 +312,7 @@ fn check_transport_options(
             match_mode: args.match_mode,
             put1: args.put1,
             model_queue: args.model_queue.clone(),
+            confirm_window: args.confirm_window,
             wait: args.wait,
             interrupt: Default::default(),
         };
@@ -361,6 +363,13 @@ fn queues(
     let Some(q) = reply else {
         return Ok((request_queue, ReplyQueue::Temporary));
     };
+    // The reply paths that are no queue of their own: their names are reserved words.
+    match q.as_str() {
+        "per-task" => return Ok((request_queue, ReplyQueue::Temporary)),
+        "per-request" => return Ok((request_queue, ReplyQueue::PerRequest)),
+        crate::transport::DIRECT_REPLY_TO => return Ok((request_queue, ReplyQueue::Direct)),
+        _ => {}
+    }
     check_queue_name("--reply-queue", &q)?;
     if q == request_queue {
         return Err(bad(

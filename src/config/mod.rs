@@ -120,6 +120,8 @@ pub struct RunConfig {
     pub put1: bool,
     /// IBM MQ: the model queue of temporary reply queues, when not the default.
     pub model_queue: Option<String>,
+    /// `--confirm-window`: publisher confirms, at most this many requests unconfirmed.
+    pub confirm_window: Option<u32>,
     /// The request bodies.
     pub messages: Messages,
     /// Count or duration.
@@ -185,6 +187,7 @@ impl RunConfig {
             match_mode: self.match_mode,
             put1: self.put1,
             model_queue: self.model_queue.clone(),
+            confirm_window: self.confirm_window,
             wait: self.wait,
             // The run's own flag is set by `measure` (QueueSetup::interrupted_by).
             interrupt: Default::default(),

@@ -83,6 +83,8 @@ pub struct RunOptions {
     pub declare: bool,
     pub put1: bool,
     pub model_queue: Option<String>,
+    /// Publisher confirms (AMQP 0-9-1): at most N requests unconfirmed; None: no confirms.
+    pub confirm_window: Option<u32>,
     pub msgfile: Vec<PathBuf>,
     /// Each line of the message files is one message.
     pub lines: bool,
@@ -129,6 +131,7 @@ impl Default for RunOptions {
             declare: false,
             put1: false,
             model_queue: None,
+            confirm_window: None,
             msgfile: Vec::new(),
             lines: false,
             msg_size: None,

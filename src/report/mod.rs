@@ -267,8 +267,15 @@ pub struct Settings {
     pub qmgr: String,
     pub profile: Option<String>,
     pub request_queue: String,
-    /// `null` for temporary per-task reply queues.
+    /// `null` for temporary per-task and per-request reply queues.
     pub reply_queue: Option<String>,
+    /// Where replies came back ([`crate::transport::ReplyQueue::path`]): per-task, named,
+    /// direct or per-request; empty in a report written before it was recorded.
+    #[serde(default)]
+    pub reply_path: String,
+    /// `--confirm-window`: publisher confirms with at most this many requests unconfirmed.
+    #[serde(default)]
+    pub confirm_window: Option<u32>,
     /// Whether a named reply queue was cleared before the run (false under --no-clear).
     pub clear_reply_queue: bool,
     pub message_source: String,
@@ -519,8 +526,11 @@ impl Settings {
             request_queue: cfg.request_queue.clone(),
             reply_queue: match &cfg.reply_queue {
                 ReplyQueue::Named(q) => Some(q.clone()),
-                ReplyQueue::Temporary => None,
+                ReplyQueue::Direct => Some(crate::transport::DIRECT_REPLY_TO.to_string()),
+                ReplyQueue::Temporary | ReplyQueue::PerRequest => None,
             },
+            reply_path: cfg.reply_queue.path().to_string(),
+            confirm_window: cfg.confirm_window,
             clear_reply_queue: cfg.clear_reply_queue,
             message_source: cfg.messages.source.clone(),
             messages_in_rotation: cfg.messages.bodies.len(),

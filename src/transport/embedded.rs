@@ -259,7 +259,8 @@ impl Transport for Embedded {
         pin_to(self.cpu);
         let (reply_name, temporary) = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => (q.clone(), false),
-            ReplyQueue::Temporary => {
+            // Direct and per-request were refused before the run (EndpointKind::refuse).
+            ReplyQueue::Temporary | ReplyQueue::Direct | ReplyQueue::PerRequest => {
                 let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
                 (format!("AMQ.OEMPUTX.TEMP.{task}.{n}"), true)
             }

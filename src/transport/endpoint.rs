@@ -113,7 +113,8 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     /// The run options this transport cannot serve, checked before anything starts. The
     /// default refuses IBM MQ's own calls; a transport adds its own rules.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
-        refuse_mq_calls(setup)
+        refuse_mq_calls(setup)?;
+        refuse_rabbitmq_paths(setup, self.transport())
     }
     /// What this broker is known to do to a run whose median round trip took `p50_us`, when
     /// that is far above what its CPU explains (a setting of the broker's, not the driver's),
@@ -147,6 +148,43 @@ pub(crate) fn refuse_mq_calls(setup: &QueueSetup) -> Result<(), OptionRefused> {
         return Err(OptionRefused::new(
             "--model-queue",
             "model queues are IBM MQ's: use it with an IBM MQ queue manager",
+        ));
+    }
+    Ok(())
+}
+
+/// Direct reply-to, a reply queue per request and publisher confirms are AMQP 0-9-1's (the
+/// `amqp://` transport): refused on every other, naming the transport.
+pub(crate) fn refuse_rabbitmq_paths(
+    setup: &QueueSetup,
+    transport: &str,
+) -> Result<(), OptionRefused> {
+    match setup.reply_queue {
+        ReplyQueue::Direct => {
+            return Err(OptionRefused::new(
+                "--reply-queue",
+                format!(
+                    "{} is RabbitMQ's direct reply-to, an AMQP 0-9-1 feature: use it with an amqp:// URL, or leave --reply-queue out on {transport}",
+                    super::DIRECT_REPLY_TO
+                ),
+            ));
+        }
+        ReplyQueue::PerRequest => {
+            return Err(OptionRefused::new(
+                "--reply-queue",
+                format!(
+                    "per-request (a reply queue per request) is not yet supported on {transport}, only on amqp://: leave --reply-queue out for a reply queue per task"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    if setup.confirm_window.is_some() {
+        return Err(OptionRefused::new(
+            "--confirm-window",
+            format!(
+                "publisher confirms are AMQP 0-9-1's (amqp://); on {transport} leave --confirm-window out"
+            ),
         ));
     }
     Ok(())

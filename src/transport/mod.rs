@@ -367,6 +367,27 @@ pub enum ReplyQueue {
     Temporary,
     /// A named queue shared by all tasks; replies are matched by correlation id.
     Named(String),
+    /// RabbitMQ's direct reply-to (`amq.rabbitmq.reply-to`): no queue at all, each task's
+    /// channel consumes the pseudo-queue without acknowledgements before it publishes.
+    Direct,
+    /// A temporary queue per request, declared and consumed before its put and dropped
+    /// with its reply (JMSPerfHarness's pattern: the reply path's own cost per message).
+    PerRequest,
+}
+
+/// RabbitMQ's direct reply-to pseudo-queue.
+pub const DIRECT_REPLY_TO: &str = "amq.rabbitmq.reply-to";
+
+impl ReplyQueue {
+    /// The reply path as reports name it (settings, identity columns).
+    pub fn path(&self) -> &'static str {
+        match self {
+            ReplyQueue::Temporary => "per-task",
+            ReplyQueue::Named(_) => "named",
+            ReplyQueue::Direct => "direct",
+            ReplyQueue::PerRequest => "per-request",
+        }
+    }
 }
 
 /// What every transport needs to know about the run's queues and messages.
@@ -386,6 +407,9 @@ pub struct QueueSetup {
     pub put1: bool,
     /// IBM MQ: the model queue of temporary reply queues (None: SYSTEM.DEFAULT.MODEL.QUEUE).
     pub model_queue: Option<String>,
+    /// Publisher confirms (AMQP 0-9-1 `--confirm-window N`): at most N requests published
+    /// and not yet confirmed; a put waits for confirms beyond that. None: no confirms.
+    pub confirm_window: Option<u32>,
     /// The longest one wait for the broker's answer to a request may take (the run's
     /// `--wait`): a transport that waits inside `put` (STOMP's receipt of a persistent
     /// send) waits no longer than a get would.
@@ -410,6 +434,7 @@ impl QueueSetup {
             match_mode: MatchMode::Correl,
             put1: false,
             model_queue: None,
+            confirm_window: None,
             wait: std::time::Duration::from_secs(60),
             interrupt: Default::default(),
         }

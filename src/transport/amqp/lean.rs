@@ -10,7 +10,8 @@
 //! the reply in place.
 //!
 //! The session covers what the default loop uses: plain `amqp://`, its own reply queue
-//! (temporary or named) consumed without acks, persistent or not. `amqps://`, a named reply
+//! (temporary or named, or RabbitMQ's direct reply-to) consumed without acks, persistent or
+//! not; and what only it does: a reply queue per request, and publisher confirms. `amqps://`, a named reply
 //! queue shared by several tasks and `--syncpoint` keep the amqprs session, as does
 //! `OEMPUTX_AMQP_CLIENT=amqprs` (for comparing the two). The connection is set up by the
 //! spec's handshake with heartbeats off (the client's tune-ok decides, and a synchronous
@@ -35,12 +36,66 @@ const CHANNEL: u16 = 1;
 /// to look at its deadline when nothing comes.
 const READ_SLICE: Duration = Duration::from_millis(20);
 
+/// Where a lean session's replies come back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeanReply {
+    /// A temporary queue of the session's own, declared once.
+    Temporary,
+    /// A queue by name: a named one of its own, or direct reply-to's pseudo-queue.
+    Queue(String),
+    /// A temporary queue per request (see [`LeanSession::put`]).
+    PerRequest,
+}
+
+/// What a lean session is opened with.
+pub struct LeanOptions<'a> {
+    pub request_queue: &'a str,
+    pub reply: LeanReply,
+    pub persistent: bool,
+    /// Publisher confirms: at most this many requests unconfirmed after a put.
+    pub confirm_window: Option<u32>,
+    /// The longest a put waits for confirms (the run's --wait).
+    pub wait: Duration,
+    pub task: usize,
+}
+
+/// Publisher confirms under way: the delivery tags published and not yet confirmed.
+struct Confirms {
+    window: usize,
+    published: u64,
+    unconfirmed: std::collections::VecDeque<u64>,
+}
+
+impl Confirms {
+    /// basic.ack: this tag, or every tag up to it.
+    fn ack(&mut self, tag: u64, multiple: bool) {
+        if multiple {
+            while self.unconfirmed.front().is_some_and(|t| *t <= tag) {
+                self.unconfirmed.pop_front();
+            }
+        } else if let Some(at) = self.unconfirmed.iter().position(|t| *t == tag) {
+            self.unconfirmed.remove(at);
+        }
+    }
+}
+
 /// One task's connection, channel 1, and reply consumer.
 pub struct LeanSession {
     sock: TcpStream,
     target: String,
     request_queue: String,
     reply_queue: String,
+    /// A new reply queue and consumer for every request (`--reply-queue per-request`).
+    per_request: bool,
+    /// Per-request queues made so far, to name the next.
+    made: u64,
+    /// The consumer tag of the delivery being read (per-request: cancelled with its reply).
+    delivering: Option<String>,
+    task: usize,
+    confirms: Option<Confirms>,
+    wait: Duration,
+    /// Replies read while a put waited for confirms, for the next gets.
+    stash: std::collections::VecDeque<Reply>,
     persistent: bool,
     frame_max: usize,
     /// The read buffer, allocated (and zeroed) once: bytes read and not yet parsed are
@@ -156,10 +211,7 @@ impl LeanSession {
     pub fn open(
         ep: &AmqpEndpoint,
         target: &str,
-        request_queue: &str,
-        named_reply: Option<&str>,
-        persistent: bool,
-        task: usize,
+        o: LeanOptions,
     ) -> Result<LeanSession, TransportError> {
         let lost = |why: String| TransportError::ConnectionLost {
             target: target.to_string(),
@@ -177,9 +229,20 @@ impl LeanSession {
         let mut s = LeanSession {
             sock,
             target: target.to_string(),
-            request_queue: request_queue.to_string(),
+            request_queue: o.request_queue.to_string(),
             reply_queue: String::new(),
-            persistent,
+            per_request: o.reply == LeanReply::PerRequest,
+            made: 0,
+            delivering: None,
+            task: o.task,
+            confirms: o.confirm_window.map(|w| Confirms {
+                window: w.max(1) as usize,
+                published: 0,
+                unconfirmed: Default::default(),
+            }),
+            wait: o.wait,
+            stash: Default::default(),
+            persistent: o.persistent,
             frame_max: FRAME_MAX as usize,
             inbuf: vec![0; 64 * 1024],
             start: 0,
@@ -189,12 +252,25 @@ impl LeanSession {
             pending: None,
             closed: false,
         };
-        s.handshake(ep, task)?;
-        s.reply_queue = match named_reply {
-            Some(q) => q.to_string(),
-            None => s.declare_temporary()?,
-        };
-        s.consume(task)?;
+        s.handshake(ep, o.task)?;
+        if s.confirms.is_some() {
+            // confirm.select, waiting for its select-ok.
+            method(&mut s.out, CHANNEL, 85, 10, |o| o.push(0));
+            s.send()?;
+            s.expect(85, 11, "turning on publisher confirms (confirm.select)")?;
+        }
+        match o.reply {
+            // Each put declares its own (LeanSession::put).
+            LeanReply::PerRequest => {}
+            LeanReply::Queue(q) => {
+                s.reply_queue = q;
+                s.consume(o.task)?;
+            }
+            LeanReply::Temporary => {
+                s.reply_queue = s.declare_temporary()?;
+                s.consume(o.task)?;
+            }
+        }
         Ok(s)
     }
 
@@ -454,11 +530,17 @@ impl LeanSession {
                     // basic.deliver (60.60) is read in place; anything else is rare.
                     if self.inbuf.get(range.start..range.start + 4) == Some(&[0, 60, 0, 60]) {
                         self.pending = Some((None, 0, 0));
+                        if self.per_request {
+                            // Its consumer tag names the request's own queue and consumer.
+                            self.delivering = Cursor::new(&self.inbuf[range.start + 4..range.end])
+                                .shortstr()
+                                .map(|t| String::from_utf8_lossy(t).into_owned());
+                        }
                         continue;
                     }
                     let payload = self.inbuf[range].to_vec();
                     let m = parse_method(&payload).ok_or_else(|| self.lost("a malformed frame"))?;
-                    self.unexpected(&m, "waiting for a reply")?;
+                    self.confirmed(&m)?;
                 }
                 FRAME_HEADER => {
                     let (correl, size) = parse_header(&self.inbuf[range])
@@ -484,10 +566,94 @@ impl LeanSession {
     }
 
     fn finish_delivery(&mut self) -> Option<Reply> {
+        if let Some(tag) = self.delivering.take() {
+            // The request's queue has served: cancel its consumer (no-wait), which deletes
+            // the auto-delete queue. Sent with the next put, in the same write.
+            method(&mut self.out, CHANNEL, 60, 30, |o| {
+                put_shortstr(o, tag.as_bytes());
+                o.push(1);
+            });
+        }
         self.pending.take().map(|(correl_id, size, _)| Reply {
             correl_id,
             len: size as usize,
         })
+    }
+
+    /// A method among the replies: a publisher confirm (basic.ack), a refusal (basic.nack)
+    /// or what [`Self::unexpected`] ends the session with.
+    fn confirmed(&mut self, m: &Method) -> Result<(), TransportError> {
+        let mut c = Cursor::new(m.args);
+        match ((m.class, m.method), self.confirms.as_mut()) {
+            ((60, 80), Some(confirms)) => {
+                let tag = c.u64().unwrap_or(0);
+                let multiple = c.u8().is_some_and(|b| b & 1 != 0);
+                confirms.ack(tag, multiple);
+                Ok(())
+            }
+            ((60, 120), Some(_)) => Err(self.lost(format!(
+                "the broker nacked request {} (it could not take it: a queue's length limit, a full disk, an internal error); see the broker's log",
+                c.u64().unwrap_or(0)
+            ))),
+            _ => self.unexpected(m, "waiting for a reply"),
+        }
+    }
+
+    /// After a put: wait until fewer than the window's requests are unconfirmed, keeping
+    /// the replies that come meanwhile. A signal ends the wait at once (the driver then
+    /// abandons the request and reports the run as interrupted).
+    fn await_confirms(&mut self) -> Result<(), TransportError> {
+        let deadline = Instant::now() + self.wait;
+        loop {
+            match &self.confirms {
+                Some(c) if c.unconfirmed.len() >= c.window => {}
+                _ => return Ok(()),
+            }
+            if crate::signals::interrupted() {
+                return Ok(());
+            }
+            if let Some(r) = self.take_reply()? {
+                self.stash.push_back(r);
+                continue;
+            }
+            if !self.fill(deadline.min(Instant::now() + READ_SLICE))? && Instant::now() >= deadline
+            {
+                return Err(self.lost(format!(
+                    "no publisher confirm within {} s (--wait): the broker is not confirming what it takes",
+                    self.wait.as_secs_f64()
+                )));
+            }
+        }
+    }
+
+    /// A reply queue and its consumer for one request (`--reply-queue per-request`), both
+    /// no-wait so that they go out in the put's own write: an exclusive, auto-delete queue
+    /// named by the client (JMS's temporary queue per request, as JMSPerfHarness makes
+    /// them), deleted when its consumer is cancelled after the reply.
+    fn request_queue_of_its_own(&mut self) {
+        self.made += 1;
+        let name = format!(
+            "oemputx.reply.{}.{}.{}",
+            std::process::id(),
+            self.task,
+            self.made
+        );
+        method(&mut self.out, CHANNEL, 50, 10, |o| {
+            o.extend_from_slice(&0u16.to_be_bytes());
+            put_shortstr(o, name.as_bytes());
+            // exclusive (bit 2), auto-delete (bit 3), no-wait (bit 4).
+            o.push(0b0001_1100);
+            put_longstr(o, b"");
+        });
+        method(&mut self.out, CHANNEL, 60, 20, |o| {
+            o.extend_from_slice(&0u16.to_be_bytes());
+            put_shortstr(o, name.as_bytes());
+            put_shortstr(o, name.as_bytes());
+            // no-ack (bit 1), no-wait (bit 3).
+            o.push(0b0000_1010);
+            put_longstr(o, b"");
+        });
+        self.reply_queue = name;
     }
 }
 
@@ -533,6 +699,9 @@ fn parse_header(payload: &[u8]) -> Option<(Option<String>, u64)> {
 
 impl Session for LeanSession {
     fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
+        if self.per_request {
+            self.request_queue_of_its_own();
+        }
         let (queue, reply_to) = (&self.request_queue, &self.reply_queue);
         method(&mut self.out, CHANNEL, 60, 40, |o| {
             o.extend_from_slice(&0u16.to_be_bytes());
@@ -558,10 +727,20 @@ impl Session for LeanSession {
                 o.extend_from_slice(chunk)
             });
         }
-        self.send()
+        self.send()?;
+        if let Some(c) = self.confirms.as_mut() {
+            c.published += 1;
+            let tag = c.published;
+            c.unconfirmed.push_back(tag);
+            self.await_confirms()?;
+        }
+        Ok(())
     }
 
     fn get(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        if let Some(r) = self.stash.pop_front() {
+            return Ok(Some(r));
+        }
         let deadline = Instant::now() + wait;
         loop {
             if let Some(r) = self.take_reply()? {
@@ -642,6 +821,13 @@ mod tests {
             target: "test".into(),
             request_queue: "q".into(),
             reply_queue: "r".into(),
+            per_request: false,
+            made: 0,
+            delivering: None,
+            task: 0,
+            confirms: None,
+            wait: Duration::from_secs(5),
+            stash: Default::default(),
             persistent: false,
             frame_max: FRAME_MAX as usize,
             inbuf: vec![0; 64 * 1024],
@@ -762,5 +948,109 @@ mod tests {
             q
         };
         assert_eq!(parse_header(&no_correl), Some((None, 630)));
+    }
+
+    /// basic.ack (or nack) of delivery tag `tag`.
+    fn confirm(id: u16, tag: u64, multiple: bool) -> Vec<u8> {
+        let mut wire = Vec::new();
+        method(&mut wire, CHANNEL, 60, id, |o| {
+            o.extend_from_slice(&tag.to_be_bytes());
+            o.push(u8::from(multiple));
+        });
+        wire
+    }
+
+    #[test]
+    fn a_put_waits_for_its_confirm_and_keeps_the_reply_that_came_first() {
+        let (mut s, mut peer) = session_on_pair();
+        s.confirms = Some(Confirms {
+            window: 1,
+            published: 0,
+            unconfirmed: Default::default(),
+        });
+        // The reply before the confirm (a persistent request's confirm follows its fsync,
+        // which the responder's reply need not wait for).
+        let mut wire = delivery("c-1", &[b"ok"]);
+        wire.extend(confirm(80, 1, false));
+        peer.write_all(&wire).expect("write");
+        s.put(b"req", "c-1").expect("put waits for its confirm");
+        assert!(
+            s.confirms
+                .as_ref()
+                .is_some_and(|c| c.unconfirmed.is_empty())
+        );
+        let r = s
+            .get(Duration::from_millis(10))
+            .expect("get")
+            .expect("the kept reply");
+        assert_eq!(r.correl_id.as_deref(), Some("c-1"));
+        // A nack is the broker refusing the request: an error that says so.
+        peer.write_all(&confirm(120, 2, false)).expect("write");
+        let e = s.put(b"req", "c-2").expect_err("nacked");
+        assert!(e.to_string().contains("nacked request 2"), "{e}");
+    }
+
+    #[test]
+    fn acks_confirm_one_tag_or_every_tag_up_to_it() {
+        let mut c = Confirms {
+            window: 8,
+            published: 5,
+            unconfirmed: (1..=5).collect(),
+        };
+        c.ack(2, false);
+        assert_eq!(Vec::from(c.unconfirmed.clone()), [1, 3, 4, 5]);
+        c.ack(4, true);
+        assert_eq!(Vec::from(c.unconfirmed.clone()), [5]);
+    }
+
+    #[test]
+    fn a_per_request_put_declares_and_consumes_its_queue_in_the_same_write_and_cancels_it_after() {
+        let (mut s, mut peer) = session_on_pair();
+        s.per_request = true;
+        s.put(b"req", "c-1").expect("put");
+        s.sock.flush().expect("flush");
+        peer.set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        let mut got = vec![0u8; 4096];
+        let n = peer.read(&mut got).expect("the put's frames");
+        let sent = &got[..n];
+        let name = format!("oemputx.reply.{}.0.1", std::process::id());
+        let at = |needle: &[u8]| sent.windows(needle.len()).position(|w| w == needle);
+        // queue.declare (50.10), basic.consume (60.20), then the publish (60.40).
+        let declare = at(&[0, 50, 0, 10]).expect("declare");
+        let consume = at(&[0, 60, 0, 20]).expect("consume");
+        let publish = at(&[0, 60, 0, 40]).expect("publish");
+        assert!(declare < consume && consume < publish);
+        assert!(at(name.as_bytes()).is_some(), "reply-to {name}");
+        // The reply comes through that consumer: the next put cancels it first.
+        let mut wire = Vec::new();
+        method(&mut wire, CHANNEL, 60, 60, |o| {
+            put_shortstr(o, name.as_bytes());
+            o.extend_from_slice(&1u64.to_be_bytes());
+            o.push(0);
+            put_shortstr(o, b"");
+            put_shortstr(o, name.as_bytes());
+        });
+        frame(&mut wire, FRAME_HEADER, CHANNEL, |o| {
+            o.extend_from_slice(&60u16.to_be_bytes());
+            o.extend_from_slice(&0u16.to_be_bytes());
+            o.extend_from_slice(&0u64.to_be_bytes());
+            o.extend_from_slice(&(1u16 << 10).to_be_bytes());
+            put_shortstr(o, b"c-1");
+        });
+        peer.write_all(&wire).expect("write");
+        let r = s.get(Duration::from_secs(2)).expect("get").expect("reply");
+        assert_eq!(r.correl_id.as_deref(), Some("c-1"));
+        s.put(b"req", "c-2").expect("put");
+        let n = peer.read(&mut got).expect("the next put's frames");
+        let mut cancel = vec![0, 60, 0, 30, name.len() as u8];
+        cancel.extend_from_slice(name.as_bytes());
+        assert!(
+            got[..n]
+                .windows(cancel.len())
+                .position(|w| w == cancel.as_slice())
+                == Some(7),
+            "the cancel of {name} first"
+        );
     }
 }

@@ -32,6 +32,7 @@ use amqprs::channel::{
     QueueDeclareArguments, QueuePurgeArguments,
 };
 use amqprs::connection::{Connection, OpenConnectionArguments};
+use lean::LeanReply;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -381,6 +382,9 @@ impl Amqp {
             .map_err(|e| self.broker_error("opening a channel", e))?;
         let reply_queue = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => q.clone(),
+            ReplyQueue::Direct => super::DIRECT_REPLY_TO.to_string(),
+            // Refused before the run on this path (EndpointKind::refuse, lean_eligible).
+            ReplyQueue::PerRequest => return Err(self.not_lean("--reply-queue per-request")),
             ReplyQueue::Temporary => {
                 let declared = ch
                     .queue_declare(QueueDeclareArguments::exclusive_server_named())
@@ -398,8 +402,10 @@ impl Amqp {
         let replies = match inbox {
             Some(inbox) => Source::Routed(inbox),
             None => {
+                // Direct reply-to takes no acknowledgements (refused with --syncpoint).
+                let acks = self.setup.syncpoint && self.setup.reply_queue != ReplyQueue::Direct;
                 let consume = BasicConsumeArguments::new(&reply_queue, &format!("oemputx-{task}"))
-                    .manual_ack(self.setup.syncpoint)
+                    .manual_ack(acks)
                     .finish();
                 let (_tag, rx) = ch.basic_consume_rx(consume).await.map_err(|e| {
                     self.broker_error(format!("consuming from reply queue '{reply_queue}'"), e)
@@ -534,16 +540,23 @@ impl Transport for Amqp {
     }
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
-        if let Some(named) = self.lean_eligible() {
+        if let Some(reply) = self.lean_eligible() {
             let s = lean::LeanSession::open(
                 &self.endpoint,
                 &self.target(),
-                &self.setup.request_queue,
-                named.as_deref(),
-                self.setup.persistent,
-                task,
+                lean::LeanOptions {
+                    request_queue: &self.setup.request_queue,
+                    reply,
+                    persistent: self.setup.persistent,
+                    confirm_window: self.setup.confirm_window,
+                    wait: self.setup.wait,
+                    task,
+                },
             )?;
             return Ok(TaskSession::Blocking(Box::new(s)));
+        }
+        if self.setup.confirm_window.is_some() {
+            return Err(self.not_lean("--confirm-window"));
         }
         Ok(TaskSession::Async(Box::new(self.open_task(task)?)))
     }
@@ -555,8 +568,8 @@ impl Transport for Amqp {
 
 impl Amqp {
     /// Whether a task's session can be the lean synchronous one ([`lean`]): plain TCP, its
-    /// own reply queue, no transactions; `Some(Some(name))` names a reply queue of its own.
-    fn lean_eligible(&self) -> Option<Option<String>> {
+    /// own reply queue, no transactions; and where its replies come back.
+    fn lean_eligible(&self) -> Option<LeanReply> {
         if self.endpoint.tls.is_some()
             || self.setup.syncpoint
             || std::env::var("OEMPUTX_AMQP_CLIENT").is_ok_and(|v| v == "amqprs")
@@ -564,10 +577,22 @@ impl Amqp {
             return None;
         }
         match &self.setup.reply_queue {
-            ReplyQueue::Temporary => Some(None),
+            ReplyQueue::Temporary => Some(LeanReply::Temporary),
+            ReplyQueue::Direct => Some(LeanReply::Queue(super::DIRECT_REPLY_TO.to_string())),
+            ReplyQueue::PerRequest => Some(LeanReply::PerRequest),
             // A named queue shared by several tasks is read by the router.
-            ReplyQueue::Named(q) if self.setup.tasks <= 1 => Some(Some(q.clone())),
+            ReplyQueue::Named(q) if self.setup.tasks <= 1 => Some(LeanReply::Queue(q.clone())),
             ReplyQueue::Named(_) => None,
+        }
+    }
+
+    /// What only the lean session does, asked of the amqprs one (`amqps://`, --syncpoint or
+    /// OEMPUTX_AMQP_CLIENT=amqprs): "not yet", naming the option.
+    fn not_lean(&self, what: &str) -> TransportError {
+        TransportError::Broker {
+            what: what.to_string(),
+            target: self.target(),
+            why: "not yet supported through the amqprs client (amqps://, --syncpoint, a reply queue shared by several tasks, or OEMPUTX_AMQP_CLIENT=amqprs): use amqp:// without them".into(),
         }
     }
 
@@ -776,6 +801,10 @@ impl EndpointKind for AmqpEndpoint {
     fn transport(&self) -> &'static str {
         "amqp"
     }
+    fn refuse(&self, setup: &QueueSetup) -> Result<(), super::OptionRefused> {
+        super::endpoint::refuse_mq_calls(setup)?;
+        refuse_paths(setup, self.tls.is_some())
+    }
     fn redacted(&self) -> String {
         AmqpEndpoint::redacted(self)
     }
@@ -797,4 +826,51 @@ impl EndpointKind for AmqpEndpoint {
     fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
         admin::delete_queue(self, queue)
     }
+}
+
+/// The reply paths and confirms the AMQP transport cannot combine: direct reply-to takes no
+/// acknowledgements, a channel is transactional or confirming, and per-request queues and
+/// confirms are the lean session's (not `amqps://`, `--syncpoint` or a shared reply queue).
+fn refuse_paths(setup: &QueueSetup, tls: bool) -> Result<(), super::OptionRefused> {
+    use super::OptionRefused;
+    if setup.syncpoint && setup.reply_queue == ReplyQueue::Direct {
+        return Err(OptionRefused::new(
+            "--syncpoint",
+            "direct reply-to (amq.rabbitmq.reply-to) takes no acknowledgements, so replies cannot be got under syncpoint: leave --syncpoint out, or use a reply queue (per-task, the default)",
+        ));
+    }
+    if setup.syncpoint && setup.confirm_window.is_some() {
+        return Err(OptionRefused::new(
+            "--confirm-window",
+            "an AMQP channel is either transactional (--syncpoint) or in confirm mode, not both: leave one out",
+        ));
+    }
+    let lean_only = [
+        (setup.reply_queue == ReplyQueue::PerRequest, "--reply-queue"),
+        (setup.confirm_window.is_some(), "--confirm-window"),
+    ];
+    for (asked, flag) in lean_only {
+        let shared = matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1;
+        if asked && (tls || setup.syncpoint || shared) {
+            let why = if tls {
+                "amqps://"
+            } else if setup.syncpoint {
+                "--syncpoint"
+            } else {
+                "a named reply queue shared by several tasks"
+            };
+            return Err(OptionRefused::new(
+                flag,
+                format!(
+                    "{} with {why} is not yet supported (only oemputx's lean amqp:// session does it): leave one of them out",
+                    if flag == "--reply-queue" {
+                        "a reply queue per request"
+                    } else {
+                        "publisher confirms"
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

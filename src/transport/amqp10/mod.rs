@@ -273,7 +273,8 @@ impl Transport for Amqp10 {
         let persistent = self.setup.persistent;
         let named_reply = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => Some(self.endpoint.style.address(q)),
-            ReplyQueue::Temporary => None,
+            // Direct and per-request were refused before the run (EndpointKind::refuse).
+            ReplyQueue::Temporary | ReplyQueue::Direct | ReplyQueue::PerRequest => None,
         };
         let request = self.request_address();
         let style = self.endpoint.style;
@@ -680,6 +681,7 @@ impl EndpointKind for Amqp10Endpoint {
     }
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)?;
+        super::endpoint::refuse_rabbitmq_paths(setup, "amqp10")?;
         refuse_shared_reply_queue(setup, "amqp10://")?;
         if setup.syncpoint {
             return Err(OptionRefused::new(

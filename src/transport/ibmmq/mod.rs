@@ -45,6 +45,7 @@ impl EndpointKind for IbmMqEndpoint {
     }
     /// MQPUT1 and model queues are IBM MQ's own; queues are its administrator's to define.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        super::endpoint::refuse_rabbitmq_paths(setup, "ibmmq")?;
         if let Some(model) = &setup.model_queue {
             if matches!(setup.reply_queue, ReplyQueue::Named(_)) {
                 return Err(OptionRefused::new(
@@ -378,7 +379,10 @@ impl Transport for IbmMq {
         let model = self.setup.model_queue.as_deref().unwrap_or(MODEL_QUEUE);
         let opened = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => self.open_reply(conn.as_mut(), q, false),
-            ReplyQueue::Temporary => self.open_reply(conn.as_mut(), model, true),
+            // Direct and per-request were refused before the run (EndpointKind::refuse).
+            ReplyQueue::Temporary | ReplyQueue::Direct | ReplyQueue::PerRequest => {
+                self.open_reply(conn.as_mut(), model, true)
+            }
         };
         let temporary = matches!(self.setup.reply_queue, ReplyQueue::Temporary);
         let (reply, reply_name, kind) = match opened.and_then(|(h, name, kind)| {

@@ -327,6 +327,7 @@ impl EndpointKind for MqttEndpoint {
     }
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)?;
+        super::endpoint::refuse_rabbitmq_paths(setup, "mqtt")?;
         if setup.syncpoint {
             return Err(OptionRefused::new(
                 "--syncpoint",

@@ -449,6 +449,7 @@ impl EndpointKind for NatsEndpoint {
     /// What NATS cannot do, or not yet: each refused with the way out.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)?;
+        super::endpoint::refuse_rabbitmq_paths(setup, "nats")?;
         if setup.syncpoint {
             return Err(OptionRefused::new(
                 "--syncpoint",

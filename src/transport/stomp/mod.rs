@@ -346,7 +346,8 @@ impl Transport for Stomp {
         let mut conn = Conn::open(&self.endpoint, &client)?;
         let reply_to = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => queue_destination(q),
-            ReplyQueue::Temporary => format!(
+            // Direct and per-request were refused before the run (EndpointKind::refuse).
+            ReplyQueue::Temporary | ReplyQueue::Direct | ReplyQueue::PerRequest => format!(
                 "/temp-queue/oemputx.{}.{task}.{}",
                 std::process::id(),
                 super::correl::new_run_id()
@@ -564,6 +565,7 @@ impl EndpointKind for StompEndpoint {
     }
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
         refuse_mq_calls(setup)?;
+        super::endpoint::refuse_rabbitmq_paths(setup, "stomp")?;
         if setup.syncpoint {
             return Err(OptionRefused::new(
                 "--syncpoint",
