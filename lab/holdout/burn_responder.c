@@ -11,7 +11,14 @@
  *
  *   gcc -O2 -g -fno-omit-frame-pointer -o burn_responder lab/holdout/burn_responder.c -lrabbitmq
  *   burn_responder --input-queue Q [--url amqp://guest:guest@127.0.0.1:5672] \
- *                  [--a-us 60] [--b-us 20] [--jitter 0.5] [--truth PATH] [--trace PATH]
+ *                  [--a-us 60] [--b-us 20] [--jitter 0.5] [--ns-per-byte 0] [--truth PATH]
+ *                  [--trace PATH]
+ *
+ * --ns-per-byte N: parse_request burns N ns more per byte of the request, so that a request's
+ * cost is a known function of its size (compare's tests vary --msg-size against it). The
+ * truth then also holds "by_size": each request size's whole CPU per message (the thread's
+ * CPU clock from the end of the previous message to the end of this one: its receive, both
+ * functions, its reply and its ack), for up to 8 sizes.
  *
  * --trace PATH: every 20 ms or so, a line "WALL_NS MESSAGES PROCESS_CPU_NS" (the ladder's
  * tests read the responder's own CPU per message over each step's window from it).
@@ -102,13 +109,18 @@ static void check(amqp_rpc_reply_t r, const char *what) {
 int main(int argc, char **argv) {
     const char *queue = getenv("OEMPUTX_QUEUE"), *url = getenv("OEMPUTX_URL"), *truth = NULL;
     const char *trace_path = NULL;
-    double a_us = 60, b_us = 20, jitter = 0.5;
+    double a_us = 60, b_us = 20, jitter = 0.5, ns_per_byte = 0;
+    enum { SIZES = 8 };
+    size_t size_of[SIZES];
+    uint64_t size_msgs[SIZES] = {0}, size_ns[SIZES] = {0};
+    int sizes = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--input-queue")) queue = argv[i + 1];
         else if (!strcmp(argv[i], "--url")) url = argv[i + 1];
         else if (!strcmp(argv[i], "--a-us")) a_us = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--b-us")) b_us = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--jitter")) jitter = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ns-per-byte")) ns_per_byte = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--truth")) truth = argv[i + 1];
         else if (!strcmp(argv[i], "--trace")) trace_path = argv[i + 1];
         else die("unknown option; see the comment at the top of burn_responder.c");
@@ -142,7 +154,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     uint64_t traced = 0;
 
-    uint64_t messages = 0, a_ns = 0, b_ns = 0, p0 = 0;
+    uint64_t messages = 0, a_ns = 0, b_ns = 0, p0 = 0, done_ns = thread_ns();
     while (!stop) {
         amqp_envelope_t env;
         struct timeval tick = {0, 100000};
@@ -154,7 +166,8 @@ int main(int argc, char **argv) {
         if (r.reply_type != AMQP_RESPONSE_NORMAL) break;
         if (messages == 0) p0 = process_ns();
         uint64_t t0 = thread_ns();
-        parse_request(iterations(a_us, jitter));
+        size_t len = env.message.body.len;
+        parse_request(iterations(a_us + ns_per_byte * (double)len / 1000.0, jitter));
         uint64_t t1 = thread_ns();
         render_reply(iterations(b_us, jitter));
         uint64_t t2 = thread_ns();
@@ -177,6 +190,15 @@ int main(int argc, char **argv) {
         }
         amqp_basic_ack(conn, 1, env.delivery_tag, 0);
         amqp_destroy_envelope(&env);
+        uint64_t now_ns = thread_ns();
+        int k = 0;
+        while (k < sizes && size_of[k] != len) k++;
+        if (k == sizes && sizes < SIZES) size_of[sizes++] = len;
+        if (k < sizes) {
+            size_msgs[k]++;
+            size_ns[k] += now_ns - done_ns;
+        }
+        done_ns = now_ns;
         if (trace && wall_ns() - traced >= 20000000u) trace_line(trace, &traced, messages);
     }
     if (trace) {
@@ -189,9 +211,13 @@ int main(int argc, char **argv) {
         double n = messages ? (double)messages : 1.0;
         fprintf(f,
                 "{\"messages\":%llu,\"parse_request_us\":%.3f,\"render_reply_us\":%.3f,"
-                "\"process_us\":%.3f}\n",
+                "\"process_us\":%.3f,\"by_size\":{",
                 (unsigned long long)messages, a_ns / 1000.0 / n, b_ns / 1000.0 / n,
                 messages ? (process_ns() - p0) / 1000.0 / n : 0.0);
+        for (int k = 0; k < sizes; k++)
+            fprintf(f, "%s\"%zu\":%.3f", k ? "," : "", size_of[k],
+                    size_ns[k] / 1000.0 / (double)(size_msgs[k] ? size_msgs[k] : 1));
+        fprintf(f, "}}\n");
         fclose(f);
     }
     amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);

@@ -294,6 +294,7 @@ impl CompareArgs {
             reports: self.reports.clone(),
             flow_cmd: self.flow_cmd.clone(),
             settings: self.settings.clone(),
+            setting_runs: self.setting_runs()?,
             flows: self.flows.clone(),
             run: trailing_run(&self.run)?,
             max_time: self.max_time.into(),
@@ -307,14 +308,75 @@ impl CompareArgs {
     }
 }
 
+impl CompareArgs {
+    /// Each setting's own run options, parsed on top of the run options after `--` (a
+    /// setting's word wins where both give one); only the driver's options
+    /// ([`SETTING_OPTIONS`]) are taken, the first other one refused by its flag.
+    fn setting_runs(&self) -> Result<Vec<(String, RunOptions)>, anyhow::Error> {
+        use crate::config::compare::setting_words;
+        let mut out = Vec::new();
+        for spec in &self.settings {
+            let w = setting_words(self.flow_cmd.is_some(), spec)?;
+            if w.run.is_empty() {
+                continue;
+            }
+            refuse_non_driver_options(&w.name, &w.run)?;
+            let words: Vec<String> = self.run.iter().chain(&w.run).cloned().collect();
+            let Some(run) = parse_run(&words, true)? else {
+                continue;
+            };
+            out.push((w.name, run));
+        }
+        Ok(out)
+    }
+}
+
+/// A setting's run words that are not the driver's own options: refused by flag, before
+/// anything runs.
+fn refuse_non_driver_options(name: &str, words: &[String]) -> Result<(), anyhow::Error> {
+    use crate::config::compare::SETTING_OPTIONS;
+    let cmd = <super::Cli as clap::CommandFactory>::command();
+    let m = cmd.clone().try_get_matches_from(
+        std::iter::once("oemputx".to_string()).chain(words.iter().cloned()),
+    )?;
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine)
+            || SETTING_OPTIONS.contains(&id)
+        {
+            continue;
+        }
+        let flag = arg
+            .get_long()
+            .map(|l| format!("--{l}"))
+            .unwrap_or_else(|| id.to_string());
+        return Err(bad(
+            "--setting",
+            format!(
+                "{name}: {flag} is not a driver setting: it changes what is measured or where it goes (the groups, the window, the outputs), which must be the same for every setting. Give it once after -- for all settings; a setting may carry --persistent, --msg-size, --msgfile, --reply-queue, --msgs-per-loop, --syncpoint, --rate, --tasks, --confirm-window, --wait, --warmup and the like"
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Run options given after `--`, parsed as a run's (once, here); None when there are none.
 fn trailing_run(run: &[String]) -> Result<Option<RunOptions>, anyhow::Error> {
+    parse_run(run, false)
+}
+
+/// Run options parsed as a run's; with `later_wins`, an option given twice takes its last
+/// value (a setting's on top of the shared ones) rather than being refused.
+fn parse_run(run: &[String], later_wins: bool) -> Result<Option<RunOptions>, anyhow::Error> {
+    use clap::{CommandFactory, FromArgMatches};
     if run.is_empty() {
         return Ok(None);
     }
-    let cli = <super::Cli as clap::Parser>::try_parse_from(
-        std::iter::once("oemputx".to_string()).chain(run.iter().cloned()),
-    )?;
+    let m = super::Cli::command()
+        .args_override_self(later_wins)
+        .try_get_matches_from(std::iter::once("oemputx".to_string()).chain(run.iter().cloned()))?;
+    let cli = super::Cli::from_arg_matches(&m)?;
     // A round's outputs are a run's: a format a run has not (an SVG, say) is refused here,
     // before anything runs, as it is for a run.
     cli.run.outputs.check(super::ResultKind::Run)?;
@@ -393,5 +455,49 @@ mod tests {
         };
         let run = g.options().expect("parses").run.expect("run options");
         assert_eq!((run.count, run.tasks), (Some(7), 2));
+    }
+
+    #[test]
+    fn a_setting_s_run_options_go_on_top_of_the_shared_ones_and_others_are_refused() {
+        let compare = |setting: &str| {
+            let Some(Command::Compare(c)) = cli(&[
+                "compare",
+                "--setting",
+                "base=",
+                "--setting",
+                setting,
+                "--",
+                "--msg-size",
+                "50",
+                "--count",
+                "10",
+            ])
+            .command
+            else {
+                panic!("compare")
+            };
+            c.options()
+        };
+        let o = compare("big=--msg-size 3000 --persistent").expect("a driver setting");
+        let [(name, run)] = o.setting_runs.as_slice() else {
+            panic!("{:?}", o.setting_runs)
+        };
+        assert_eq!(name, "big");
+        assert_eq!(
+            (run.msg_size, run.persistent, run.count),
+            (Some(3000), true, Some(10))
+        );
+        for (words, flag) in [
+            ("g=--group FLOW=pid:1", "--group"),
+            ("c=--count 5", "--count"),
+            ("q=--qmgr amqp://h", "--qmgr"),
+        ] {
+            let e = compare(words).expect_err("not a driver setting");
+            assert!(
+                e.to_string()
+                    .contains(&format!("{flag} is not a driver setting")),
+                "{e}"
+            );
+        }
     }
 }

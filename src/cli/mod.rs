@@ -648,8 +648,12 @@ pub struct CompareArgs {
     /// Live: the flow every --setting adds its arguments to, e.g. "sample-flow --db …".
     #[arg(long, value_name = "COMMAND")]
     pub flow_cmd: Option<String>,
-    /// Live: a setting, NAME=ARGS added to --flow-cmd (repeatable; the first is the base),
-    /// e.g. --setting off="--stats off" --setting node="--stats node".
+    /// Live: a setting (repeatable; the first is the base): NAME=ARGS added to --flow-cmd,
+    /// e.g. --setting off="--stats off", then after a lone -- run options of its own
+    /// (--setting p="--stats off -- --persistent"); without --flow-cmd, run options alone
+    /// for the responder the run options after -- name, e.g. --setting 1k="--msg-size 1000".
+    /// A setting's run options are the driver's (persistence, size, reply path, rate, tasks,
+    /// confirms…); --group, --count and the like are refused.
     #[arg(long = "setting", value_name = "NAME=ARGS")]
     pub settings: Vec<String>,
     /// Live: an arm with a flow command of its own, NAME=COMMAND (repeatable; the first is
@@ -673,9 +677,10 @@ pub struct CompareArgs {
     #[arg(long = "floor", value_name = "US", default_value_t = crate::config::compare::FLOOR_US)]
     pub floor_us: f64,
     /// Live: adjust every pair by this group's change in the same pair (the driver runs the
-    /// same code for every setting); `none` judges pairs as measured.
-    #[arg(long, value_name = "GROUP", default_value = "DRIVER")]
-    pub control: String,
+    /// same code for every setting); `none` judges pairs as measured. [default: DRIVER, or
+    /// none when a setting has run options of its own: the driver's cost is then compared]
+    #[arg(long, value_name = "GROUP")]
+    pub control: Option<String>,
     /// Saved reports: compare even when the runs differ in message, tasks, persistence or
     /// transport.
     #[arg(long)]

@@ -26,8 +26,12 @@ pub struct CompareOptions {
     pub reports: Vec<PathBuf>,
     /// The flow every `--setting` adds its arguments to.
     pub flow_cmd: Option<String>,
-    /// `NAME=ARGS`: a setting, its arguments added to `flow_cmd`.
+    /// `NAME=ARGS`: a setting: without `flow_cmd`, run options; with it, arguments added to
+    /// the flow's command, then after a `--` run options of the setting's own.
     pub settings: Vec<String>,
+    /// Each setting's run options (by name), parsed on top of those after `--`: what the
+    /// command line parsed of the settings' run words ([`setting_words`]).
+    pub setting_runs: Vec<(String, RunOptions)>,
     /// `NAME=COMMAND`: an arm with a flow command of its own.
     pub flows: Vec<String>,
     /// The run options given after `--` (live).
@@ -39,8 +43,9 @@ pub struct CompareOptions {
     pub min_effect: Option<String>,
     /// The smallest change reported in µs/tran.
     pub floor_us: f64,
-    /// The control group of the pairs, or `none`.
-    pub control: String,
+    /// The control group of the pairs, or `none`; None: DRIVER, unless a setting has run
+    /// options of its own (the driver's cost then differs by setting: none).
+    pub control: Option<String>,
     pub force: bool,
     /// The outputs asked for (a comparison's formats: JSON, TSV, Markdown, HTML).
     pub exports: Exports,
@@ -52,13 +57,14 @@ impl Default for CompareOptions {
             reports: Vec::new(),
             flow_cmd: None,
             settings: Vec::new(),
+            setting_runs: Vec::new(),
             flows: Vec::new(),
             run: None,
             max_time: Duration::from_secs(300),
             max_rounds: None,
             min_effect: None,
             floor_us: FLOOR_US,
-            control: "DRIVER".into(),
+            control: None,
             force: false,
             exports: Exports::default(),
         }
@@ -81,15 +87,98 @@ pub enum CompareConfig {
     Live(Box<LiveCompare>),
 }
 
-/// One arm of a live compare: a setting's name and its flow.
+/// One arm of a live compare: a setting's name, its flow, and its run.
 #[derive(Debug, Clone)]
 pub struct Setting {
     pub name: String,
-    pub flow: FlowCommand,
+    /// The flow oemputx starts for it; None: the run options' own responder serves every
+    /// setting (a setting of run options only).
+    pub flow: Option<FlowCommand>,
     /// Arguments added to the flow's command.
     pub extra: Vec<String>,
     /// The whole command as recorded: its passwords masked.
     pub shown: String,
+    /// The setting's own run (its run options on top of those after `--`); None: the
+    /// comparison's run.
+    pub run: Option<Box<RunConfig>>,
+}
+
+/// The run options a setting may carry: the driver's own settings, which change how a
+/// request is sent and answered but not what is measured (the groups, the window, the
+/// outputs). Clap's ids of [`crate::cli`]'s run arguments.
+pub const SETTING_OPTIONS: &[&str] = &[
+    "persistent",
+    "msg_size",
+    "msgfile",
+    "lines",
+    "reply_queue",
+    "no_clear",
+    "declare",
+    "put1",
+    "model_queue",
+    "msgs_per_loop",
+    "syncpoint",
+    "rate",
+    "tasks",
+    "confirm_window",
+    "match_mode",
+    "wait",
+    "max_timeouts",
+    "warmup",
+];
+
+/// A `--setting NAME=ARGS` taken apart: its name, the words for its flow command and its
+/// own run options. Without `--flow-cmd` every word is a run option; with it, the words
+/// after a lone `--` are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingWords {
+    pub name: String,
+    pub flow: Vec<String>,
+    pub run: Vec<String>,
+    /// ARGS as given.
+    pub args: String,
+}
+
+/// Take `NAME=ARGS` apart (see [`SettingWords`]).
+pub fn setting_words(with_flow_cmd: bool, spec: &str) -> Result<SettingWords, ConfigError> {
+    let (name, args) = split_named("--setting", spec)?;
+    let words = shell_words::split(&args).map_err(|e| bad("--setting", format!("{name}: {e}")))?;
+    let (flow, run) = if with_flow_cmd {
+        match words.iter().position(|w| w == "--") {
+            Some(at) => (words[..at].to_vec(), words[at + 1..].to_vec()),
+            None => (words, Vec::new()),
+        }
+    } else {
+        (Vec::new(), words)
+    };
+    Ok(SettingWords {
+        name,
+        flow,
+        run,
+        args,
+    })
+}
+
+/// `NAME=…`: the name checked (letters, digits, `_ - .`) and the rest.
+fn split_named(flag: &'static str, spec: &str) -> Result<(String, String), ConfigError> {
+    let (name, rest) = spec.split_once('=').ok_or_else(|| {
+        bad(
+            flag,
+            format!("'{spec}': write NAME=…, e.g. off=\"--stats off\""),
+        )
+    })?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(bad(
+            flag,
+            format!("'{name}' names no setting: letters, digits, _ - . only"),
+        ));
+    }
+    Ok((name.to_string(), rest.to_string()))
 }
 
 /// A live compare, checked.
@@ -156,21 +245,30 @@ impl CompareOptions {
                 "compare needs two settings or more (the first is the base), e.g. --setting off=\"--stats off\" --setting node=\"--stats node\"",
             ));
         }
-        let run = self.run.clone().unwrap_or_default();
-        run.refuse_round_outputs("a live compare", "the comparison")?;
-        if run.rounds != 1 {
-            return Err(bad(
-                "--rounds",
-                "compare sets the rounds itself (--max-rounds, --max-time): leave --rounds out of the run options",
-            ));
+        let mut settings = settings;
+        let run = round_run(self.run.clone().unwrap_or_default(), "the run options")?;
+        for s in &mut settings {
+            if let Some((_, o)) = self.setting_runs.iter().find(|(n, _)| *n == s.name) {
+                let own = round_run(o.clone(), &format!("setting {}", s.name))?;
+                s.run = Some(Box::new(own));
+            }
         }
-        let run = run.silent().build()?;
-        if run.endpoint.kind().url_for_flow().is_none() {
+        let flows = settings.iter().any(|s| s.flow.is_some());
+        if flows && run.endpoint.kind().url_for_flow().is_none() {
             return Err(bad(
                 "--qmgr",
                 "compare starts each setting's flow on a broker: give, after --, an amqp:// URL or a profile such as RABBIT",
             ));
         }
+        // The driver's cost is the same in every setting only when no setting changes the
+        // driver's options; otherwise its change is part of what is compared.
+        let own_runs = settings.iter().any(|s| s.run.is_some());
+        let control = match &self.control {
+            Some(c) if c.eq_ignore_ascii_case("none") => None,
+            Some(c) => Some(c.clone()),
+            None if own_runs => None,
+            None => Some("DRIVER".to_string()),
+        };
         let min_effect = match &self.min_effect {
             Some(t) => parse_tolerance("--min-effect", t)?,
             None => MIN_EFFECT,
@@ -185,67 +283,49 @@ impl CompareOptions {
             max_rounds: self.max_rounds,
             min_effect,
             floor_us: self.floor_us,
-            control: (!self.control.eq_ignore_ascii_case("none")).then(|| self.control.clone()),
+            control,
             outputs,
         })
     }
 
-    /// The arms: `--setting NAME=ARGS` on `--flow-cmd`, or `--flow NAME=COMMAND`.
+    /// The arms: `--setting NAME=ARGS` on `--flow-cmd` (flow arguments, then run options
+    /// after `--`), run options alone without it, or `--flow NAME=COMMAND`.
     fn settings(&self) -> Result<Vec<Setting>, ConfigError> {
-        let split = |flag: &'static str, spec: &str| -> Result<(String, String), ConfigError> {
-            let (name, rest) = spec.split_once('=').ok_or_else(|| {
-                bad(
-                    flag,
-                    format!("'{spec}': write NAME=…, e.g. off=\"--stats off\""),
-                )
-            })?;
-            let name = name.trim();
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-            {
-                return Err(bad(
-                    flag,
-                    format!("'{name}' names no setting: letters, digits, _ - . only"),
-                ));
-            }
-            Ok((name.to_string(), rest.to_string()))
-        };
         let mut out = Vec::new();
         match (&self.flow_cmd, self.flows.is_empty()) {
-            (Some(cmd), true) => {
-                let flow = FlowCommand::parse("--flow-cmd", cmd)?;
+            (cmd, true) => {
+                let flow = cmd
+                    .as_deref()
+                    .map(|c| FlowCommand::parse("--flow-cmd", c))
+                    .transpose()?;
                 for spec in &self.settings {
-                    let (name, args) = split("--setting", spec)?;
-                    let extra = shell_words::split(&args)
-                        .map_err(|e| bad("--setting", format!("{name}: {e}")))?;
-                    crate::config::flow_command::without_secrets(&extra)
+                    let w = setting_words(cmd.is_some(), spec)?;
+                    crate::config::flow_command::without_secrets(&w.flow)
                         .map_err(|why| bad("--setting", why))?;
+                    let shown = match cmd {
+                        Some(c) => format!("{c} {}", w.args),
+                        None => format!("-- {}", w.args),
+                    };
                     out.push(Setting {
-                        shown: crate::secret::scrub(&format!("{cmd} {args}")),
-                        name,
+                        shown: crate::secret::scrub(shown.trim_end()),
+                        name: w.name,
                         flow: flow.clone(),
-                        extra,
+                        extra: w.flow,
+                        run: None,
                     });
                 }
             }
             (None, false) if self.settings.is_empty() => {
                 for spec in &self.flows {
-                    let (name, cmd) = split("--flow", spec)?;
+                    let (name, cmd) = split_named("--flow", spec)?;
                     out.push(Setting {
-                        flow: FlowCommand::parse("--flow", &cmd)?,
+                        flow: Some(FlowCommand::parse("--flow", &cmd)?),
                         shown: crate::secret::scrub(&cmd),
                         name,
                         extra: Vec::new(),
+                        run: None,
                     });
                 }
-            }
-            (None, true) => {
-                return Err(bad(
-                    "--setting",
-                    "settings add arguments to a flow: give --flow-cmd CMD too (or --flow NAME=COMMAND per arm)",
-                ));
             }
             _ => {
                 return Err(bad(
@@ -267,6 +347,21 @@ impl CompareOptions {
         }
         Ok(out)
     }
+}
+
+/// A live round's run, checked as compare needs it: quiet and unsaved, one round, no outputs
+/// of its own.
+fn round_run(run: RunOptions, whose: &str) -> Result<RunConfig, ConfigError> {
+    run.refuse_round_outputs("a live compare", "the comparison")?;
+    if run.rounds != 1 {
+        return Err(bad(
+            "--rounds",
+            format!(
+                "compare sets the rounds itself (--max-rounds, --max-time): leave --rounds out of {whose}"
+            ),
+        ));
+    }
+    run.silent().build()
 }
 
 #[cfg(test)]
@@ -303,11 +398,18 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(flag(twice), "--setting");
+        // Without --flow-cmd a setting is run options alone: no flow to start, so the
+        // embedded queue manager serves it too.
         let no_cmd = CompareOptions {
-            settings: vec!["a=--x".into(), "b=--y".into()],
+            settings: vec!["a=--msg-size 100".into(), "b=--msg-size 1000".into()],
             ..Default::default()
+        }
+        .build();
+        let Ok(CompareConfig::Live(l)) = no_cmd else {
+            panic!("{no_cmd:?}")
         };
-        assert_eq!(flag(no_cmd), "--setting");
+        assert!(l.settings.iter().all(|s| s.flow.is_none()));
+        assert_eq!(l.settings[1].shown, "-- --msg-size 1000");
         // Two settings on the embedded queue manager: no flow to start.
         let embedded = CompareOptions {
             flow_cmd: Some("sample-flow".into()),
@@ -334,5 +436,40 @@ mod tests {
             assert_eq!(l.min_effect, 0.02);
             assert_eq!(l.control.as_deref(), Some("DRIVER"));
         }
+    }
+
+    #[test]
+    fn a_setting_s_words_go_to_its_flow_then_after_a_lone_dash_dash_to_its_run() {
+        let w = setting_words(true, "p=--stats off -- --persistent").expect("words");
+        assert_eq!(w.name, "p");
+        assert_eq!(w.flow, ["--stats", "off"]);
+        assert_eq!(w.run, ["--persistent"]);
+        let w = setting_words(false, "big=--msg-size 3000").expect("words");
+        assert!(w.flow.is_empty());
+        assert_eq!(w.run, ["--msg-size", "3000"]);
+        assert!(setting_words(false, "no name").is_err());
+    }
+
+    #[test]
+    fn the_control_is_the_driver_unless_a_setting_changes_the_driver() {
+        let base = CompareOptions {
+            settings: vec!["a=".into(), "b=".into()],
+            ..Default::default()
+        };
+        let control = |o: CompareOptions| match o.build() {
+            Ok(CompareConfig::Live(l)) => l.control,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(control(base.clone()).as_deref(), Some("DRIVER"));
+        let own = CompareOptions {
+            setting_runs: vec![("b".into(), RunOptions::default())],
+            ..base.clone()
+        };
+        assert_eq!(control(own.clone()), None);
+        let asked = CompareOptions {
+            control: Some("QMGR".into()),
+            ..own
+        };
+        assert_eq!(control(asked).as_deref(), Some("QMGR"));
     }
 }

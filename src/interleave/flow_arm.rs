@@ -58,7 +58,9 @@ pub enum FlowGroup {
 /// One flow arm.
 pub struct FlowArm {
     pub name: String,
-    cmd: FlowCommand,
+    /// None: an arm of run options alone, served by the run's own responder on its own
+    /// queue (compare's settings without a flow command): nothing to start or delete.
+    cmd: Option<FlowCommand>,
     /// Arguments added to the flow's command (`--threads N`, a setting's own).
     extra: Vec<String>,
     processes: usize,
@@ -90,7 +92,7 @@ impl FlowArm {
         cfg.on_own_queue(&format!("{}.b{}", cfg.request_queue, u32::MAX))?;
         let mut arm = FlowArm {
             name: name.into(),
-            cmd: cmd.clone(),
+            cmd: Some(cmd.clone()),
             extra,
             processes,
             ready,
@@ -105,6 +107,24 @@ impl FlowArm {
         Ok(arm)
     }
 
+    /// An arm of run options alone: its rounds go to the queue `cfg` names, served by a
+    /// responder oemputx did not start (the groups of `cfg` name it).
+    pub fn run_only(name: impl Into<String>, cfg: RunConfig) -> FlowArm {
+        FlowArm {
+            name: name.into(),
+            cmd: None,
+            extra: Vec::new(),
+            processes: 0,
+            ready: 0,
+            group: FlowGroup::Given,
+            base_groups: cfg.groups.clone(),
+            queue_base: cfg.request_queue.clone(),
+            block: 0,
+            cfg,
+            flows: None,
+        }
+    }
+
     /// The running flow's process ids.
     pub fn pids(&self) -> Vec<i32> {
         self.flows.as_ref().map(Flows::pids).unwrap_or_default()
@@ -113,7 +133,8 @@ impl FlowArm {
     /// Stop the flow and delete its queue (the block's, made for it).
     pub fn stop(&mut self) {
         drop(self.flows.take());
-        if self.block > 0
+        if self.cmd.is_some()
+            && self.block > 0
             && let Err(e) = self
                 .cfg
                 .endpoint
@@ -141,6 +162,9 @@ impl Arm for FlowArm {
     fn restart(&mut self) -> anyhow::Result<()> {
         self.stop();
         self.block += 1;
+        let Some(cmd) = &self.cmd else {
+            return Ok(());
+        };
         self.cfg.request_queue = format!("{}.b{}", self.queue_base, self.block);
         // Which arm and which block: what a partial report's reason must name.
         let context = || {
@@ -150,7 +174,7 @@ impl Arm for FlowArm {
             )
         };
         let mut flows = Flows::start_with_env(
-            &self.cmd,
+            cmd,
             &self.cfg.endpoint,
             &self.cfg.request_queue,
             self.processes,

@@ -69,17 +69,24 @@ fn look_line(look: &Look, names: &[String], metrics: &[String], elapsed: f64) ->
     line.trim_end_matches(';').to_string()
 }
 
-/// Every setting's flow, each on its own queue.
+/// Every setting's flow, each on its own queue, with the setting's own run; a setting of
+/// run options alone on the run's queue, served by the responder the run options name.
 fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
     l.settings
         .iter()
         .zip(queues)
         .map(|(s, q)| {
-            let mut run = l.run.on_own_queue(q)?;
+            let own = s.run.as_deref().unwrap_or(&l.run);
+            let Some(flow) = &s.flow else {
+                let mut run = own.clone();
+                run.label = format!("{}-{}", l.run.label, s.name);
+                return Ok(FlowArm::run_only(s.name.clone(), run));
+            };
+            let mut run = own.on_own_queue(q)?;
             run.label = format!("{}-{}", l.run.label, s.name);
             FlowArm::start(
                 s.name.clone(),
-                &s.flow,
+                flow,
                 s.extra.clone(),
                 (1, 1),
                 FlowGroup::Tree,
@@ -212,8 +219,13 @@ fn control_of<'a>(l: &'a LiveCompare, firsts: &[&Report]) -> Option<&'a str> {
 
 /// What the comparison is about to do.
 fn announce(l: &LiveCompare, per_block: usize, max_rounds: usize) {
+    let on = if l.settings.iter().any(|s| s.flow.is_some()) {
+        "on fresh flow processes"
+    } else {
+        "on the run options' responder"
+    };
     crate::say!(
-        "compare: {} settings in interleaved rounds, blocks of {per_block} cycles on fresh flow processes, until every change is decided or {} / {} rounds pass",
+        "compare: {} settings in interleaved rounds, blocks of {per_block} cycles {on}, until every change is decided or {} / {} rounds pass",
         l.settings.len(),
         humantime::format_duration(l.max_time),
         max_rounds

@@ -603,3 +603,79 @@ fn a_queue_nobody_declares_is_an_error_after_wait_and_a_signal_ends_the_wait_wit
     );
     assert!(stopped.elapsed() < std::time::Duration::from_secs(10));
 }
+
+/// Every reply path AMQP 0-9-1 has, and publisher confirms, against a responder that is not
+/// oemputx's client (the C hold-out on librabbitmq, which replies to whatever `reply_to`
+/// names): each run answers every request, and its report names the path.
+#[test]
+fn direct_reply_to_a_queue_per_request_and_per_task_each_match_every_reply() {
+    live!(RabbitMq, CAmqp);
+    let responder = BurnResponder::start(&fresh_queue("paths"), 5.0, 0.0, 0.0);
+    let runs: [(&[&str], &str); 4] = [
+        (&["--reply-queue", "amq.rabbitmq.reply-to"], "direct"),
+        (&["--reply-queue", "per-request"], "per-request"),
+        (&["--reply-queue", "per-task"], "per-task"),
+        (&["--confirm-window", "1", "--persistent"], "per-task"),
+    ];
+    for (options, path) in runs {
+        let out = oemputx()
+            .args(["--qmgr", &amqp_url(), "--request-queue", &responder.queue])
+            .args([
+                "--count",
+                "1000",
+                "--no-save",
+                "--export-json",
+                "-",
+                "--quiet",
+            ])
+            .args(options)
+            .output()
+            .expect("oemputx runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{options:?}: {err}");
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("its JSON");
+        assert_eq!(
+            integrity(&j),
+            (1000, 1000, 0, 0),
+            "{options:?}: {:#}",
+            j["integrity"]
+        );
+        assert_eq!(j["settings"]["reply_path"], path, "{options:?}");
+    }
+}
+
+/// What a reply path or confirms cannot be combined with is refused before anything runs,
+/// naming the option: on another transport, and direct reply-to under syncpoint.
+#[test]
+fn reply_paths_and_confirms_are_refused_where_they_cannot_work() {
+    let refused = |args: &[&str], flag: &str| {
+        let out = oemputx()
+            .args(args)
+            .args(["--count", "1", "--no-save"])
+            .output()
+            .expect("oemputx runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    };
+    // The embedded queue manager: no direct reply-to, per-request or confirms.
+    refused(&["--reply-queue", "amq.rabbitmq.reply-to"], "--reply-queue");
+    refused(&["--reply-queue", "per-request"], "--reply-queue");
+    refused(&["--confirm-window", "4"], "--confirm-window");
+    refused(&["--confirm-window", "0"], "--confirm-window");
+    let url = amqp_url();
+    refused(
+        &[
+            "--qmgr",
+            &url,
+            "--reply-queue",
+            "amq.rabbitmq.reply-to",
+            "--syncpoint",
+        ],
+        "--syncpoint",
+    );
+    refused(
+        &["--qmgr", &url, "--confirm-window", "1", "--syncpoint"],
+        "--confirm-window",
+    );
+}

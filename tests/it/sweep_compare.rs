@@ -553,3 +553,120 @@ fn a_flow_that_fails_after_two_blocks_leaves_a_compare_report_of_those_blocks() 
     );
     assert!(stderr.contains("partial: stopped after 2 of"), "{stderr}");
 }
+
+/// Settings that are the driver's own options, against a hold-out responder (the C one, not
+/// oemputx's client) whose CPU per request is a known function of its size: one window, the
+/// responder's change from 1,000 to 3,000 bytes within 10 % of what it measured of itself,
+/// and an A/A pair of identical settings whose interval covers no change.
+#[test]
+fn compare_settings_of_run_options_find_a_known_cost_of_size_and_no_change_between_twins() {
+    live!(RabbitMq, CAmqp);
+    let responder = BurnResponder::start_with(
+        &fresh_queue("sizes"),
+        20.0,
+        0.0,
+        0.0,
+        &["--ns-per-byte", "25"],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("c.json");
+    let out = oemputx()
+        .timeout(std::time::Duration::from_secs(360))
+        .args(["compare", "--setting", "small=--msg-size 1000"])
+        .args(["--setting", "twin=--msg-size 1000"])
+        .args(["--setting", "large=--msg-size 3000"])
+        .args(["--max-time", "150s", "--export-json"])
+        .arg(&json)
+        .args([
+            "--",
+            "--qmgr",
+            &amqp_url(),
+            "--request-queue",
+            &responder.queue,
+        ])
+        .args(["--count", "200", "--group"])
+        .arg(format!("RESP=pid:{}", responder.pid()))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let truth = responder.stop();
+    let j = read_json(&json);
+    assert_matches_schema(&j);
+    let metric = j["metrics"]
+        .as_array()
+        .and_then(|m| m.iter().position(|x| x == "RESP"))
+        .expect("RESP is a metric");
+    let base_us = j["arms"][0]["figures"][metric]["median"]
+        .as_f64()
+        .expect("the base's RESP median");
+    let change = |setting: &str| {
+        j["changes"]
+            .as_array()
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c["setting"] == setting && c["metric"] == "RESP")
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no RESP change of {setting}: {:#}", j["changes"]))
+    };
+    let pct = |c: &serde_json::Value, k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+    // What 2,000 bytes more cost the responder, by its own thread's clock.
+    let (small, large) = (truth.by_size.get(&1000), truth.by_size.get(&3000));
+    let want = large
+        .zip(small)
+        .map(|(l, s)| l - s)
+        .expect("both sizes in the truth");
+    let large_change = change("large");
+    let got = base_us * pct(&large_change, "change_pct") / 100.0;
+    assert!(
+        (got - want).abs() <= 0.10 * want,
+        "RESP changed by {got:.1} µs/msg, the responder measured {want:.1}: {large_change:#} {truth:?}"
+    );
+    let twin = change("twin");
+    assert!(
+        pct(&twin, "low_pct") <= 0.0 && 0.0 <= pct(&twin, "high_pct"),
+        "identical settings read apart: {twin:#}"
+    );
+    // The settings as the report names them: each one's run options.
+    assert_eq!(
+        j["settings"][2]["command"], "-- --msg-size 3000",
+        "{:#}",
+        j["settings"]
+    );
+}
+
+/// A setting that would change what is measured (the groups, the window) is refused before
+/// anything runs, naming the option.
+#[test]
+fn a_setting_with_group_or_count_is_refused_before_anything_runs() {
+    for (setting, flag) in [
+        ("b=--group X=pid:1", "--group"),
+        ("b=--count 5", "--count"),
+        ("b=--export-json x.json", "--export-json"),
+    ] {
+        let t = std::time::Instant::now();
+        let out = oemputx()
+            .args([
+                "compare",
+                "--setting",
+                "a=--msg-size 100",
+                "--setting",
+                setting,
+            ])
+            .args(["--", "--qmgr", "amqp://guest:guest@127.0.0.1:1/%2f"])
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{setting}: {err}");
+        assert!(
+            err.contains(&format!("{flag} is not a driver setting")),
+            "{err}"
+        );
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}

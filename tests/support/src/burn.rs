@@ -36,13 +36,18 @@ pub fn burn_responder_bin() -> PathBuf {
 
 /// What the responder measured of itself: messages, µs per message in each function, and
 /// its whole process's CPU per message from its first message on (its own clock).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Truth {
     pub messages: u64,
     pub parse_request_us: f64,
     pub render_reply_us: f64,
     pub process_us: f64,
+    pub by_size: BySize,
 }
+
+/// Each request size's whole CPU per message (µs), as the responder measured it
+/// (`--ns-per-byte`'s truth: receive, both functions, reply and ack, by body size).
+pub type BySize = std::collections::BTreeMap<usize, f64>;
 
 impl Truth {
     /// Each function's µs per message, by name.
@@ -67,6 +72,17 @@ impl BurnResponder {
     /// `parse_request` for `a_us` and `render_reply` for `b_us` of CPU per message, each
     /// varied by ±`jitter` (a fraction) per message.
     pub fn start(queue: &str, a_us: f64, b_us: f64, jitter: f64) -> BurnResponder {
+        BurnResponder::start_with(queue, a_us, b_us, jitter, &[])
+    }
+
+    /// As [`BurnResponder::start`], with more of its options (e.g. `--ns-per-byte 25`).
+    pub fn start_with(
+        queue: &str,
+        a_us: f64,
+        b_us: f64,
+        jitter: f64,
+        more: &[&str],
+    ) -> BurnResponder {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let truth = dir.path().join("truth.json");
         let trace = dir.path().join("trace.txt");
@@ -74,6 +90,7 @@ impl BurnResponder {
             .args(["--input-queue", queue, "--url", &crate::amqp_url()])
             .args(["--a-us", &a_us.to_string(), "--b-us", &b_us.to_string()])
             .args(["--jitter", &jitter.to_string()])
+            .args(more)
             .arg("--truth")
             .arg(&truth)
             .arg("--trace")
@@ -190,6 +207,14 @@ impl BurnResponder {
             parse_request_us: v["parse_request_us"].as_f64().unwrap_or(f64::NAN),
             render_reply_us: v["render_reply_us"].as_f64().unwrap_or(f64::NAN),
             process_us: v["process_us"].as_f64().unwrap_or(f64::NAN),
+            by_size: v["by_size"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
