@@ -10,8 +10,12 @@
 #   bash ci/gate.sh --build-base      # only build the base's sample-flow; print its path
 #
 # GATE_BASE_BIN names a base sample-flow already built (ci/test.sh builds it with
-# --build-base at low priority while the tests run, which wait on brokers more than they
-# use the CPU, so that the gate does not build it after them).
+# --build-base before its own build, and runs the gate beside the tests).
+# GATE_BASE_TARGET=target builds the base in that target folder, sharing its dependencies
+# with this checkout's build, and copies the binary to target/gate-base (ci/test.sh does so
+# before this checkout's build, whose binary then takes the name back). When nothing
+# sample-flow is built from differs between the base and this tree, the base is this
+# checkout's own build: nothing is built, and the gate compares the binary with itself.
 #
 # Instruction counts are the default: they do not move with the machine's load, so the gate
 # decides in one run what CPU time decides only some of the time in CI's minutes (docs/gate.md
@@ -68,14 +72,25 @@ build_base() {
   base=$(git rev-parse --verify -q "${GATE_BASE:-HEAD~1}^{commit}" 2>/dev/null) || return 0
   local profile=() dir=target/debug
   if [ "$bin" = target/release ]; then profile=(--release); dir=target/release; fi
+  if git diff --quiet "$base" -- Cargo.toml Cargo.lock src sample-flow .cargo rust-toolchain.toml 2>/dev/null; then
+    echo "gate: the base $(git log -1 --format=%h "$base") builds sample-flow from the same sources as this tree: its build is this one's" >&2
+    echo "$bin/sample-flow"
+    return 0
+  fi
+  local into=${GATE_BASE_TARGET:-target/gate-base}
   # The base's source outside this tree (cargo would take it for a member of this
   # workspace), its build in target/gate-base (kept: the next run reuses it).
   local wt
   wt=$(mktemp -d)/base
   git worktree add --detach -q "$wt" "$base"
   echo "gate: building sample-flow at the base, $(git log -1 --format='%h %s' "$base")" >&2
-  (cd "$wt" && CARGO_TARGET_DIR="$OLDPWD/target/gate-base" cargo build -q "${profile[@]}" --workspace --bins) >&2
+  (cd "$wt" && CARGO_TARGET_DIR="$OLDPWD/$into" cargo build -q "${profile[@]}" --workspace --bins) >&2
   git worktree remove --force "$wt" >/dev/null 2>&1 || true
+  if [ "$into" != target/gate-base ]; then
+    # The name is this checkout's once its own build runs: the base's binary moves out.
+    mkdir -p "target/gate-base/${dir#target/}"
+    cp "$into/${dir#target/}/sample-flow" "target/gate-base/${dir#target/}/sample-flow"
+  fi
   echo "target/gate-base/${dir#target/}/sample-flow"
 }
 

@@ -25,65 +25,72 @@ if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
   bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)"
 fi
 cargo fmt --all -- --check
-# oemputx's tests start sample-flow, a crate of its own: build both binaries first.
-stamp "building oemputx and sample-flow"
-cargo build --workspace --bins --quiet
-# The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in
-# release as a user would install it, in a target folder of its own so that the tests'
-# binaries stay the default build's; warnings are errors, as clippy makes them above. It
-# takes about 4 minutes from scratch, so it builds at low priority while the tests run
-# (they must pass on a loaded host anyway) and is checked after them: it must run on the
-# embedded queue manager and name the feature a left-out transport needs.
-mkdir -p target/minimal
-(RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal nice -n 10 \
-  cargo build --release --no-default-features --features rabbitmq --quiet) \
-  >target/minimal/build.log 2>&1 &
-minimal_build=$!
-# The gate's base (sample-flow at HEAD~1, a build of its own in target/gate-base) and clippy
-# build beside the tests too, which wait on brokers and flows more than they use the CPU:
-# built after them, the base added minutes to the test command. One job each (-j1), at the
-# tests' own priority: at nice 10 beside four busy loops (load 4) the base starved, and
-# the gate waited on it after the tests for longer than the tests took.
-# The gate itself then runs beside the tests too: it counts instructions (callgrind), which
-# the host's load does not move, with the binaries built above, which cargo test does not
-# rebuild; after the tests it added about two minutes to the command.
+# The gate's base first (sample-flow at HEAD~1, ci/gate.sh --build-base), in this target
+# folder: it shares every dependency with this checkout's build below, which then compiles
+# only this checkout's own crates. Built in a folder of its own (as it was), beside the
+# tests with one job, it compiled every dependency a second time and at load 4 starved,
+# ending after the tests (stop 65: 966 s into a 20-minute run). Its binary is copied to
+# target/gate-base before this checkout's build takes the name target/debug/sample-flow.
+stamp "building the gate's base"
 mkdir -p target/gate-base
 rm -f target/gate-base/gate.rc
-(
-  if CARGO_BUILD_JOBS=1 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
-    stamp "the gate's base is built: the gate runs beside the tests"
-  else
-    stamp "building the gate's base failed; the gate builds it itself:"
-    cat target/gate-base/build.log
-    : >target/gate-base/path
-  fi
-  code=0
-  GATE_BASE_BIN=$(cat target/gate-base/path) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
-  echo "$code" >target/gate-base/gate.rc
-) >target/gate-base/base.log 2>&1 &
-gate_job=$!
-# Clippy (warnings are errors) in a target folder of its own, so that it holds no lock the
-# tests' build waits on; its verdict is read after the tests.
+base_bin=""
+if GATE_BASE_TARGET=target bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
+  base_bin=$(cat target/gate-base/path)
+else
+  cat target/gate-base/build.log
+  echo "ci/test.sh: building the gate's base failed; the gate will try again itself"
+fi
+# Clippy lints as the workspace's crates compile (clippy-driver is rustc with clippy's
+# lints): one build serves the tests and the lints, where a `cargo clippy` of its own
+# checked every dependency and crate a second time. Its warnings are counted below, after
+# the tests have run, so that a lint does not hide the tests' results.
+clippy_driver=$(command -v clippy-driver || true)
+if [ -z "$clippy_driver" ]; then
+  rustup component add clippy >&2 || true
+  clippy_driver=$(command -v clippy-driver || true)
+fi
+[ -n "$clippy_driver" ] && export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+# oemputx's tests start sample-flow, a crate of its own: build both binaries first.
+stamp "building oemputx and sample-flow (with clippy's lints)"
 mkdir -p target/clippy
-(CARGO_TARGET_DIR=target/clippy \
-  cargo clippy -j1 --workspace --all-targets --quiet -- -D warnings) >target/clippy/clippy.log 2>&1 &
-clippy_check=$!
-# An interrupted test command leaves no build behind it.
-trap 'pkill -P "$gate_job" 2>/dev/null; kill "$minimal_build" "$gate_job" "$clippy_check" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
+cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
+# The regression gate runs beside the tests: it counts instructions (callgrind), which the
+# host's load does not move, with the binaries built above, which cargo test does not
+# rebuild; after the tests it added about two minutes to the command.
+(
+  code=0
+  GATE_BASE_BIN=$base_bin bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
+  echo "$code" >target/gate-base/gate.rc
+) &
+gate_job=$!
+# The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in a
+# target folder of its own so that the tests' binaries stay the default build's; warnings
+# are errors. A debug build, at low priority while the tests run (they must pass on a
+# loaded host anyway), checked after them: it must run on the embedded queue manager and
+# name the feature a left-out transport needs. (Built in release it took longer than the
+# tests beside them; what it checks is the features, not the optimiser.)
+mkdir -p target/minimal
+(unset RUSTC_WORKSPACE_WRAPPER; RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal nice -n 10 \
+  cargo build --no-default-features --features rabbitmq --quiet) \
+  >target/minimal/build.log 2>&1 &
+minimal_build=$!
+# An interrupted test command leaves no build or gate behind it.
+trap 'pkill -P "$gate_job" 2>/dev/null; kill "$minimal_build" "$gate_job" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
-    echo "ci/test.sh: cargo build --release --no-default-features --features rabbitmq FAILED:"
+    echo "ci/test.sh: cargo build --no-default-features --features rabbitmq FAILED:"
     cat target/minimal/build.log
     return 1
   fi
-  target/minimal/release/oemputx --count 1000 --no-save --quiet >/dev/null || return 1
-  target/minimal/release/oemputx --qmgr nats://127.0.0.1:4222 --no-save 2>target/minimal/nats.err || code=$?
+  target/minimal/debug/oemputx --count 1000 --no-save --quiet >/dev/null || return 1
+  target/minimal/debug/oemputx --qmgr nats://127.0.0.1:4222 --no-save 2>target/minimal/nats.err || code=$?
   if [ "$code" -ne 2 ] || ! grep -q "built with the 'nats' feature" target/minimal/nats.err; then
     echo "ci/test.sh: the rabbitmq-only build did not refuse nats:// with exit 2 naming the feature (exit $code): $(cat target/minimal/nats.err)"
     return 1
   fi
-  echo "ci/test.sh: the rabbitmq-only release build runs and names the feature nats:// needs"
+  echo "ci/test.sh: the rabbitmq-only build runs and names the feature nats:// needs"
 }
 # A missing service fails its tests here, never a skip (tests/support/src/live.rs).
 tests=0
@@ -91,20 +98,26 @@ tests=0
 # than they compute (the integration binary took 600 s with two threads and 466 s with four,
 # all passing, on this 2-core machine); the tests that must not overlap hold locks of their
 # own. RUST_TEST_THREADS set by the caller wins.
+stamp "building the tests (with clippy's lints)"
+cargo test --workspace --all-targets --no-run 2>&1 | tee -a target/clippy/build.log || tests=$?
 stamp "the tests"
 OEMPUTX_LIVE=require RUST_TEST_THREADS=${RUST_TEST_THREADS:-4} \
   cargo test --workspace --all-targets --no-fail-fast 2>&1 || tests=$?
-stamp "the tests ended; clippy"
+stamp "the tests ended; the regression gate (ci/gate.sh)"
+# Clippy's verdict: any warning in the workspace's crates (cargo says "generated N
+# warnings" for each; dependencies' lints are capped), as `cargo clippy -- -D warnings`.
 clippy=0
-if ! wait "$clippy_check"; then
+if [ -z "$clippy_driver" ]; then
   clippy=1
-  cat target/clippy/clippy.log
+  echo "ci/test.sh: clippy-driver not found (rustup component add clippy)"
+elif grep -E "generated [0-9]+ warnings?" target/clippy/build.log; then
+  clippy=1
+  grep -E -B2 -A12 "^(warning|error)" target/clippy/build.log | head -200
 fi
-stamp "the regression gate (ci/gate.sh)"
 wait "$gate_job" || true
-cat target/gate-base/base.log target/gate-base/gate.log
+cat target/gate-base/gate.log
 gate=$(cat target/gate-base/gate.rc 2>/dev/null || echo 1)
-stamp "the rabbitmq-only release build"
+stamp "the rabbitmq-only build"
 minimal=0
 minimal_check || minimal=$?
 stamp "done"
@@ -113,13 +126,13 @@ if [ "$tests" -ne 0 ]; then
   echo "ci/test.sh: the tests FAILED (cargo test exit $tests): every failing test is listed above under 'failures:' by its module path (ladder::…, gate::…), and by target in cargo's last lines"
 fi
 if [ "$clippy" -ne 0 ]; then
-  echo "ci/test.sh: cargo clippy --workspace --all-targets -- -D warnings FAILED (its findings are above)"
+  echo "ci/test.sh: clippy's lints (cargo clippy --workspace --all-targets -- -D warnings) FAILED (its findings are above)"
 fi
 if [ "$gate" -ne 0 ]; then
   echo "ci/test.sh: the regression gate FAILED (ci/gate.sh exit $gate)"
 fi
 if [ "$minimal" -ne 0 ]; then
-  echo "ci/test.sh: the rabbitmq-only release build FAILED (see above)"
+  echo "ci/test.sh: the rabbitmq-only build FAILED (see above)"
 fi
 if [ "$tests" -ne 0 ] || [ "$clippy" -ne 0 ] || [ "$gate" -ne 0 ] || [ "$minimal" -ne 0 ]; then
   exit 1
