@@ -177,9 +177,24 @@ impl GateArgs {
         }
     }
 
-    /// The gate's options, with the run options after `--` parsed as a run's.
+    /// The gate's options, with the run options after `--` parsed as a run's, and each
+    /// side's own on top of them.
     pub fn options(&self) -> Result<GateOptions, anyhow::Error> {
         let run = trailing_run(&self.run)?;
+        let side =
+            |name: &str, words: &Option<String>| -> Result<Option<RunOptions>, anyhow::Error> {
+                let Some(words) = words else {
+                    return Ok(None);
+                };
+                let words = shell_words::split(words).map_err(|e| {
+                    bad(
+                        if name == "A" { "--run-a" } else { "--run-b" },
+                        e.to_string(),
+                    )
+                })?;
+                own_run(&self.run, &format!("side {name}"), &words)
+            };
+        let (run_a, run_b) = (side("A", &self.run_a)?, side("B", &self.run_b)?);
         Ok(GateOptions {
             baseline: self.baseline.clone(),
             current: self.current.clone(),
@@ -188,6 +203,8 @@ impl GateArgs {
             max_rounds: self.max_rounds,
             max_time: self.max_time.into(),
             control: self.control.clone(),
+            run_a,
+            run_b,
             instructions: self.instructions,
             runs: self.runs,
             tolerance: self.tolerance.clone(),
@@ -320,15 +337,27 @@ impl CompareArgs {
             if w.run.is_empty() {
                 continue;
             }
-            refuse_non_driver_options(&w.name, &w.run)?;
-            let words: Vec<String> = self.run.iter().chain(&w.run).cloned().collect();
-            let Some(run) = parse_run(&words, true)? else {
-                continue;
-            };
-            out.push((w.name, run));
+            if let Some(run) = own_run(&self.run, &w.name, &w.run)? {
+                out.push((w.name, run));
+            }
         }
         Ok(out)
     }
+}
+
+/// One arm's own run options (`words`, the driver's only) on top of the shared ones after
+/// `--`; None when it has none.
+fn own_run(
+    shared: &[String],
+    name: &str,
+    words: &[String],
+) -> Result<Option<RunOptions>, anyhow::Error> {
+    if words.is_empty() {
+        return Ok(None);
+    }
+    refuse_non_driver_options(name, words)?;
+    let all: Vec<String> = shared.iter().chain(words).cloned().collect();
+    parse_run(&all, true)
 }
 
 /// A setting's run words that are not the driver's own options: refused by flag, before

@@ -499,6 +499,25 @@ pub struct GateArgs {
     /// --baseline, alone.
     #[arg(long, value_name = "COMMAND")]
     pub flow_b: Option<String>,
+    /// A/B: run options of side A's own, on top of those after -- (the driver's settings
+    /// only: --persistent, --msg-size, --reply-queue, --confirm-window, --rate, --tasks…),
+    /// e.g. --run-a "--reply-queue per-task" --run-b "--reply-queue amq.rabbitmq.reply-to"
+    /// with the same flow on both sides. Not with --instructions.
+    #[arg(
+        long,
+        value_name = "RUN OPTIONS",
+        requires = "flow_a",
+        allow_hyphen_values = true
+    )]
+    pub run_a: Option<String>,
+    /// A/B: run options of side B's own (see --run-a).
+    #[arg(
+        long,
+        value_name = "RUN OPTIONS",
+        requires = "flow_a",
+        allow_hyphen_values = true
+    )]
+    pub run_b: Option<String>,
     /// A/B: stop adding rounds after this many (A and B rounds counted together).
     #[arg(long, value_name = "N", default_value_t = 200, requires = "flow_a")]
     pub max_rounds: usize,
@@ -513,13 +532,9 @@ pub struct GateArgs {
     /// A/B: adjust every pair by this group's change in the same pair (a control variate:
     /// the machine's round-to-round weather moves every process's cost together). The
     /// group must run the same code on both sides; `none` judges the pairs as measured.
-    #[arg(
-        long,
-        value_name = "GROUP",
-        default_value = "DRIVER",
-        requires = "flow_a"
-    )]
-    pub control: String,
+    /// [default: DRIVER, or none with --run-a/--run-b: the driver's cost is then compared]
+    #[arg(long, value_name = "GROUP", requires = "flow_a")]
+    pub control: Option<String>,
     /// Gate on instruction counts under valgrind's callgrind (over 1, N and 2N messages,
     /// N = --count) instead of CPU time; deterministic, flow only. With --flow-a and
     /// --flow-b both now; with --flow-a and --save-baseline, A's counts saved; with --flow-b

@@ -33,8 +33,12 @@ pub struct GateOptions {
     pub flow_b: Option<String>,
     pub max_rounds: usize,
     pub max_time: Duration,
-    /// The control group of A/B pairs, or `none`.
-    pub control: String,
+    /// The control group of A/B pairs, or `none`; None: DRIVER, or none when a side has
+    /// run options of its own.
+    pub control: Option<String>,
+    /// A/B: each side's own run options (the driver's), on top of `run`.
+    pub run_a: Option<RunOptions>,
+    pub run_b: Option<RunOptions>,
     pub instructions: bool,
     pub runs: usize,
     pub tolerance: Option<String>,
@@ -60,7 +64,9 @@ impl Default for GateOptions {
             flow_b: None,
             max_rounds: 200,
             max_time: Duration::from_secs(300),
-            control: "DRIVER".into(),
+            control: None,
+            run_a: None,
+            run_b: None,
             instructions: false,
             runs: 5,
             tolerance: None,
@@ -154,6 +160,8 @@ pub struct FlowPair {
     pub shown: [String; 2],
     /// One round's settings (quiet, unsaved: the gate reports).
     pub run: RunConfig,
+    /// Each side's own run (`--run-a`, `--run-b`); None: `run`.
+    pub own_runs: [Option<Box<RunConfig>>; 2],
     pub max_rounds: usize,
     pub max_time: Duration,
     /// The control group pairs are adjusted by; `None` judges pairs as measured.
@@ -341,6 +349,18 @@ impl GateOptions {
         Ok(run)
     }
 
+    /// A side's own run, checked as the shared one is.
+    fn side_run(run: RunOptions) -> Result<RunConfig, ConfigError> {
+        run.refuse_round_outputs("this gate", "the verdict")?;
+        if run.rounds != 1 {
+            return Err(bad(
+                "--rounds",
+                "the gate sets the rounds itself: leave --rounds out of --run-a and --run-b",
+            ));
+        }
+        run.silent().build()
+    }
+
     fn one_flow(flag: &'static str, cmd: &str) -> Result<OneFlow, ConfigError> {
         Ok(OneFlow {
             flow: FlowCommand::parse(flag, cmd)?,
@@ -354,8 +374,21 @@ impl GateOptions {
             return Err(bad(flag, why));
         };
         let run = self.gate_run()?;
-        let control = (!self.control.eq_ignore_ascii_case("none")).then(|| self.control.clone());
+        let own = |o: &Option<RunOptions>| -> Result<Option<Box<RunConfig>>, ConfigError> {
+            o.as_ref()
+                .map(|o| Self::side_run(o.clone()).map(Box::new))
+                .transpose()
+        };
+        let own_runs = [own(&self.run_a)?, own(&self.run_b)?];
+        // The driver's cost is the same on both sides only when neither changes its options.
+        let control = match &self.control {
+            Some(c) if c.eq_ignore_ascii_case("none") => None,
+            Some(c) => Some(c.clone()),
+            None if own_runs.iter().any(Option::is_some) => None,
+            None => Some("DRIVER".to_string()),
+        };
         Ok(FlowPair {
+            own_runs,
             flows: [
                 FlowCommand::parse("--flow-a", a)?,
                 FlowCommand::parse("--flow-b", b)?,
@@ -396,6 +429,16 @@ impl GateOptions {
     }
 
     fn instruction_mode(&self) -> Result<GateMode, ConfigError> {
+        if self.run_a.is_some() || self.run_b.is_some() {
+            return Err(bad(
+                if self.run_a.is_some() {
+                    "--run-a"
+                } else {
+                    "--run-b"
+                },
+                "a side's own run options are not yet supported with --instructions (the counts are the flow's alone): gate them on CPU time (leave --instructions out)",
+            ));
+        }
         let sides = self.instr_sides()?;
         let mut run = self.gate_run()?;
         let RunLength::Count(count) = run.length else {
@@ -561,6 +604,45 @@ mod tests {
                 Err(e) => assert!(e.to_string().contains("--save-baseline"), "{e}"),
                 Ok(s) => panic!("{s:?}"),
             }
+        }
+    }
+
+    /// A side with run options of its own: the driver's cost is compared, not a control;
+    /// the instruction gate refuses them (not yet).
+    #[cfg(feature = "rabbitmq")]
+    #[test]
+    fn a_side_s_own_run_options_make_the_control_none_and_are_not_yet_counted() {
+        let url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+        let ab =
+            |run_b: Option<RunOptions>, control: Option<&str>, instructions: bool| GateOptions {
+                flow_a: Some("sample-flow".into()),
+                flow_b: Some("sample-flow".into()),
+                run: Some(RunOptions::on(url)),
+                run_b,
+                control: control.map(str::to_string),
+                instructions,
+                ..GateOptions::default()
+            };
+        let bigger = RunOptions {
+            msg_size: Some(3000),
+            ..RunOptions::on(url)
+        };
+        let control = |o: GateOptions| match o.build().map(|g| g.mode) {
+            Ok(GateMode::Ab(p)) => (p.control, p.own_runs[1].is_some()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            control(ab(None, None, false)),
+            (Some("DRIVER".into()), false)
+        );
+        assert_eq!(control(ab(Some(bigger.clone()), None, false)), (None, true));
+        assert_eq!(
+            control(ab(Some(bigger.clone()), Some("QMGR"), false)),
+            (Some("QMGR".into()), true)
+        );
+        match ab(Some(bigger), None, true).build() {
+            Err(ConfigError::BadValue { flag, .. }) => assert_eq!(flag, "--run-b"),
+            other => panic!("{other:?}"),
         }
     }
 }

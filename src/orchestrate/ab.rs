@@ -23,8 +23,9 @@ use std::sync::atomic::AtomicBool;
 fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
     let base = &pair.run;
     let mut sides = Vec::with_capacity(2);
-    for ((name, cmd), queue) in ["A", "B"].into_iter().zip(&pair.flows).zip(queues) {
-        let mut run = base.on_own_queue(queue)?;
+    let sides_of = ["A", "B"].into_iter().zip(&pair.flows).zip(&pair.own_runs);
+    for (((name, cmd), own), queue) in sides_of.zip(queues) {
+        let mut run = own.as_deref().unwrap_or(base).on_own_queue(queue)?;
         run.label = format!("{}-{name}", base.label);
         let group = FlowGroup::Tree;
         sides.push(FlowArm::start(

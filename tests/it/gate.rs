@@ -1065,3 +1065,45 @@ fn a_baseline_paced_at_one_rate_gates_runs_at_that_rate_and_refuses_another_befo
 fn strings(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
 }
+
+/// The same flow on both sides, each side with run options of its own (a larger request on
+/// B, against a responder whose cost grows with the request's size): the A/B gate calls the
+/// driver's setting a regression of FLOW, in one window. A side's option that would change
+/// what is measured is refused before anything runs.
+#[test]
+fn the_ab_gate_compares_two_driver_settings_on_one_flow() {
+    live!(RabbitMq, CAmqp);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("ab.json");
+    let flow = format!(
+        "{} --a-us 20 --b-us 0 --jitter 0 --ns-per-byte 25",
+        burn_responder_bin().display()
+    );
+    let url = amqp_url();
+    let gate = |run_b: &str| {
+        oemputx()
+            .timeout(std::time::Duration::from_secs(300))
+            .args(["gate", "--flow-a", &flow, "--flow-b", &flow])
+            .args(["--run-a", "--msg-size 1000", "--run-b", run_b])
+            .args(["--max-time", "120s", "--export-json"])
+            .arg(&json)
+            .args(["--", "--qmgr", &url, "--count", "200"])
+            .output()
+            .expect("runs")
+    };
+    let out = gate("--msg-size 3000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parse");
+    let flow_decision = j["decisions"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["metric"] == "FLOW"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(flow_decision["verdict"], "regression", "{flow_decision:#}");
+    let refused = gate("--group X=pid:1");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("--group is not a driver setting"), "{err}");
+}
