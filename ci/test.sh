@@ -66,12 +66,13 @@ cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
 gate_job=$!
 # The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in a
 # target folder of its own so that the tests' binaries stay the default build's; warnings
-# are errors. A debug build, at low priority while the tests run (they must pass on a
-# loaded host anyway), checked after them: it must run on the embedded queue manager and
-# name the feature a left-out transport needs. (Built in release it took longer than the
-# tests beside them; what it checks is the features, not the optimiser.)
+# are errors. A debug build with one job beside the tests (they must pass on a loaded host
+# anyway), checked after them: it must run on the embedded queue manager and name the
+# feature a left-out transport needs. (Built in release it took longer than the tests
+# beside them; what it checks is the features, not the optimiser. At nice 10 beside four
+# busy loops it was still compiling its dependencies when the tests ended.)
 mkdir -p target/minimal
-(unset RUSTC_WORKSPACE_WRAPPER; RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal nice -n 10 \
+(unset RUSTC_WORKSPACE_WRAPPER; RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal CARGO_BUILD_JOBS=1 \
   cargo build --no-default-features --features rabbitmq --quiet) \
   >target/minimal/build.log 2>&1 &
 minimal_build=$!
@@ -117,6 +118,14 @@ fi
 wait "$gate_job" || true
 cat target/gate-base/gate.log
 gate=$(cat target/gate-base/gate.rc 2>/dev/null || echo 1)
+# A gate that could not measure beside the tests (exit 1: at load 4 RabbitMQ answered
+# neither its consumer counts nor its flow's connection in time) measures again after them,
+# on a quieter broker; a regression (3) or a pass stands.
+if [ "$gate" = 1 ]; then
+  stamp "the gate could not measure beside the tests: again after them"
+  gate=0
+  GATE_BASE_BIN=$base_bin bash ci/gate.sh || gate=$?
+fi
 stamp "the rabbitmq-only build"
 minimal=0
 minimal_check || minimal=$?
