@@ -77,7 +77,7 @@ mkdir -p target/minimal
   >target/minimal/build.log 2>&1 &
 minimal_build=$!
 # An interrupted test command leaves no build or gate behind it.
-trap 'pkill -P "$gate_job" 2>/dev/null; kill "$minimal_build" "$gate_job" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
+trap 'pkill -P "$gate_job" 2>/dev/null || true; kill "$minimal_build" "$gate_job" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
