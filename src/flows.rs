@@ -145,7 +145,8 @@ impl Flows {
         timeout: Duration,
     ) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
-        let mut failed_in_a_row = 0;
+        // Whether the current run of unanswered counts has been said.
+        let mut said = false;
         loop {
             if let Some(why) = self.exited() {
                 anyhow::bail!("{why}");
@@ -164,17 +165,16 @@ impl Flows {
             let have = match self.endpoint.kind().consumers(&self.queue) {
                 Ok(have) => have,
                 Err(e) if Instant::now() < deadline => {
-                    if failed_in_a_row == 0 {
+                    if !std::mem::replace(&mut said, true) {
                         crate::say!(
                             "waiting for the flows: {e}; asking again until the flows' start-up bound"
                         );
                     }
-                    failed_in_a_row += 1;
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             };
-            failed_in_a_row = 0;
+            said = false;
             let Some(have) = have else {
                 return Ok(());
             };

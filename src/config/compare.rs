@@ -349,19 +349,13 @@ impl CompareOptions {
     }
 }
 
-/// A live round's run, checked as compare needs it: quiet and unsaved, one round, no outputs
-/// of its own.
+/// A live round's run: quiet and unsaved, one round, no outputs of its own.
 fn round_run(run: RunOptions, whose: &str) -> Result<RunConfig, ConfigError> {
-    run.refuse_round_outputs("a live compare", "the comparison")?;
-    if run.rounds != 1 {
-        return Err(bad(
-            "--rounds",
-            format!(
-                "compare sets the rounds itself (--max-rounds, --max-time): leave --rounds out of {whose}"
-            ),
-        ));
-    }
-    run.silent().build()
+    run.one_round(
+        ("a live compare", "the comparison"),
+        "compare sets the rounds itself (--max-rounds, --max-time)",
+        whose,
+    )
 }
 
 #[cfg(test)]

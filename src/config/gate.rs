@@ -331,15 +331,7 @@ impl GateOptions {
 
     /// One round's settings for a gate that starts flows: quiet, on a broker.
     fn gate_run(&self) -> Result<RunConfig, ConfigError> {
-        let run = self.run.clone().unwrap_or_default();
-        run.refuse_round_outputs("this gate", "the verdict")?;
-        if run.rounds != 1 {
-            return Err(bad(
-                "--rounds",
-                "the gate sets the rounds itself (--max-rounds, --max-time, --runs): leave --rounds out of the run options",
-            ));
-        }
-        let run = run.silent().build()?;
+        let run = Self::one_round(self.run.clone().unwrap_or_default(), "the run options")?;
         if run.endpoint.kind().url_for_flow().is_none() {
             return Err(bad(
                 "--qmgr",
@@ -349,16 +341,13 @@ impl GateOptions {
         Ok(run)
     }
 
-    /// A side's own run, checked as the shared one is.
-    fn side_run(run: RunOptions) -> Result<RunConfig, ConfigError> {
-        run.refuse_round_outputs("this gate", "the verdict")?;
-        if run.rounds != 1 {
-            return Err(bad(
-                "--rounds",
-                "the gate sets the rounds itself: leave --rounds out of --run-a and --run-b",
-            ));
-        }
-        run.silent().build()
+    /// One round's run options (the shared ones or a side's own), checked as a round.
+    fn one_round(run: RunOptions, whose: &str) -> Result<RunConfig, ConfigError> {
+        run.one_round(
+            ("this gate", "the verdict"),
+            "the gate sets the rounds itself (--max-rounds, --max-time, --runs)",
+            whose,
+        )
     }
 
     fn one_flow(flag: &'static str, cmd: &str) -> Result<OneFlow, ConfigError> {
@@ -376,7 +365,7 @@ impl GateOptions {
         let run = self.gate_run()?;
         let own = |o: &Option<RunOptions>| -> Result<Option<Box<RunConfig>>, ConfigError> {
             o.as_ref()
-                .map(|o| Self::side_run(o.clone()).map(Box::new))
+                .map(|o| Self::one_round(o.clone(), "--run-a and --run-b").map(Box::new))
                 .transpose()
         };
         let own_runs = [own(&self.run_a)?, own(&self.run_b)?];

@@ -195,6 +195,26 @@ impl RunOptions {
         }
     }
 
+    /// One round of a command that runs the rounds itself (a live compare, the gates): no
+    /// outputs of its own, one round, nothing printed or saved. `who` and `writes` as for
+    /// [`Self::refuse_round_outputs`]; `sets` says how the command bounds its rounds,
+    /// `whose` which run options these are.
+    pub(crate) fn one_round(
+        self,
+        (who, writes): (&str, &str),
+        sets: &str,
+        whose: &str,
+    ) -> Result<super::RunConfig, super::ConfigError> {
+        self.refuse_round_outputs(who, writes)?;
+        if self.rounds != 1 {
+            return Err(super::bad(
+                "--rounds",
+                format!("{sets}: leave --rounds out of {whose}"),
+            ));
+        }
+        self.silent().build()
+    }
+
     pub fn silent(mut self) -> RunOptions {
         self.outputs = OutputOptions {
             no_save: true,

@@ -77,13 +77,14 @@ fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Vec<FlowArm>
         .zip(queues)
         .map(|(s, q)| {
             let own = s.run.as_deref().unwrap_or(&l.run);
+            let mut run = match &s.flow {
+                Some(_) => own.on_own_queue(q)?,
+                None => own.clone(),
+            };
+            run.label = format!("{}-{}", l.run.label, s.name);
             let Some(flow) = &s.flow else {
-                let mut run = own.clone();
-                run.label = format!("{}-{}", l.run.label, s.name);
                 return Ok(FlowArm::run_only(s.name.clone(), run));
             };
-            let mut run = own.on_own_queue(q)?;
-            run.label = format!("{}-{}", l.run.label, s.name);
             FlowArm::start(
                 s.name.clone(),
                 flow,

@@ -845,32 +845,29 @@ fn refuse_paths(setup: &QueueSetup, tls: bool) -> Result<(), super::OptionRefuse
             "an AMQP channel is either transactional (--syncpoint) or in confirm mode, not both: leave one out",
         ));
     }
-    let lean_only = [
-        (setup.reply_queue == ReplyQueue::PerRequest, "--reply-queue"),
-        (setup.confirm_window.is_some(), "--confirm-window"),
-    ];
-    for (asked, flag) in lean_only {
-        let shared = matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1;
-        if asked && (tls || setup.syncpoint || shared) {
-            let why = if tls {
-                "amqps://"
-            } else if setup.syncpoint {
-                "--syncpoint"
-            } else {
-                "a named reply queue shared by several tasks"
-            };
-            return Err(OptionRefused::new(
-                flag,
-                format!(
-                    "{} with {why} is not yet supported (only oemputx's lean amqp:// session does it): leave one of them out",
-                    if flag == "--reply-queue" {
-                        "a reply queue per request"
-                    } else {
-                        "publisher confirms"
-                    }
-                ),
-            ));
-        }
+    // What needs the lean session, and what keeps a run off it (lean_eligible).
+    let lean_only = if setup.reply_queue == ReplyQueue::PerRequest {
+        Some(("--reply-queue", "a reply queue per request"))
+    } else {
+        setup
+            .confirm_window
+            .map(|_| ("--confirm-window", "publisher confirms"))
+    };
+    let shared = matches!(setup.reply_queue, ReplyQueue::Named(_)) && setup.tasks > 1;
+    let off_lean = if tls {
+        Some("amqps://")
+    } else if setup.syncpoint {
+        Some("--syncpoint")
+    } else {
+        shared.then_some("a named reply queue shared by several tasks")
+    };
+    if let (Some((flag, what)), Some(why)) = (lean_only, off_lean) {
+        return Err(OptionRefused::new(
+            flag,
+            format!(
+                "{what} with {why} is not yet supported (only oemputx's lean amqp:// session does it): leave one of them out"
+            ),
+        ));
     }
     Ok(())
 }
