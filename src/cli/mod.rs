@@ -519,9 +519,12 @@ pub struct GateArgs {
     )]
     pub run_b: Option<String>,
     /// A/B: stop adding rounds after this many (A and B rounds counted together).
-    #[arg(long, value_name = "N", default_value_t = 200, requires = "flow_a")]
-    pub max_rounds: usize,
-    /// A/B: stop adding rounds after this long; undecided metrics are then inconclusive.
+    /// [default: as many as fit in --max-time]
+    #[arg(long, value_name = "N", requires = "flow_a")]
+    pub max_rounds: Option<usize>,
+    /// A/B: the time the gate may take: it adds rounds until every gated metric is
+    /// decided or the next block would not fit; what is still undecided then is
+    /// inconclusive (passing, or failing under --strict).
     #[arg(
         long,
         value_name = "DURATION",

@@ -24,6 +24,11 @@ pub const INSTRUCTION_TOLERANCE: f64 = 0.01;
 /// being translated).
 const MIN_INSTRUCTION_WAIT: Duration = Duration::from_secs(60);
 
+/// The A/B gate's rounds at most when `--max-rounds` is not given: `--max-time` bounds the
+/// run, and this only keeps a very long one's intervals cheap to compute (each look ranks
+/// every pair of blocks: 250 blocks of 4 pairs).
+pub const MAX_AB_ROUNDS: usize = 2000;
+
 /// What `oemputx gate` asks for, as given. `Default` is the command line's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateOptions {
@@ -31,7 +36,8 @@ pub struct GateOptions {
     pub current: Option<PathBuf>,
     pub flow_a: Option<String>,
     pub flow_b: Option<String>,
-    pub max_rounds: usize,
+    /// None: as many as fit in `max_time` (up to [`MAX_AB_ROUNDS`]).
+    pub max_rounds: Option<usize>,
     pub max_time: Duration,
     /// The control group of A/B pairs, or `none`; None: DRIVER, or none when a side has
     /// run options of its own.
@@ -62,7 +68,7 @@ impl Default for GateOptions {
             current: None,
             flow_a: None,
             flow_b: None,
-            max_rounds: 200,
+            max_rounds: None,
             max_time: Duration::from_secs(300),
             control: None,
             run_a: None,
@@ -162,7 +168,10 @@ pub struct FlowPair {
     pub run: RunConfig,
     /// Each side's own run (`--run-a`, `--run-b`); None: `run`.
     pub own_runs: [Option<Box<RunConfig>>; 2],
+    /// The rounds at most: `--max-rounds`, else [`MAX_AB_ROUNDS`].
     pub max_rounds: usize,
+    /// Whether `--max-rounds` was given (else the time alone bounds the run).
+    pub rounds_given: bool,
     pub max_time: Duration,
     /// The control group pairs are adjusted by; `None` judges pairs as measured.
     pub control: Option<String>,
@@ -384,7 +393,8 @@ impl GateOptions {
             ],
             shown: [a, b].map(|c| crate::secret::scrub(c)),
             run,
-            max_rounds: self.max_rounds,
+            max_rounds: self.max_rounds.unwrap_or(MAX_AB_ROUNDS),
+            rounds_given: self.max_rounds.is_some(),
             max_time: self.max_time,
             control,
         })

@@ -306,7 +306,8 @@ impl Experiment {
     }
 
     /// Plan `blocks` blocks in all (from how long blocks take, never from what they
-    /// measured): only before the first look, and never above the design's most.
+    /// measured), never above the design's most: before any look, and again before each
+    /// (the plan follows the budget; [`sequential`] says why the error level still holds).
     pub(crate) fn plan(&mut self, blocks: usize) {
         self.spending
             .plan(blocks.min(self.design.max_blocks).max(FIRST_LOOK));

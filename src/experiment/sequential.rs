@@ -32,10 +32,21 @@
 //! is exact for the normal approximation of the blocks' sum: the probability of having
 //! crossed by then is computed by numerical integration over the looks before it
 //! (Armitage, McPherson & Rowe, JRSS A 132:235–244, 1969; Jennison & Turnbull ch. 19),
-//! instead of the conservative Bonferroni split that left the last look at α ÷ K. The plan
-//! (how many blocks fit in --max-time and --max-rounds) is fixed at the first look from how
-//! long blocks took, never from what they measured; a look that turns out to be the last
-//! (time running short) spends all that is left.
+//! instead of the conservative Bonferroni split that left the last look at α ÷ K.
+//!
+//! **The plan follows the budget.** The information fraction t is the blocks done over the
+//! blocks planned, and the plan (how many blocks fit in --max-time and --max-rounds) is made
+//! again at every look from how long blocks have taken — never from what they measured. When
+//! blocks speed up (a busy machine going quiet), the plan grows and the run goes on to use
+//! the time it was given instead of stopping undecided at a plan made early; when they slow
+//! down, the plan shrinks. This is the Lan–DeMets method with the maximum information
+//! re-estimated along the way (Lan & DeMets, "Changing frequency of interim analysis in
+//! sequential monitoring", Biometrics 45:1017–1020, 1989; Jennison & Turnbull 2000, §7.2.2):
+//! t never goes back (a larger plan leaves t where it was until the blocks catch up), each
+//! look's boundary is solved exactly for the information actually reached, and a look that
+//! turns out to be the last (the next block would not fit) spends all that is left — so the
+//! intervals cover the true ratio together with probability 1 − α at any number of looks,
+//! because neither the plan nor the looks depend on the data.
 //!
 //! α = 10 % two-sided: each one-sided error — calling a regression when the change is
 //! within the tolerance, or a pass when it is beyond it — is at most 5 %.
@@ -71,14 +82,16 @@ pub struct Spending {
     last_info: f64,
     density: Vec<(f64, f64)>,
     looks: usize,
-    /// The looks so far, as (blocks, last): with α and the plan, they fix the state.
-    history: Vec<(usize, bool)>,
+    /// The information fraction of the last look (t never goes back).
+    last_t: f64,
+    /// The looks so far, as (blocks, plan, last): with α they fix the state.
+    history: Vec<(usize, usize, bool)>,
 }
 
-/// The state after a given sequence of looks, by (α, plan, looks): every run that looks at
-/// the same blocks shares its boundaries (a calibration simulates thousands), so each is
-/// computed once per process.
-type SpendKey = (u64, usize, Vec<(usize, bool)>);
+/// The state after a given sequence of looks, by (α, looks with their plans): every run that
+/// looks at the same blocks under the same plans shares its boundaries (a calibration
+/// simulates thousands), so each is computed once per process.
+type SpendKey = (u64, Vec<(usize, usize, bool)>);
 
 fn spent_before()
 -> &'static std::sync::Mutex<std::collections::HashMap<SpendKey, (Spending, Boundary)>> {
@@ -99,6 +112,9 @@ pub struct Boundary {
     pub level: f64,
     /// Which look this was, from 1.
     pub look: usize,
+    /// The information fraction the look spent up to (its blocks over the plan then, never
+    /// below the look before; 1 at the last).
+    pub fraction: f64,
 }
 
 fn std_normal() -> Normal {
@@ -113,6 +129,7 @@ impl Spending {
             alpha,
             planned: planned.max(1),
             spent: 0.0,
+            last_t: 0.0,
             last_info: 0.0,
             density: Vec::new(),
             looks: 0,
@@ -125,12 +142,10 @@ impl Spending {
         self.planned
     }
 
-    /// Re-plan before the first look (from how long blocks take); later plans are ignored,
-    /// so that the looks already spent keep their meaning.
+    /// Re-plan (from how long blocks take, never from what they measured): the next look's
+    /// information fraction is its blocks over this plan, but never below the last look's.
     pub(crate) fn plan(&mut self, planned: usize) {
-        if self.looks == 0 {
-            self.planned = planned.max(1);
-        }
+        self.planned = planned.max(1);
     }
 
     /// The O'Brien–Fleming-type spending function, spent on each side alike: α spent by
@@ -153,8 +168,8 @@ impl Spending {
     /// Looks must come with growing `blocks`.
     pub fn look(&mut self, blocks: usize, last: bool) -> Boundary {
         let mut history = self.history.clone();
-        history.push((blocks, last));
-        let key = (self.alpha.to_bits(), self.planned, history);
+        history.push((blocks, self.planned, last));
+        let key = (self.alpha.to_bits(), history);
         if let Some((state, b)) = spent_before()
             .lock()
             .ok()
@@ -164,7 +179,7 @@ impl Spending {
             return b;
         }
         let b = self.compute_look(blocks, last);
-        self.history = key.2.clone();
+        self.history = key.1.clone();
         if let Ok(mut c) = spent_before().lock() {
             if c.len() >= CACHE_MAX {
                 c.clear();
@@ -176,7 +191,8 @@ impl Spending {
 
     fn compute_look(&mut self, blocks: usize, last: bool) -> Boundary {
         let info = (blocks as f64).max(self.last_info + 1e-9);
-        let t = info / self.planned as f64;
+        let t = (info / self.planned as f64).max(self.last_t);
+        self.last_t = if last { t.max(1.0) } else { t };
         let target = if last {
             self.alpha
         } else {
@@ -209,6 +225,7 @@ impl Spending {
                 0.0
             },
             look: self.looks,
+            fraction: self.last_t,
         }
     }
 

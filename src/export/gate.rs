@@ -105,6 +105,9 @@ pub(crate) fn render_text(o: &Outcome) -> String {
     for (metric, note) in notes(o) {
         s.push_str(&format!("\n{}: {note}", super::for_terminal(metric)));
     }
+    if let Some(q) = &o.sequential {
+        s.push_str(&format!("\nSequential: {}", sequential_line(q)));
+    }
     s.push_str(&format!("\n\nVerdict: {}\n", o.verdict.as_str()));
     let diff = &o.profile.profile_diff;
     if !diff.is_empty() {
@@ -112,6 +115,32 @@ pub(crate) fn render_text(o: &Outcome) -> String {
         super::profile::diff_text(&mut s, diff, "A", "B");
     }
     s
+}
+
+/// How a sequential run went, in one line: why it stopped, its looks and blocks, the last
+/// look's level and the time it was given.
+fn sequential_line(q: &crate::gate::Sequential) -> String {
+    let why = match q.stopped {
+        "decided" => "decided".to_string(),
+        "time" => "the time given ran out (the next block would not have fitted)".to_string(),
+        "rounds" => format!("--max-rounds {} reached", q.max_rounds.unwrap_or_default()),
+        other => other.to_string(),
+    };
+    let level = q
+        .looks
+        .last()
+        .map(|l| format!(", the last at {:.1}%", 100.0 * l.level))
+        .unwrap_or_default();
+    format!(
+        "stopped: {why}; {} looks{level}, {} blocks of {} pairs in {:.0} s of the {:.0} s given ({:.1} s a block at the end); the plan was made again from the pace before every look, the error level spent over every look (repeated intervals, {:.0}% overall)",
+        q.looks.len(),
+        q.blocks,
+        q.pairs_per_block,
+        q.elapsed_s,
+        q.max_time_s,
+        q.seconds_per_block,
+        100.0 * (1.0 - q.alpha)
+    )
 }
 
 /// The three functions whose CPU per message changed most, `+4.10 µs/msg [..] in f (FLOW);
@@ -136,6 +165,12 @@ pub(crate) fn render_markdown(o: &Outcome) -> String {
     );
     for (metric, note) in notes(o) {
         s.push_str(&format!("\n- **{metric}**: {note}"));
+    }
+    if let Some(q) = &o.sequential {
+        s.push_str(&format!(
+            "\n- *sequential*: {}",
+            super::cells::markdown_text(&sequential_line(q))
+        ));
     }
     s.push('\n');
     if !o.profile.profile_diff.is_empty() {
@@ -399,6 +434,7 @@ mod tests {
             schema: crate::gate::SCHEMA,
             mode: "ab",
             ab_rounds: None,
+            sequential: None,
             baseline_runs: None,
             instruction_counts: None,
             profile: Default::default(),

@@ -5,7 +5,7 @@
 //! processes, repeated confidence intervals from the eighth block on. Pure code:
 //! [`crate::orchestrate::ab`] starts the flows and measures.
 
-use super::{AbRounds, Adjustment, Decision, GateError, Outcome, Verdict, overall};
+use super::{AbRounds, Adjustment, Decision, GateError, Outcome, Sequential, Verdict, overall};
 use crate::experiment::sequential::{PairedInterval, detectable_change, pairs_to_decide};
 use crate::experiment::{self, Design, Experiment, Figures, Finding, Look, MetricSpec, Rule};
 use crate::report::saved::{Metric, SavedFigures};
@@ -152,20 +152,25 @@ pub(crate) fn look_line(look: &Look, specs: &[MetricSpec], elapsed: Duration) ->
     line.trim_end_matches(';').to_string()
 }
 
+/// The method of the A/B gate's intervals, as the JSON's `sequential.method` gives it.
+pub const METHOD: &str = "repeated confidence intervals (Jennison & Turnbull, JRSS B 51:305-361, 1989) from the Wilcoxon signed-rank interval of the blocks' log ratios; the error level spent over the looks by the Lan-DeMets O'Brien-Fleming-type function (Biometrika 70:659-663, 1983) of the information fraction blocks / plan, the plan made again from the pace before every look (Lan & DeMets, Biometrics 45:1017-1020, 1989), the fraction never going back and the last look spending all that is left";
+
 /// The gate's outcome: a decision per metric, from its deciding look, or from the last
-/// look when it was not decided (with what more would take).
+/// look when it was not decided (with what more would take, at the run's pace when
+/// `sequential` says it).
 pub fn outcome(
     engine: &Experiment,
     rounds: [&[SavedFigures]; 2],
     a_first: Vec<bool>,
     control: Option<&str>,
     (a, b): (String, String),
+    sequential: Option<Sequential>,
 ) -> Outcome {
     let specs = &engine.design().metrics;
     let decisions: Vec<Decision> = engine
         .outcomes()
         .iter()
-        .map(|o| decision(o, &specs[o.metric], rounds, control))
+        .map(|o| decision(o, &specs[o.metric], rounds, control, sequential.as_ref()))
         .collect();
     Outcome {
         schema: super::SCHEMA,
@@ -183,6 +188,7 @@ pub fn outcome(
             a: rounds[0].to_vec(),
             b: rounds[1].to_vec(),
         }),
+        sequential,
         baseline_runs: None,
         instruction_counts: None,
         profile: Default::default(),
@@ -194,6 +200,7 @@ fn decision(
     spec: &MetricSpec,
     rounds: [&[SavedFigures]; 2],
     control: Option<&str>,
+    sequential: Option<&Sequential>,
 ) -> Decision {
     let metric = Metric::named(&spec.name);
     let values =
@@ -216,7 +223,7 @@ fn decision(
         ),
         (None, Some(i)) => (
             Verdict::Inconclusive,
-            undecided_note(o, &i, tolerance) + &adjusted,
+            undecided_note(o, &i, tolerance, sequential) + &adjusted,
         ),
         (None, None) => (
             Verdict::Inconclusive,
@@ -243,16 +250,28 @@ fn decision(
     d
 }
 
-/// Why a metric is undecided, the smallest change these blocks could have caught, and
-/// about how many blocks would decide it at this spread.
-fn undecided_note(o: &experiment::Outcome, i: &PairedInterval, tolerance: f64) -> String {
+/// Why a metric is undecided, the smallest change these blocks could have caught, what
+/// ended the run before it was decided, and about how many blocks (and how long, at the
+/// run's pace) would decide it at this spread.
+fn undecided_note(
+    o: &experiment::Outcome,
+    i: &PairedInterval,
+    tolerance: f64,
+    sequential: Option<&Sequential>,
+) -> String {
     let reach = detectable_change(i.sd_log, i.pairs, i.z, tolerance);
+    let ended = sequential.map_or_else(String::new, ended_before);
+    let pace = sequential.map_or(0.0, |s| s.seconds_per_block);
     let more = match pairs_to_decide(i, tolerance) {
         Some(n) if n > o.blocks => format!(
-            "about {n} blocks ({} rounds) would decide it at this spread: raise --max-rounds/--max-time, or make rounds longer (--count)",
-            2 * PAIRS_PER_BLOCK * n
+            "about {n} blocks ({} rounds{}) would decide it at this spread: raise --max-time, or make rounds longer (--count)",
+            2 * PAIRS_PER_BLOCK * n,
+            time_for(n, pace)
         ),
-        Some(_) => "a few more blocks would probably decide it: raise --max-rounds/--max-time".into(),
+        Some(_) => format!(
+            "a few more blocks would probably decide it{}: raise --max-time",
+            time_for(o.blocks + o.blocks.div_ceil(4), pace)
+        ),
         None => "the estimate sits on the tolerance's edge: no number of rounds will decide it; a tolerance further from the change would".into(),
     };
     let skipped = if o.skipped > 0 {
@@ -261,12 +280,43 @@ fn undecided_note(o: &experiment::Outcome, i: &PairedInterval, tolerance: f64) -
         String::new()
     };
     format!(
-        "the interval [{:+.1}%, {:+.1}%] straddles +{:.1}% after {} blocks{skipped}; these blocks could catch +{:.1}% or more; {more}",
+        "the interval [{:+.1}%, {:+.1}%] straddles +{:.1}% after {} blocks{skipped}{ended}; these blocks could catch +{:.1}% or more; {more}",
         pct(i.low),
         pct(i.high),
         100.0 * tolerance,
         i.pairs,
         100.0 * reach
+    )
+}
+
+/// What ended a run before a metric was decided, as a clause: ", not decided within the
+/// time given (--max-time 5m; 298 s used)".
+fn ended_before(s: &Sequential) -> String {
+    let given = humantime::format_duration(Duration::from_secs_f64(s.max_time_s.round()));
+    match s.stopped {
+        "time" => format!(
+            ", not decided within the time given (--max-time {given}; {:.0} s used, the next block would not have fitted)",
+            s.elapsed_s
+        ),
+        "rounds" => format!(
+            ", not decided within --max-rounds {}",
+            s.max_rounds.unwrap_or(2 * PAIRS_PER_BLOCK * s.blocks)
+        ),
+        "interrupted" => ", interrupted before it was decided".to_string(),
+        _ => String::new(),
+    }
+}
+
+/// " in about 7 min in all", the time `blocks` blocks take at `pace` seconds a block; empty
+/// without a pace.
+fn time_for(blocks: usize, pace: f64) -> String {
+    if pace <= 0.0 || !pace.is_finite() {
+        return String::new();
+    }
+    let secs = (blocks as f64 * pace).round();
+    format!(
+        ", about {} in all at {pace:.1} s a block",
+        humantime::format_duration(Duration::from_secs_f64(secs))
     )
 }
 
@@ -334,6 +384,7 @@ mod tests {
             a_first,
             Some("DRIVER"),
             ("A: a".into(), "B: b".into()),
+            None,
         )
     }
 

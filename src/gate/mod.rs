@@ -182,6 +182,9 @@ pub struct Outcome {
     /// data behind the verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ab_rounds: Option<AbRounds>,
+    /// A/B only: the sequential run's plan, looks and why it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Sequential>,
     /// Stored gate only: how many of main's runs the baseline holds (each metric's
     /// `base_median` is then the median of their medians, `base_rounds` the runs).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -218,6 +221,7 @@ impl Outcome {
             verdict: overall(&decisions),
             decisions,
             ab_rounds: None,
+            sequential: None,
             baseline_runs: None,
             instruction_counts: None,
             profile: Default::default(),
@@ -231,6 +235,58 @@ pub struct AbRounds {
     pub a_first: Vec<bool>,
     pub a: Vec<crate::report::saved::SavedFigures>,
     pub b: Vec<crate::report::saved::SavedFigures>,
+}
+
+/// How an A/B gate's sequential run went: its plan, every look, and why it stopped. The
+/// plan is made again before every look from how long blocks took, so that a run whose
+/// blocks speed up goes on to use the time it was given.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sequential {
+    /// How the intervals hold their level over the looks, with references.
+    pub method: &'static str,
+    /// The two-sided error level of all the run's intervals together.
+    pub alpha: f64,
+    pub max_time_s: f64,
+    /// `--max-rounds` when given (else the time alone bounds the run).
+    pub max_rounds: Option<usize>,
+    pub pairs_per_block: usize,
+    pub blocks: usize,
+    pub elapsed_s: f64,
+    /// How long a block took at the end (the latest blocks' mean).
+    pub seconds_per_block: f64,
+    /// `decided` (every gated metric decided, or a regression found), `time` (the next
+    /// block would not have fitted in --max-time), `rounds` (--max-rounds reached),
+    /// `interrupted`.
+    pub stopped: &'static str,
+    pub looks: Vec<LookRecord>,
+}
+
+/// One look of a sequential run.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LookRecord {
+    pub look: usize,
+    pub blocks: usize,
+    /// The blocks planned in all at this look (those done and what the time left holds).
+    pub planned: usize,
+    pub elapsed_s: f64,
+    /// The information fraction the look spent its error level up to.
+    pub fraction: f64,
+    /// The look's intervals' confidence level.
+    pub level: f64,
+}
+
+impl LookRecord {
+    /// What a look saw of the plan, `elapsed` into the run.
+    pub fn of(look: &crate::experiment::Look, elapsed: std::time::Duration) -> LookRecord {
+        LookRecord {
+            look: look.boundary.look,
+            blocks: look.blocks,
+            planned: look.planned,
+            elapsed_s: elapsed.as_secs_f64(),
+            fraction: look.boundary.fraction,
+            level: 1.0 - look.boundary.level,
+        }
+    }
 }
 
 /// The whole gate's verdict: any regression, else any inconclusive metric, else any

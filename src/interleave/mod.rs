@@ -2,10 +2,10 @@
 //! what measures. Each arm measures one round when asked (a put/get run against its own
 //! flow on its own request queue, a pub/sub cell, …) and starts fresh processes when a
 //! block begins; [`Interleave::drive`] runs cycles in the engine's order, plans the blocks
-//! that fit in the time allowed (from how long blocks took, never from what they
-//! measured), looks after every block from the first look on, and stops when the engine
-//! is done, the budget is spent or the user interrupts. The A/B gate, `compare` and `sweep`
-//! run on it.
+//! that fit in the time allowed before every look (from how long blocks took, never from
+//! what they measured: the plan follows the budget), looks after every block from the first
+//! look on, and stops when the engine is done, the budget is spent or the user interrupts.
+//! The A/B gate, `compare` and `sweep` run on it.
 //!
 //! **A fault keeps what was measured.** An error while measuring (a flow that will not
 //! start, a round that does not complete, a broker that times out) ends the run as
@@ -39,6 +39,13 @@ pub struct Budget {
     pub max_blocks: usize,
 }
 
+/// The blocks whose pace plans the rest: the latest few, so that a machine whose load
+/// comes or goes is planned at the pace it has now, not at its average since the start.
+const PACE_BLOCKS: usize = 8;
+
+/// What a run's clock reads: the time since it began.
+type Clock = Box<dyn Fn() -> Duration>;
+
 /// Why an experiment ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -68,7 +75,9 @@ impl End {
 pub struct Interleave<'a, A: Arm> {
     arms: &'a mut [A],
     budget: Budget,
-    started: Instant,
+    clock: Clock,
+    /// When each block ended, on the run's clock.
+    block_ends: Vec<Duration>,
     /// Every round each arm measured, in order.
     pub rounds: Vec<Vec<A::Round>>,
     /// The order of every cycle measured.
@@ -79,11 +88,18 @@ pub struct Interleave<'a, A: Arm> {
 
 impl<'a, A: Arm> Interleave<'a, A> {
     pub fn new(arms: &'a mut [A], budget: Budget) -> Interleave<'a, A> {
+        let started = Instant::now();
+        Self::with_clock(arms, budget, Box::new(move || started.elapsed()))
+    }
+
+    /// A run on a clock of its own (tests drive time by hand).
+    fn with_clock(arms: &'a mut [A], budget: Budget, clock: Clock) -> Interleave<'a, A> {
         let n = arms.len();
         Interleave {
             arms,
             budget,
-            started: Instant::now(),
+            clock,
+            block_ends: Vec::new(),
             rounds: (0..n).map(|_| Vec::new()).collect(),
             orders: Vec::new(),
             fault: None,
@@ -91,7 +107,7 @@ impl<'a, A: Arm> Interleave<'a, A> {
     }
 
     pub fn elapsed(&self) -> Duration {
-        self.started.elapsed()
+        (self.clock)()
     }
 
     /// Measure one cycle in `order`; false when interrupted (the cycle is then dropped).
@@ -212,15 +228,31 @@ impl<'a, A: Arm> Interleave<'a, A> {
         }
     }
 
-    /// The blocks that fit in the time at the pace of those done so far, at most the
-    /// budget's (all of the budget's before any block is done).
+    /// How long a block takes now: the mean of the latest [`PACE_BLOCKS`] blocks (zero
+    /// before any).
+    pub(crate) fn pace(&self) -> Duration {
+        let n = self.block_ends.len().min(PACE_BLOCKS);
+        let Some(&end) = self.block_ends.last() else {
+            return Duration::ZERO;
+        };
+        let from = self
+            .block_ends
+            .len()
+            .checked_sub(n + 1)
+            .map_or(Duration::ZERO, |i| self.block_ends[i]);
+        end.saturating_sub(from) / n.max(1) as u32
+    }
+
+    /// The blocks in all that fit in the time: those done and as many more as the time left
+    /// holds at the present pace; at most the budget's (all of the budget's before any block
+    /// is done).
     fn fit(&self, blocks: usize) -> usize {
         if blocks == 0 {
             return self.budget.max_blocks;
         }
-        let per_block = self.started.elapsed() / blocks as u32;
-        let fit = (self.budget.max_time.as_secs_f64() / per_block.as_secs_f64().max(1e-3)) as usize;
-        fit.min(self.budget.max_blocks)
+        let left = self.budget.max_time.saturating_sub(self.elapsed());
+        let more = (left.as_secs_f64() / self.pace().as_secs_f64().max(1e-3)) as usize;
+        blocks.saturating_add(more).min(self.budget.max_blocks)
     }
 
     /// What marks a run that stopped before its plan (a fault, with its context, or an
@@ -254,20 +286,19 @@ impl<'a, A: Arm> Interleave<'a, A> {
         }
     }
 
-    /// The plan at the first look, the look, and whether to stop.
+    /// The plan (made again before every look), the look, and whether to stop.
     fn after_block(
         &mut self,
         engine: &mut Experiment,
         on_look: &mut impl FnMut(&Look, Duration),
     ) -> Option<End> {
         let blocks = engine.blocks();
-        let elapsed = self.started.elapsed();
-        let per_block = elapsed / blocks.max(1) as u32;
-        let spent = blocks >= self.budget.max_blocks || elapsed + per_block > self.budget.max_time;
-        if blocks == FIRST_LOOK {
-            engine.plan(self.fit(blocks));
-        }
+        let elapsed = self.elapsed();
+        self.block_ends.push(elapsed);
+        let spent =
+            blocks >= self.budget.max_blocks || elapsed + self.pace() > self.budget.max_time;
         if engine.look_due() {
+            engine.plan(self.fit(blocks));
             let last = spent || blocks >= engine.planned();
             let look = engine.look(last);
             on_look(&look, elapsed);
@@ -407,5 +438,96 @@ mod tests {
         let (end, _, partial) = drive(&mut arms);
         assert!(matches!(end, End::Decided | End::Budget), "{end:?}");
         assert_eq!(partial, None);
+    }
+
+    /// An arm on a hand-driven clock: each round costs `seconds(round)` of the run's time,
+    /// and measures 100 × (1 + `change`) with a seeded spread of `sd` (ln).
+    struct Timed {
+        now: std::rc::Rc<std::cell::Cell<Duration>>,
+        seconds: fn(usize) -> f64,
+        change: f64,
+        sd: f64,
+        draws: crate::stats::Draws,
+        rounds: usize,
+    }
+
+    impl Arm for Timed {
+        type Round = f64;
+        fn restart(&mut self) -> anyhow::Result<()> {
+            Ok(())
+        }
+        fn measure(&mut self, _: &Arc<AtomicBool>) -> anyhow::Result<Option<f64>> {
+            let spent = Duration::from_secs_f64((self.seconds)(self.rounds));
+            self.now.set(self.now.get() + spent);
+            self.rounds += 1;
+            let ln = self.change.ln_1p() + self.sd * self.draws.normal();
+            Ok(Some(100.0 * ln.exp()))
+        }
+    }
+
+    #[test]
+    fn a_gate_whose_first_plan_ends_undecided_with_time_left_goes_on_and_decides() {
+        // Blocks of 4 pairs (8 rounds) that take 8 s while the machine is busy (the first 8
+        // blocks), then 0.8 s: at the first look 64 s of the 120 s are gone and the plan is
+        // 8 + 56 / 8 = 15 blocks. A plan fixed there ended the run undecided at block 15
+        // with over a minute left; made again before every look, it grows with the pace and
+        // the run goes on to decide B's +6 %.
+        let now = std::rc::Rc::new(std::cell::Cell::new(Duration::ZERO));
+        let busy_then_quiet: fn(usize) -> f64 = |round| if round < 32 { 1.0 } else { 0.1 };
+        let arm = |change: f64, seed: u64| Timed {
+            now: now.clone(),
+            seconds: busy_then_quiet,
+            change,
+            sd: 0.06,
+            draws: crate::stats::Draws::seeded(seed),
+            rounds: 0,
+        };
+        let mut arms = [arm(0.0, 11), arm(0.06, 12)];
+        let spec = MetricSpec {
+            name: "FLOW".into(),
+            higher_is_worse: true,
+            rule: Rule::Gate { tolerance: 0.025 },
+            floor: 0.0,
+            adjusted: false,
+        };
+        let max_blocks = 250;
+        let mut e = Experiment::new(crate::gate::ab::design(vec![spec], false, max_blocks))
+            .expect("design");
+        let budget = Budget {
+            max_time: Duration::from_secs(120),
+            max_blocks,
+        };
+        let clock = now.clone();
+        let mut run = Interleave::with_clock(&mut arms, budget, Box::new(move || clock.get()));
+        let mut looks: Vec<(usize, usize, Option<Option<crate::experiment::Finding>>)> = Vec::new();
+        let end = run.drive(
+            &mut e,
+            |r: &f64| Figures {
+                values: vec![Some(*r)],
+                control: None,
+            },
+            &Arc::new(AtomicBool::new(false)),
+            |look, _| looks.push((look.blocks, look.planned, look.items[0].decided)),
+        );
+        let (_, first_plan, _) = looks[0];
+        assert_eq!(first_plan, 15, "{looks:?}");
+        let at_first_plan = looks.iter().find(|l| l.0 == first_plan).expect("that look");
+        assert_eq!(
+            at_first_plan.2, None,
+            "undecided where the first plan ended: {looks:?}"
+        );
+        assert!(looks.iter().any(|l| l.1 > 30), "the plan grew: {looks:?}");
+        assert_eq!(end, End::Decided, "{looks:?}");
+        assert!(e.blocks() > first_plan, "{looks:?}");
+        assert_eq!(
+            e.outcomes()[0].finding,
+            Some(crate::experiment::Finding::Worse)
+        );
+        // Within the time given: no block was begun that would not fit.
+        assert!(
+            run.elapsed() <= Duration::from_secs(120),
+            "{:?}",
+            run.elapsed()
+        );
     }
 }

@@ -4,14 +4,16 @@
 //! B A, A B, … so that both are measured in the same stretch of time, and each adjacent A/B
 //! couple is a pair. Each side's processes and their descendants are its FLOW group; the
 //! shared groups (the broker, the database, the driver) are measured per side from that
-//! side's rounds. Pairs are added until every gated metric is decided, or the rounds or
-//! the time run out ([`crate::gate::ab`] decides, on the experiment engine). The flows are
+//! side's rounds. Pairs are added until every gated metric is decided, or the time (or the
+//! rounds, when bounded) run out: the plan is made again before every look from the pace of
+//! the latest blocks, so that a run on a machine that grows quieter uses the time it was
+//! given ([`crate::gate::ab`] decides, on the experiment engine). The flows are
 //! stopped and the queues deleted on the way out, also after an error or Ctrl-C.
 
 use crate::config::gate::{FlowPair, GateConfig};
 use crate::experiment::{Experiment, FIRST_LOOK};
-use crate::gate::Outcome;
 use crate::gate::ab::{self, PAIRS_PER_BLOCK};
+use crate::gate::{LookRecord, Outcome, Sequential};
 use crate::interleave::flow_arm::{FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::profiling::diff::Differential;
@@ -48,7 +50,7 @@ fn check_max_rounds(max_rounds: usize) -> Result<(), crate::config::ConfigError>
         return Err(crate::config::bad(
             "--max-rounds",
             format!(
-                "{max_rounds} rounds cannot decide anything: the first look comes after {FIRST_LOOK} blocks of {} rounds (A and B), so give {least} or more (default 200), or bound the run with --max-time",
+                "{max_rounds} rounds cannot decide anything: the first look comes after {FIRST_LOOK} blocks of {} rounds (A and B), so give {least} or more, or leave it out and bound the run with --max-time alone",
                 2 * PAIRS_PER_BLOCK
             ),
         ));
@@ -59,12 +61,22 @@ fn check_max_rounds(max_rounds: usize) -> Result<(), crate::config::ConfigError>
 /// What the gate is about to do: the two flows, their queues, the plan and the control.
 fn announce(pair: &FlowPair, queues: &[String], max_blocks: usize) {
     let [cmd_a, cmd_b] = &pair.shown;
+    let bound = if pair.rounds_given {
+        format!(
+            "at most {} rounds or {}",
+            2 * max_blocks * PAIRS_PER_BLOCK,
+            humantime::format_duration(pair.max_time)
+        )
+    } else {
+        format!(
+            "as many rounds as fit in {} (the plan made again at every look)",
+            humantime::format_duration(pair.max_time)
+        )
+    };
     crate::say!(
-        "gate A/B: A = {cmd_a} (queue {}.bN, a new one each block)\ngate A/B: B = {cmd_b} (queue {}.bN)\ngate A/B: rounds in ABBA order until decided, at most {} rounds or {}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
+        "gate A/B: A = {cmd_a} (queue {}.bN, a new one each block)\ngate A/B: B = {cmd_b} (queue {}.bN)\ngate A/B: rounds in ABBA order until decided, {bound}; blocks of {PAIRS_PER_BLOCK} pairs, each on fresh flow processes; a look after every block from the {FIRST_LOOK}th; {}",
         queues[0],
         queues[1],
-        2 * max_blocks * PAIRS_PER_BLOCK,
-        humantime::format_duration(pair.max_time),
         pair.control.as_deref().map_or_else(
             || "pairs judged as measured (--control none)".to_string(),
             |c| format!(
@@ -72,6 +84,42 @@ fn announce(pair: &FlowPair, queues: &[String], max_blocks: usize) {
             ),
         ),
     );
+}
+
+/// How the run went against its budget, said on stderr and kept for the verdict.
+fn sequential(
+    pair: &FlowPair,
+    (blocks, max_blocks): (usize, usize),
+    (elapsed, pace): (std::time::Duration, std::time::Duration),
+    end: End,
+    looks: Vec<LookRecord>,
+) -> Sequential {
+    let s = Sequential {
+        method: ab::METHOD,
+        alpha: ab::ALPHA,
+        max_time_s: pair.max_time.as_secs_f64(),
+        max_rounds: pair.rounds_given.then_some(pair.max_rounds),
+        pairs_per_block: PAIRS_PER_BLOCK,
+        blocks,
+        elapsed_s: elapsed.as_secs_f64(),
+        seconds_per_block: pace.as_secs_f64(),
+        stopped: match end {
+            End::Decided => "decided",
+            End::Interrupted | End::Failed => "interrupted",
+            End::Budget if blocks >= max_blocks => "rounds",
+            End::Budget => "time",
+        },
+        looks,
+    };
+    crate::say!(
+        "gate A/B: stopped ({}) after {} looks, {} blocks in {:.0} s ({:.1} s a block at the end)",
+        s.stopped,
+        s.looks.len(),
+        s.blocks,
+        s.elapsed_s,
+        s.seconds_per_block
+    );
+    s
 }
 
 /// Both flows measured in ABBA rounds until every gated metric is decided or the rounds
@@ -85,7 +133,9 @@ pub fn run(
     let [cmd_a, cmd_b] = &pair.shown;
     let base = &pair.run;
     let max_blocks = (pair.max_rounds / (2 * PAIRS_PER_BLOCK)).max(FIRST_LOOK);
-    check_max_rounds(pair.max_rounds)?;
+    if pair.rounds_given {
+        check_max_rounds(pair.max_rounds)?;
+    }
     let pid = std::process::id();
     let queues: Vec<String> = ["A", "B"]
         .iter()
@@ -105,26 +155,24 @@ pub fn run(
         crate::say!("gate A/B: interrupted before the first pair");
         return Ok(None);
     }
-    let first: Vec<SavedFigures> = run
-        .rounds
-        .iter()
+    let first: Vec<SavedFigures> = (run.rounds.iter())
         .filter_map(|r| r.last().map(SavedFigures::from))
         .collect();
-    let named = cfg
-        .metrics
-        .iter()
+    let named = (cfg.metrics.iter())
         .chain(cfg.tolerances.named_metrics())
         .cloned();
     let specs = ab::metrics(named, |m| cfg.tolerances.for_metric(m), &first, control)?;
     let mut engine = Experiment::new(ab::design(specs.clone(), control.is_some(), max_blocks))?;
     let figures = |r: &crate::report::Report| ab::figures(&specs, control, &SavedFigures::from(r));
+    let mut looks = Vec::new();
     let end = run.drive_or_err(&mut engine, figures, &interrupt, |look, elapsed| {
         crate::say!("{}", ab::look_line(look, &specs, elapsed));
+        looks.push(LookRecord::of(look, elapsed));
     })?;
     let elapsed = run.elapsed();
-    let rounds: Vec<Vec<SavedFigures>> = run
-        .rounds
-        .iter()
+    let blocks = (engine.blocks(), max_blocks);
+    let sequential = sequential(pair, blocks, (elapsed, run.pace()), end, looks);
+    let rounds: Vec<Vec<SavedFigures>> = (run.rounds.iter())
         .map(|r| r.iter().map(SavedFigures::from).collect())
         .collect();
     let a_first: Vec<bool> = run.orders.iter().map(|o| o.first() == Some(&0)).collect();
@@ -141,6 +189,7 @@ pub fn run(
         a_first,
         control,
         (format!("A: {cmd_a}"), format!("B: {cmd_b}")),
+        Some(sequential),
     );
     outcome.profile = Differential::of(
         run.rounds[0].iter().map(|r| &r.profile),

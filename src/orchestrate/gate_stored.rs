@@ -139,6 +139,7 @@ fn outcome(
         schema: crate::gate::SCHEMA,
         mode: "stored",
         ab_rounds: None,
+        sequential: None,
         instruction_counts: None,
         profile: Default::default(),
         baseline_runs: Some(history.runs.len()),

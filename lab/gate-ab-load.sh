@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Calibrate the A/B gate with a hold-out-style flow, quiet and under load: the C responder of
+# lab/holdout/burn_responder.c (librabbitmq, not oemputx's client) burning a fixed CPU per
+# message. In "aa" both sides burn the same; in "plus5" side B burns 5 % of side A's measured
+# FLOW cost more per message (sized from a sizing run, then from each gate's own A median).
+# With LOAD=N, N busy loops run beside every gate (four on this 2-CPU VM is "load 4").
+#
+#   bash lab/gate-ab-load.sh [RUNS] [CASES]          (defaults: 10, "aa plus5")
+#   LOAD (0), GATE_TOLERANCE (2.5%), GATE_MAX_TIME (5m), GATE_COUNT (2000 a round),
+#   BURN_US (100: --a-us; --b-us 0), GATE_CONTROL (DRIVER)
+#
+# Writes each gate's JSON and text and a TSV line per gate to $LAB_OUT/ab-load<N>-<date>/
+# (target/lab by default; copy runs.tsv and settings.txt into lab/calibration/ to keep them)
+# and prints the summary: exit codes by case, seconds (median, max), and for A/A the spread
+# of the estimates and how many intervals excluded no change. Uses the release binaries
+# (cargo build --release --workspace --bins); OEMPUTX_BIN overrides.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-10}
+cases=${2:-aa plus5}
+load=${LOAD:-0}
+bin=${OEMPUTX_BIN:-target/release}
+url=${OEMPUTX_TEST_AMQP:-amqp://guest:guest@127.0.0.1:5672/%2f}
+tolerance=${GATE_TOLERANCE:-2.5%}
+max_time=${GATE_MAX_TIME:-5m}
+count=${GATE_COUNT:-2000}
+burn=${BURN_US:-100}
+out=${LAB_OUT:-target/lab}/ab-load$load-$(date -u +%Y%m%d-%H%M)
+mkdir -p "$out"
+tsv=$out/runs.tsv
+
+responder=$out/burn_responder
+gcc -O2 -g -fno-omit-frame-pointer -o "$responder" lab/holdout/burn_responder.c -lrabbitmq
+
+loops=()
+sizer=
+cleanup() {
+  [ -n "$sizer" ] && kill "$sizer" 2>/dev/null || true
+  for p in "${loops[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+for _ in $(seq "$load"); do
+  sh -c 'while :; do :; done' &
+  loops+=($!)
+done
+
+run_opts=(--qmgr "$url" --count "$count" --warmup 200 --tasks 2)
+# Side A's FLOW cost per message sizes B's +5 %: what the responder burns is not all it
+# costs (its receive, reply and ack add to it).
+queue="oemputx.calibrate.load.$$"
+"$responder" --url "${url%/%2f}" --input-queue "$queue" --a-us "$burn" --b-us 0 --jitter 0.1 &
+sizer=$!
+sleep 1
+flow_us=$("$bin/oemputx" "${run_opts[@]}" --request-queue "$queue" --rounds 3 \
+  --group "FLOW=pid:$sizer" --quiet --no-save --export-json - |
+  python3 -c "import json,sys; j=json.load(sys.stdin); print([g for g in j['groups'] if g['name']=='FLOW'][0]['total_us_per_tran'])")
+kill "$sizer"; wait "$sizer" 2>/dev/null || true; sizer=
+command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
+echo "hold-out flow: burn_responder --a-us $burn --b-us 0 --jitter 0.1; side A's FLOW cost $flow_us us/tran; load $load busy loops; tolerance $tolerance, at most $max_time per gate; rounds of $count, 2 tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
+
+printf 'case\trun\textra_burn_us\texit\tverdict\tseconds\tblocks\tstopped\tFLOW_pct\tFLOW_low\tFLOW_high\tcaptured_pct\n' >"$tsv"
+for i in $(seq "$runs"); do
+  for c in $cases; do
+    pct=${c#plus}; [ "$c" = aa ] && pct=0
+    extra=$(python3 -c "print(round($flow_us * $pct / 100, 2))")
+    json="$out/$c-$i.json"
+    start=$(date +%s)
+    code=0
+    "$bin/oemputx" gate --tolerance "$tolerance" --max-time "$max_time" --control "${GATE_CONTROL:-DRIVER}" \
+      --flow-a "$responder --a-us $burn --b-us 0 --jitter 0.1" \
+      --flow-b "$responder --a-us $(python3 -c "print($burn + $extra)") --b-us 0 --jitter 0.1" \
+      --export-json "$json" -- "${run_opts[@]}" >"$out/$c-$i.txt" 2>&1 || code=$?
+    secs=$(( $(date +%s) - start ))
+    summary=$(python3 - "$json" "$secs" <<'PY' 2>/dev/null || echo "error	$secs	0	-	-	-	-	-"
+import json, sys
+j = json.load(open(sys.argv[1]))
+d = {x['metric']: x for x in j['decisions']}
+f, c = d['FLOW'], d.get('captured', {})
+q = j.get('sequential', {})
+pct = lambda r: format(100 * (r - 1), '+.2f')
+print('\t'.join([j['verdict'], sys.argv[2], str(q.get('blocks', '-')), q.get('stopped', '-'),
+                 pct(f['ratio']), pct(f['ci_low']), pct(f['ci_high']),
+                 pct(c['ratio']) if c else '-']))
+PY
+)
+    printf '%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$code" "$summary" | tee -a "$tsv"
+    # The responder's cost drifts with the machine: the next change is sized from what side
+    # A (unchanged in every case) cost in this gate.
+    flow_us=$(python3 -c "
+import json; j=json.load(open('$json'))
+print([d for d in j['decisions'] if d['metric']=='FLOW'][0]['base_median'])" 2>/dev/null || echo "$flow_us")
+  done
+done
+
+python3 - "$tsv" <<'PY' | tee "$out/summary.txt"
+import csv, sys, collections, statistics
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
+by = collections.defaultdict(list)
+for r in rows:
+    by[r['case']].append(r)
+for case, rs in by.items():
+    codes = collections.Counter(r['exit'] for r in rs)
+    secs = sorted(int(r['seconds']) for r in rs)
+    line = (f"{case}: {len(rs)} gates: exit " + ", ".join(f"{k}: {n}" for k, n in sorted(codes.items()))
+            + f"; seconds median {secs[len(secs)//2]}, max {secs[-1]}")
+    est = [float(r['FLOW_pct']) for r in rs if r['FLOW_pct'] not in ('-', '')]
+    if est:
+        excl = sum(1 for r in rs if r['FLOW_low'] not in ('-', '') and
+                   (float(r['FLOW_low']) > 0 or float(r['FLOW_high']) < 0))
+        sd = statistics.stdev(est) if len(est) > 1 else 0.0
+        line += (f"; FLOW estimates mean {statistics.mean(est):+.2f}%, sd {sd:.2f}%, "
+                 f"median {statistics.median(est):+.2f}%; intervals excluding 0: {excl} of {len(est)}")
+    print(line)
+PY
