@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Calibrate the A/B gate with a hold-out-style flow, quiet and under load: the C responder of
 # lab/holdout/burn_responder.c (librabbitmq, not oemputx's client) burning a fixed CPU per
-# message. In "aa" both sides burn the same; in "plus5" side B burns 5 % of side A's measured
-# FLOW cost more per message (sized from a sizing run, then from each gate's own A median).
+# message. In "aa" both sides burn the same; in "plus5" side B costs 5 % more FLOW per
+# message than side A. A µs more of --a-us does not cost exactly a µs more of measured FLOW
+# (a nominal 6.41 µs more cost 4.7 µs more beside four busy loops: the spin loop's speed is
+# calibrated when the process starts, not while it burns), so the change is sized from what
+# it costs: a sizing run measures FLOW at --a-us BURN and BURN+20 (µs of FLOW per nominal
+# µs), and every "plus" gate after it adds its own measure (B's median less A's, per nominal
+# µs); each gate is sized from the median of those so far and from A's FLOW median in the
+# gate before. The TSV keeps each gate's realized change (B's median over A's).
 # With LOAD=N, N busy loops run beside every gate (four on this 2-CPU VM is "load 4").
 #
 #   bash lab/gate-ab-load.sh [RUNS] [CASES]          (defaults: 10, "aa plus5")
@@ -45,24 +51,33 @@ for _ in $(seq "$load"); do
 done
 
 run_opts=(--qmgr "$url" --count "$count" --warmup 200 --tasks 2)
-# Side A's FLOW cost per message sizes B's +5 %: what the responder burns is not all it
-# costs (its receive, reply and ack add to it).
-queue="oemputx.calibrate.load.$$"
-"$responder" --url "${url%/%2f}" --input-queue "$queue" --a-us "$burn" --b-us 0 --jitter 0.1 &
-sizer=$!
-sleep 1
-flow_us=$("$bin/oemputx" "${run_opts[@]}" --request-queue "$queue" --rounds 3 \
-  --group "FLOW=pid:$sizer" --quiet --no-save --export-json - |
-  python3 -c "import json,sys; j=json.load(sys.stdin); print([g for g in j['groups'] if g['name']=='FLOW'][0]['total_us_per_tran'])")
-kill "$sizer"; wait "$sizer" 2>/dev/null || true; sizer=
-command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
-echo "hold-out flow: burn_responder --a-us $burn --b-us 0 --jitter 0.1; side A's FLOW cost $flow_us us/tran; load $load busy loops; tolerance $tolerance, at most $max_time per gate; rounds of $count, 2 tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
+# FLOW per message at a given --a-us, from three rounds on a fresh responder.
+flow_at() {
+  local queue="oemputx.calibrate.load.$$.${1%.*}"
+  "$responder" --url "${url%/%2f}" --input-queue "$queue" --a-us "$1" --b-us 0 --jitter 0.1 >/dev/null 2>&1 &
+  sizer=$!
+  sleep 1
+  "$bin/oemputx" "${run_opts[@]}" --request-queue "$queue" --rounds 3 \
+    --group "FLOW=pid:$sizer" --quiet --no-save --export-json - |
+    python3 -c "import json,sys; j=json.load(sys.stdin); print([g for g in j['groups'] if g['name']=='FLOW'][0]['total_us_per_tran'])"
+  kill "$sizer"; wait "$sizer" 2>/dev/null || true; sizer=
+  command -v rabbitmqctl >/dev/null && rabbitmqctl -q delete_queue "$queue" >/dev/null 2>&1 || true
+}
+flow_us=$(flow_at "$burn")
+flow_more=$(flow_at "$(python3 -c "print($burn + 20)")")
+yields=$out/yields
+python3 -c "print(($flow_more - $flow_us) / 20)" >"$yields"
+echo "hold-out flow: burn_responder --a-us $burn --b-us 0 --jitter 0.1; side A's FLOW cost $flow_us us/tran, $(cat "$yields") us of FLOW per nominal us more; load $load busy loops; tolerance $tolerance, at most $max_time per gate; rounds of $count, 2 tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 
-printf 'case\trun\textra_burn_us\texit\tverdict\tseconds\tblocks\tstopped\tFLOW_pct\tFLOW_low\tFLOW_high\tcaptured_pct\n' >"$tsv"
+printf 'case\trun\textra_burn_us\texit\tverdict\tseconds\tblocks\tstopped\tFLOW_pct\tFLOW_low\tFLOW_high\tcaptured_pct\trealized_pct\n' >"$tsv"
 for i in $(seq "$runs"); do
   for c in $cases; do
     pct=${c#plus}; [ "$c" = aa ] && pct=0
-    extra=$(python3 -c "print(round($flow_us * $pct / 100, 2))")
+    extra=$(python3 -c "
+import statistics
+y = [float(l) for l in open('$yields') if l.strip()]
+k = min(max(statistics.median(y), 0.5), 1.5)
+print(round($flow_us * $pct / 100 / k, 2))")
     json="$out/$c-$i.json"
     start=$(date +%s)
     code=0
@@ -80,7 +95,7 @@ q = j.get('sequential', {})
 pct = lambda r: format(100 * (r - 1), '+.2f')
 print('\t'.join([j['verdict'], sys.argv[2], str(q.get('blocks', '-')), q.get('stopped', '-'),
                  pct(f['ratio']), pct(f['ci_low']), pct(f['ci_high']),
-                 pct(c['ratio']) if c else '-']))
+                 pct(c['ratio']) if c else '-', pct(f['current_median'] / f['base_median'])]))
 PY
 )
     printf '%s\t%s\t%s\t%s\t%s\n' "$c" "$i" "$extra" "$code" "$summary" | tee -a "$tsv"
@@ -89,6 +104,12 @@ PY
     flow_us=$(python3 -c "
 import json; j=json.load(open('$json'))
 print([d for d in j['decisions'] if d['metric']=='FLOW'][0]['base_median'])" 2>/dev/null || echo "$flow_us")
+    if [ "$pct" != 0 ]; then
+      python3 -c "
+import json; j=json.load(open('$json'))
+f=[d for d in j['decisions'] if d['metric']=='FLOW'][0]
+print((f['current_median'] - f['base_median']) / $extra)" >>"$yields" 2>/dev/null || true
+    fi
   done
 done
 
@@ -103,6 +124,9 @@ for case, rs in by.items():
     secs = sorted(int(r['seconds']) for r in rs)
     line = (f"{case}: {len(rs)} gates: exit " + ", ".join(f"{k}: {n}" for k, n in sorted(codes.items()))
             + f"; seconds median {secs[len(secs)//2]}, max {secs[-1]}")
+    real = sorted(float(r['realized_pct']) for r in rs if r.get('realized_pct') not in (None, '-', ''))
+    if real:
+        line += f"; realized change (B's median over A's) {real[0]:+.1f} … {real[-1]:+.1f}%, median {real[len(real)//2]:+.1f}%"
     est = [float(r['FLOW_pct']) for r in rs if r['FLOW_pct'] not in ('-', '')]
     if est:
         excl = sum(1 for r in rs if r['FLOW_low'] not in ('-', '') and

@@ -347,14 +347,19 @@ mod tests {
     /// An A/B run fed synthetic rounds: B costs `change` more than A; every round's
     /// weather moves FLOW and DRIVER together.
     fn gate(change: f64) -> Outcome {
+        gate_of(change, 40, None)
+    }
+
+    /// [`gate`] over at most `max_blocks` blocks, its outcome told how the run went.
+    fn gate_of(change: f64, max_blocks: usize, sequential: Option<Sequential>) -> Outcome {
         let first = [round(100.0, 40.0), round(100.0 * (1.0 + change), 40.0)];
         let specs =
             metrics(std::iter::empty(), |_| 0.025, &first, Some("DRIVER")).expect("metrics");
-        let mut e = Experiment::new(design(specs.clone(), true, 40)).expect("design");
-        e.plan(40);
+        let mut e = Experiment::new(design(specs.clone(), true, max_blocks)).expect("design");
+        e.plan(max_blocks);
         let mut rounds: [Vec<SavedFigures>; 2] = [Vec::new(), Vec::new()];
         let mut a_first = Vec::new();
-        for c in 0..(40 * PAIRS_PER_BLOCK) {
+        for c in 0..(max_blocks * PAIRS_PER_BLOCK) {
             let order = e.order().to_vec();
             a_first.push(order[0] == 0);
             let mut figs = vec![
@@ -372,7 +377,7 @@ mod tests {
                 rounds[arm].push(r);
             }
             if e.record(figs).expect("cycle") && e.look_due() {
-                e.look(e.blocks() >= 40);
+                e.look(e.blocks() >= max_blocks);
                 if e.done() {
                     break;
                 }
@@ -384,8 +389,40 @@ mod tests {
             a_first,
             Some("DRIVER"),
             ("A: a".into(), "B: b".into()),
-            None,
+            sequential,
         )
+    }
+
+    #[test]
+    fn undecided_when_the_time_ran_out_says_so_with_the_time_it_would_need() {
+        // +3 % against a 2.5 % tolerance, over the eight blocks the time held.
+        let seq = Sequential {
+            method: METHOD,
+            alpha: ALPHA,
+            max_time_s: 300.0,
+            max_rounds: None,
+            pairs_per_block: PAIRS_PER_BLOCK,
+            blocks: 8,
+            elapsed_s: 296.0,
+            seconds_per_block: 37.0,
+            stopped: "time",
+            looks: Vec::new(),
+        };
+        let o = gate_of(0.03, 8, Some(seq));
+        assert_eq!(o.verdict, Verdict::Inconclusive, "{:?}", o.decisions);
+        let flow = &o.decisions[0];
+        let note = flow.note.as_deref().unwrap_or("");
+        assert!(
+            note.contains("not decided within the time given (--max-time 5m; 296 s used"),
+            "{note}"
+        );
+        assert!(note.contains("in all at 37.0 s a block"), "{note}");
+        // The annotation CI shows states the change, its interval and that note.
+        let gh = crate::export::gate::render_github(&o);
+        assert!(gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +"), "{gh}");
+        assert!(gh.contains("not decided within the time given"), "{gh}");
+        let md = crate::export::gate::render_markdown(&o);
+        assert!(md.contains("stopped: the time given ran out"), "{md}");
     }
 
     #[test]
