@@ -109,6 +109,70 @@ pub fn read_regular(path: &Path, max: u64, what: &'static str) -> Result<Vec<u8>
     Ok(data)
 }
 
+/// Where an output at `path` is written: `path` itself, or the file a symbolic link there
+/// points to. Renaming a new file onto the link replaced the link with a plain file: a
+/// shared history it pointed to never grew, and its folder's lock was taken beside the
+/// link, not beside the history. A link whose target cannot be reached is refused, naming
+/// both.
+pub(crate) fn output_target(path: &Path) -> std::io::Result<PathBuf> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(path.to_path_buf());
+    }
+    std::fs::canonicalize(path).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "{} is a symbolic link to {}, which cannot be reached ({e}): point it at an existing file, or give the file's own path",
+                path.display(),
+                std::fs::read_link(path)
+                    .map_or_else(|_| "?".to_string(), |t| t.display().to_string())
+            ),
+        )
+    })
+}
+
+/// How long a run waits for another process's lock on a history's folder: a run saving
+/// holds it for milliseconds, so a minute means a process that holds it for good.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// An exclusive lock on the folder `dir`, waited for at most [`LOCK_WAIT`] and never past
+/// a signal: a blocking `flock` waited forever for any process holding the folder (opening
+/// it is enough to lock it), deaf to SIGTERM (issue 61, item 4).
+pub(crate) fn lock_folder(dir: &Path) -> anyhow::Result<std::fs::File> {
+    use anyhow::Context;
+    let folder = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    let started = std::time::Instant::now();
+    loop {
+        match folder.try_lock() {
+            Ok(()) => return Ok(folder),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", dir.display()));
+            }
+        }
+        // Any signal, also while the run tidies up (when `interrupted()` looks away): a run
+        // that was stopped is no baseline, and one stopped in this wait must end now.
+        if crate::signals::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            anyhow::bail!(
+                "interrupted ({}) while waiting for the lock on {}",
+                crate::signals::interrupted_by(),
+                dir.display()
+            );
+        }
+        if started.elapsed() >= LOCK_WAIT {
+            anyhow::bail!(
+                "{} has been locked by another process for {} s (a run saving into it holds it for milliseconds): find it with `fuser -v {}` or `lsof +D {}`, or save elsewhere",
+                dir.display(),
+                LOCK_WAIT.as_secs(),
+                dir.display(),
+                dir.display()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// FIFOs opened for an output before the run (see [`hold_fifo`]), kept open until it is
 /// written: closing one would give its reader an end of file before the report came.
 fn held() -> &'static std::sync::Mutex<Vec<(PathBuf, std::fs::File)>> {

@@ -188,6 +188,7 @@ fn progress_settings(cfg: &RunConfig) -> ProgressSettings {
             RunLength::Count(_) => None,
         },
         in_flight: cfg.tasks * cfg.msgs_per_loop,
+        pace: cfg.rate,
     }
 }
 

@@ -33,6 +33,8 @@ pub struct ProgressSettings {
     pub duration: Option<Duration>,
     /// Concurrent requests (tasks × messages per loop), for the round trip by Little's law.
     pub in_flight: usize,
+    /// `--rate`: requests a second in all, when the run is paced.
+    pub pace: Option<f64>,
 }
 
 /// The progress window: starts the display thread with the measured window, stops it at its end.
@@ -165,15 +167,30 @@ const ESTIMATE_AFTER: Duration = Duration::from_secs(1);
 /// A run expected to end sooner is not worth a line.
 const ESTIMATE_ABOVE: Duration = Duration::from_secs(15);
 
-/// The run's whole length at the pace of its first second, and when it will end: said up
-/// front for a run of a count that will take a while (a run of a duration knows its end).
+/// The longest run an estimate names: beyond it, "more than" (a clock cannot hold an end
+/// thousands of years away, and it was capped without a word at 31.7 years).
+const ESTIMATE_MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// The run's whole length at the pace of its first second — at most the `--rate` it is
+/// paced at: a paced run's first second holds its first request and no more, so `--count
+/// 100 --rate 0.01` read as 1 msgs/s and said 1m40s for a run of 2h47m — and when it will
+/// end: said up front for a run of a count that will take a while (a run of a duration
+/// knows its end).
 fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String> {
     let total = s.total?;
-    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
-    if done == 0 || !rate.is_finite() {
-        return None;
+    let measured = done as f64 / elapsed.as_secs_f64().max(1e-9);
+    let (rate, at) = match s.pace {
+        Some(p) if p > 0.0 && p < measured => (p, "at the --rate of"),
+        _ if done == 0 || !measured.is_finite() => return None,
+        _ => (measured, "at the first second's"),
+    };
+    let secs = total as f64 / rate;
+    if secs > ESTIMATE_MAX.as_secs_f64() {
+        return Some(format!(
+            "[estimate] {at} {rate} msgs/s, {total} msgs take more than a hundred years: --duration bounds a run by time"
+        ));
     }
-    let whole = Duration::from_secs_f64((total as f64 / rate).min(1e9));
+    let whole = Duration::from_secs_f64(secs);
     if whole < ESTIMATE_ABOVE {
         return None;
     }
@@ -186,7 +203,12 @@ fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String
         ends.format("%H:%M:%S")
     };
     Some(format!(
-        "[estimate] at the first second's {rate:.0} msgs/s, {total} msgs take about {} in all (ends about {when} UTC); --duration bounds a run by time",
+        "[estimate] {at} {} msgs/s, {total} msgs take about {} in all (ends about {when} UTC); --duration bounds a run by time",
+        if rate >= 10.0 {
+            format!("{rate:.0}")
+        } else {
+            format!("{rate}")
+        },
         humantime::format_duration(Duration::from_secs(whole.as_secs())),
     ))
 }
@@ -247,7 +269,45 @@ fn new_bar(s: &ProgressSettings) -> ProgressBar {
 
 #[cfg(test)]
 mod tests {
-    use super::eta;
+    use super::*;
+
+    fn counted(total: u64, pace: Option<f64>) -> ProgressSettings {
+        ProgressSettings {
+            bar: false,
+            stats_interval: Some(Duration::from_secs(10)),
+            total: Some(total),
+            duration: None,
+            in_flight: 1,
+            pace,
+        }
+    }
+
+    #[test]
+    fn a_paced_run_is_estimated_at_its_pace_and_a_huge_one_says_so() {
+        // --count 100 --rate 0.01: one request in the first second, then one per 100 s.
+        let paced = estimate(&counted(100, Some(0.01)), 1, Duration::from_secs(1)).expect("said");
+        assert!(paced.contains("take about 2h 46m 40s"), "{paced}");
+        assert!(paced.contains("--rate of 0.01 msgs/s"), "{paced}");
+        // Unpaced, the first second's pace; paced above what it reaches, the same.
+        let free = estimate(&counted(100_000, None), 5_000, Duration::from_secs(1)).expect("said");
+        assert!(
+            free.contains("first second's 5000 msgs/s") && free.contains("20s"),
+            "{free}"
+        );
+        let slow = estimate(&counted(100_000, Some(1e6)), 5_000, Duration::from_secs(1));
+        assert!(
+            slow.expect("said")
+                .contains("first second's 5000 msgs/s, 100000 msgs take about 20s")
+        );
+        // It was capped at 31.7 years without a word.
+        let huge = estimate(&counted(u64::MAX, Some(0.001)), 1, Duration::from_secs(1));
+        assert!(huge.expect("said").contains("more than a hundred years"));
+        // A short run says nothing.
+        assert_eq!(
+            estimate(&counted(10, None), 10, Duration::from_secs(1)),
+            None
+        );
+    }
 
     #[test]
     fn the_eta_comes_from_the_rate_measured_since_the_start() {

@@ -367,8 +367,13 @@ pub fn command() -> clap::Command {
 #[derive(Debug, Args, Clone)]
 pub struct MatrixArgs {
     /// The broker: amqp://… (RabbitMQ), nats://…, mqtt://… or stomp://… (ActiveMQ), or a
-    /// profile naming one.
-    #[arg(long, value_name = "URL|PROFILE")]
+    /// profile naming one. Also from OEMPUTX_QMGR (a password then stays off the command line).
+    #[arg(
+        long,
+        value_name = "URL|PROFILE",
+        env = "OEMPUTX_QMGR",
+        hide_env_values = true
+    )]
     pub qmgr: String,
     /// Messages the sender sends in each cell.
     #[arg(long, default_value_t = 500)]
@@ -402,8 +407,14 @@ pub struct MatrixArgs {
 pub struct PubsubArgs {
     /// The broker: amqp://user:pass@host:5672/vhost (RabbitMQ), nats://host:4222 (NATS),
     /// mqtt://[user:pass@]host:1883 (MQTT 5), stomp://user:pass@host:61613 (ActiveMQ), or a
-    /// profile naming one (oemputx profiles).
-    #[arg(long, value_name = "URL|PROFILE")]
+    /// profile naming one (oemputx profiles). Also from OEMPUTX_QMGR (a password then stays
+    /// off the command line).
+    #[arg(
+        long,
+        value_name = "URL|PROFILE",
+        env = "OEMPUTX_QMGR",
+        hide_env_values = true
+    )]
     pub qmgr: String,
     /// The stream's name: RabbitMQ exchange, NATS subject prefix (ticker.S07), MQTT topic
     /// prefix (ticker/S07).
@@ -773,8 +784,14 @@ pub struct RunArgs {
     /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), a profile
     /// (`oemputx profiles` lists them; RABBIT, NATS, AMQP10 and EMBEDDED are built in), or
     /// else the name of an IBM MQ queue manager (client through MQSERVER or MQCCDTURL,
-    /// bindings when local).
-    #[arg(long, value_name = "NAME|URL")]
+    /// bindings when local). Also from OEMPUTX_QMGR, which keeps a password off the command
+    /// line (where any user of the machine reads it in `ps`).
+    #[arg(
+        long,
+        value_name = "NAME|URL",
+        env = "OEMPUTX_QMGR",
+        hide_env_values = true
+    )]
     pub qmgr: Option<String>,
 
     /// Profile file to read instead of ./oemputx.toml and $XDG_CONFIG_HOME/oemputx/oemputx.toml.

@@ -408,8 +408,14 @@ impl RunShape {
         };
         let tasks = args.tasks;
         check_tasks(tasks, length)?;
-        if args.rounds == 0 {
-            return Err(bad("--rounds", "must be at least 1"));
+        if args.rounds == 0 || args.rounds > crate::report::saved::MAX_SAVED_ROUNDS {
+            return Err(bad(
+                "--rounds",
+                format!(
+                    "must be from 1 to {} (the most rounds a saved report may hold)",
+                    crate::report::saved::MAX_SAVED_ROUNDS
+                ),
+            ));
         }
         if args.msgs_per_loop == 0 {
             return Err(bad("--msgs-per-loop", "must be at least 1"));
@@ -568,12 +574,16 @@ fn groups(
     Ok((given, note))
 }
 
-/// A price per vCPU-hour: a positive amount, below a million (a typo's guard).
+/// The smallest price per vCPU-hour: a millionth of a unit, what the reports still print
+/// (to 12 decimal places); below it a price read as zero (1e-320 was accepted so).
+const MIN_PRICE: f64 = 1e-6;
+
+/// A price per vCPU-hour: at least [`MIN_PRICE`], below a million (a typo's guard).
 fn price(p: Option<f64>) -> Result<Option<f64>, ConfigError> {
     match p {
-        Some(p) if !(p.is_finite() && p > 0.0 && p < 1e6) => Err(bad(
+        Some(p) if !(p.is_finite() && (MIN_PRICE..1e6).contains(&p)) => Err(bad(
             "--price-per-vcpu-hour",
-            "must be a positive amount below 1,000,000, e.g. 0.0425 for 4.25 cents a vCPU-hour",
+            "must be an amount of at least 0.000001 and below 1,000,000, e.g. 0.0425 for 4.25 cents a vCPU-hour",
         )),
         _ => Ok(p),
     }

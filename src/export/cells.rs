@@ -96,6 +96,25 @@ pub(crate) fn markdown_text(text: &str) -> String {
     out
 }
 
+/// `text` as a Markdown code span that nothing in it can end: fenced by one backtick more
+/// than its longest run of them (CommonMark §6.1), spaced from a backtick at either end,
+/// with control characters (a newline would end the line, and the span) replaced. Raw HTML
+/// inside a code span is shown, not rendered.
+pub(crate) fn markdown_code(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    let longest = clean.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if clean.starts_with('`') || clean.ends_with('`') || clean.starts_with(' ') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{clean}{pad}{fence}")
+}
+
 /// A Markdown table, each cell through [`markdown_text`].
 pub fn markdown(rows: &[Vec<String>]) -> String {
     let mut out = String::new();
@@ -135,6 +154,21 @@ mod tests {
             markdown(&rows()),
             "| group | us |\n| --- | ---: |\n| FLOW | 12.5 |\n| A\\|B | 3 |\n"
         );
+    }
+
+    #[test]
+    fn a_code_span_holds_backticks_newlines_and_html() {
+        assert_eq!(markdown_code("base.json"), "`base.json`");
+        // A baseline path with a backtick, a newline and raw HTML broke out of the gate's
+        // step summary: the fence outgrows the backticks, the newline is no line break.
+        let hostile = "b`ase\n<img src=x onerror=alert(1)>``.json";
+        let span = markdown_code(hostile);
+        assert_eq!(
+            span,
+            "```b`ase\u{fffd}<img src=x onerror=alert(1)>``.json```"
+        );
+        assert!(!span.contains('\n'));
+        assert_eq!(markdown_code("`x`"), "`` `x` ``");
     }
 }
 

@@ -157,10 +157,10 @@ pub(crate) fn render_markdown(o: &Outcome) -> String {
         Verdict::Inconclusive => "⚠️",
     };
     let mut s = format!(
-        "### {icon} oemputx gate: {}\n\nBaseline `{}`, current `{}`.\n\n{}",
+        "### {icon} oemputx gate: {}\n\nBaseline {}, current {}.\n\n{}",
         o.verdict.as_str(),
-        o.baseline,
-        o.current,
+        super::cells::markdown_code(&o.baseline),
+        super::cells::markdown_code(&o.current),
         cells::markdown(&rows(o))
     );
     for (metric, note) in notes(o) {

@@ -161,6 +161,9 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Res
         f.write_all(bytes)?;
         return f.flush();
     }
+    // Through a symbolic link, the file it points to is replaced, not the link.
+    let target = crate::files::output_target(path)?;
+    let path = target.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => std::path::Path::new("."),

@@ -80,19 +80,20 @@ fn append_to_history(
     json: &str,
 ) -> anyhow::Result<Result<(), ReportFileError>> {
     use anyhow::Context;
+    // The history a link points to is the one read, locked and replaced.
+    let target = crate::files::output_target(path)?;
+    let path = target.as_path();
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let lock = std::fs::File::open(dir)
-        .and_then(|f| f.lock().map(|()| f))
-        .with_context(|| {
-            format!(
-                "locking {} to append to the baseline history {}",
-                dir.display(),
-                path.display()
-            )
-        })?;
+    let lock = crate::files::lock_folder(dir).with_context(|| {
+        format!(
+            "locking {} to append to the baseline history {}",
+            dir.display(),
+            path.display()
+        )
+    })?;
     let body = match baseline_history(path, report, json) {
         Ok(body) => body,
         Err(e) => return Ok(Err(e)),

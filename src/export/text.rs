@@ -430,7 +430,6 @@ fn merged_block(o: &mut String, r: &Report) {
     }
 }
 
-/// Cores per 1,000 transactions a second, and the rate that fills the busiest host.
 /// An amount of money as people read it: four significant figures, small amounts too
 /// (a million messages may cost 0.0005).
 pub(crate) fn money(x: f64) -> String {

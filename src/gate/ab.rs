@@ -347,11 +347,7 @@ mod tests {
     /// An A/B run fed synthetic rounds: B costs `change` more than A; every round's
     /// weather moves FLOW and DRIVER together.
     fn gate(change: f64) -> Outcome {
-        gate_of(change, 40, None)
-    }
-
-    /// [`gate`] over at most `max_blocks` blocks, its outcome told how the run went.
-    fn gate_of(change: f64, max_blocks: usize, sequential: Option<Sequential>) -> Outcome {
+        let max_blocks = 40;
         let first = [round(100.0, 40.0), round(100.0 * (1.0 + change), 40.0)];
         let specs =
             metrics(std::iter::empty(), |_| 0.025, &first, Some("DRIVER")).expect("metrics");
@@ -389,13 +385,37 @@ mod tests {
             a_first,
             Some("DRIVER"),
             ("A: a".into(), "B: b".into()),
-            sequential,
+            None,
         )
     }
 
     #[test]
     fn undecided_when_the_time_ran_out_says_so_with_the_time_it_would_need() {
-        // +3 % against a 2.5 % tolerance, over the eight blocks the time held.
+        // +3 % [+1 %, +5 %] against a 2.5 % tolerance after the eight blocks the time held.
+        let i = PairedInterval {
+            ratio: 1.03,
+            low: 1.01,
+            high: 1.05,
+            sd_log: 0.03,
+            pairs: 8,
+            z: 2.5,
+        };
+        let o = experiment::Outcome {
+            contrast: 0,
+            metric: 0,
+            finding: None,
+            rule: Rule::Gate { tolerance: 0.025 },
+            interval: Some(i),
+            level: 0.95,
+            decided_after: None,
+            precise: false,
+            looked: true,
+            unadjusted_ratio: Some(1.03),
+            slope: None,
+            blocks: 8,
+            skipped: 0,
+            p_value: 0.01,
+        };
         let seq = Sequential {
             method: METHOD,
             alpha: ALPHA,
@@ -408,20 +428,24 @@ mod tests {
             stopped: "time",
             looks: Vec::new(),
         };
-        let o = gate_of(0.03, 8, Some(seq));
-        assert_eq!(o.verdict, Verdict::Inconclusive, "{:?}", o.decisions);
-        let flow = &o.decisions[0];
-        let note = flow.note.as_deref().unwrap_or("");
+        let note = undecided_note(&o, &i, 0.025, Some(&seq));
         assert!(
             note.contains("not decided within the time given (--max-time 5m; 296 s used"),
             "{note}"
         );
         assert!(note.contains("in all at 37.0 s a block"), "{note}");
-        // The annotation CI shows states the change, its interval and that note.
-        let gh = crate::export::gate::render_github(&o);
-        assert!(gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +"), "{gh}");
+        // The annotation CI shows states the change, its interval and that note; the summary
+        // says why the run stopped.
+        let d = Decision::of("FLOW", "us/tran", &[100.0; 8], &[103.0; 8], 0.025)
+            .interval(i.ratio, (i.low, i.high), 0.95)
+            .judged(Verdict::Inconclusive, Some(note));
+        let mut out = Outcome::of("ab", ("A: a".into(), "B: b".into()), vec![d]);
+        out.sequential = Some(seq);
+        let gh = crate::export::gate::render_github(&out);
+        assert!(gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +3.0"), "{gh}");
+        assert!(gh.contains("[+1.0%25, +5.0%25]"), "{gh}");
         assert!(gh.contains("not decided within the time given"), "{gh}");
-        let md = crate::export::gate::render_markdown(&o);
+        let md = crate::export::gate::render_markdown(&out);
         assert!(md.contains("stopped: the time given ran out"), "{md}");
     }
 

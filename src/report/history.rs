@@ -74,6 +74,18 @@ impl History {
                 why: "the history holds no runs".into(),
             });
         }
+        // Bounded before anything grows with it: the change-point search is cubic in the
+        // runs and its matrices quadratic (16,000 runs aborted the gate, 1,000 kept it busy
+        // past 100 s); oemputx itself never keeps more.
+        if raw.len() > MAX_RUNS {
+            return Err(ReportFileError::TooLarge {
+                path: path.to_path_buf(),
+                what: "runs",
+                found: raw.len(),
+                max: MAX_RUNS,
+                why: "the most a history keeps",
+            });
+        }
         let n = raw.len();
         let mut runs = Vec::with_capacity(n);
         let mut started = Vec::with_capacity(n);

@@ -40,6 +40,16 @@ pub enum ReportFileError {
         status: String,
         detail: String,
     },
+    #[error(
+        "{path} holds {found} {what}, more than oemputx reads ({max}: {why}); give a file oemputx wrote, or keep only the newest {max}"
+    )]
+    TooLarge {
+        path: PathBuf,
+        what: &'static str,
+        found: usize,
+        max: usize,
+        why: &'static str,
+    },
     #[error("the runs differ in what matters, so their costs do not compare:\n{}\nRun them with the same settings, or pass --force to compare anyway", .0.join("\n"))]
     Differs(Vec<String>),
     #[error("{path} holds main's runs of other settings than this run's:\n{}\nKeep one history per setting: give --save-baseline another file, or remove this one to start anew", .diffs.join("\n"))]
@@ -48,6 +58,10 @@ pub enum ReportFileError {
 
 // The user's input (exit 2).
 crate::usage_error!(ReportFileError);
+
+/// The most rounds a saved report may hold, as the most a run makes (`--rounds`): what a
+/// reader of reports bounds before it computes anything that grows with them.
+pub const MAX_SAVED_ROUNDS: usize = 1000;
 
 /// The settings whose difference makes two runs' costs incomparable.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -356,6 +370,21 @@ impl Saved {
                 path,
                 status: crate::terminal::for_terminal(&status.replace('_', " ")),
                 detail,
+            });
+        }
+        // Bounded before anything grows with it: the gate's bootstrap resamples every round
+        // 10,000 times (50,000 rounds kept it busy past a minute).
+        let rounds = json
+            .get("rounds")
+            .and_then(|r| r.as_array())
+            .map_or(0, Vec::len);
+        if rounds > MAX_SAVED_ROUNDS {
+            return Err(ReportFileError::TooLarge {
+                path,
+                what: "rounds",
+                found: rounds,
+                max: MAX_SAVED_ROUNDS,
+                why: "the most rounds a run makes (--rounds)",
             });
         }
         match serde_json::from_value::<SavedReport>(json) {

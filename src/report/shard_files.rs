@@ -67,9 +67,15 @@ pub fn read<T: Tagged>(path: &Path, schemas: &[&str]) -> Result<T, ReportFileErr
 
 /// A shard read for merging, without what the merged report makes again or leaves out (its
 /// rounds, probe, serving and other CPU, its percentiles): dropped before the next shard is
-/// read.
+/// read. The settings that may name a broker or a file are masked as a run masks them: a
+/// shard edited by hand (or written by another tool) may carry a password, and merge
+/// prints them in every output.
 pub fn read_shard(path: &Path) -> Result<Shard, ReportFileError> {
     let mut report = read::<Report>(path, &[crate::report::SCHEMA])?;
+    let s = &mut report.settings;
+    s.qmgr = crate::secret::scrub(&s.qmgr);
+    s.message_source = crate::secret::scrub(&s.message_source);
+    s.profile = s.profile.as_deref().map(crate::secret::scrub);
     report.rounds = Vec::new();
     report.rounds_summary = None;
     report.probe = None;

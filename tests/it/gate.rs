@@ -519,12 +519,21 @@ fn ab_mode_starts_both_flows_catches_a_flow_made_costlier_and_cleans_up() {
     let seq = &j["sequential"];
     assert_eq!(seq["stopped"], "decided", "{seq}");
     assert!(seq["max_rounds"].is_null(), "{seq}");
-    assert!(seq["method"].as_str().unwrap_or("").contains("Lan-DeMets"), "{seq}");
+    assert!(
+        seq["method"].as_str().unwrap_or("").contains("Lan-DeMets"),
+        "{seq}"
+    );
     let looks = seq["looks"].as_array().expect("looks");
     assert!(!looks.is_empty(), "{seq}");
     assert_eq!(looks[0]["blocks"], 8, "{seq}");
-    let fractions: Vec<f64> = looks.iter().filter_map(|l| l["fraction"].as_f64()).collect();
-    assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "never back: {seq}");
+    let fractions: Vec<f64> = looks
+        .iter()
+        .filter_map(|l| l["fraction"].as_f64())
+        .collect();
+    assert!(
+        fractions.windows(2).all(|w| w[0] <= w[1]),
+        "never back: {seq}"
+    );
     assert!(
         seq["blocks"].as_u64().unwrap_or(0) >= 8 && seq["elapsed_s"].as_f64().unwrap_or(0.0) > 0.0,
         "{seq}"

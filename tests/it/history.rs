@@ -262,6 +262,71 @@ fn a_malformed_history_is_exit_2_naming_the_file_and_what_is_wrong() {
         .stderr(predicate::str::contains("NOSUCH"));
 }
 
+/// Issue 61, items 1–3 (class a): what a reader grows with is bounded before it computes.
+/// A history of more runs than oemputx keeps (16,000 aborted the gate after it had
+/// written a passing JUnit file), and a report of more rounds than a run makes (50,000 kept
+/// the stored gate busy past a minute), are refused at once, naming the bound (exit 2),
+/// and the gate writes no passing verdict for them.
+#[test]
+fn a_history_or_report_beyond_what_oemputx_writes_is_refused_naming_the_bound() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(31, 31, 0.0);
+    let long = history(dir.path(), "long.json", &template, &flow, &driver);
+    let junit = dir.path().join("gate.xml");
+    for args in [
+        vec!["history".to_string(), long.display().to_string()],
+        vec![
+            "gate".to_string(),
+            "--baseline".to_string(),
+            long.display().to_string(),
+            "--export-junit".to_string(),
+            junit.display().to_string(),
+            "--".to_string(),
+            "--count".to_string(),
+            "50".to_string(),
+        ],
+    ] {
+        let started = std::time::Instant::now();
+        oemputx()
+            .args(&args)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("holds 31 runs"))
+            .stderr(predicate::str::contains("(30: the most a history keeps)"));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{args:?}"
+        );
+    }
+    if let Ok(xml) = std::fs::read_to_string(&junit) {
+        assert!(
+            !xml.contains("failures=\"0\" errors=\"0\""),
+            "a passing verdict: {xml}"
+        );
+    }
+    // A report of 1,001 rounds.
+    let mut many = template.clone();
+    let round = many["rounds"][0].clone();
+    many["rounds"] = Value::from(vec![round; 1001]);
+    let report = dir.path().join("many.json");
+    std::fs::write(&report, many.to_string()).expect("write");
+    oemputx()
+        .args(["gate", "--baseline"])
+        .arg(&report)
+        .args(["--", "--count", "50"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds 1001 rounds"));
+    // And a run cannot make one.
+    oemputx()
+        .args(["--count", "10", "--rounds", "1001", "--no-save"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--rounds"));
+}
+
 #[test]
 fn save_baseline_records_each_runs_commit_from_ci_or_git() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -386,6 +451,83 @@ fn the_stored_gate_says_when_its_baseline_spans_a_recent_step() {
         .arg(&current)
         .assert()
         .stdout(predicate::str::contains("history stepped").not());
+}
+
+/// Issue 61, item 4: a process holding the history's folder (opening it is enough to lock
+/// it) stalled every run that saved, forever and deaf to SIGTERM, which then appended anyway
+/// and exited 0. Now the wait is bounded and a signal ends it: exit 130, nothing appended.
+#[test]
+fn a_save_waiting_for_a_held_history_folder_ends_at_a_signal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let holder = std::fs::File::open(dir.path()).expect("the folder");
+    holder.lock().expect("hold the folder's lock");
+    let child = oemputx_process()
+        .current_dir(dir.path())
+        .args(["--count", "50", "--quiet", "--no-save"])
+        .args(["--save-baseline", "main.json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("a run starts");
+    // The run itself takes well under a second; then it waits for the lock.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(after < std::time::Duration::from_secs(2), "{after:?}: {err}");
+    assert!(err.contains("waiting for the lock"), "{err}");
+    assert!(!dir.path().join("main.json").exists(), "appended after the signal");
+    drop(holder);
+}
+
+/// Issue 61, item 5: saving through a symbolic link wrote a plain file over the link (the
+/// shared history it pointed to never grew) and locked the link's folder. Now the history
+/// the link points to grows, the link stays a link, and a link to nowhere is refused.
+#[test]
+fn a_save_through_a_symbolic_link_appends_to_the_history_it_points_to() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("shared folder");
+    let save = |to: &Path| {
+        oemputx()
+            .current_dir(dir.path())
+            .args(["--count", "50", "--quiet", "--no-save", "--save-baseline"])
+            .arg(to)
+            .output()
+            .expect("runs")
+    };
+    let history = shared.join("main.json");
+    assert_eq!(save(&history).status.code(), Some(0));
+    let link = dir.path().join("main.json");
+    std::os::unix::fs::symlink(&history, &link).expect("link");
+    for _ in 0..2 {
+        let out = save(&link);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(
+        std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
+    assert_eq!(read(&history)["runs"].as_array().map(Vec::len), Some(3));
+    // The same for a report written through a link.
+    let report = shared.join("r.json");
+    std::fs::write(&report, "{}").expect("a file");
+    let rlink = dir.path().join("r.json");
+    std::os::unix::fs::symlink(&report, &rlink).expect("link");
+    oemputx()
+        .args(["--count", "10", "--quiet", "--no-save", "--export-json"])
+        .arg(&rlink)
+        .assert()
+        .success();
+    assert!(std::fs::symlink_metadata(&rlink).expect("link").file_type().is_symlink());
+    assert_eq!(read(&report)["transactions"], 10);
+    // A link to nowhere is refused, naming it.
+    let dangling = dir.path().join("gone.json");
+    std::os::unix::fs::symlink(dir.path().join("no/such/file.json"), &dangling).expect("link");
+    let out = save(&dangling);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("symbolic link") && err.contains("cannot be reached"), "{err}");
 }
 
 #[test]

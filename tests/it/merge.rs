@@ -205,6 +205,63 @@ fn an_incomplete_or_mixed_set_is_refused_by_name() {
         .stderr(predicates::str::contains("--run-id"));
 }
 
+/// A shard edited by hand (or written by another tool) with the broker's password in its
+/// settings: merge masks it in every output, as a run masks its own (issue 61, item 13).
+#[test]
+fn a_shards_unmasked_password_is_masked_in_every_merged_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = shards(
+        dir.path(),
+        "secret",
+        &[0, 1],
+        2,
+        true,
+        &["--count", "200", "--tasks", "2"],
+    );
+    let password = "Sh4rdSecretPw";
+    for f in &files {
+        let mut j = read_json(f);
+        j["settings"]["qmgr"] = Value::from(format!("amqp://perf:{password}@127.0.0.1:5672/%2f"));
+        std::fs::write(f, serde_json::to_vec(&j).expect("json")).expect("edit the shard");
+    }
+    let tsv = dir.path().join("merged.tsv");
+    let html = dir.path().join("merged.html");
+    let out = oemputx()
+        .arg("merge")
+        .args(&files)
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .arg("--export-html")
+        .arg(&html)
+        .args(["--export-json", "-"])
+        .output()
+        .expect("merge runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let j: Value = serde_json::from_str(&stdout).expect("the merged JSON");
+    assert_eq!(
+        j["settings"]["qmgr"], "amqp://perf:***@127.0.0.1:5672/%2f",
+        "{j}"
+    );
+    // The text report, on stdout when nothing else is.
+    let text = oemputx()
+        .arg("merge")
+        .args(&files)
+        .output()
+        .expect("merge runs");
+    assert_eq!(text.status.code(), Some(0));
+    for (what, body) in [
+        ("stdout", stdout.to_string()),
+        ("stderr", stderr.to_string()),
+        ("text", String::from_utf8_lossy(&text.stdout).into_owned()),
+        ("tsv", std::fs::read_to_string(&tsv).expect("tsv")),
+        ("html", std::fs::read_to_string(&html).expect("html")),
+    ] {
+        assert!(!body.contains(password), "{what}: {body}");
+    }
+}
+
 #[test]
 fn a_cpu_window_measures_the_shared_processes_once_for_all_shards() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -813,9 +813,14 @@ fn a_price_per_vcpu_hour_gives_each_group_its_cost_per_million_messages_in_every
     );
     let html = std::fs::read_to_string(f("r.html")).expect("html");
     assert!(html.contains("cost per 1M msgs"));
-    // Without a price nothing changes; a price that is no price is refused.
-    oemputx()
-        .args(["--count", "10", "--no-save", "--price-per-vcpu-hour=0"])
-        .assert()
-        .code(2);
+    // Without a price nothing changes; a price that is no price is refused, and so is one
+    // too small to print (1e-320 was accepted and printed as a price of zero).
+    for no_price in ["0", "1e-320", "0.0000009"] {
+        oemputx()
+            .args(["--count", "10", "--no-save"])
+            .arg(format!("--price-per-vcpu-hour={no_price}"))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("at least 0.000001"));
+    }
 }

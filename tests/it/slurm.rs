@@ -516,7 +516,8 @@ fn an_array_s_tasks_are_the_shards_and_an_afterok_job_merges_them() {
 
 /// A stand-in for srun (no scheduler needed): runs the task's command once per task of
 /// SLURM_NTASKS, SLURM_PROCID 0..N-1, at once; FAKE_LOSE=I leaves task I out and still
-/// says 0, as srun did for a node lost mid-run.
+/// says 0, as srun did for a node lost mid-run; FAKE_FAIL=I runs task I (its report
+/// written) and then says 1, as for a shard that failed after writing it.
 const FAKE_SRUN: &str = r#"#!/usr/bin/env bash
 cmd=${@: -1}
 n=${SLURM_NTASKS:-1}
@@ -525,27 +526,44 @@ for ((i = 0; i < n; i++)); do
   [ "${FAKE_LOSE:-}" = "$i" ] && continue
   SLURM_STEP_ID=0 SLURM_STEP_NUM_TASKS=$n SLURM_PROCID=$i bash -c "$cmd" & pids+=($!)
 done
-rc=0; for p in "${pids[@]}"; do wait "$p" || rc=$?; done; exit $rc
+rc=0; for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+[ -n "${FAKE_FAIL:-}" ] && rc=1
+exit $rc
 "#;
 
-#[test]
-fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_report() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).expect("bin");
-    let srun = bin.join("srun");
-    std::fs::write(&srun, FAKE_SRUN).expect("srun");
-    std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).expect("mode");
-    let out = dir.path().join("out");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let job = |id: &str, lose: Option<&str>| {
-        let mut c = Command::new("bash");
-        c.arg(repo().join("deploy/slurm/oemputx-shards.sbatch"))
+/// deploy/slurm/oemputx-shards.sbatch run outside Slurm, on [`FAKE_SRUN`]: two shards of an
+/// embedded run into `out`, with `env` on top.
+struct FakeSlurm {
+    _dir: tempfile::TempDir,
+    bin: PathBuf,
+    out: PathBuf,
+}
+
+impl FakeSlurm {
+    fn new() -> FakeSlurm {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).expect("bin");
+        let srun = bin.join("srun");
+        std::fs::write(&srun, FAKE_SRUN).expect("srun");
+        std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let out = dir.path().join("out");
+        FakeSlurm {
+            _dir: dir,
+            bin,
+            out,
+        }
+    }
+
+    fn job(&self, id: &str, env: &[(&str, &str)]) -> std::process::Output {
+        let path = format!(
+            "{}:{}",
+            self.bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Command::new("bash")
+            .arg(repo().join("deploy/slurm/oemputx-shards.sbatch"))
             .env("PATH", &path)
             .env("SLURM_JOB_ID", id)
             .env("SLURM_NTASKS", "2")
@@ -553,30 +571,33 @@ fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_
             .env("OEMPUTX_QMGR", "embedded:")
             .env("OEMPUTX_ARGS", "--count 200 --tasks 2")
             .env("OEMPUTX_LEAD", "2")
-            .env("OEMPUTX_OUT", &out)
+            .env("OEMPUTX_OUT", &self.out)
             .env_remove("SLURM_ARRAY_TASK_ID")
-            .stdin(Stdio::null());
-        if let Some(i) = lose {
-            c.env("FAKE_LOSE", i);
-        }
-        c.output().expect("the script runs")
-    };
-    let first = job("812", None);
-    assert_eq!(
-        first.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .expect("the script runs")
+    }
+}
+
+#[test]
+fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_report() {
+    let slurm = FakeSlurm::new();
+    let out = &slurm.out;
+    let first = slurm.job("812", &[]);
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(0), "{err}");
     assert!(out.join("run.json").exists());
+    // A fresh folder holds nothing to replace (it said "4 file(s)" whatever was there).
+    assert!(!err.contains("replacing the reports"), "{err}");
     // The same folder again, shard 1 lost: a lost shard (1), not the first run's shard 1
     // mixed in (merge refused, 2), and no report of the first run left as this one's.
-    let second = job("813", Some("1"));
+    let second = slurm.job("813", &[("FAKE_LOSE", "1")]);
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(1), "{err}");
     assert!(err.contains("shard(s) 1 wrote no report"), "{err}");
     assert!(
-        err.contains("replacing the reports of an earlier run"),
+        err.contains("replacing the reports of an earlier run") && err.contains("(4 file(s))"),
         "{err}"
     );
     for stale in ["run.json", "run.txt", "run.html", "shard-1.json"] {
@@ -585,6 +606,81 @@ fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_
             "{stale} of the first run is left"
         );
     }
+    // Every shard wrote its report but one failed after it: merge would succeed, yet the
+    // run failed, and no merged report may stand beside it (run.json and run.html did).
+    let third = slurm.job("814", &[("FAKE_FAIL", "1")]);
+    let err = String::from_utf8_lossy(&third.stderr);
+    assert_eq!(third.status.code(), Some(1), "{err}");
+    assert!(out.join("shard-1.json").exists(), "{err}");
+    for merged in [
+        "run.json",
+        "run.txt",
+        "run.html",
+        "run.json.tmp",
+        "run.html.tmp",
+    ] {
+        assert!(
+            !out.join(merged).exists(),
+            "{merged} beside a failed run: {err}"
+        );
+    }
+}
+
+/// The recipe's numbers are checked as text before bash's arithmetic sees them (it ran a
+/// command written into one, and 0 repetitions exited 0 having run nothing), and the
+/// broker's URL reaches the shards through their environment, not their command lines
+/// (any user of a shared cluster reads those in `ps`).
+#[test]
+fn the_recipe_refuses_what_is_not_a_number_and_puts_no_broker_url_on_a_command_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let slurm = FakeSlurm::new();
+    let witness = slurm.bin.join("ran");
+    let injected = format!("k[$(touch {})]", witness.display());
+    for (name, value) in [
+        ("OEMPUTX_REPEAT", "0"),
+        ("OEMPUTX_REPEAT", injected.as_str()),
+        ("OEMPUTX_REPEAT", "1001"),
+        ("OEMPUTX_LEAD", "15s"),
+        ("OEMPUTX_WAIT", "-1"),
+        ("OEMPUTX_LEAD", injected.as_str()),
+    ] {
+        let o = slurm.job("820", &[(name, value)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}={value}: {err}");
+        assert!(err.contains(name) && err.contains("whole number"), "{err}");
+        assert!(!witness.exists(), "{name}={value} ran a command");
+        assert!(!slurm.out.exists(), "{name}={value} ran shards");
+    }
+    // Each shard's command line, as its program was given it.
+    let argv = slurm.bin.join("argv");
+    let wrapper = slurm.bin.join("oemputx-wrapper");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/usr/bin/env bash\nprintf '%s\\n' \"$*\" >>{}\nexec {} \"$@\"\n",
+            argv.display(),
+            oemputx_bin().display()
+        ),
+    )
+    .expect("wrapper");
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let wrapper_s = wrapper.display().to_string();
+    let o = slurm.job("821", &[("OEMPUTX_BIN", wrapper_s.as_str())]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let lines = std::fs::read_to_string(&argv).expect("argv");
+    // Two shards and the merge, none naming the broker.
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    assert!(
+        !lines.contains("embedded:") && !lines.contains("--qmgr"),
+        "{lines}"
+    );
+    let run = read_json(&slurm.out.join("run.json"));
+    assert_eq!(
+        run["settings"]["transport"], "embedded",
+        "{}",
+        run["settings"]
+    );
 }
 
 #[test]
