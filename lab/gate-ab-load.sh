@@ -2,10 +2,10 @@
 # Calibrate the A/B gate with a hold-out-style flow, quiet and under load: the C responder of
 # lab/holdout/burn_responder.c (librabbitmq, not oemputx's client) burning a fixed CPU per
 # message. In "aa" both sides burn the same; in "plus5" side B costs 5 % more FLOW per
-# message than side A. A µs more of --a-us does not cost exactly a µs more of measured FLOW
-# (a nominal 6.41 µs more cost 4.7 µs more beside four busy loops: the spin loop's speed is
-# calibrated when the process starts, not while it burns), so the change is sized from what
-# it costs: a sizing run measures FLOW at --a-us BURN and BURN+20 (µs of FLOW per nominal
+# message than side A. Every responder spins at one speed measured before the load starts
+# (--iterations-per-us), so its work per message is fixed. A µs more of --a-us still does not
+# cost exactly a µs more of measured FLOW beside busy loops (the spin runs slower there), so
+# the change is sized from what it costs: a sizing run measures FLOW at --a-us BURN and BURN+20 (µs of FLOW per nominal
 # µs), and every "plus" gate after it adds its own measure (B's median less A's, per nominal
 # µs); each gate is sized from the median of those so far and from A's FLOW median in the
 # gate before. The TSV keeps each gate's realized change (B's median over A's).
@@ -37,6 +37,11 @@ tsv=$out/runs.tsv
 
 responder=$out/burn_responder
 gcc -O2 -g -fno-omit-frame-pointer -o "$responder" lab/holdout/burn_responder.c -lrabbitmq
+# One spin speed for every responder process, measured before any load starts: each
+# process measuring its own at its start made its work per message differ by up to a
+# fifth beside busy loops, and a "+5 %" read +3.6 % in one gate and +9.5 % in another.
+speed=${BURN_SPEED:-$("$responder" --calibrate 25)}
+burn_flags="--b-us 0 --jitter 0.1 --iterations-per-us $speed"
 
 loops=()
 sizer=
@@ -54,7 +59,7 @@ run_opts=(--qmgr "$url" --count "$count" --warmup 200 --tasks 2)
 # FLOW per message at a given --a-us, from three rounds on a fresh responder.
 flow_at() {
   local queue="oemputx.calibrate.load.$$.${1%.*}"
-  "$responder" --url "${url%/%2f}" --input-queue "$queue" --a-us "$1" --b-us 0 --jitter 0.1 >/dev/null 2>&1 &
+  "$responder" --url "${url%/%2f}" --input-queue "$queue" --a-us "$1" $burn_flags >/dev/null 2>&1 &
   sizer=$!
   sleep 1
   "$bin/oemputx" "${run_opts[@]}" --request-queue "$queue" --rounds 3 \
@@ -67,7 +72,7 @@ flow_us=$(flow_at "$burn")
 flow_more=$(flow_at "$(python3 -c "print($burn + 20)")")
 yields=$out/yields
 python3 -c "print(($flow_more - $flow_us) / 20)" >"$yields"
-echo "hold-out flow: burn_responder --a-us $burn --b-us 0 --jitter 0.1; side A's FLOW cost $flow_us us/tran, $(cat "$yields") us of FLOW per nominal us more; load $load busy loops; tolerance $tolerance, at most $max_time per gate; rounds of $count, 2 tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
+echo "hold-out flow: burn_responder --a-us $burn $burn_flags; side A's FLOW cost $flow_us us/tran, $(cat "$yields") us of FLOW per nominal us more; load $load busy loops; tolerance $tolerance, at most $max_time per gate; rounds of $count, 2 tasks; control ${GATE_CONTROL:-DRIVER}; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out/settings.txt"
 
 printf 'case\trun\textra_burn_us\texit\tverdict\tseconds\tblocks\tstopped\tFLOW_pct\tFLOW_low\tFLOW_high\tcaptured_pct\trealized_pct\n' >"$tsv"
 for i in $(seq "$runs"); do
@@ -82,8 +87,8 @@ print(round($flow_us * $pct / 100 / k, 2))")
     start=$(date +%s)
     code=0
     "$bin/oemputx" gate --tolerance "$tolerance" --max-time "$max_time" --control "${GATE_CONTROL:-DRIVER}" \
-      --flow-a "$responder --a-us $burn --b-us 0 --jitter 0.1" \
-      --flow-b "$responder --a-us $(python3 -c "print($burn + $extra)") --b-us 0 --jitter 0.1" \
+      --flow-a "$responder --a-us $burn $burn_flags" \
+      --flow-b "$responder --a-us $(python3 -c "print($burn + $extra)") $burn_flags" \
       --export-json "$json" -- "${run_opts[@]}" >"$out/$c-$i.txt" 2>&1 || code=$?
     secs=$(( $(date +%s) - start ))
     summary=$(python3 - "$json" "$secs" <<'PY' 2>/dev/null || echo "error	$secs	0	-	-	-	-	-"

@@ -20,6 +20,14 @@
  * CPU clock from the end of the previous message to the end of this one: its receive, both
  * functions, its reply and its ack), for up to 8 sizes.
  *
+ * --iterations-per-us N: burn N spin iterations per µs asked, instead of the speed this
+ * process measures at its start. Each process calibrates alone, at whatever its start meets:
+ * beside busy loops two processes of the same --a-us differed in their work per message by
+ * up to a fifth, a bias of each process that a gate reads as noise. With a fixed N the work
+ * per message is fixed, and what it costs in CPU varies only as the machine does.
+ * --calibrate K: measure the speed K times, print the fastest (the least disturbed) as
+ * iterations per µs, and exit.
+ *
  * --trace PATH: every 20 ms or so, a line "WALL_NS MESSAGES PROCESS_CPU_NS" (the ladder's
  * tests read the responder's own CPU per message over each step's window from it).
  *
@@ -109,7 +117,8 @@ static void check(amqp_rpc_reply_t r, const char *what) {
 int main(int argc, char **argv) {
     const char *queue = getenv("OEMPUTX_QUEUE"), *url = getenv("OEMPUTX_URL"), *truth = NULL;
     const char *trace_path = NULL;
-    double a_us = 60, b_us = 20, jitter = 0.5, ns_per_byte = 0;
+    double a_us = 60, b_us = 20, jitter = 0.5, ns_per_byte = 0, fixed_speed = 0;
+    int calibrations = 0;
     enum { SIZES = 8 };
     size_t size_of[SIZES];
     uint64_t size_msgs[SIZES] = {0}, size_ns[SIZES] = {0};
@@ -123,7 +132,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--ns-per-byte")) ns_per_byte = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--truth")) truth = argv[i + 1];
         else if (!strcmp(argv[i], "--trace")) trace_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--iterations-per-us")) fixed_speed = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--calibrate")) calibrations = atoi(argv[i + 1]);
         else die("unknown option; see the comment at the top of burn_responder.c");
+    }
+    if (calibrations > 0) {
+        double best = 0;
+        for (int k = 0; k < calibrations; k++) {
+            calibrate();
+            if (iterations_per_us > best) best = iterations_per_us;
+        }
+        printf("%.3f\n", best);
+        return 0;
     }
     if (!queue) die("give --input-queue Q or OEMPUTX_QUEUE");
     struct amqp_connection_info ci;
@@ -133,7 +153,8 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_term);
     signal(SIGINT, on_term);
     srand((unsigned)getpid());
-    calibrate();
+    if (fixed_speed > 0) iterations_per_us = fixed_speed;
+    else calibrate();
 
     amqp_connection_state_t conn = amqp_new_connection();
     amqp_socket_t *sock = amqp_tcp_socket_new(conn);

@@ -280,14 +280,54 @@ fn fifo(path: &Path) -> Result<std::fs::File, ProfileError> {
         .map_err(|e| ProfileError::Start(format!("cannot open {}: {e}", path.display())))
 }
 
+/// The temporary folders of profiled runs: `oemputx-profile-PID-…`, PID the run's.
+const FOLDER_PREFIX: &str = "oemputx-profile-";
+
+/// Remove the folders that profiled runs killed with SIGKILL left behind (perf.data grows
+/// by about a megabyte a second of window): those of this user whose process is gone. A
+/// folder of a live process, another user's, or a name not of this form is left alone.
+fn sweep_stale_folders() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let uid = nix::unistd::getuid().as_raw();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(FOLDER_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let mine = e
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        let gone = !Path::new(&format!("/proc/{pid}")).exists();
+        if mine && gone {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl Recorder {
     /// Start perf, disabled, sampling every CPU.
     pub fn start() -> Result<Recorder, ProfileError> {
+        sweep_stale_folders();
         check()?;
-        let dir = tempfile::Builder::new()
-            .prefix("oemputx-profile-")
-            .tempdir()
-            .map_err(|e| ProfileError::Start(format!("cannot make a temporary folder: {e}")))?;
+        // Named by this process, so that a later run can tell it was left by a killed one;
+        // readable by this user alone (perf.data holds every process's stacks).
+        let dir = {
+            use std::os::unix::fs::PermissionsExt;
+            tempfile::Builder::new()
+                .prefix(&format!("{FOLDER_PREFIX}{}-", std::process::id()))
+                .permissions(std::fs::Permissions::from_mode(0o700))
+                .tempdir()
+                .map_err(|e| ProfileError::Start(format!("cannot make a temporary folder: {e}")))?
+        };
         let ctl_path = dir.path().join("ctl");
         let ack_path = dir.path().join("ack");
         let ctl = fifo(&ctl_path)?;

@@ -339,3 +339,59 @@ fn a_signal_mid_profile_ends_the_run_at_once_and_leaves_no_perf_behind() {
     assert_eq!(j["status"], "interrupted", "{j:#}");
     assert!(all_gone(&[perf]), "perf {perf} outlived oemputx");
 }
+
+/// Issue 61, item 11: a profiled run killed with SIGKILL (no handler runs) left its folder
+/// with perf.data (about a megabyte a second) in the temporary folder for good, readable by
+/// all. Now the folder is this user's alone, and the next profiled run removes what a
+/// killed one left; a folder of a live process is kept.
+#[test]
+fn a_killed_profiled_runs_folder_is_private_and_the_next_profiled_run_removes_it() {
+    live!(Perf);
+    let _perf = one_perf_at_a_time();
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("a temporary folder of its own");
+    let mut child = oemputx_process()
+        .env("TMPDIR", tmp.path())
+        .args(["--duration", "60s", "--profile", "--no-save", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("oemputx starts");
+    let folders = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(tmp.path())
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p: &std::path::PathBuf| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("oemputx-profile-"))
+            })
+            .collect()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while folders().is_empty() {
+        assert!(std::time::Instant::now() < until, "no profile folder");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let left = folders();
+    let mode = std::fs::metadata(&left[0]).expect("folder").permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{:o}", mode);
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    // perf, its child, may outlive it a moment.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(folders(), left, "SIGKILL ran no handler: the folder is still there");
+    // A folder of a live process (this test's) is no leftover.
+    let live = tmp.path().join(format!("oemputx-profile-{}-x", std::process::id()));
+    std::fs::create_dir(&live).expect("a live one");
+    let out = oemputx()
+        .env("TMPDIR", tmp.path())
+        .args(["--count", "200", "--profile", "--no-save", "--quiet"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = folders();
+    assert!(!after.contains(&left[0]), "the killed run's folder is left: {after:?}");
+    assert!(after.contains(&live), "a live process's folder was removed: {after:?}");
+}
