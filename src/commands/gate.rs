@@ -6,7 +6,7 @@
 use crate::config::gate::{Current, GateConfig};
 use crate::exit::Exit;
 use crate::orchestrate::gate_stored::{self, Stored, WriteReports};
-use crate::orchestrate::verdict::{no_baseline, verdict_exit, write_verdict};
+use crate::orchestrate::verdict::{certain, no_baseline, verdict_exit, write_verdict};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -24,6 +24,7 @@ pub fn stored(
         Stored::NoBaseline(msg) => return Ok(no_baseline(cfg, &msg)),
         Stored::Judged(j) => j,
     };
+    certain()?;
     write_verdict(cfg, &judged.outcome)?;
     judged.print_after()?;
     Ok(verdict_exit(cfg, &judged.outcome))

@@ -25,6 +25,7 @@ pub(crate) fn gate_instructions(
         Counted::Interrupted => Ok(Exit::Interrupted),
         Counted::Saved => Ok(Exit::Ok),
         Counted::Judged(outcome) => {
+            crate::orchestrate::verdict::certain()?;
             write_verdict(cfg, &outcome)?;
             Ok(verdict_exit(cfg, &outcome))
         }

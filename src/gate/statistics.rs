@@ -42,7 +42,12 @@ pub(crate) fn bootstrap_ratio_ci(
     let mut rng = crate::stats::Draws::seeded(0x006f_656d_7075_7478); // "oemputx"
     let mut ratios = Vec::with_capacity(resamples);
     let (mut b, mut c) = (vec![0.0; base.len()], vec![0.0; current.len()]);
-    for _ in 0..resamples {
+    for k in 0..resamples {
+        // Seconds of work for a report of many rounds: a signal ends it at once (the gate
+        // then writes no verdict, crate::orchestrate::verdict::certain).
+        if k % 256 == 0 && crate::signals::interrupted() {
+            return None;
+        }
         for x in b.iter_mut() {
             *x = base[rng.below(base.len())];
         }

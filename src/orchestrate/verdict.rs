@@ -26,6 +26,19 @@ pub(crate) fn write_verdict(cfg: &GateConfig, outcome: &Outcome) -> anyhow::Resu
     written
 }
 
+/// A verdict is written only when it is certain: a signal that came while it was being
+/// computed (a bootstrap cut short, say) leaves "no verdict" files (exit 130), never a pass
+/// read from half a computation.
+pub(crate) fn certain() -> anyhow::Result<()> {
+    if crate::signals::interrupted() {
+        anyhow::bail!(
+            "interrupted ({}) before the verdict was certain: no verdict written",
+            crate::signals::interrupted_by()
+        );
+    }
+    Ok(())
+}
+
 /// The exit code of the gate's verdict, with a warning when an inconclusive gate passes.
 pub(crate) fn verdict_exit(args: &GateConfig, outcome: &Outcome) -> Exit {
     if outcome.verdict == Verdict::Inconclusive {

@@ -1131,3 +1131,45 @@ fn the_ab_gate_compares_two_driver_settings_on_one_flow() {
     assert_eq!(refused.status.code(), Some(2), "{err}");
     assert!(err.contains("--group is not a driver setting"), "{err}");
 }
+
+/// Issue 61, classes b and c: the stored gate's bootstrap over reports of the most rounds a
+/// run makes takes seconds; a SIGTERM then ends it at once (exit 130), and the files CI
+/// reads say "no verdict" — never a pass computed from half a bootstrap.
+#[test]
+fn a_signal_during_the_gates_statistics_ends_it_at_once_with_no_verdict() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = report(dir.path(), "base.json", 1.0, 1000, &[]);
+    let cur = report(dir.path(), "cur.json", 1.01, 1000, &[]);
+    let junit = dir.path().join("gate.xml");
+    let md = dir.path().join("gate.md");
+    let started = std::time::Instant::now();
+    let child = oemputx_process()
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&base)
+        .arg("--current")
+        .arg(&cur)
+        .arg("--export-junit")
+        .arg(&junit)
+        .arg("--export-markdown")
+        .arg(&md)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the gate starts");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let (out, took) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "ended {:?} after its start: {err}",
+        started.elapsed()
+    );
+    assert!(took < std::time::Duration::from_secs(1), "{took:?}: {err}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit file");
+    assert!(xml.contains("no verdict") && xml.contains("errors=\"1\""), "{xml}");
+    let summary = std::fs::read_to_string(&md).expect("the summary");
+    assert!(summary.contains("no verdict (exit 130)"), "{summary}");
+    assert!(!summary.contains("pass"), "{summary}");
+}
