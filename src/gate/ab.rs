@@ -442,7 +442,10 @@ mod tests {
         let mut out = Outcome::of("ab", ("A: a".into(), "B: b".into()), vec![d]);
         out.sequential = Some(seq);
         let gh = crate::export::gate::render_github(&out);
-        assert!(gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +3.0"), "{gh}");
+        assert!(
+            gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +3.0"),
+            "{gh}"
+        );
         assert!(gh.contains("[+1.0%25, +5.0%25]"), "{gh}");
         assert!(gh.contains("not decided within the time given"), "{gh}");
         let md = crate::export::gate::render_markdown(&out);

@@ -1168,7 +1168,10 @@ fn a_signal_during_the_gates_statistics_ends_it_at_once_with_no_verdict() {
     );
     assert!(took < std::time::Duration::from_secs(1), "{took:?}: {err}");
     let xml = std::fs::read_to_string(&junit).expect("the JUnit file");
-    assert!(xml.contains("no verdict") && xml.contains("errors=\"1\""), "{xml}");
+    assert!(
+        xml.contains("no verdict") && xml.contains("errors=\"1\""),
+        "{xml}"
+    );
     let summary = std::fs::read_to_string(&md).expect("the summary");
     assert!(summary.contains("no verdict (exit 130)"), "{summary}");
     assert!(!summary.contains("pass"), "{summary}");

@@ -271,8 +271,13 @@ fn a_malformed_history_is_exit_2_naming_the_file_and_what_is_wrong() {
 fn a_history_or_report_beyond_what_oemputx_writes_is_refused_naming_the_bound() {
     let dir = tempfile::tempdir().expect("temp dir");
     let template = saved_run(dir.path());
-    let (flow, driver) = series(31, 31, 0.0);
+    // The most a history holds, and one run more written in by hand.
+    let (flow, driver) = series(30, 30, 0.0);
     let long = history(dir.path(), "long.json", &template, &flow, &driver);
+    let mut j = read(&long);
+    let last = j["runs"][29].clone();
+    j["runs"].as_array_mut().expect("runs").push(last);
+    std::fs::write(&long, j.to_string()).expect("write");
     let junit = dir.path().join("gate.xml");
     for args in [
         vec!["history".to_string(), long.display().to_string()],
@@ -474,9 +479,15 @@ fn a_save_waiting_for_a_held_history_folder_ends_at_a_signal() {
     let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(after < std::time::Duration::from_secs(2), "{after:?}: {err}");
+    assert!(
+        after < std::time::Duration::from_secs(2),
+        "{after:?}: {err}"
+    );
     assert!(err.contains("waiting for the lock"), "{err}");
-    assert!(!dir.path().join("main.json").exists(), "appended after the signal");
+    assert!(
+        !dir.path().join("main.json").exists(),
+        "appended after the signal"
+    );
     drop(holder);
 }
 
@@ -502,10 +513,18 @@ fn a_save_through_a_symbolic_link_appends_to_the_history_it_points_to() {
     std::os::unix::fs::symlink(&history, &link).expect("link");
     for _ in 0..2 {
         let out = save(&link);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     assert!(
-        std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink(),
+        std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink(),
         "the link was replaced by a file"
     );
     assert_eq!(read(&history)["runs"].as_array().map(Vec::len), Some(3));
@@ -519,7 +538,12 @@ fn a_save_through_a_symbolic_link_appends_to_the_history_it_points_to() {
         .arg(&rlink)
         .assert()
         .success();
-    assert!(std::fs::symlink_metadata(&rlink).expect("link").file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&rlink)
+            .expect("link")
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(read(&report)["transactions"], 10);
     // A link to nowhere is refused, naming it.
     let dangling = dir.path().join("gone.json");
@@ -527,7 +551,10 @@ fn a_save_through_a_symbolic_link_appends_to_the_history_it_points_to() {
     let out = save(&dangling);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("symbolic link") && err.contains("cannot be reached"), "{err}");
+    assert!(
+        err.contains("symbolic link") && err.contains("cannot be reached"),
+        "{err}"
+    );
 }
 
 #[test]

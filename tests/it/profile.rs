@@ -375,23 +375,43 @@ fn a_killed_profiled_runs_folder_is_private_and_the_next_profiled_run_removes_it
     }
     std::thread::sleep(std::time::Duration::from_secs(1));
     let left = folders();
-    let mode = std::fs::metadata(&left[0]).expect("folder").permissions().mode();
+    let mode = std::fs::metadata(&left[0])
+        .expect("folder")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o077, 0, "{:o}", mode);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     // perf, its child, may outlive it a moment.
     std::thread::sleep(std::time::Duration::from_secs(1));
-    assert_eq!(folders(), left, "SIGKILL ran no handler: the folder is still there");
+    assert_eq!(
+        folders(),
+        left,
+        "SIGKILL ran no handler: the folder is still there"
+    );
     // A folder of a live process (this test's) is no leftover.
-    let live = tmp.path().join(format!("oemputx-profile-{}-x", std::process::id()));
+    let live = tmp
+        .path()
+        .join(format!("oemputx-profile-{}-x", std::process::id()));
     std::fs::create_dir(&live).expect("a live one");
     let out = oemputx()
         .env("TMPDIR", tmp.path())
         .args(["--count", "200", "--profile", "--no-save", "--quiet"])
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let after = folders();
-    assert!(!after.contains(&left[0]), "the killed run's folder is left: {after:?}");
-    assert!(after.contains(&live), "a live process's folder was removed: {after:?}");
+    assert!(
+        !after.contains(&left[0]),
+        "the killed run's folder is left: {after:?}"
+    );
+    assert!(
+        after.contains(&live),
+        "a live process's folder was removed: {after:?}"
+    );
 }

@@ -597,7 +597,7 @@ fn a_run_into_a_folder_an_earlier_run_used_fails_as_its_own_and_leaves_no_stale_
     assert_eq!(second.status.code(), Some(1), "{err}");
     assert!(err.contains("shard(s) 1 wrote no report"), "{err}");
     assert!(
-        err.contains("replacing the reports of an earlier run") && err.contains("(4 file(s))"),
+        err.contains("replacing the reports of an earlier run") && err.contains("(5 file(s))"),
         "{err}"
     );
     for stale in ["run.json", "run.txt", "run.html", "shard-1.json"] {
