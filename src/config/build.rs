@@ -408,12 +408,12 @@ impl RunShape {
         };
         let tasks = args.tasks;
         check_tasks(tasks, length)?;
-        if args.rounds == 0 || args.rounds > crate::report::saved::MAX_SAVED_ROUNDS {
+        if args.rounds == 0 || args.rounds > super::MAX_ROUNDS {
             return Err(bad(
                 "--rounds",
                 format!(
                     "must be from 1 to {} (the most rounds a saved report may hold)",
-                    crate::report::saved::MAX_SAVED_ROUNDS
+                    super::MAX_ROUNDS
                 ),
             ));
         }

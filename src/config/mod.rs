@@ -31,6 +31,11 @@ use std::time::Duration;
 /// Request queue when neither the flag nor the profile names one, on a transport without a
 /// name of its own (see `EndpointKind::default_request_queue`).
 pub use crate::transport::endpoint::DEFAULT_REQUEST_QUEUE;
+
+/// The most rounds a run makes (`--rounds`), and so the most a saved report may hold
+/// (`report::saved::MAX_SAVED_ROUNDS`): what a reader of reports bounds before it computes
+/// anything that grows with them.
+pub const MAX_ROUNDS: usize = 1000;
 /// Round trips when neither --count nor --duration is given.
 pub const DEFAULT_COUNT: u64 = 1000;
 /// AMQP 0-9-1 queue and virtual host names are short strings: at most 255 bytes.

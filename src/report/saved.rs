@@ -59,9 +59,8 @@ pub enum ReportFileError {
 // The user's input (exit 2).
 crate::usage_error!(ReportFileError);
 
-/// The most rounds a saved report may hold, as the most a run makes (`--rounds`): what a
-/// reader of reports bounds before it computes anything that grows with them.
-pub const MAX_SAVED_ROUNDS: usize = 1000;
+/// The most rounds a saved report may hold: the most a run makes (`--rounds`).
+pub const MAX_SAVED_ROUNDS: usize = crate::config::MAX_ROUNDS;
 
 /// The settings whose difference makes two runs' costs incomparable.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
