@@ -10,6 +10,9 @@
 # the unit tests and the benches' smoke runs are targets of their own. The script still
 # exits non-zero when the tests or the gate failed, and its last lines say which.
 set -euo pipefail
+# A broker exported for oemputx in the calling shell is not the tests': they mean the embedded one
+# unless they name another.
+unset OEMPUTX_QMGR
 cd "$(dirname "$0")/.."
 # Each phase's start, in seconds since the command began: where a slow run's time went.
 stamp() { echo "ci/test.sh: [${SECONDS} s] $*"; }

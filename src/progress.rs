@@ -167,6 +167,17 @@ const ESTIMATE_AFTER: Duration = Duration::from_secs(1);
 /// A run expected to end sooner is not worth a line.
 const ESTIMATE_ABOVE: Duration = Duration::from_secs(15);
 
+/// A rate as people read it: whole from 10 a second, else four significant figures
+/// (0.01, 3.333), not 3.3333333333333335.
+fn rate_text(rate: f64) -> String {
+    if rate >= 10.0 {
+        return format!("{rate:.0}");
+    }
+    let places = (3 - rate.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{rate:.places$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// The longest run an estimate names: beyond it, "more than" (a clock cannot hold an end
 /// thousands of years away, and it was capped without a word at 31.7 years).
 const ESTIMATE_MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
@@ -187,7 +198,8 @@ fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String
     let secs = total as f64 / rate;
     if secs > ESTIMATE_MAX.as_secs_f64() {
         return Some(format!(
-            "[estimate] {at} {rate} msgs/s, {total} msgs take more than a hundred years: --duration bounds a run by time"
+            "[estimate] {at} {} msgs/s, {total} msgs take more than a hundred years: --duration bounds a run by time",
+            rate_text(rate)
         ));
     }
     let whole = Duration::from_secs_f64(secs);
@@ -204,11 +216,7 @@ fn estimate(s: &ProgressSettings, done: u64, elapsed: Duration) -> Option<String
     };
     Some(format!(
         "[estimate] {at} {} msgs/s, {total} msgs take about {} in all (ends about {when} UTC); --duration bounds a run by time",
-        if rate >= 10.0 {
-            format!("{rate:.0}")
-        } else {
-            format!("{rate}")
-        },
+        rate_text(rate),
         humantime::format_duration(Duration::from_secs(whole.as_secs())),
     ))
 }
@@ -302,6 +310,8 @@ mod tests {
         // It was capped at 31.7 years without a word.
         let huge = estimate(&counted(u64::MAX, Some(0.001)), 1, Duration::from_secs(1));
         assert!(huge.expect("said").contains("more than a hundred years"));
+        assert_eq!(rate_text(10.0 / 3.0), "3.333");
+        assert_eq!(rate_text(0.01), "0.01");
         // A short run says nothing.
         assert_eq!(
             estimate(&counted(10, None), 10, Duration::from_secs(1)),

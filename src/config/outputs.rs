@@ -119,6 +119,11 @@ pub(crate) fn check_output(flag: &'static str, path: &Path) -> Result<(), Config
     if path.as_os_str() == "-" || is_device(path) {
         return Ok(());
     }
+    // A link is written at its target (files::output_target): one to nowhere is refused
+    // now, not after the run.
+    if let Err(e) = crate::files::output_target(path) {
+        return Err(bad(flag, format!("{e} (checked before the run)")));
+    }
     if path.is_dir() {
         return Err(bad(
             flag,

@@ -46,7 +46,10 @@
 //! look's boundary is solved exactly for the information actually reached, and a look that
 //! turns out to be the last (the next block would not fit) spends all that is left — so the
 //! intervals cover the true ratio together with probability 1 − α at any number of looks,
-//! because neither the plan nor the looks depend on the data.
+//! as long as the plan does not depend on the differences measured. It depends on how long
+//! blocks took: with rounds of a count, on the sum of both sides' cost, which under no
+//! change and a symmetric spread is uncorrelated with their difference (for a normal
+//! spread, independent of it); the A/A calibrations (docs/gate.md) check what is left.
 //!
 //! α = 10 % two-sided: each one-sided error — calling a regression when the change is
 //! within the tolerance, or a pass when it is beyond it — is at most 5 %.

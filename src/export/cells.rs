@@ -101,6 +101,10 @@ pub(crate) fn markdown_text(text: &str) -> String {
 /// with control characters (a newline would end the line, and the span) replaced. Raw HTML
 /// inside a code span is shown, not rendered.
 pub(crate) fn markdown_code(text: &str) -> String {
+    if text.is_empty() {
+        // A code span cannot be empty: two backticks would show as themselves.
+        return "` `".to_string();
+    }
     let clean: String = text
         .chars()
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })

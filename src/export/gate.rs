@@ -124,6 +124,10 @@ fn sequential_line(q: &crate::gate::Sequential) -> String {
         "decided" => "decided".to_string(),
         "time" => "the time given ran out (the next block would not have fitted)".to_string(),
         "rounds" => format!("--max-rounds {} reached", q.max_rounds.unwrap_or_default()),
+        "cap" => format!(
+            "the {} rounds the gate takes at most were reached",
+            crate::config::gate::MAX_AB_ROUNDS
+        ),
         other => other.to_string(),
     };
     let level = q

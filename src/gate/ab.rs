@@ -262,14 +262,20 @@ fn undecided_note(
     let reach = detectable_change(i.sd_log, i.pairs, i.z, tolerance);
     let ended = sequential.map_or_else(String::new, ended_before);
     let pace = sequential.map_or(0.0, |s| s.seconds_per_block);
+    // What to raise: what stopped the run.
+    let raise = match sequential.map(|s| s.stopped) {
+        Some("rounds") => "raise --max-rounds (or leave it out)",
+        Some("cap") => "make rounds longer (--count)",
+        _ => "raise --max-time",
+    };
     let more = match pairs_to_decide(i, tolerance) {
         Some(n) if n > o.blocks => format!(
-            "about {n} blocks ({} rounds{}) would decide it at this spread: raise --max-time, or make rounds longer (--count)",
+            "about {n} blocks ({} rounds{}) would decide it at this spread: {raise}, or make rounds longer (--count)",
             2 * PAIRS_PER_BLOCK * n,
             time_for(n, pace)
         ),
         Some(_) => format!(
-            "a few more blocks would probably decide it{}: raise --max-time",
+            "a few more blocks would probably decide it{}: {raise}",
             time_for(o.blocks + o.blocks.div_ceil(4), pace)
         ),
         None => "the estimate sits on the tolerance's edge: no number of rounds will decide it; a tolerance further from the change would".into(),
@@ -301,6 +307,10 @@ fn ended_before(s: &Sequential) -> String {
         "rounds" => format!(
             ", not decided within --max-rounds {}",
             s.max_rounds.unwrap_or(2 * PAIRS_PER_BLOCK * s.blocks)
+        ),
+        "cap" => format!(
+            ", not decided within the {} rounds the gate takes at most",
+            crate::config::gate::MAX_AB_ROUNDS
         ),
         "interrupted" => ", interrupted before it was decided".to_string(),
         _ => String::new(),

@@ -255,8 +255,8 @@ pub struct Sequential {
     /// How long a block took at the end (the latest blocks' mean).
     pub seconds_per_block: f64,
     /// `decided` (every gated metric decided, or a regression found), `time` (the next
-    /// block would not have fitted in --max-time), `rounds` (--max-rounds reached),
-    /// `interrupted`.
+    /// block would not have fitted in --max-time), `rounds` (--max-rounds reached), `cap`
+    /// (the most rounds the gate takes without --max-rounds, 2,000), `interrupted`.
     pub stopped: &'static str,
     pub looks: Vec<LookRecord>,
 }

@@ -105,8 +105,10 @@ fn sequential(
         seconds_per_block: pace.as_secs_f64(),
         stopped: match end {
             End::Decided => "decided",
-            End::Interrupted | End::Failed => "interrupted",
-            End::Budget if blocks >= max_blocks => "rounds",
+            End::Interrupted => "interrupted",
+            End::Failed => "failed",
+            End::Budget if blocks >= max_blocks && pair.rounds_given => "rounds",
+            End::Budget if blocks >= max_blocks => "cap",
             End::Budget => "time",
         },
         looks,
