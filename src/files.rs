@@ -136,10 +136,13 @@ pub(crate) fn output_target(path: &Path) -> std::io::Result<PathBuf> {
 /// holds it for milliseconds, so a minute means a process that holds it for good.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// An exclusive lock on the folder `dir`, waited for at most [`LOCK_WAIT`] and never past
-/// a signal: a blocking `flock` waited forever for any process holding the folder (opening
-/// it is enough to lock it), deaf to SIGTERM (issue 61, item 4).
-pub(crate) fn lock_folder(dir: &Path) -> anyhow::Result<std::fs::File> {
+/// An exclusive lock on the folder `dir`, waited for at most [`LOCK_WAIT`], and given up
+/// as soon as `stop` says why (a signal): a blocking `flock` waited forever for any process
+/// holding the folder (opening it is enough to lock it), deaf to SIGTERM (issue 61, item 4).
+pub(crate) fn lock_folder(
+    dir: &Path,
+    stop: impl Fn() -> Option<String>,
+) -> anyhow::Result<std::fs::File> {
     use anyhow::Context;
     let folder = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
     let started = std::time::Instant::now();
@@ -151,14 +154,8 @@ pub(crate) fn lock_folder(dir: &Path) -> anyhow::Result<std::fs::File> {
                 return Err(e).with_context(|| format!("locking {}", dir.display()));
             }
         }
-        // Any signal, also while the run tidies up (when `interrupted()` looks away): a run
-        // that was stopped is no baseline, and one stopped in this wait must end now.
-        if crate::signals::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0 {
-            anyhow::bail!(
-                "interrupted ({}) while waiting for the lock on {}",
-                crate::signals::interrupted_by(),
-                dir.display()
-            );
+        if let Some(why) = stop() {
+            anyhow::bail!("{why} while waiting for the lock on {}", dir.display());
         }
         if started.elapsed() >= LOCK_WAIT {
             anyhow::bail!(

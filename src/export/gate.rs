@@ -426,6 +426,40 @@ mod tests {
     use crate::gate::tests::rounds;
     use crate::gate::{Worse, overall};
 
+    /// What CI sees of an A/B gate the time ran out on: the annotation states the change,
+    /// its interval and the note (why it is undecided, what it would take); the summary
+    /// why the run stopped.
+    #[test]
+    fn an_undecided_ab_gate_says_in_its_annotation_and_summary_that_the_time_ran_out() {
+        let note = "the interval [+1.0%, +5.0%] straddles +2.5% after 8 blocks, not decided within the time given (--max-time 5m; 296 s used, the next block would not have fitted)";
+        let d = crate::gate::Decision::of("FLOW", "us/tran", &[100.0; 8], &[103.0; 8], 0.025)
+            .interval(1.03, (1.01, 1.05), 0.95)
+            .judged(Verdict::Inconclusive, Some(note.to_string()));
+        let mut o = Outcome::of("ab", ("A: a".into(), "B: b".into()), vec![d]);
+        o.sequential = Some(crate::gate::Sequential {
+            method: "m",
+            alpha: 0.1,
+            max_time_s: 300.0,
+            max_rounds: None,
+            pairs_per_block: 4,
+            blocks: 8,
+            elapsed_s: 296.0,
+            seconds_per_block: 37.0,
+            stopped: "time",
+            looks: Vec::new(),
+        });
+        let gh = render_github(&o);
+        assert!(
+            gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +3.0"),
+            "{gh}"
+        );
+        assert!(gh.contains("[+1.0%25, +5.0%25]"), "{gh}");
+        assert!(gh.contains("not decided within the time given"), "{gh}");
+        let md = render_markdown(&o);
+        assert!(md.contains("stopped: the time given ran out"), "{md}");
+        assert!(render_text(&o).contains("Sequential: stopped: the time given ran out"));
+    }
+
     #[test]
     fn no_table_prints_nan_and_each_mode_says_what_change_is() {
         let mut d = decide("FLOW", &rounds(1.0), &rounds(1.0), 0.05, Worse::Higher);

@@ -87,7 +87,13 @@ fn append_to_history(
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let lock = crate::files::lock_folder(dir).with_context(|| {
+    // Any signal, also while the run tidies up (when `signals::interrupted` looks away): a
+    // run that was stopped is no baseline, and one stopped in this wait must end now.
+    let stop = || {
+        (crate::signals::LAST_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) != 0)
+            .then(|| format!("interrupted ({})", crate::signals::interrupted_by()))
+    };
+    let lock = crate::files::lock_folder(dir, stop).with_context(|| {
         format!(
             "locking {} to append to the baseline history {}",
             dir.display(),

@@ -444,22 +444,6 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("in all at 37.0 s a block"), "{note}");
-        // The annotation CI shows states the change, its interval and that note; the summary
-        // says why the run stopped.
-        let d = Decision::of("FLOW", "us/tran", &[100.0; 8], &[103.0; 8], 0.025)
-            .interval(i.ratio, (i.low, i.high), 0.95)
-            .judged(Verdict::Inconclusive, Some(note));
-        let mut out = Outcome::of("ab", ("A: a".into(), "B: b".into()), vec![d]);
-        out.sequential = Some(seq);
-        let gh = crate::export::gate::render_github(&out);
-        assert!(
-            gh.starts_with("::warning title=oemputx gate inconclusive: FLOW +3.0"),
-            "{gh}"
-        );
-        assert!(gh.contains("[+1.0%25, +5.0%25]"), "{gh}");
-        assert!(gh.contains("not decided within the time given"), "{gh}");
-        let md = crate::export::gate::render_markdown(&out);
-        assert!(md.contains("stopped: the time given ran out"), "{md}");
     }
 
     #[test]
