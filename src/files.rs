@@ -132,6 +132,14 @@ pub(crate) fn output_target(path: &Path) -> std::io::Result<PathBuf> {
     })
 }
 
+/// The folder a file at `path` is in: its parent, or `.` for a bare name.
+pub(crate) fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 /// How long a run waits for another process's lock on a history's folder: a run saving
 /// holds it for milliseconds, so a minute means a process that holds it for good.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);

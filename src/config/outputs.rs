@@ -97,10 +97,7 @@ fn resolved(p: &Path) -> PathBuf {
     if let Ok(c) = std::fs::canonicalize(p) {
         return c;
     }
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = crate::files::folder_of(p);
     match (std::fs::canonicalize(dir), p.file_name()) {
         (Ok(d), Some(n)) => d.join(n),
         _ => p.to_path_buf(),
@@ -139,10 +136,7 @@ pub(crate) fn check_output(flag: &'static str, path: &Path) -> Result<(), Config
             format!("{}: the file name is longer than 255 bytes", path.display()),
         ));
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = crate::files::folder_of(path);
     if !dir.is_dir() {
         return Err(bad(
             flag,

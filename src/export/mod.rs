@@ -164,10 +164,7 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Res
     // Through a symbolic link, the file it points to is replaced, not the link.
     let target = crate::files::output_target(path)?;
     let path = target.as_path();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
+    let dir = crate::files::folder_of(path);
     // Created with mode 0666, which the kernel narrows by the user's umask, as for any file
     // a program writes (tempfile's default, 0600, ignored the umask).
     let mut tmp = {

@@ -83,10 +83,7 @@ fn append_to_history(
     // The history a link points to is the one read, locked and replaced.
     let target = crate::files::output_target(path)?;
     let path = target.as_path();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = crate::files::folder_of(path);
     // Any signal, also while the run tidies up (when `signals::interrupted` looks away): a
     // run that was stopped is no baseline, and one stopped in this wait must end now.
     let stop = || {
