@@ -116,6 +116,20 @@ ensure_perf() {
   fi
 }
 
+ensure_tracefs() {
+  # Syncs per message are counted on the syscall tracepoints (syscalls:sys_enter_fsync …),
+  # which perf names by the ids tracefs shows. Mounting it changes no tracing state.
+  if [ -d /sys/kernel/tracing/events/syscalls ] || [ -d /sys/kernel/debug/tracing/events/syscalls ]; then
+    log "tracefs mounted"
+    return 0
+  fi
+  if as_root mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && [ -d /sys/kernel/tracing/events/syscalls ]; then
+    log "mounted tracefs on /sys/kernel/tracing"
+  else
+    log "tracefs could not be mounted: syncs per message will be null in reports (the tests accept that and say why)"
+  fi
+}
+
 ensure_pcp() {
   # Performance Co-Pilot for groups on other hosts (--host NAME=pcp://HOST): the tests read
   # this machine through pmproxy on 127.0.0.1:44322, the same path as a remote host.
@@ -232,6 +246,7 @@ ensure_nats
 ensure_mosquitto
 ensure_valgrind
 ensure_perf
+ensure_tracefs
 ensure_prometheus_client
 ensure_stomp_py
 ensure_kubernetes_validate

@@ -28,6 +28,7 @@ pub(crate) fn measure_paced(
 ) -> anyhow::Result<(Report, Vec<RoundBacklog>)> {
     // Hosts first: one that cannot be read stops the run before a queue is touched.
     let mut accounting = Accounting::new(cfg.groups.clone(), cfg.cpu_source, cfg.capture_ratio)
+        .counting_syncs(cfg.count_syncs)
         .with_hosts(&cfg.hosts)
         .map_err(crate::config::ConfigError::from)?;
     // perf first: it reads every process's maps as it starts, well before the window.

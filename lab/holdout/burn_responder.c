@@ -28,6 +28,14 @@
  * --calibrate K: measure the speed K times, print the fastest (the least disturbed) as
  * iterations per µs, and exit.
  *
+ * --write-bytes N --write-file PATH: after its two functions, each message appends N bytes to
+ * PATH and fsyncs it (--write-bytes without --write-file: a file in the current folder).
+ * --leak-bytes N: each message also allocates N bytes, touches every page and never frees them.
+ * The truth then holds "own": the process's own counters per message from its first message to
+ * its last, read after every message from /proc/self/io (write_bytes, syscw, read_bytes, syscr),
+ * getrusage (ru_nvcsw, ru_nivcsw) and /proc/self/status (VmRSS), and its own count of fsyncs:
+ * oemputx's figures beyond CPU are checked against them (tests/it/beyond_cpu.rs).
+ *
  * --trace PATH: every 20 ms or so, a line "WALL_NS MESSAGES PROCESS_CPU_NS" (the ladder's
  * tests read the responder's own CPU per message over each step's window from it).
  *
@@ -41,6 +49,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +115,38 @@ static uint64_t iterations(double us, double jitter) {
     return x <= 0 ? 0 : (uint64_t)(x * iterations_per_us);
 }
 
+/* The process's own counters beyond CPU at one instant. */
+struct own {
+    unsigned long long write_bytes, syscw, read_bytes, syscr, nvcsw, nivcsw, rss_kb, syncs;
+};
+
+static unsigned long long field(const char *text, const char *name) {
+    const char *p = strstr(text, name);
+    return p ? strtoull(p + strlen(name), NULL, 10) : 0;
+}
+
+static void own_now(struct own *o, unsigned long long syncs) {
+    char buf[4096];
+    FILE *f = fopen("/proc/self/io", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    o->write_bytes = field(buf, "\nwrite_bytes: ");
+    o->read_bytes = field(buf, "\nread_bytes: ");
+    o->syscw = field(buf, "\nsyscw: ");
+    o->syscr = field(buf, "\nsyscr: ");
+    f = fopen("/proc/self/status", "r");
+    n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    o->rss_kb = field(buf, "\nVmRSS:");
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    o->nvcsw = (unsigned long long)ru.ru_nvcsw;
+    o->nivcsw = (unsigned long long)ru.ru_nivcsw;
+    o->syncs = syncs;
+}
+
 static void die(const char *what) {
     fprintf(stderr, "burn_responder: %s\n", what);
     exit(1);
@@ -123,6 +165,8 @@ int main(int argc, char **argv) {
     size_t size_of[SIZES];
     uint64_t size_msgs[SIZES] = {0}, size_ns[SIZES] = {0};
     int sizes = 0;
+    long write_bytes = 0, leak_bytes = 0;
+    const char *write_path = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--input-queue")) queue = argv[i + 1];
         else if (!strcmp(argv[i], "--url")) url = argv[i + 1];
@@ -134,6 +178,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--trace")) trace_path = argv[i + 1];
         else if (!strcmp(argv[i], "--iterations-per-us")) fixed_speed = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--calibrate")) calibrations = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--write-bytes")) write_bytes = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--write-file")) write_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--leak-bytes")) leak_bytes = atol(argv[i + 1]);
         else die("unknown option; see the comment at the top of burn_responder.c");
     }
     if (calibrations > 0) {
@@ -174,6 +221,16 @@ int main(int argc, char **argv) {
     printf("burn_responder: consuming %s\n", queue);
     fflush(stdout);
     uint64_t traced = 0;
+    int out = -1;
+    char *block = NULL;
+    if (write_bytes > 0) {
+        if (!write_path) write_path = "burn_responder.out";
+        out = open(write_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (out < 0 || !(block = malloc((size_t)write_bytes))) die("cannot open --write-file");
+        memset(block, 'x', (size_t)write_bytes);
+    }
+    unsigned long long syncs = 0;
+    struct own first = {0}, last = {0};
 
     uint64_t messages = 0, a_ns = 0, b_ns = 0, p0 = 0, done_ns = thread_ns();
     while (!stop) {
@@ -185,7 +242,10 @@ int main(int argc, char **argv) {
             r.library_error == AMQP_STATUS_TIMEOUT)
             continue;
         if (r.reply_type != AMQP_RESPONSE_NORMAL) break;
-        if (messages == 0) p0 = process_ns();
+        if (messages == 0) {
+            p0 = process_ns();
+            own_now(&first, syncs);
+        }
         uint64_t t0 = thread_ns();
         size_t len = env.message.body.len;
         parse_request(iterations(a_us + ns_per_byte * (double)len / 1000.0, jitter));
@@ -209,8 +269,20 @@ int main(int argc, char **argv) {
             amqp_basic_publish(conn, 1, amqp_empty_bytes, req->reply_to, 0, 0, &p,
                                env.message.body);
         }
+        if (out >= 0) {
+            if (write(out, block, (size_t)write_bytes) != write_bytes) die("write failed");
+            if (fsync(out)) die("fsync failed");
+            syncs++;
+        }
+        if (leak_bytes > 0) {
+            char *leak = malloc((size_t)leak_bytes);
+            if (!leak) die("out of memory");
+            for (long b = 0; b < leak_bytes; b += 4096) leak[b] = 1;
+            leak[leak_bytes - 1] = 1;
+        }
         amqp_basic_ack(conn, 1, env.delivery_tag, 0);
         amqp_destroy_envelope(&env);
+        if (write_bytes > 0 || leak_bytes > 0) own_now(&last, syncs);
         uint64_t now_ns = thread_ns();
         int k = 0;
         while (k < sizes && size_of[k] != len) k++;
@@ -238,7 +310,22 @@ int main(int argc, char **argv) {
         for (int k = 0; k < sizes; k++)
             fprintf(f, "%s\"%zu\":%.3f", k ? "," : "", size_of[k],
                     size_ns[k] / 1000.0 / (double)(size_msgs[k] ? size_msgs[k] : 1));
-        fprintf(f, "}}\n");
+        fprintf(f, "}");
+        if (write_bytes > 0 || leak_bytes > 0) {
+            /* From the first message (read before it) to the last (read after it). */
+            double m = messages ? (double)messages : 1.0;
+#define PER(x) ((double)(last.x - first.x) / m)
+            fprintf(f,
+                    ",\"own\":{\"disk_write_bytes\":%.3f,\"write_calls\":%.4f,"
+                    "\"disk_read_bytes\":%.3f,\"read_calls\":%.4f,\"syncs\":%.4f,"
+                    "\"voluntary_switches\":%.4f,\"involuntary_switches\":%.4f,"
+                    "\"rss_growth_bytes\":%.3f,\"leak_bytes\":%ld}",
+                    PER(write_bytes), PER(syscw), PER(read_bytes), PER(syscr), PER(syncs),
+                    PER(nvcsw), PER(nivcsw),
+                    ((double)last.rss_kb - (double)first.rss_kb) * 1024.0 / m, leak_bytes);
+#undef PER
+        }
+        fprintf(f, "}\n");
         fclose(f);
     }
     amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);

@@ -7,10 +7,12 @@
 
 pub mod all_tasks;
 pub mod clock;
+pub mod costs;
 pub mod host_load;
 pub mod hosts;
 pub mod math;
 pub mod pcp;
+pub mod resources;
 pub mod selector;
 pub mod snapshot;
 pub mod sockets;
@@ -71,6 +73,9 @@ pub struct GroupRow {
     pub processes: usize,
     /// The same window from /proc ticks, when every row has a tick figure.
     pub ticks_us_per_tran: Option<f64>,
+    /// What the group cost beyond CPU (disk, calls, syncs, network, switches, memory).
+    #[serde(flatten)]
+    pub cost: resources::GroupCost,
 }
 
 /// The capture ratio applied.
@@ -179,6 +184,9 @@ pub struct AccountingInfo {
     pub warnings: Vec<String>,
     /// Set when the snapshots could not be taken.
     pub error: Option<String>,
+    /// How the figures beyond CPU were read, and why any is null.
+    #[serde(default)]
+    pub beyond_cpu: Option<resources::BeyondInfo>,
     /// With groups on other hosts: each host's figures (this machine's first, as `local`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<hosts::HostFigures>,
@@ -283,6 +291,8 @@ pub struct Accounting {
     remote: Vec<hosts::Remote>,
     /// The first snapshot failure, reported instead of the table.
     pub error: Option<String>,
+    /// The sync counters the run keeps open from its first snapshot.
+    syncs: resources::syncs::Syncs,
 }
 
 impl Accounting {
@@ -295,7 +305,17 @@ impl Accounting {
             windows: Vec::new(),
             remote: Vec::new(),
             error: None,
+            syncs: resources::syncs::Syncs::new(),
         }
+    }
+
+    /// Whether to count syncs (their tracepoints slow every system call on the host a little while
+    /// they are on): the figure is null with this reason.
+    pub(crate) fn counting_syncs(mut self, count: bool) -> Self {
+        if !count {
+            self.syncs = resources::syncs::Syncs::off("syncs are null: not counted (--no-syncs)");
+        }
+        self
     }
 
     /// Read the groups placed on other hosts (`NAME@HOST=…`) through those hosts' PCP.
@@ -314,13 +334,14 @@ impl Accounting {
     /// This machine's snapshot and every host's, taken at the same moment: one thread per
     /// host, so that a slow host does not move the others' edges.
     fn snap(&mut self) -> (Option<Snapshot>, Vec<hosts::Edge>) {
+        let syncs = &mut self.syncs;
         let (local, remote) = std::thread::scope(|sc| {
             let asks: Vec<_> = self
                 .remote
                 .iter()
                 .map(|r| sc.spawn(|| r.host.snapshot(&r.groups)))
                 .collect();
-            let local = snapshot::take(&self.groups, self.source);
+            let local = snapshot::take(&self.groups, self.source, syncs);
             let remote: Vec<_> = asks
                 .into_iter()
                 .map(|h| match h.join() {

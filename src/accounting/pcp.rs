@@ -633,6 +633,9 @@ impl PcpHost {
             uptime_ticks: one("kernel.all.uptime").map_or(0, |s| (s.max(0.0) * 1000.0) as u64),
             denied: Vec::new(),
             cost,
+            usage: super::resources::UseSample::unread(
+                "not yet read on other hosts: the figures beyond CPU are this machine's only",
+            ),
         };
         Ok((snapshot, facts))
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// (pid, start time in clock ticks since boot).
-pub type Key = (i32, u64);
+pub type Key = super::resources::Key;
 
 /// How process CPU is read.
 #[derive(
@@ -80,6 +80,8 @@ pub struct Snapshot {
     pub denied: Vec<i32>,
     /// CPU this thread spent taking the snapshot.
     pub cost: Duration,
+    /// The groups' members' counters beyond CPU (disk, calls, syncs, network, memory).
+    pub usage: super::resources::UseSample,
 }
 
 /// Why a snapshot could not be taken.
@@ -154,12 +156,18 @@ fn uptime_ticks() -> u64 {
     (secs * clk_tck() as f64) as u64
 }
 
-/// Take a snapshot for `groups`.
-pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, SnapshotError> {
+/// Take a snapshot for `groups`, with their members' counters beyond CPU (`syncs` holds the
+/// sync counters the run keeps open).
+pub fn take(
+    groups: &[GroupSpec],
+    source: CpuSource,
+    syncs: &mut super::resources::syncs::Syncs,
+) -> Result<Snapshot, SnapshotError> {
     let cost_start = crate::accounting::clock::self_thread().ok();
     let at = Instant::now();
     let read = read_processes(groups, source)?;
     let members = group_members(groups, &read.facts, source);
+    let usage = usage_of(groups, &members, syncs);
     let ks = procfs::KernelStats::current().map_err(|e| SnapshotError::Stat(e.to_string()))?;
     let all_tasks = super::all_tasks::read();
     let cost = match (cost_start, crate::accounting::clock::self_thread().ok()) {
@@ -178,7 +186,32 @@ pub fn take(groups: &[GroupSpec], source: CpuSource) -> Result<Snapshot, Snapsho
         uptime_ticks: uptime_ticks(),
         denied: read.denied,
         cost,
+        usage,
     })
+}
+
+/// The members' counters beyond CPU: every process any group holds (each once), oemputx's
+/// grouped threads, each group's cgroup.
+fn usage_of(
+    groups: &[GroupSpec],
+    members: &[Members],
+    syncs: &mut super::resources::syncs::Syncs,
+) -> super::resources::UseSample {
+    let (mut procs, mut threads) = (Vec::new(), Vec::new());
+    for m in members {
+        match m {
+            Members::Procs(ks) => procs.extend(ks),
+            Members::Threads(ts) => threads.extend(ts.keys()),
+            Members::Cgroup(_) => {}
+        }
+    }
+    procs.sort_unstable();
+    procs.dedup();
+    let cgroups: Vec<Option<&Path>> = groups
+        .iter()
+        .map(|g| g.cgroup().map(PathBuf::as_path))
+        .collect();
+    super::resources::sample(&procs, &threads, &cgroups, syncs)
 }
 
 /// Clock ticks to nanoseconds.

@@ -136,7 +136,11 @@ pub fn build(
         .chain(traffic.driver.map(|d| d.group))
         .collect();
     let counted = b.count_each_once();
-    let (captured, group_rows) = b.group_totals(&names, &counted);
+    let (captured, mut group_rows) = b.group_totals(&names, &counted);
+    let (costs, beyond) = super::costs::group_costs(groups, (start, end), traffic.transactions);
+    for (row, cost) in group_rows.iter_mut().zip(costs) {
+        row.cost = cost;
+    }
     let (mut other_cpu, live_ns) = b.other_cpu();
     let tasks = b.all_tasks(live_ns);
     let came_and_went = tasks.ns.saturating_sub(live_ns);
@@ -182,6 +186,7 @@ pub fn build(
             warnings: b.warnings,
             error: None,
             hosts: Vec::new(),
+            beyond_cpu: Some(beyond),
         },
     }
 }
@@ -517,6 +522,7 @@ impl Builder<'_> {
                         .map(|r| r.ticks_us_per_tran)
                         .sum::<Option<f64>>()
                         .map(|t| t + 0.0),
+                    cost: Default::default(),
                 }
             })
             .collect();

@@ -23,6 +23,7 @@ fn accounting(g: &GroupArgs, s: &SourceArgs, r: &RatioArgs, no_groups: bool) -> 
         hosts: g.hosts.clone(),
         no_groups,
         cpu_source: s.cpu_source,
+        count_syncs: !s.no_syncs,
         capture_ratio: r.capture_ratio.clone(),
     }
 }

@@ -104,6 +104,7 @@ impl RunOptions {
                 None => (!args.outputs.quiet || args.progress).then_some(PROGRESS_EVERY),
             },
             cpu_source: args.accounting.cpu_source,
+            count_syncs: args.accounting.count_syncs,
             capture_ratio,
         })
     }

@@ -174,6 +174,8 @@ pub struct RunConfig {
     pub stats_interval: Option<Duration>,
     /// Where process CPU comes from.
     pub cpu_source: CpuSource,
+    /// Count syncs per message (`--no-syncs`: off).
+    pub count_syncs: bool,
     /// Measured or fixed capture ratio.
     pub capture_ratio: RatioMode,
 }

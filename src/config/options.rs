@@ -20,6 +20,8 @@ pub struct AccountingOptions {
     /// No groups at all (only the driver's own CPU).
     pub no_groups: bool,
     pub cpu_source: CpuSource,
+    /// Count syncs per message (syscall tracepoints); `--no-syncs` turns it off.
+    pub count_syncs: bool,
     /// `measured`, or a fixed ratio such as `0.9`.
     pub capture_ratio: String,
 }
@@ -31,6 +33,7 @@ impl Default for AccountingOptions {
             hosts: Vec::new(),
             no_groups: false,
             cpu_source: CpuSource::Exact,
+            count_syncs: true,
             capture_ratio: "measured".into(),
         }
     }

@@ -96,6 +96,39 @@ struct Line {
     commit: String,
     /// A group's cost per million messages at `--price-per-vcpu-hour` (group rows).
     cost_per_million: String,
+    // Cost beyond CPU (issue 60), group rows, after the columns above.
+    disk_write_bytes_per_tran: String,
+    disk_read_bytes_per_tran: String,
+    write_calls_per_tran: String,
+    read_calls_per_tran: String,
+    syncs_per_tran: String,
+    net_sent_bytes_per_tran: String,
+    net_received_bytes_per_tran: String,
+    voluntary_switches_per_tran: String,
+    involuntary_switches_per_tran: String,
+    rss_bytes: String,
+    peak_rss_bytes: String,
+    rss_growth_bytes_per_tran: String,
+}
+
+/// A group row's columns beyond CPU (empty where a figure is null).
+fn beyond_cpu(c: &crate::accounting::resources::GroupCost, f: Format) -> Line {
+    let n = |v: Option<f64>| num_p(v, f, 4);
+    Line {
+        disk_write_bytes_per_tran: n(c.disk_write_bytes_per_tran),
+        disk_read_bytes_per_tran: n(c.disk_read_bytes_per_tran),
+        write_calls_per_tran: n(c.write_calls_per_tran),
+        read_calls_per_tran: n(c.read_calls_per_tran),
+        syncs_per_tran: n(c.syncs_per_tran),
+        net_sent_bytes_per_tran: n(c.net_sent_bytes_per_tran),
+        net_received_bytes_per_tran: n(c.net_received_bytes_per_tran),
+        voluntary_switches_per_tran: n(c.voluntary_switches_per_tran),
+        involuntary_switches_per_tran: n(c.involuntary_switches_per_tran),
+        rss_bytes: num_p(c.rss_bytes, f, 0),
+        peak_rss_bytes: num_p(c.peak_rss_bytes, f, 0),
+        rss_growth_bytes_per_tran: n(c.rss_growth_bytes_per_tran),
+        ..Line::default()
+    }
 }
 
 /// The lines of a report: processes, groups, rounds (with two or more), the summary.
@@ -133,7 +166,7 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
                 f,
                 9,
             ),
-            ..Line::default()
+            ..beyond_cpu(&g.cost, f)
         });
     }
     if r.rounds.len() > 1 {

@@ -14,6 +14,11 @@ pub fn render(r: &Report) -> String {
     let mut o = String::new();
     summary(&mut o, r);
     cpu_table(&mut o, r);
+    super::beyond::markdown(
+        &mut o,
+        &r.groups,
+        r.accounting.as_ref().and_then(|a| a.beyond_cpu.as_ref()),
+    );
     cost_table(&mut o, r);
     if let Some(p) = &r.profile {
         super::profile::markdown(&mut o, p);

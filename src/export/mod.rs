@@ -3,6 +3,7 @@
 //! atomically (a temporary file renamed into place) so a crash never leaves half a report.
 
 pub mod account;
+pub mod beyond;
 pub mod cells;
 pub mod compare;
 pub mod cpu;

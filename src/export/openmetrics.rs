@@ -175,6 +175,7 @@ pub fn run(r: &Report) -> String {
             g.total_us_per_tran,
         );
     }
+    beyond_cpu(&mut o, r, &run_labels);
     let mut totals = Family::new(
         &mut o,
         "oemputx_total_cpu_microseconds_per_transaction",
@@ -190,6 +191,42 @@ pub fn run(r: &Report) -> String {
     }
     o.push_str("# EOF\n");
     o
+}
+
+/// Each group's figures beyond CPU, a gauge family per metric that any group has.
+fn beyond_cpu(o: &mut String, r: &Report, run_labels: &[(&str, &str); 2]) {
+    for m in &crate::accounting::resources::METRICS {
+        let measured: Vec<_> = r
+            .groups
+            .iter()
+            .filter_map(|g| Some((g, (m.get)(&g.cost)?)))
+            .collect();
+        if measured.is_empty() {
+            continue;
+        }
+        let (unit, help) = match m.unit {
+            crate::accounting::resources::Unit::Bytes => (
+                Some("bytes"),
+                format!(
+                    "{} (bytes), the group's members summed.",
+                    m.label.replace(", MB", "")
+                ),
+            ),
+            _ => (None, format!("{} per matched round trip.", m.label)),
+        };
+        let mut f = Family::new(o, m.family, "gauge", unit, &help);
+        for (g, v) in measured {
+            f.sample(
+                &[
+                    ("group", &g.name),
+                    ("host", &g.host),
+                    run_labels[0],
+                    run_labels[1],
+                ],
+                v,
+            );
+        }
+    }
 }
 
 /// `cpu --interval`: each group's CPU seconds since the watch began (counters) and its CPUs

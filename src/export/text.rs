@@ -64,6 +64,7 @@ pub(crate) fn cpu_table(o: &mut String, r: &CpuSection) {
     );
     member_rows(o, r);
     totals(o, r);
+    super::beyond::text(o, r.groups, acc.beyond_cpu.as_ref());
     accounting_notes(o, acc);
 }
 

@@ -61,7 +61,11 @@ fn rows_so_far(groups: &[GroupSpec], snap: &snapshot::Snapshot, host: &str) -> V
 pub(crate) fn readings(cfg: &CpuConfig) -> anyhow::Result<Vec<CpuRow>> {
     let (local, remote) = crate::accounting::hosts::place(cfg.groups.clone(), &cfg.hosts)
         .map_err(ConfigError::from)?;
-    let snap = snapshot::take(&local, cfg.cpu_source)?;
+    let snap = snapshot::take(
+        &local,
+        cfg.cpu_source,
+        &mut crate::accounting::resources::syncs::Syncs::off("not counted by cpu's readings"),
+    )?;
     let mut rows = rows_so_far(&local, &snap, "");
     for r in &remote {
         let (snap, _) = r.host.snapshot(&r.groups).map_err(ConfigError::from)?;
@@ -313,7 +317,12 @@ mod tests {
     fn a_snapshot_of_this_process_is_one_row_named_by_its_jobname_and_pid() {
         burn();
         let cfg = own(None);
-        let snap = snapshot::take(&cfg.groups, cfg.cpu_source).expect("a snapshot");
+        let snap = snapshot::take(
+            &cfg.groups,
+            cfg.cpu_source,
+            &mut crate::accounting::resources::syncs::Syncs::off("a test"),
+        )
+        .expect("a snapshot");
         let me = std::process::id() as i32;
         let rows = rows_so_far(&cfg.groups, &snap, "@far");
         assert_eq!(rows.len(), 1, "{rows:?}");
@@ -398,6 +407,7 @@ mod tests {
             pct: 100.0,
             processes: 1,
             ticks_us_per_tran: None,
+            cost: Default::default(),
         };
         let mut total = Vec::new();
         interval_of(

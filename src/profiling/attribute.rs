@@ -394,6 +394,7 @@ mod tests {
             pct: 100.0,
             processes: 1,
             ticks_us_per_tran: None,
+            cost: Default::default(),
         };
         (vec![p], vec![g])
     }

@@ -699,5 +699,7 @@ fn group_row(name: &str, host: &str, user: f64, sys: f64) -> GroupRow {
         pct: 0.0,
         processes: 0,
         ticks_us_per_tran: None,
+        // Not yet summed over shards: null in a merged report.
+        cost: Default::default(),
     }
 }

@@ -4,6 +4,7 @@
 use chrono::TimeZone;
 use oemputx::accounting::all_tasks::TasksSource;
 use oemputx::accounting::host_load::{self, HostLoad};
+use oemputx::accounting::resources::{BeyondInfo, GroupCost};
 use oemputx::accounting::snapshot::CpuSource;
 use oemputx::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, OtherProcess, ProcessRow,
@@ -41,6 +42,25 @@ fn group(name: &str, user: f64, sys: f64, pct: f64, processes: usize) -> GroupRo
         pct,
         processes,
         ticks_us_per_tran: None,
+        cost: Default::default(),
+    }
+}
+
+/// A persistent message's cost beyond CPU for the broker: a journal write and a sync.
+fn qmgr_cost() -> GroupCost {
+    GroupCost {
+        disk_write_bytes_per_tran: Some(4102.4),
+        disk_read_bytes_per_tran: Some(0.0),
+        write_calls_per_tran: Some(3.002),
+        read_calls_per_tran: Some(2.001),
+        syncs_per_tran: Some(1.0),
+        net_sent_bytes_per_tran: Some(1559.3),
+        net_received_bytes_per_tran: Some(1526.3),
+        voluntary_switches_per_tran: Some(5.737),
+        involuntary_switches_per_tran: Some(0.529),
+        rss_bytes: Some(129_347_584.0),
+        peak_rss_bytes: Some(149_671_936.0),
+        rss_growth_bytes_per_tran: Some(34.8),
     }
 }
 
@@ -98,7 +118,11 @@ fn report_of(integrity: Integrity) -> Report {
             process("FLOW", "sample-flow", 4800, 20.10, 15.60, 27.5),
             process("DRIVER", "oemputx", 4900, 22.00, 19.00, 31.5),
         ],
-        groups: vec![group("QMGR", 41.20, 12.07, 41.0, 1), group("FLOW", 20.10, 15.60, 27.5, 1), group("DRIVER", 22.00, 19.00, 31.5, 1)],
+        groups: vec![
+            GroupRow { cost: qmgr_cost(), ..group("QMGR", 41.20, 12.07, 41.0, 1) },
+            group("FLOW", 20.10, 15.60, 27.5, 1),
+            group("DRIVER", 22.00, 19.00, 31.5, 1),
+        ],
         captured_us_per_tran: 129.97,
         capture_ratio: Some(CaptureRatio { value: 0.93, source: "measured".into(), tasks_cpu_s: Some(0.1386), busy_s: Some(0.149), measured_value: Some(0.93), sigma: Some(0.004), tasks_source: Some(TasksSource::CgroupV1Root), irq_s: Some(0.0104), steal_s: Some(0.0), unaccounted_share: Some(0.0002), note: None }),
         corrected_us_per_tran: Some(129.97 / 0.93),
@@ -116,6 +140,11 @@ fn report_of(integrity: Integrity) -> Report {
             warnings: vec![],
             error: None,
             hosts: vec![],
+            beyond_cpu: Some(BeyondInfo {
+                syncs: "perf counters on the tracepoints syscalls:sys_enter_{fsync,fdatasync,sync_file_range,msync}, per thread".into(),
+                network: "TCP_INFO (bytes_sent, bytes_received) of each socket a member holds, from sock_diag".into(),
+                notes: vec![],
+            }),
         },
     };
     let round = |n: usize, rate: f64, cpu: f64| RoundRow {

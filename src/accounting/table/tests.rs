@@ -46,6 +46,7 @@ fn snap(t0: Instant, at_s: f64, uptime: u64, idle: u64) -> Snapshot {
         uptime_ticks: uptime,
         denied: Vec::new(),
         cost: Duration::ZERO,
+        usage: crate::accounting::resources::UseSample::unread("a constructed snapshot"),
     }
 }
 

@@ -161,6 +161,45 @@ fn cpu_table(r: &Report) -> String {
     )
 }
 
+/// The OEMPUTX table and its chart of each group's user and system CPU.
+fn cpu_section(r: &Report) -> String {
+    let groups: Vec<(String, f64, f64)> = r
+        .groups
+        .iter()
+        .map(|g| (g.name.clone(), g.user_us_per_tran, g.sys_us_per_tran))
+        .collect();
+    let mut cpu = cpu_table(r);
+    if let Ok(svg) = charts::cpu_bars(&groups) {
+        cpu.push_str(&figure(
+            "cpu",
+            "CPU per transaction of each group: user (dark) and system (light) stacked.",
+            &svg,
+        ));
+    }
+    cpu
+}
+
+/// Cost beyond CPU: a row per metric, a column per group that has a figure.
+fn beyond_cpu(r: &Report) -> Option<String> {
+    let shown: Vec<&crate::report::GroupRow> = r.groups.iter().filter(|g| g.cost.any()).collect();
+    if shown.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = std::iter::once("Per transaction".to_string())
+        .chain(shown.iter().map(|g| format!("{}*", g.name)))
+        .collect();
+    let header: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = crate::accounting::resources::METRICS
+        .iter()
+        .map(|m| {
+            std::iter::once(m.label.to_string())
+                .chain(shown.iter().map(|g| m.shown(&g.cost)))
+                .collect()
+        })
+        .collect();
+    Some(table(&header, &rows))
+}
+
 fn rounds(r: &Report) -> Option<String> {
     let s = r.rounds_summary.as_ref()?;
     let mut rows = Vec::new();
@@ -325,20 +364,15 @@ pub fn render(r: &Report) -> String {
     body.push_str(&headline(r));
     section(&mut body, "Settings and host", &settings(r));
     section(&mut body, "Figures", &figures(r));
-    let groups: Vec<(String, f64, f64)> = r
-        .groups
-        .iter()
-        .map(|g| (g.name.clone(), g.user_us_per_tran, g.sys_us_per_tran))
-        .collect();
-    let mut cpu = cpu_table(r);
-    if let Ok(svg) = charts::cpu_bars(&groups) {
-        cpu.push_str(&figure(
-            "cpu",
-            "CPU per transaction of each group: user (dark) and system (light) stacked.",
-            &svg,
-        ));
-    }
+    let cpu = cpu_section(r);
     section(&mut body, "CPU per transaction (the OEMPUTX table)", &cpu);
+    if let Some(html) = beyond_cpu(r) {
+        section(
+            &mut body,
+            "Beyond CPU: disk, calls, syncs, network, memory",
+            &html,
+        );
+    }
     let points: Vec<(f64, f64)> = r
         .round_trip_percentiles
         .iter()
