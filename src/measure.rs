@@ -303,6 +303,7 @@ fn round_rows(
                             .map(|g| RoundGroup {
                                 name: g.name,
                                 total_us_per_tran: g.total_us_per_tran,
+                                cost: g.cost,
                             })
                             .collect()
                     })

@@ -317,7 +317,14 @@ pub(crate) fn parse_group(spec: &str) -> Result<GroupSpec, SelectorError> {
     if name.is_empty() || sels.trim().is_empty() {
         return Err(SelectorError::NoName(spec.into()));
     }
-    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+    // The figures beyond CPU are metrics too (`--metric syncs`).
+    let beyond = super::resources::METRICS.iter().map(|m| m.name);
+    if RESERVED
+        .iter()
+        .copied()
+        .chain(beyond)
+        .any(|r| r.eq_ignore_ascii_case(name))
+    {
         return Err(SelectorError::Reserved(name.into()));
     }
     // A newline or a control character in a name broke the table and the TSV, and turned

@@ -44,9 +44,18 @@ pub fn metrics(
         ));
     }
     let mut names = vec!["FLOW".to_string(), "captured".to_string()];
-    for m in named {
-        if !names.contains(&m) {
-            names.push(m);
+    let groups: Vec<String> = first
+        .first()
+        .map(|r| r.groups.iter().map(|g| g.name.clone()).collect())
+        .unwrap_or_default();
+    for named in named {
+        let each = super::expand_metric(&named, &groups, |metric| {
+            first.iter().filter_map(|r| metric.of(r)).collect()
+        })?;
+        for m in each {
+            if !names.contains(&m) {
+                names.push(m);
+            }
         }
     }
     names
@@ -345,10 +354,16 @@ mod tests {
                 SavedGroup {
                     name: "FLOW".into(),
                     total_us_per_tran: flow,
+                    cost: crate::accounting::resources::GroupCost {
+                        syncs_per_tran: Some(1.0),
+                        disk_read_bytes_per_tran: Some(0.0),
+                        ..Default::default()
+                    },
                 },
                 SavedGroup {
                     name: "DRIVER".into(),
                     total_us_per_tran: driver,
+                    cost: Default::default(),
                 },
             ],
         }
@@ -470,5 +485,34 @@ mod tests {
             specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
             ["FLOW", "captured"]
         );
+    }
+
+    #[test]
+    fn a_figure_beyond_cpu_named_bare_is_each_group_s_that_has_it_above_zero() {
+        let first = [round(100.0, 40.0), round(100.0, 40.0)];
+        let names = |named: &[&str]| {
+            metrics(named.iter().map(|s| s.to_string()), |_| 0.02, &first, None)
+                .map(|specs| specs.into_iter().map(|s| s.name).collect::<Vec<_>>())
+        };
+        // FLOW syncs once a message; DRIVER is never gated unless named.
+        assert_eq!(
+            names(&["syncs"]).expect("syncs"),
+            ["FLOW", "captured", "FLOW:syncs"]
+        );
+        assert_eq!(
+            names(&["FLOW:syncs"]).expect("one group's"),
+            ["FLOW", "captured", "FLOW:syncs"]
+        );
+        // Read nothing: zero in every round, or null, is nothing to gate.
+        for none in ["disk_read_bytes", "net_sent_bytes"] {
+            let e = names(&[none]).expect_err(none);
+            assert!(e.to_string().contains("no group of the runs"), "{e}");
+        }
+        let m = crate::report::saved::Metric::named("FLOW:syncs");
+        assert_eq!(
+            (m.name(), m.unit()),
+            ("FLOW:syncs".to_string(), "calls/tran")
+        );
+        assert_eq!(m.field(), "groups[name = FLOW].syncs_per_tran");
     }
 }

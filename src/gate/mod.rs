@@ -22,6 +22,38 @@ pub mod stored;
 
 use serde::Serialize;
 
+/// A metric beyond CPU named bare (`--metric syncs`) is that figure of every group whose
+/// rounds have it above zero: `GROUP:syncs` for each, in `groups`' order. Any other name is
+/// itself. `values` gives a metric's values in the runs the gate reads.
+pub(crate) fn expand_metric(
+    name: &str,
+    groups: &[String],
+    values: impl Fn(&crate::report::saved::Metric) -> Vec<f64>,
+) -> Result<Vec<String>, GateError> {
+    if crate::report::saved::cost_metric(name).is_none() {
+        return Ok(vec![name.to_string()]);
+    }
+    let each: Vec<String> = groups
+        .iter()
+        .filter(|g| g.as_str() != stored::UNGATED)
+        .map(|g| format!("{g}:{name}"))
+        .filter(|m| {
+            let v = values(&crate::report::saved::Metric::named(m));
+            !v.is_empty() && v.iter().any(|x| *x != 0.0)
+        })
+        .collect();
+    if each.is_empty() {
+        return Err(GateError::input(
+            "--metric",
+            format!(
+                "'{name}': no group of the runs ({}) has this figure above zero in every run (a source that could not be read is null: see the report's accounting.beyond_cpu; reports made before oemputx measured it have none); name one group's as GROUP:{name}",
+                groups.join(", ")
+            ),
+        ));
+    }
+    Ok(each)
+}
+
 /// The JSON schema tag of the gate's verdict.
 pub const SCHEMA: &str = "oemputx.gate/1";
 

@@ -140,7 +140,22 @@ pub(crate) fn plan<'a>(
     if !base.samples(&Metric::named(total)).is_empty() {
         metrics.push(total.to_string());
     }
+    let mut expanded = Vec::new();
     for m in named {
+        expanded.extend(super::expand_metric(m, &base.group_names(), |metric| {
+            // Zero or missing in any run leaves the group's figure out.
+            let per_run: Vec<Vec<f64>> = all().map(|s| s.samples(metric)).collect();
+            if per_run
+                .iter()
+                .any(|v| v.is_empty() || v.iter().all(|x| *x == 0.0))
+            {
+                Vec::new()
+            } else {
+                per_run.concat()
+            }
+        })?);
+    }
+    for m in &expanded {
         if !metrics.contains(m) {
             // A metric the user named must be in every report: a typo is not a pass.
             for saved in all() {
@@ -148,7 +163,7 @@ pub(crate) fn plan<'a>(
                     GateError::input(
                         "--metric",
                         format!(
-                            "'{m}': {e}; gate on a group of the runs ({}), captured, corrected, rate or p99",
+                            "'{m}': {e}; gate on a group of the runs ({}), captured, corrected, rate, p99 or a figure beyond CPU (disk_write_bytes, syncs, …: docs/gate.md)",
                             base.group_names().join(", ")
                         ),
                     )

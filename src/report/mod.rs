@@ -424,6 +424,9 @@ pub struct RoundRow {
 pub struct RoundGroup {
     pub name: String,
     pub total_us_per_tran: f64,
+    /// The group's cost beyond CPU in this round (the gate reads it by round).
+    #[serde(flatten)]
+    pub cost: crate::accounting::resources::GroupCost,
 }
 
 /// Best / median / worst across rounds (two rounds or more).
@@ -919,10 +922,12 @@ mod tests {
                 RoundGroup {
                     name: "FLOW".into(),
                     total_us_per_tran: flow,
+                    cost: Default::default(),
                 },
                 RoundGroup {
                     name: "DB".into(),
                     total_us_per_tran: db,
+                    cost: Default::default(),
                 },
             ],
         }

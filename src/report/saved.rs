@@ -89,6 +89,9 @@ pub struct SavedSettings {
 pub struct SavedGroup {
     pub name: String,
     pub total_us_per_tran: f64,
+    /// Its cost beyond CPU (null figures in reports made before oemputx measured it).
+    #[serde(flatten, default)]
+    pub cost: crate::accounting::resources::GroupCost,
 }
 
 /// The latency percentile the gate can judge.
@@ -123,6 +126,7 @@ impl From<&super::Report> for SavedFigures {
                 .map(|g| SavedGroup {
                     name: g.name.clone(),
                     total_us_per_tran: g.total_us_per_tran,
+                    cost: g.cost.clone(),
                 })
                 .collect(),
         }
@@ -263,6 +267,9 @@ pub enum Metric {
     Rate,
     /// The 99th percentile round trip, µs.
     P99,
+    /// A group's figure beyond CPU, `GROUP:NAME` (`QMGR:syncs`): NAME one of
+    /// [`crate::accounting::resources::METRICS`].
+    Cost { group: String, name: &'static str },
 }
 
 impl Metric {
@@ -273,7 +280,28 @@ impl Metric {
             "corrected" => Metric::Corrected,
             "rate" => Metric::Rate,
             "p99" => Metric::P99,
-            g => Metric::Group(g.to_string()),
+            g => match g
+                .rsplit_once(':')
+                .and_then(|(group, m)| Some((group, cost_metric(m)?)))
+            {
+                Some((group, m)) => Metric::Cost {
+                    group: group.to_string(),
+                    name: m.name,
+                },
+                None => Metric::Group(g.to_string()),
+            },
+        }
+    }
+
+    /// The name `named` reads back.
+    pub fn name(&self) -> String {
+        match self {
+            Metric::Group(g) => g.clone(),
+            Metric::Captured => "captured".into(),
+            Metric::Corrected => "corrected".into(),
+            Metric::Rate => "rate".into(),
+            Metric::P99 => "p99".into(),
+            Metric::Cost { group, name } => format!("{group}:{name}"),
         }
     }
 
@@ -285,6 +313,9 @@ impl Metric {
             Metric::Corrected => "corrected_us_per_tran".into(),
             Metric::Rate => "rate_tps".into(),
             Metric::P99 => "round_trip_us.p99".into(),
+            Metric::Cost { group, name } => {
+                format!("groups[name = {group}].{}", cost_field(name))
+            }
         }
     }
 
@@ -294,6 +325,11 @@ impl Metric {
             Metric::Group(_) | Metric::Captured | Metric::Corrected => "us/tran",
             Metric::Rate => "tps",
             Metric::P99 => "us",
+            Metric::Cost { name, .. } => match cost_metric(name).map(|m| m.unit) {
+                Some(crate::accounting::resources::Unit::Bytes) => "bytes",
+                Some(crate::accounting::resources::Unit::BytesPerTran) => "bytes/tran",
+                _ => "calls/tran",
+            },
         }
     }
 
@@ -314,7 +350,27 @@ impl Metric {
             Metric::Corrected => f.corrected_us_per_tran,
             Metric::Rate => Some(f.rate_tps),
             Metric::P99 => Some(f.round_trip_us.p99),
+            Metric::Cost { group, name } => f
+                .groups
+                .iter()
+                .find(|x| &x.name == group)
+                .and_then(|x| (cost_metric(name)?.get)(&x.cost)),
         }
+    }
+}
+
+/// A metric beyond CPU by its name (`syncs`, `disk_write_bytes`, …).
+pub fn cost_metric(name: &str) -> Option<&'static crate::accounting::resources::Metric> {
+    crate::accounting::resources::METRICS
+        .iter()
+        .find(|m| m.name == name)
+}
+
+/// The JSON field a metric beyond CPU is read from (`syncs` → `syncs_per_tran`).
+fn cost_field(name: &str) -> String {
+    match cost_metric(name).map(|m| m.unit) {
+        Some(crate::accounting::resources::Unit::Bytes) => name.to_string(),
+        _ => format!("{name}_per_tran"),
     }
 }
 
@@ -446,13 +502,7 @@ impl Saved {
         if v.len() == expected {
             return Ok(v);
         }
-        let name = match metric {
-            Metric::Group(g) => g.clone(),
-            Metric::Captured => "captured".into(),
-            Metric::Corrected => "corrected".into(),
-            Metric::Rate => "rate".into(),
-            Metric::P99 => "p99".into(),
-        };
+        let name = metric.name();
         Err(ReportFileError::MissingMetric {
             path: self.path.clone(),
             metric: name,

@@ -10,6 +10,7 @@ mod accounting;
 mod amqp;
 mod amqp10;
 mod amqps;
+mod beyond_cpu;
 mod ci_recipes;
 mod cli;
 mod docs;

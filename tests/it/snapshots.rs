@@ -159,6 +159,7 @@ fn report_of(integrity: Integrity) -> Report {
         groups: vec![RoundGroup {
             name: "QMGR".into(),
             total_us_per_tran: cpu * 1.3,
+            cost: GroupCost::default(),
         }],
     };
     let rounds = vec![

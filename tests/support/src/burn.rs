@@ -43,6 +43,9 @@ pub struct Truth {
     pub render_reply_us: f64,
     pub process_us: f64,
     pub by_size: BySize,
+    /// Its own counters beyond CPU per message (with --write-bytes or --leak-bytes): JSON
+    /// null otherwise.
+    pub own: serde_json::Value,
 }
 
 /// Each request size's whole CPU per message (µs), as the responder measured it
@@ -215,6 +218,7 @@ impl BurnResponder {
                         .collect()
                 })
                 .unwrap_or_default(),
+            own: v["own"].clone(),
         }
     }
 

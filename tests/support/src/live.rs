@@ -44,6 +44,8 @@ pub enum Service {
     Perf,
     /// gcc and librabbitmq's headers, to build the C hold-out responder.
     CAmqp,
+    /// tracefs mounted with the syscall tracepoints, for syncs per message.
+    Tracefs,
 }
 
 impl Service {
@@ -67,6 +69,9 @@ impl Service {
             Service::SlurmLab => "the two-node Slurm lab (as root: bash ci/slurm-lab.sh up)",
             Service::Perf => "Linux perf, as root (apt-get install linux-perf)",
             Service::CAmqp => "gcc and librabbitmq's headers (apt-get install gcc librabbitmq-dev)",
+            Service::Tracefs => {
+                "tracefs with the syscall tracepoints, as root (mount -t tracefs nodev /sys/kernel/tracing)"
+            }
         }
     }
 
@@ -116,12 +121,19 @@ impl Service {
             Service::CAmqp => {
                 runs("gcc", "--version") && std::path::Path::new("/usr/include/amqp.h").exists()
             }
+            Service::Tracefs => ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+                .iter()
+                .any(|r| {
+                    std::path::Path::new(r)
+                        .join("events/syscalls/sys_enter_fsync/id")
+                        .exists()
+                }),
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 16] = [const { OnceLock::new() }; 16];
+        static SEEN: [OnceLock<bool>; 17] = [const { OnceLock::new() }; 17];
         *SEEN[self.index()].get_or_init(|| self.probe_patiently())
     }
 
