@@ -1,6 +1,6 @@
 //! Cost beyond CPU in the text and Markdown reports: a row per metric, a column per group
 //! that has any figure (the driver has none), then where syncs and network bytes came from
-//! or why they are missing.
+//! or why they are missing; and a soak's trend (each group's slopes and the verdict).
 
 use crate::accounting::resources::{BeyondInfo, METRICS};
 use crate::report::GroupRow;
@@ -78,4 +78,47 @@ pub fn markdown(o: &mut String, groups: &[GroupRow], info: Option<&BeyondInfo>) 
     if let Some(i) = info {
         let _ = writeln!(o, "\nSyncs: {}. Network: {}.", md(&i.syncs), md(&i.network));
     }
+}
+
+/// A slope with its interval, `+1.2 [-0.4, +2.8]`.
+fn slope(s: &crate::report::trend::Slope, unit: &str) -> String {
+    format!("{:+.1}{unit} [{:+.1}, {:+.1}]", s.per_hour, s.low, s.high)
+}
+
+/// The trend of a run of five rounds or more, in the text report.
+pub fn trend_text(o: &mut String, t: &crate::report::trend::Trend) {
+    use crate::report::trend::per_hour_bytes;
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        " {:<12} {:>28} {:>30} {:>6}",
+        "Trend", "cost/msg %/h [95 %]", "resident per hour [95 %]", "steady"
+    );
+    for g in &t.groups {
+        let rss = g.rss_bytes_per_hour.map_or("n/a".to_string(), |s| {
+            format!(
+                "{} [{}, {}]",
+                per_hour_bytes(s.per_hour),
+                per_hour_bytes(s.low).trim_end_matches("/h"),
+                per_hour_bytes(s.high).trim_end_matches("/h")
+            )
+        });
+        let _ = writeln!(
+            o,
+            " {:<12} {:>28} {:>30} {:>6}",
+            super::for_terminal(&g.name),
+            g.us_per_tran_pct_per_hour
+                .as_ref()
+                .map_or("n/a".to_string(), |s| slope(s, "")),
+            rss,
+            if g.steady { "yes" } else { "no" }
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Trend                 : {} ({} rounds, {:.3} h)",
+        super::for_terminal(&t.verdict),
+        t.rounds,
+        t.hours
+    );
 }

@@ -38,11 +38,11 @@ fn interval(low: f64, high: f64) -> String {
 fn legend(o: &Outcome) -> String {
     match (o.mode, &o.instruction_counts, o.baseline_runs) {
         (_, Some(_), _) => "(change = B vs A on the least-disturbed counts, + is worse; instructions)".to_string(),
-        ("ab", ..) => "(baseline/current = the medians of A's and of B's rounds; change = B against A, the paired estimate over the blocks with each pair adjusted by the control, so it can differ from the medians' ratio; + is worse; µs/tran unless the metric is rate)".to_string(),
+        ("ab", ..) => "(baseline/current = the medians of A's and of B's rounds; change = B against A, the paired estimate over the blocks with each pair adjusted by the control, so it can differ from the medians' ratio; + is worse; µs/tran unless the metric is rate or GROUP:NAME, a figure beyond CPU per transaction)".to_string(),
         (_, None, Some(n)) if n >= crate::gate::history::MIN_RUNS => format!(
-            "(change = this run vs the median of main's {n} runs, oriented so + is worse; the interval is where the change lies given their drift, and there is no p-value; rounds = main's runs / this run's rounds; µs/tran unless the metric is rate)"
+            "(change = this run vs the median of main's {n} runs, oriented so + is worse; the interval is where the change lies given their drift, and there is no p-value; rounds = main's runs / this run's rounds; µs/tran unless the metric is rate or GROUP:NAME, a figure beyond CPU per transaction)"
         ),
-        _ => "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate)".to_string(),
+        _ => "(change = current vs baseline median, oriented so + is worse; µs/tran unless the metric is rate or GROUP:NAME, a figure beyond CPU per transaction)".to_string(),
     }
 }
 

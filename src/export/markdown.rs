@@ -24,6 +24,14 @@ pub fn render(r: &Report) -> String {
         super::profile::markdown(&mut o, p);
     }
     rounds_table(&mut o, r);
+    if let Some(t) = &r.trend {
+        let _ = writeln!(
+            o,
+            "\n**Trend over {} rounds**: {}",
+            t.rounds,
+            md(&t.verdict)
+        );
+    }
     if let Some(acc) = &r.accounting
         && !acc.verdict.is_empty()
     {

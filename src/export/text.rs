@@ -395,6 +395,9 @@ pub fn render(r: &Report) -> String {
         super::profile::text(&mut o, p);
     }
     rounds_table(&mut o, r);
+    if let Some(t) = &r.trend {
+        super::beyond::trend_text(&mut o, t);
+    }
     status_line(&mut o, r);
     o
 }

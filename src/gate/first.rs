@@ -26,6 +26,14 @@
 //! and d > bound; an improvement mirrors it. The floor keeps a flow whose rounds agree to
 //! the microsecond from a bound narrower than the drift a quiet host still shows.
 //!
+//! **Counts are not CPU.** Bytes written, calls, syncs and switches per message (the
+//! figures beyond CPU) do not follow the host the way CPU does: between two runs of the C
+//! responder here its disk bytes and syncs per message agreed to the byte and the call
+//! (4,096.0 and 1.00 on both, docs/gate.md), whatever the load. Their floor is
+//! [`FLOOR_COUNTS`] whatever the hosts' states, with [`K_SAME`] times the rounds' spread
+//! above it: a count that does move between rounds (a broker's batching) widens its own
+//! bound.
+//!
 //! What it cannot tell — a change between the tolerance and the bound — it says in one
 //! line, with the way out: append main's runs until the history holds three, and the spread
 //! between them ([`super::history`]) replaces this rule.
@@ -39,6 +47,9 @@ use crate::accounting::host_load::HostState;
 pub const FLOOR: f64 = 0.10;
 /// The same between hosts in different or unknown states.
 pub const FLOOR_ACROSS: f64 = 0.25;
+/// The smallest drift allowed between two runs for a count beyond CPU (bytes, calls,
+/// syncs, switches per message), as a fraction.
+pub const FLOOR_COUNTS: f64 = 0.02;
 /// The drift allowed, in the rounds' spread, when both runs' hosts were in the same state.
 pub const K_SAME: f64 = 2.0;
 /// The same when the states differ or either is unknown.
@@ -88,6 +99,8 @@ pub struct Bound {
     pub hosts: Hosts,
     /// The larger of the two runs' robust standard deviations of log round figures.
     pub spread: f64,
+    /// A count beyond CPU, whose drift between runs does not follow the host.
+    pub counts: bool,
 }
 
 impl Bound {
@@ -98,12 +111,23 @@ impl Bound {
         Bound {
             hosts,
             spread: sd(base).max(sd(current)),
+            counts: false,
         }
+    }
+
+    /// The bound of a count beyond CPU (`counts`), or of CPU, latency or rate.
+    pub fn counting(mut self, counts: bool) -> Bound {
+        self.counts = counts;
+        self
     }
 
     /// The drift allowed, as a fraction: max(floor, e^(K·s) − 1).
     pub fn drift(&self) -> f64 {
-        let (k, floor) = self.hosts.k();
+        let (k, floor) = if self.counts {
+            (K_SAME, FLOOR_COUNTS)
+        } else {
+            self.hosts.k()
+        };
         ((1.0 + floor).ln().max(k * self.spread)).exp() - 1.0
     }
 
@@ -221,10 +245,17 @@ mod tests {
         // Rounds spread ±4 %: within one state the drift allowed is e^(2 × 0.04) − 1 = 8.3 %,
         // below the floor of 10 %; across states e^(5 × 0.04) − 1 = 22 %, below 25 %; at
         // ±8 %, across states e^(5 × 0.08) − 1 = 49 %.
-        let b = |hosts, spread| Bound { hosts, spread };
+        let b = |hosts, spread| Bound {
+            hosts,
+            spread,
+            counts: false,
+        };
         assert!((b(QUIET, 0.04).drift() - FLOOR).abs() < 1e-9);
         assert!((b(across, 0.04).drift() - FLOOR_ACROSS).abs() < 1e-9);
         assert!((b(across, 0.08).drift() - (0.4f64.exp() - 1.0)).abs() < 1e-9);
+        // A count beyond CPU: its own floor whatever the hosts, its spread still widening it.
+        assert!((b(across, 0.0).counting(true).drift() - FLOOR_COUNTS).abs() < 1e-9);
+        assert!((b(QUIET, 0.04).counting(true).drift() - (0.08f64.exp() - 1.0)).abs() < 1e-9);
         // Tight rounds: +20 % is called within one state, not across.
         assert_eq!(first(1.2, QUIET).verdict, Verdict::Regression);
         assert_eq!(first(1.2, across).verdict, Verdict::Inconclusive);

@@ -174,7 +174,8 @@ fn judge(
     Ok(first::judge(
         decide(m, &base, &now, tolerance, worse),
         history.runs.len(),
-        Bound::of(hosts(history, current), &base, &now),
+        Bound::of(hosts(history, current), &base, &now)
+            .counting(matches!(metric, Metric::Cost { .. })),
     ))
 }
 
@@ -221,7 +222,10 @@ fn print_reach(
         let (base, now) = (history.latest().samples(&metric), current.samples(&metric));
         parts.push(match stored::reach(&base, &now, *t) {
             Some(rounds) => {
-                let r = Bound::of(hosts, &base, &now).reach(*t).max(rounds);
+                let r = Bound::of(hosts, &base, &now)
+                    .counting(matches!(metric, Metric::Cost { .. }))
+                    .reach(*t)
+                    .max(rounds);
                 format!("{m} +{:.0}%", 100.0 * r)
             }
             None => format!("{m} none (fewer than 3 rounds)"),

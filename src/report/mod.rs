@@ -20,6 +20,7 @@ pub mod saved;
 pub mod serving;
 pub mod shard_files;
 pub mod sweep;
+pub mod trend;
 
 pub use crate::accounting::{
     AccountingInfo, CaptureRatio, CpuTable, GroupRow, OtherCpu, ProcessRow,
@@ -112,6 +113,10 @@ pub struct Report {
     pub rounds: Vec<RoundRow>,
     /// Best / median / worst across rounds, with --rounds 2 or more.
     pub rounds_summary: Option<RoundsSummary>,
+    /// Five rounds or more: each group's cost per message and resident set against time,
+    /// and whether the system is steady.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend: Option<trend::Trend>,
     /// What --probe measured and how it sized the rounds.
     pub probe: Option<crate::driver::Probe>,
     /// Who served the request queue: the broker's consumers and the local processes
@@ -599,6 +604,7 @@ impl Report {
             m.accounting_error,
         );
         r.rounds_summary = RoundsSummary::of(&m.rounds);
+        r.trend = trend::Trend::of(&m.rounds);
         r.rounds = m.rounds;
         match m.profile {
             Some(Ok(p)) => r.profile = Some(p),
@@ -712,6 +718,7 @@ impl Report {
             groups: table.map(|t| t.groups).unwrap_or_default(),
             rounds: Vec::new(),
             rounds_summary: None,
+            trend: None,
             probe: out.probed,
             serving: None,
             capacity: None,

@@ -1,8 +1,9 @@
 //! Cost beyond CPU, live: the C hold-out responder (lab/holdout/burn_responder.c) appends a
 //! known number of bytes and fsyncs once per message, leaks a known number of bytes, and
 //! counts itself (/proc/self/io, getrusage, VmRSS, its own fsync count). oemputx's figures
-//! for its group must agree with those counts in every output, and a gate on disk bytes per
-//! message must catch +10 % from one run while A/A passes.
+//! for its group must agree with those counts in every output, a gate on disk bytes per
+//! message must catch +10 % from one run while A/A passes, and a soak of a responder that
+//! leaks is not steady while one that keeps nothing is.
 
 use oemputx_test_support::*;
 use std::path::Path;
@@ -164,10 +165,11 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
         let r = responder(dir.path(), bytes, 0);
         run(&r, dir.path(), name, &rounds);
     };
-    measure(4096, "base");
-    measure(4096, "same");
-    // +10 % bytes written per message: a journal record grown by a tenth.
-    measure(4506, "more");
+    // Ten pages a message, then eleven: +10 % at the storage layer, which counts whole
+    // pages dirtied (4,506 bytes appended after 4,096 dirty two pages as often as not).
+    measure(40960, "base");
+    measure(40960, "same");
+    measure(45056, "more");
     let gate = |current: &str| {
         oemputx()
             .current_dir(dir.path())
@@ -206,5 +208,72 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
         Some(3),
         "{}",
         String::from_utf8_lossy(&more.stderr)
+    );
+}
+
+/// FLOW's trend in a run's JSON.
+fn flow_trend(j: &serde_json::Value) -> &serde_json::Value {
+    j["trend"]["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
+        .unwrap_or_else(|| panic!("no trend of FLOW: {:#}", j["trend"]))
+}
+
+#[test]
+fn a_soak_of_a_leaking_responder_is_not_steady_with_its_leak_as_the_slope() {
+    live!(RabbitMq, CAmqp);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = responder(dir.path(), 0, 16384);
+    let j = run(
+        &r,
+        dir.path(),
+        "leak",
+        &["--count", "800", "--rounds", "8", "--warmup", "100"],
+    );
+    oemputx_test_support::schema::assert_matches_schema(&j);
+    let t = flow_trend(&j);
+    assert_eq!(t["steady"], false, "{:#}", j["trend"]);
+    assert_eq!(j["trend"]["steady"], false);
+    assert!(
+        j["trend"]["verdict"]
+            .as_str()
+            .is_some_and(|v| v.contains("resident set of FLOW grows")),
+        "{:#}",
+        j["trend"]
+    );
+    // The truth: 16,384 bytes a message at the run's rate, per hour.
+    let hours = j["trend"]["hours"].as_f64().expect("hours");
+    let per_hour = 16384.0 * (8.0 * 800.0) / hours;
+    let slope = t["rss_bytes_per_hour"]["per_hour"].as_f64().expect("slope");
+    assert!(
+        (slope / per_hour - 1.0).abs() <= 0.2,
+        "RSS slope {slope:.0} B/h against the leak's {per_hour:.0} B/h"
+    );
+    let text = std::fs::read_to_string(dir.path().join("leak.txt")).expect("text");
+    assert!(
+        text.contains("Trend                 : not steady"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_soak_of_a_responder_that_keeps_nothing_is_steady() {
+    live!(RabbitMq, CAmqp);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = responder(dir.path(), 0, 0);
+    let j = run(
+        &r,
+        dir.path(),
+        "steady",
+        &["--count", "800", "--rounds", "8", "--warmup", "100"],
+    );
+    let t = flow_trend(&j);
+    assert_eq!(t["steady"], true, "{:#}", j["trend"]);
+    // Its resident set does not move by what a leak of a byte a message would add.
+    let slope = t["rss_bytes_per_hour"]["per_hour"].as_f64().expect("slope");
+    let hours = j["trend"]["hours"].as_f64().expect("hours");
+    assert!(
+        slope * hours < 8.0 * 800.0,
+        "slope {slope} B/h over {hours} h"
     );
 }

@@ -200,6 +200,41 @@ fn beyond_cpu(r: &Report) -> Option<String> {
     Some(table(&header, &rows))
 }
 
+/// A soak's trend: its verdict, and each group's cost per message and resident set by round.
+fn trend(r: &Report) -> Option<String> {
+    let t = r.trend.as_ref()?;
+    let mut html = format!("<p>{}</p>", super::esc(&t.verdict));
+    let points = |f: &dyn Fn(&crate::report::trend::Series, usize) -> Option<f64>| {
+        t.series
+            .iter()
+            .map(|s| {
+                let p: Vec<(f64, f64)> = (0..s.hours.len())
+                    .filter_map(|i| Some((s.hours[i] * 3600.0, f(s, i)?)))
+                    .collect();
+                (s.name.clone(), p)
+            })
+            .filter(|(_, p)| !p.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let cost = points(&|s, i| Some(s.us_per_tran[i]).filter(|v| v.is_finite()));
+    if let Ok(svg) = charts::time_plot("CPU per message by round", "µs per message", &cost) {
+        html.push_str(&figure(
+            "trend-cpu",
+            "Each group's CPU per message, a point per round.",
+            &svg,
+        ));
+    }
+    let rss = points(&|s, i| s.rss_bytes[i].map(|b| b / 1e6));
+    if let Ok(svg) = charts::time_plot("Resident set by round", "MB", &rss) {
+        html.push_str(&figure(
+            "trend-rss",
+            "Each group's resident set at each round's end.",
+            &svg,
+        ));
+    }
+    Some(html)
+}
+
 fn rounds(r: &Report) -> Option<String> {
     let s = r.rounds_summary.as_ref()?;
     let mut rows = Vec::new();
@@ -391,6 +426,9 @@ pub fn render(r: &Report) -> String {
     }
     if let Some(html) = rounds(r) {
         section(&mut body, "Rounds", &html);
+    }
+    if let Some(html) = trend(r) {
+        section(&mut body, "Trend", &html);
     }
     if let Some(html) = capacity(r) {
         section(&mut body, "Capacity", &html);
