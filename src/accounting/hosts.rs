@@ -155,6 +155,14 @@ pub fn merge(
         hosts.push(figures);
         t.processes.extend(h.processes);
         t.groups.extend(h.groups);
+        // The remote groups' figures beyond CPU came through PCP: say what they lack.
+        if let (Some(info), Some(theirs)) = (t.info.beyond_cpu.as_mut(), h.info.beyond_cpu) {
+            info.notes.push(format!(
+                "host {}: disk bytes and calls through PCP's proc.io (null for a process pmdaproc will not show this client: it answers another user's io with zeros), switches and resident set through proc.psinfo; {}",
+                hw.0.host.name, theirs.syncs
+            ));
+            info.notes.extend(theirs.notes);
+        }
     }
     let captured: f64 = hosts.iter().map(|h| h.captured_us_per_tran).sum();
     t.captured_us_per_tran = captured;

@@ -324,7 +324,7 @@ impl Clone for PcpHost {
     }
 }
 
-const PROC_METRICS: [&str; 13] = [
+const PROC_METRICS: [&str; 20] = [
     "proc.schedstat.cpu_time",
     "proc.psinfo.psargs",
     "proc.psinfo.tgid",
@@ -338,6 +338,14 @@ const PROC_METRICS: [&str; 13] = [
     "proc.id.uid",
     "proc.id.uid_nm",
     "proc.psinfo.cgroups",
+    // Cost beyond CPU: pmdaproc's /proc/PID/io and status fields.
+    "proc.io.read_bytes",
+    "proc.io.write_bytes",
+    "proc.io.syscr",
+    "proc.io.syscw",
+    "proc.psinfo.rss",
+    "proc.psinfo.vctxsw",
+    "proc.psinfo.nvctxsw",
 ];
 const HOST_METRICS: [&str; 8] = [
     "kernel.all.cpu.idle",
@@ -633,9 +641,12 @@ impl PcpHost {
             uptime_ticks: one("kernel.all.uptime").map_or(0, |s| (s.max(0.0) * 1000.0) as u64),
             denied: Vec::new(),
             cost,
-            usage: super::resources::UseSample::unread(
-                "not yet read on other hosts: the figures beyond CPU are this machine's only",
-            ),
+            usage: super::resources::UseSample {
+                members: read.usage,
+                ..super::resources::UseSample::unread(
+                    "not read on other hosts: PCP has no per-socket bytes or per-process syncs, so a remote group's network bytes and syncs are null",
+                )
+            },
         };
         Ok((snapshot, facts))
     }
@@ -677,6 +688,8 @@ struct Read {
     procs: HashMap<Key, Sample>,
     facts: Vec<(Key, ProcFacts)>,
     threads: bool,
+    /// Each process's counters beyond CPU, where the agent has them.
+    usage: HashMap<Key, super::resources::ProcUse>,
 }
 
 impl<'a> Metrics<'a> {
@@ -727,6 +740,65 @@ impl<'a> Metrics<'a> {
             .collect()
     }
 
+    /// Each process's counters beyond CPU: io and context switches summed over its thread
+    /// instances (pmdaproc reads each thread's own /proc/PID/task/TID files: its leader's
+    /// instance alone is the main thread's, 1 write call for RabbitMQ's VM against its
+    /// millions), the resident set from the leader. Without thread instances (no `-L`) the
+    /// io and switches would be the main thread's alone: none.
+    fn usage(
+        &self,
+        tgid: &HashMap<i64, u64>,
+        by_pid: &HashMap<i64, Key>,
+    ) -> HashMap<Key, super::resources::ProcUse> {
+        let threads = tgid.iter().any(|(i, t)| *i as u64 != *t);
+        let m = |n: &str| self.nums(n);
+        let names = [
+            "proc.io.read_bytes",
+            "proc.io.write_bytes",
+            "proc.io.syscr",
+            "proc.io.syscw",
+            "proc.psinfo.vctxsw",
+            "proc.psinfo.nvctxsw",
+        ];
+        let per_inst: Vec<HashMap<i64, u64>> = names.iter().map(|n| m(n)).collect();
+        // Per process: the six counters summed over its threads, or none when a thread
+        // lacks one.
+        let mut sums: HashMap<i64, Option<[u64; 6]>> = HashMap::new();
+        for (&inst, &t) in tgid {
+            let e = sums.entry(t as i64).or_insert(Some([0; 6]));
+            *e = e.and_then(|mut acc| {
+                for (k, v) in per_inst.iter().enumerate() {
+                    acc[k] += *v.get(&inst)?;
+                }
+                Some(acc)
+            });
+        }
+        let rss = m("proc.psinfo.rss");
+        by_pid
+            .iter()
+            .map(|(&pid, key)| {
+                let c = sums.get(&pid).copied().flatten().filter(|_| threads);
+                let used = super::resources::ProcUse {
+                    // pmdaproc answers the io of a process it will not show this client
+                    // with zeros: every live process has read something (its loader reads
+                    // its ELF headers), so no reads at all is no io shown.
+                    io: c
+                        .filter(|c| c[2] > 0)
+                        .map(|c| super::resources::proc_files::Io {
+                            read_bytes: c[0],
+                            write_bytes: c[1],
+                            syscr: c[2],
+                            syscw: c[3],
+                        }),
+                    switches: c.map(|c| (c[4], c[5])),
+                    rss: rss.get(&pid).map(|k| k.saturating_mul(1024)),
+                    ..Default::default()
+                };
+                (*key, used)
+            })
+            .collect()
+    }
+
     /// Sum each process's threads (with `-L` every thread is an instance) into one sample.
     fn processes(&self) -> Read {
         let cpu = self.nums("proc.schedstat.cpu_time");
@@ -751,6 +823,7 @@ impl<'a> Metrics<'a> {
             procs: HashMap::new(),
             facts: Vec::new(),
             threads,
+            usage: HashMap::new(),
         };
         let get = |m: &HashMap<i64, u64>, i: i64| m.get(&i).copied().unwrap_or(0);
         // Leaders first: a process is its thread-group leader's instance.
@@ -785,6 +858,7 @@ impl<'a> Metrics<'a> {
                 },
             ));
         }
+        read.usage = self.usage(&tgid, &by_pid);
         for (&inst, &t) in &tgid {
             let Some(s) = by_pid.get(&(t as i64)).and_then(|k| read.procs.get_mut(k)) else {
                 continue;

@@ -104,6 +104,30 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
         (r - l).abs() <= allowed,
         "PCP {r} against /proc {l}, {allowed} allowed"
     );
+    // Beyond CPU the same way: the resident set and the switches through pmdaproc agree
+    // with /proc's; PCP has no per-socket bytes or syncs, so those are null and said so.
+    let near = |k: &str, within: f64| {
+        let (a, b) = (local[k].as_f64(), remote[k].as_f64());
+        assert!(
+            matches!((a, b), (Some(a), Some(b)) if (b - a).abs() <= within * a.abs().max(1.0)),
+            "{k}: /proc {a:?}, PCP {b:?}"
+        );
+    };
+    near("rss_bytes", 0.05);
+    near("voluntary_switches_per_tran", 0.10);
+    near("write_calls_per_tran", 0.10);
+    for k in ["net_sent_bytes_per_tran", "syncs_per_tran"] {
+        assert!(remote[k].is_null() && !local[k].is_null(), "{k}: {remote}");
+    }
+    assert!(
+        j["accounting"]["beyond_cpu"]["notes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with("host broker: "))),
+        "{}",
+        j["accounting"]["beyond_cpu"]
+    );
     let remote_rows = rows(&j, "REMOTE");
     assert!(!remote_rows.is_empty());
     for p in remote_rows {
@@ -218,6 +242,13 @@ fn with_a_pcp_user_the_broker_s_user_system_split_is_its_own_and_agrees_with_pro
     assert!(!err.contains(&password), "{err}");
     let broker = &j["accounting"]["hosts"][1];
     assert_eq!(broker["split"], "process", "{broker}");
+    // The broker's write calls by both roads: /proc's whole process, PCP's threads summed.
+    let (local, remote) = (group(&j, "QMGR"), group(&j, "REMOTE"));
+    let (a, b) = (
+        local["write_calls_per_tran"].as_f64().unwrap_or(f64::NAN),
+        remote["write_calls_per_tran"].as_f64().unwrap_or(f64::NAN),
+    );
+    assert!((b - a).abs() <= 0.10 * a, "write calls: /proc {a}, PCP {b}");
     // RabbitMQ's VM, by both roads: the same exact total, and now the same kernel split
     // (/proc/PID/stat, the whole thread group's ticks scaled at once) within its stated 1σ.
     let beam = |g: &str| {
