@@ -126,7 +126,7 @@ ensure_tracefs() {
   if as_root mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && [ -d /sys/kernel/tracing/events/syscalls ]; then
     log "mounted tracefs on /sys/kernel/tracing"
   else
-    log "tracefs could not be mounted: syncs per message will be null in reports (the tests accept that and say why)"
+    log "tracefs could not be mounted: syncs per message will be null in reports, and the tests that need them fail under CI"
   fi
 }
 

@@ -133,16 +133,27 @@ impl Window<'_> {
             syncs_per_tran: self.syncs(&both).and_then(|v| self.per(v)),
             net_sent_bytes_per_tran: sent.and_then(|v| self.per(v)),
             net_received_bytes_per_tran: received.and_then(|v| self.per(v)),
-            voluntary_switches_per_tran: self
-                .delta(&both, |u| u.switches.map(|s| s.0))
-                .and_then(|v| self.per(v)),
-            involuntary_switches_per_tran: self
-                .delta(&both, |u| u.switches.map(|s| s.1))
-                .and_then(|v| self.per(v)),
+            voluntary_switches_per_tran: self.switches(&both, |s| s.0).and_then(|v| self.per(v)),
+            involuntary_switches_per_tran: self.switches(&both, |s| s.1).and_then(|v| self.per(v)),
             rss_bytes: sum_at(self.end, at_end, |u| u.rss).map(|v| v as f64),
             peak_rss_bytes: sum_at(self.end, at_end, |u| u.peak_rss).map(|v| v as f64),
             rss_growth_bytes_per_tran: rss_growth,
         }
+    }
+
+    /// Context switches over the window, thread by thread: end − start for a thread alive at
+    /// both, its whole count for one that started inside; a thread that ended inside takes
+    /// its window's switches with it. `None` when a member's threads could not be read.
+    fn switches(&self, both: &[Key], which: fn(&(u64, u64)) -> u64) -> Option<u64> {
+        let (a, b) = (&self.start.usage.members, &self.end.usage.members);
+        both.iter().try_fold(0u64, |acc, k| {
+            let (ta, tb) = (a.get(k)?.switches.as_ref()?, b.get(k)?.switches.as_ref()?);
+            let window: u64 = tb
+                .iter()
+                .map(|(tid, end)| which(end).saturating_sub(ta.get(tid).map_or(0, which)))
+                .sum();
+            Some(acc + window)
+        })
     }
 
     /// Syncs of the members present at both edges.
@@ -162,13 +173,16 @@ impl Window<'_> {
         let (Ok(ta), Ok(tb)) = (&self.start.usage.tcp, &self.end.usage.tcp) else {
             return (None, None, 0);
         };
-        let inodes = |s: &Snapshot, keys: &[Key]| -> BTreeSet<u64> {
-            keys.iter()
-                .filter_map(|k| s.usage.members.get(k))
-                .flat_map(|u| u.sockets.iter().copied())
-                .collect()
+        // A member whose descriptors could not be read leaves the group without a figure.
+        let inodes = |s: &Snapshot, keys: &[Key]| -> Option<BTreeSet<u64>> {
+            keys.iter().try_fold(BTreeSet::new(), |mut set, k| {
+                set.extend(s.usage.members.get(k)?.sockets.as_ref()?);
+                Some(set)
+            })
         };
-        let (ia, ib) = (inodes(self.start, at_start), inodes(self.end, at_end));
+        let (Some(ia), Some(ib)) = (inodes(self.start, at_start), inodes(self.end, at_end)) else {
+            return (None, None, 0);
+        };
         let (mut sent, mut received) = (0u64, 0u64);
         for i in ib.iter().filter(|i| tb.contains_key(i)) {
             let (s1, r1) = tb[i];

@@ -311,10 +311,17 @@ impl Accounting {
 
     /// Whether to count syncs (their tracepoints slow every system call on the host a little while
     /// they are on): the figure is null with this reason.
-    pub(crate) fn counting_syncs(mut self, count: bool) -> Self {
-        if !count {
-            self.syncs = resources::syncs::Syncs::off("syncs are null: not counted (--no-syncs)");
+    pub(crate) fn counting_syncs(self, count: bool) -> Self {
+        if count {
+            self
+        } else {
+            self.without_syncs("syncs are null: not counted (--no-syncs)")
         }
+    }
+
+    /// Count no syncs, for the reason given (the figure is null with it).
+    pub(crate) fn without_syncs(mut self, why: &str) -> Self {
+        self.syncs = resources::syncs::Syncs::off(why);
         self
     }
 

@@ -773,6 +773,16 @@ impl<'a> Metrics<'a> {
                 Some(acc)
             });
         }
+        // Each thread instance's switches, by thread id, under its process.
+        let mut switches: HashMap<i64, HashMap<i32, (u64, u64)>> = HashMap::new();
+        for (&inst, &t) in tgid {
+            if let (Some(v), Some(n)) = (per_inst[4].get(&inst), per_inst[5].get(&inst)) {
+                switches
+                    .entry(t as i64)
+                    .or_default()
+                    .insert(inst as i32, (*v, *n));
+            }
+        }
         let rss = m("proc.psinfo.rss");
         by_pid
             .iter()
@@ -790,7 +800,7 @@ impl<'a> Metrics<'a> {
                             syscr: c[2],
                             syscw: c[3],
                         }),
-                    switches: c.map(|c| (c[4], c[5])),
+                    switches: c.and_then(|_| switches.get(&pid).cloned()),
                     rss: rss.get(&pid).map(|k| k.saturating_mul(1024)),
                     ..Default::default()
                 };

@@ -223,8 +223,17 @@ impl Tolerances {
         })
     }
 
+    /// A metric's tolerance: its own, or for a figure beyond CPU (`QMGR:syncs`) its bare
+    /// name's (`syncs`), or the default.
     pub(crate) fn for_metric(&self, metric: &str) -> f64 {
-        self.per_metric.get(metric).copied().unwrap_or(self.default)
+        self.per_metric
+            .get(metric)
+            .or_else(|| {
+                let (_, bare) = metric.rsplit_once(':')?;
+                self.per_metric.get(bare)
+            })
+            .copied()
+            .unwrap_or(self.default)
     }
 
     /// The metrics the gate file names (gated even when not by default).
@@ -479,6 +488,23 @@ impl GateOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_beyond_cpu_takes_its_own_tolerance_else_its_bare_name_s() {
+        let t = Tolerances {
+            per_metric: [
+                ("syncs".to_string(), 0.01),
+                ("QMGR:syncs".to_string(), 0.03),
+            ]
+            .into_iter()
+            .collect(),
+            default: 0.05,
+        };
+        assert_eq!(t.for_metric("FLOW:syncs"), 0.01);
+        assert_eq!(t.for_metric("QMGR:syncs"), 0.03);
+        assert_eq!(t.for_metric("FLOW:write_calls"), 0.05);
+        assert_eq!(t.for_metric("FLOW"), 0.05);
+    }
 
     #[test]
     fn tolerances_parse_as_percent_or_fraction() {

@@ -92,6 +92,8 @@ pub struct PubsubConfig {
     pub groups: Vec<String>,
     pub hosts: Vec<PcpHost>,
     pub cpu_source: CpuSource,
+    /// Count syncs per message (`--no-syncs`: off).
+    pub count_syncs: bool,
     pub ratio: RatioMode,
     /// The outputs asked for (pub/sub's formats; its rounds and capacity search: JSON).
     pub exports: Exports,
@@ -186,6 +188,7 @@ impl PubsubOptions {
             groups: self.accounting.groups.clone(),
             hosts,
             cpu_source: self.accounting.cpu_source,
+            count_syncs: self.accounting.count_syncs,
             ratio,
             exports: self.exports.clone(),
             save_dir: (!self.no_save).then(|| self.reports_dir.clone()),

@@ -258,6 +258,8 @@ pub struct AccountConfig {
     pub groups: Vec<GroupSpec>,
     pub hosts: Vec<PcpHost>,
     pub cpu_source: CpuSource,
+    /// Count syncs per message (`--no-syncs`: off).
+    pub count_syncs: bool,
     pub ratio: RatioMode,
     pub exports: Exports,
     pub program: String,
@@ -287,6 +289,7 @@ impl AccountOptions {
             groups: selector::parse_groups(self.accounting.groups.iter().map(String::as_str))?,
             hosts: crate::accounting::pcp::parse_hosts(&self.accounting.hosts, None)?,
             cpu_source: self.accounting.cpu_source,
+            count_syncs: self.accounting.count_syncs,
             ratio: parse_ratio(&self.accounting.capture_ratio)?,
             exports: self.exports.clone(),
             program: program.clone(),

@@ -508,6 +508,9 @@ mod tests {
             let e = names(&[none]).expect_err(none);
             assert!(e.to_string().contains("no group of the runs"), "{e}");
         }
+        // A growth changes sign: no ratio of it.
+        let e = names(&["rss_growth_bytes"]).expect_err("growth");
+        assert!(e.to_string().contains("changes sign"), "{e}");
         let m = crate::report::saved::Metric::named("FLOW:syncs");
         assert_eq!(
             (m.name(), m.unit()),

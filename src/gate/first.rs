@@ -29,8 +29,10 @@
 //! **Counts are not CPU.** Bytes written, calls, syncs and switches per message (the
 //! figures beyond CPU) do not follow the host the way CPU does: between two runs of the C
 //! responder here its disk bytes and syncs per message agreed to the byte and the call
-//! (4,096.0 and 1.00 on both, docs/gate.md), whatever the load. Their floor is
-//! [`FLOOR_COUNTS`] whatever the hosts' states, with [`K_SAME`] times the rounds' spread
+//! (4,096.0 and 1.00 on both, docs/gate.md), whatever the load. Theirs (those
+//! `steady_between_runs` marks: bytes written, write calls, syncs; not switches, reads,
+//! network bytes or memory, which follow the host, the page cache or the broker's timing)
+//! is [`FLOOR_COUNTS`] whatever the hosts' states, with [`K_SAME`] times the rounds' spread
 //! above it: a count that does move between rounds (a broker's batching) widens its own
 //! bound.
 //!

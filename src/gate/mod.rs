@@ -30,6 +30,15 @@ pub(crate) fn expand_metric(
     groups: &[String],
     values: impl Fn(&crate::report::saved::Metric) -> Vec<f64>,
 ) -> Result<Vec<String>, GateError> {
+    // A growth changes sign (a set that shrank is not damage): no ratio to gate.
+    if name.rsplit(':').next() == Some("rss_growth_bytes") {
+        return Err(GateError::input(
+            "--metric",
+            format!(
+                "'{name}': the resident set's growth per message changes sign, so no ratio of it can be gated; gate rss_bytes, or read a run's trend (--rounds 5 or more)"
+            ),
+        ));
+    }
     if crate::report::saved::cost_metric(name).is_none() {
         return Ok(vec![name.to_string()]);
     }

@@ -143,12 +143,11 @@ pub(crate) fn plan<'a>(
     let mut expanded = Vec::new();
     for m in named {
         expanded.extend(super::expand_metric(m, &base.group_names(), |metric| {
-            // Zero or missing in any run leaves the group's figure out.
+            // Missing in any run leaves the group's figure out; zero in all of them too
+            // (expand_metric: none made, none to judge), but zero on main and some now is
+            // judged.
             let per_run: Vec<Vec<f64>> = all().map(|s| s.samples(metric)).collect();
-            if per_run
-                .iter()
-                .any(|v| v.is_empty() || v.iter().all(|x| *x == 0.0))
-            {
+            if per_run.iter().any(Vec::is_empty) {
                 Vec::new()
             } else {
                 per_run.concat()
@@ -196,7 +195,12 @@ fn check_values(saved: &Saved, metric: &str) -> Result<(), GateError> {
             "{metric} is {x} in {}: a report's figures are never negative or infinite; it is damaged, make it again",
             saved.path.display()
         )
-    } else if !v.is_empty() && v.iter().all(|x| *x == 0.0) {
+    } else if !v.is_empty()
+        && v.iter().all(|x| *x == 0.0)
+        // A count beyond CPU may be none (no sync a message): going from none to some is
+        // judged as such.
+        && !matches!(Metric::named(metric), Metric::Cost { .. })
+    {
         format!(
             "{metric} is 0 in every round of {}: nothing to compare a change with; leave the group out of the runs, or check its selector",
             saved.path.display()

@@ -48,6 +48,7 @@ fn command_split(c: (Duration, Duration)) -> (u64, u64) {
 /// Run the command between the groups' two snapshots, and divide by its messages.
 pub fn run(args: &AccountConfig, interrupt: &AtomicBool) -> anyhow::Result<Accounted> {
     let mut acc = Accounting::new(args.groups.clone(), args.cpu_source, args.ratio)
+        .counting_syncs(args.count_syncs)
         .with_hosts(&args.hosts)
         .map_err(ConfigError::from)?;
     let before = children_cpu();
@@ -205,6 +206,7 @@ mod tests {
             groups: crate::accounting::selector::parse_groups([me.as_str()]).expect("a group"),
             hosts: Vec::new(),
             cpu_source: crate::accounting::snapshot::CpuSource::Exact,
+            count_syncs: true,
             ratio: crate::accounting::RatioMode::Measured,
             exports: Default::default(),
             program: command[0].to_string(),

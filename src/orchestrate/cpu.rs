@@ -112,6 +112,7 @@ fn sleep_until(at: DateTime<Utc>, interrupt: &AtomicBool) -> bool {
 fn accounting(cfg: &CpuConfig) -> anyhow::Result<Accounting> {
     Ok(
         Accounting::new(cfg.groups.clone(), cfg.cpu_source, RatioMode::Measured)
+            .without_syncs("syncs are null: oemputx cpu reads CPU only")
             .with_hosts(&cfg.hosts)
             .map_err(ConfigError::from)?,
     )

@@ -12,7 +12,7 @@ use crate::gate::first::{self, Bound, Hosts};
 use crate::gate::history::{self, MIN_RUNS, Prediction};
 use crate::gate::statistics::median;
 use crate::gate::stored::{self, decide};
-use crate::gate::{Decision, Outcome, Worse, overall};
+use crate::gate::{Decision, Outcome, Verdict, Worse, overall};
 use crate::report::Report;
 use crate::report::history::History;
 use crate::report::saved::{
@@ -166,6 +166,9 @@ fn judge(
     };
     let now = current.require(&metric)?;
     let figures = run_figures(history, &metric)?;
+    if let Some(d) = from_zero(m, &metric, &figures, &now, tolerance) {
+        return Ok(d);
+    }
     let floor = (metric.unit() == "us/tran").then_some(FLOOR_US);
     if let Some(d) = history::decide(m, metric.unit(), &figures, &now, tolerance, (worse, floor)) {
         return Ok(d);
@@ -174,9 +177,51 @@ fn judge(
     Ok(first::judge(
         decide(m, &base, &now, tolerance, worse),
         history.runs.len(),
-        Bound::of(hosts(history, current), &base, &now)
-            .counting(matches!(metric, Metric::Cost { .. })),
+        Bound::of(hosts(history, current), &base, &now).counting(steady_count(&metric)),
     ))
+}
+
+/// A count beyond CPU that main's runs never made (no sync, no byte written: every run's
+/// figure 0) has no ratio: the current run making none passes, making any is a regression
+/// (a flow that starts to fsync is the change this gate exists for).
+fn from_zero(
+    m: &str,
+    metric: &Metric,
+    main: &[f64],
+    now: &[f64],
+    tolerance: f64,
+) -> Option<Decision> {
+    if !matches!(metric, Metric::Cost { .. }) || main.iter().any(|v| *v != 0.0) {
+        return None;
+    }
+    let made = if now.is_empty() { 0.0 } else { median(now) };
+    let (verdict, note) = if made > 0.0 {
+        (
+            Verdict::Regression,
+            Some(format!(
+                "main's runs made none (0 in every run); this run makes {made:.3} per message"
+            )),
+        )
+    } else {
+        (Verdict::Pass, None)
+    };
+    let ratio = if made > 0.0 { f64::INFINITY } else { 1.0 };
+    Some(
+        Decision::of(m, metric.unit(), main, now, tolerance)
+            .interval(ratio, (ratio, ratio), 0.95)
+            .judged(verdict, note),
+    )
+}
+
+/// A count beyond CPU that runs of the same code repeat whatever the host (bytes written,
+/// write calls, syncs): the first baseline allows it the counts' narrow drift.
+fn steady_count(metric: &Metric) -> bool {
+    match metric {
+        Metric::Cost { name, .. } => {
+            crate::report::saved::cost_metric(name).is_some_and(|m| m.steady_between_runs)
+        }
+        _ => false,
+    }
 }
 
 /// The host's state in the baseline's newest run and in this one.
@@ -223,7 +268,7 @@ fn print_reach(
         parts.push(match stored::reach(&base, &now, *t) {
             Some(rounds) => {
                 let r = Bound::of(hosts, &base, &now)
-                    .counting(matches!(metric, Metric::Cost { .. }))
+                    .counting(steady_count(&metric))
                     .reach(*t)
                     .max(rounds);
                 format!("{m} +{:.0}%", 100.0 * r)

@@ -52,6 +52,7 @@ pub fn measure(
         selector::parse_groups(args.groups.iter().map(String::as_str))?
     };
     let mut acc = Accounting::new(groups, args.cpu_source, args.ratio)
+        .counting_syncs(args.count_syncs)
         .with_hosts(&args.hosts)
         .map_err(crate::config::ConfigError::from)?;
     let mut own = (Duration::ZERO, Duration::ZERO);

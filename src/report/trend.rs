@@ -122,12 +122,13 @@ impl Trend {
             })
             .collect();
         let hours = t;
-        let names: Vec<String> = rounds[0]
-            .groups
-            .iter()
-            .map(|g| g.name.clone())
-            .filter(|n| n != "DRIVER")
-            .collect();
+        // Every group any round has (a round without a table has none), in first-seen order.
+        let mut names: Vec<String> = Vec::new();
+        for g in rounds.iter().flat_map(|r| &r.groups) {
+            if g.name != "DRIVER" && !names.contains(&g.name) {
+                names.push(g.name.clone());
+            }
+        }
         let driver: Vec<Option<f64>> = rounds
             .iter()
             .map(|r| {
@@ -167,6 +168,9 @@ impl Trend {
             });
         }
         let reasons: Vec<String> = groups.iter().flat_map(|g| g.reasons.clone()).collect();
+        if groups.is_empty() {
+            return None;
+        }
         Some(Trend {
             rounds: rounds.len(),
             hours,
@@ -244,6 +248,12 @@ fn group_trend(
                 100.0 * moved
             ));
         }
+    }
+    // Fewer than three rounds with a figure: no slope, and no word of steadiness either.
+    if raw.is_none() && rss_slope.is_none() {
+        reasons.push(format!(
+            "{name} has fewer than three rounds with figures: its trend cannot be judged"
+        ));
     }
     GroupTrend {
         name: name.to_string(),

@@ -209,6 +209,28 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
         "{}",
         String::from_utf8_lossy(&more.stderr)
     );
+    // A flow that starts to fsync: main's runs made no sync, this one one a message.
+    measure(0, "none");
+    let started = oemputx()
+        .current_dir(dir.path())
+        .args(["gate", "--baseline", "none.json", "--current", "base.json"])
+        .args(["--metric", "syncs", "--export-json", "verdict.json"])
+        .output()
+        .expect("gate runs");
+    let v = read_json(&dir.path().join("verdict.json"));
+    let syncs = v["decisions"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["metric"] == "FLOW:syncs"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no FLOW:syncs in {v:#}"));
+    assert_eq!(syncs["verdict"], "regression", "{syncs:#}");
+    assert!(
+        syncs["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("main's runs made none")),
+        "{syncs:#}"
+    );
+    assert_eq!(started.status.code(), Some(3));
 }
 
 /// FLOW's trend in a run's JSON.

@@ -25,13 +25,15 @@ pub type Key = (i32, u64);
 #[derive(Debug, Clone, Default)]
 pub struct ProcUse {
     pub io: Option<proc_files::Io>,
-    /// Voluntary and involuntary context switches, summed over the threads alive now.
-    pub switches: Option<(u64, u64)>,
+    /// Each live thread's voluntary and involuntary context switches, by thread id: the
+    /// window's are summed thread by thread, so that a thread that ends takes only its own
+    /// window's switches with it, not its whole life's out of the sum.
+    pub switches: Option<HashMap<i32, (u64, u64)>>,
     /// Resident and peak resident set, bytes (`None` for a thread).
     pub rss: Option<u64>,
     pub peak_rss: Option<u64>,
-    /// Inodes of the sockets the process holds.
-    pub sockets: Vec<u64>,
+    /// Inodes of the sockets the process holds (`None`: its descriptors could not be read).
+    pub sockets: Option<Vec<u64>>,
 }
 
 /// Everything beyond CPU one snapshot read.
@@ -115,6 +117,9 @@ pub struct Metric {
     pub unit: Unit,
     pub family: &'static str,
     pub get: Figure,
+    /// Whether runs of the same code give it to within a few % whatever the host's load
+    /// (bytes written, write calls, syncs): the first-baseline gate allows it a narrow drift.
+    pub steady_between_runs: bool,
 }
 
 /// The metrics beyond CPU, in report order: the gate, the exports and the tests list them
@@ -126,6 +131,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::BytesPerTran,
         family: "oemputx_group_disk_write_bytes_per_transaction",
         get: |c| c.disk_write_bytes_per_tran,
+        steady_between_runs: true,
     },
     Metric {
         name: "disk_read_bytes",
@@ -133,6 +139,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::BytesPerTran,
         family: "oemputx_group_disk_read_bytes_per_transaction",
         get: |c| c.disk_read_bytes_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "write_calls",
@@ -140,6 +147,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::CountPerTran,
         family: "oemputx_group_write_calls_per_transaction",
         get: |c| c.write_calls_per_tran,
+        steady_between_runs: true,
     },
     Metric {
         name: "read_calls",
@@ -147,6 +155,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::CountPerTran,
         family: "oemputx_group_read_calls_per_transaction",
         get: |c| c.read_calls_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "syncs",
@@ -154,6 +163,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::CountPerTran,
         family: "oemputx_group_syncs_per_transaction",
         get: |c| c.syncs_per_tran,
+        steady_between_runs: true,
     },
     Metric {
         name: "net_sent_bytes",
@@ -161,6 +171,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::BytesPerTran,
         family: "oemputx_group_net_sent_bytes_per_transaction",
         get: |c| c.net_sent_bytes_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "net_received_bytes",
@@ -168,6 +179,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::BytesPerTran,
         family: "oemputx_group_net_received_bytes_per_transaction",
         get: |c| c.net_received_bytes_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "voluntary_switches",
@@ -175,6 +187,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::CountPerTran,
         family: "oemputx_group_voluntary_switches_per_transaction",
         get: |c| c.voluntary_switches_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "involuntary_switches",
@@ -182,6 +195,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::CountPerTran,
         family: "oemputx_group_involuntary_switches_per_transaction",
         get: |c| c.involuntary_switches_per_tran,
+        steady_between_runs: false,
     },
     Metric {
         name: "rss_bytes",
@@ -189,6 +203,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::Bytes,
         family: "oemputx_group_rss_bytes",
         get: |c| c.rss_bytes,
+        steady_between_runs: false,
     },
     Metric {
         name: "peak_rss_bytes",
@@ -196,6 +211,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::Bytes,
         family: "oemputx_group_peak_rss_bytes",
         get: |c| c.peak_rss_bytes,
+        steady_between_runs: false,
     },
     Metric {
         name: "rss_growth_bytes",
@@ -203,6 +219,7 @@ pub const METRICS: [Metric; 12] = [
         unit: Unit::BytesPerTran,
         family: "oemputx_group_rss_growth_bytes_per_transaction",
         get: |c| c.rss_growth_bytes_per_tran,
+        steady_between_runs: false,
     },
 ];
 
@@ -259,7 +276,9 @@ pub fn sample(
             .entry(*t)
             .or_insert_with(|| proc_files::own_thread(t.0));
     }
-    let wants_tcp = members.values().any(|u| !u.sockets.is_empty());
+    let wants_tcp = members
+        .values()
+        .any(|u| u.sockets.as_ref().is_some_and(|s| !s.is_empty()));
     UseSample {
         members,
         cgroups: cgroups

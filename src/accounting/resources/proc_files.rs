@@ -43,28 +43,30 @@ pub fn process(pid: i32) -> ProcUse {
     let kib = |v: Option<u64>| v.map(|k| k.saturating_mul(1024));
     ProcUse {
         io: p.io().ok().map(Io::from),
-        switches: p.tasks().ok().and_then(|tasks| {
-            tasks.flatten().try_fold((0u64, 0u64), |(v, n), t| {
-                let s = t.status().ok()?;
-                Some((
-                    v + s.voluntary_ctxt_switches?,
-                    n + s.nonvoluntary_ctxt_switches?,
-                ))
-            })
+        // A thread that ends between listing and reading is simply not there.
+        switches: p.tasks().ok().map(|tasks| {
+            tasks
+                .flatten()
+                .filter_map(|t| {
+                    let s = t.status().ok()?;
+                    Some((
+                        t.tid,
+                        (s.voluntary_ctxt_switches?, s.nonvoluntary_ctxt_switches?),
+                    ))
+                })
+                .collect()
         }),
         rss: kib(status.as_ref().and_then(|s| s.vmrss)),
         peak_rss: kib(status.as_ref().and_then(|s| s.vmhwm)),
-        sockets: p
-            .fd()
-            .map(|fds| {
-                fds.flatten()
-                    .filter_map(|fd| match fd.target {
-                        procfs::process::FDTarget::Socket(inode) => Some(inode),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        // Another user's descriptors without root: no sockets known, not none held.
+        sockets: p.fd().ok().map(|fds| {
+            fds.flatten()
+                .filter_map(|fd| match fd.target {
+                    procfs::process::FDTarget::Socket(inode) => Some(inode),
+                    _ => None,
+                })
+                .collect()
+        }),
     }
 }
 
@@ -76,16 +78,16 @@ pub fn own_thread(tid: i32) -> ProcUse {
     };
     ProcUse {
         io: task.io().ok().map(Io::from),
-        switches: task
-            .status()
-            .ok()
-            .and_then(|s| Some((s.voluntary_ctxt_switches?, s.nonvoluntary_ctxt_switches?))),
+        switches: task.status().ok().and_then(|s| {
+            let counts = (s.voluntary_ctxt_switches?, s.nonvoluntary_ctxt_switches?);
+            Some(std::collections::HashMap::from([(tid, counts)]))
+        }),
         ..ProcUse::default()
     }
 }
 
-/// A cgroup's counters: `io.stat` summed over its devices, `memory.current` and
-/// `memory.peak`. `None` when the folder shows none of them (cgroup v1, or no controller).
+/// A cgroup's counters: `io.stat` summed over its devices, `memory.stat`'s anonymous memory
+/// and `memory.peak` (which holds page cache too). `None` when the folder shows none of them (cgroup v1, or no controller).
 pub fn cgroup(dir: &std::path::Path) -> Option<CgroupUse> {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
     let number = |f: &str| read(f).and_then(|t| t.trim().parse::<u64>().ok());
@@ -96,10 +98,16 @@ pub fn cgroup(dir: &std::path::Path) -> Option<CgroupUse> {
         }
         None => (None, None),
     };
+    // The cgroup's anonymous memory, not memory.current: that holds the page cache, which
+    // a broker writing its journal grows without keeping a byte of it.
+    let anon = read("memory.stat").and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("anon ")?.trim().parse::<u64>().ok())
+    });
     let u = CgroupUse {
         read_bytes,
         write_bytes,
-        memory: number("memory.current"),
+        memory: anon,
         memory_peak: number("memory.peak"),
     };
     (u != CgroupUse::default()).then_some(u)
@@ -148,11 +156,16 @@ mod tests {
         let (a, b) = (before.io.expect("io"), after.io.expect("io"));
         // Other test threads write too: at least ours.
         assert!(b.syscw >= a.syscw + 10, "{a:?} → {b:?}");
-        let (va, vb) = (before.switches.expect("sw"), after.switches.expect("sw"));
-        assert!(
-            vb.0 > va.0,
-            "the sleep is a voluntary switch: {va:?} → {vb:?}"
-        );
+        let sum = |u: &ProcUse| {
+            u.switches
+                .as_ref()
+                .expect("switches")
+                .values()
+                .map(|s| s.0)
+                .sum::<u64>()
+        };
+        let (va, vb) = (sum(&before), sum(&after));
+        assert!(vb > va, "the sleep is a voluntary switch: {va} → {vb}");
         assert!(
             after.rss.expect("rss") > 0 && after.peak_rss.expect("hwm") >= after.rss.expect("rss")
         );

@@ -60,6 +60,11 @@ fn dump(family: u8, out: &mut HashMap<u64, (u64, u64)>) -> std::io::Result<()> {
     loop {
         rx.clear();
         let n = socket.recv(&mut rx, 0)?;
+        if n == 0 {
+            return Err(std::io::Error::other(
+                "sock_diag closed before its dump was done",
+            ));
+        }
         let mut offset = 0;
         while offset < n.min(rx.len()) {
             let msg = <NetlinkMessage<SockDiagMessage>>::deserialize(&rx[offset..])
