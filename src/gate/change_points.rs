@@ -80,6 +80,9 @@ pub enum Unsearchable {
     TooShort { runs: usize },
     #[error("run {index} has no finite figure ({value})")]
     NotFinite { index: usize, value: f64 },
+    /// A signal ended the search (the exit is then 130: `exit_for_now`).
+    #[error("the search for steps was interrupted by a signal")]
+    Interrupted,
 }
 
 // A failure of the run (exit 1).
@@ -99,7 +102,7 @@ pub fn steps(series: &[f64]) -> Result<Vec<Step>, Unsearchable> {
     let mut bounds = vec![0, series.len()];
     let mut found: Vec<(usize, f64)> = Vec::new();
     while let Some((q, at)) = best(&Sums::of(series), &bounds) {
-        let Some(p) = permutation_p(series, &bounds, q, &mut rng) else {
+        let Some(p) = permutation_p(series, &bounds, q, &mut rng)? else {
             break;
         };
         found.push((at, p));
@@ -129,14 +132,23 @@ pub fn steps(series: &[f64]) -> Result<Vec<Step>, Unsearchable> {
 }
 
 /// The permutation test of a candidate of statistic `q`: its p-value when p ≤ [`ALPHA`],
-/// None as soon as it cannot be.
-fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut Draws) -> Option<f64> {
+/// None as soon as it cannot be. A signal ends it: a history of many metrics keeps the search
+/// busy for seconds, and the first SIGTERM must end it.
+fn permutation_p(
+    series: &[f64],
+    bounds: &[usize],
+    q: f64,
+    rng: &mut Draws,
+) -> Result<Option<f64>, Unsearchable> {
     // A shuffle that ties the observed statistic counts against it (rounding included).
     let tie = q - 1e-12 * q.abs();
     let mut work = series.to_vec();
     let mut sums = Sums::new(work.len());
     let mut beaten = 0usize;
-    for _ in 0..PERMUTATIONS {
+    for k in 0..PERMUTATIONS {
+        if k % 32 == 0 && crate::signals::interrupted() {
+            return Err(Unsearchable::Interrupted);
+        }
         for w in bounds.windows(2) {
             rng.shuffle(&mut work[w[0]..w[1]]);
         }
@@ -144,11 +156,11 @@ fn permutation_p(series: &[f64], bounds: &[usize], q: f64, rng: &mut Draws) -> O
         if best(&sums, bounds).is_some_and(|(qp, _)| qp >= tie) {
             beaten += 1;
             if (beaten + 1) as f64 / (PERMUTATIONS + 1) as f64 > ALPHA {
-                return None;
+                return Ok(None);
             }
         }
     }
-    Some((beaten + 1) as f64 / (PERMUTATIONS + 1) as f64)
+    Ok(Some((beaten + 1) as f64 / (PERMUTATIONS + 1) as f64))
 }
 
 /// The largest Q̂ over the segments between `bounds` (sorted), and where it splits.

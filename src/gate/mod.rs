@@ -71,6 +71,9 @@ pub const SCHEMA: &str = "oemputx.gate/1";
 pub enum GateError {
     #[error("{flag}: {why}")]
     Input { flag: &'static str, why: String },
+    /// A signal ended the planning (the exit is then 130: `exit_for_now`).
+    #[error("interrupted by a signal while checking the runs' figures; nothing was judged")]
+    Interrupted,
 }
 
 // The user's input (exit 2).

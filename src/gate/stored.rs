@@ -123,10 +123,15 @@ pub(crate) fn plan<'a>(
         return Ok(Vec::new());
     };
     let all = || runs.iter().chain(std::iter::once(current));
+    // Each run's names once, as sets: asked of every group of every run, the lists made
+    // planning quadratic in the groups.
+    let names: Vec<std::collections::HashSet<String>> = all()
+        .map(|s| s.group_names().into_iter().collect())
+        .collect();
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
-        .filter(|g| all().all(|s| s.group_names().contains(g)) && g != UNGATED)
+        .filter(|g| names.iter().all(|n| n.contains(g)) && g != UNGATED)
         .collect();
     // The corrected total when every round of every run has one (a round too short for
     // /proc/stat's ticks, or too busy a machine, has no capture ratio), else the captured
@@ -171,7 +176,12 @@ pub(crate) fn plan<'a>(
             metrics.push(m.clone());
         }
     }
+    // Every figure of every run: seconds for a history of thousands of groups, so a signal
+    // ends it.
     for m in &metrics {
+        if crate::signals::interrupted() {
+            return Err(GateError::Interrupted);
+        }
         for saved in all() {
             check_values(saved, m)?;
         }

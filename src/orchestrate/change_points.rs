@@ -15,8 +15,16 @@ pub fn search<'a>(
     h: &History,
     metrics: impl Iterator<Item = &'a str>,
 ) -> Result<Outcome, ReportFileError> {
+    let interrupted = || ReportFileError::Interrupted {
+        path: h.path.clone(),
+    };
+    // Each metric's figures walk every run's rounds: a history of thousands of groups takes
+    // seconds before the search begins, and the first signal must end it.
     let series = metrics
         .map(|m| {
+            if crate::signals::interrupted() {
+                return Err(interrupted());
+            }
             let metric = Metric::named(m);
             Ok((m.to_string(), metric.unit(), h.figures(&metric)?))
         })
@@ -25,9 +33,12 @@ pub fn search<'a>(
         commits: &h.commits,
         started: &h.started,
     };
-    Outcome::of(&h.path.display().to_string(), runs, series).map_err(|e| ReportFileError::Corrupt {
-        path: h.path.clone(),
-        why: e.to_string(),
+    Outcome::of(&h.path.display().to_string(), runs, series).map_err(|e| match e {
+        crate::gate::change_points::Unsearchable::Interrupted => interrupted(),
+        e => ReportFileError::Corrupt {
+            path: h.path.clone(),
+            why: e.to_string(),
+        },
     })
 }
 

@@ -491,6 +491,65 @@ fn a_save_waiting_for_a_held_history_folder_ends_at_a_signal() {
     drop(holder);
 }
 
+/// Issue 61, class (b): the history's search for steps was deaf to signals. Thirty runs are
+/// the most a history holds, but its metrics follow its groups: six hundred groups, each
+/// with a step, keep the search (499 shuffles per candidate) busy for seconds (about 8 here,
+/// after under a second of reading), and the first SIGTERM must end it: exit 130 within a
+/// second.
+#[test]
+fn a_signal_during_the_history_search_ends_it_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let template = saved_run(dir.path());
+    let (flow, driver) = series(30, 15, 0.10);
+    let path = history(dir.path(), "history.json", &template, &flow, &driver);
+    let mut j = read(&path);
+    let groups = 600;
+    for (i, run) in j["runs"]
+        .as_array_mut()
+        .expect("runs")
+        .iter_mut()
+        .enumerate()
+    {
+        // A step at run 15 in every group, a little noise either side.
+        let figure =
+            |g: usize| 50.0 * if i < 15 { 1.0 } else { 1.2 } * (1.0 + 0.001 * ((g + i) % 7) as f64);
+        let extra = |g: usize| serde_json::json!({"name": format!("G{g:04}"), "total_us_per_tran": figure(g)});
+        for r in run["rounds"].as_array_mut().expect("rounds") {
+            let gs = r["groups"].as_array_mut().expect("groups");
+            gs.extend((0..groups).map(extra));
+        }
+        let top = run["groups"].as_array_mut().expect("groups");
+        let like = top[0].clone();
+        top.extend((0..groups).map(|g| {
+            let mut row = like.clone();
+            row["name"] = Value::from(format!("G{g:04}"));
+            row["total_us_per_tran"] = Value::from(figure(g));
+            row
+        }));
+    }
+    std::fs::write(&path, j.to_string()).expect("write");
+    let child = oemputx_process()
+        .arg("history")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("history starts");
+    // Reading takes well under this; planning and the search far longer.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let (out, after) = signal_and_wait(child, nix::sys::signal::Signal::SIGTERM);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "the search ended before the signal, or ignored it: {err}"
+    );
+    assert!(
+        after < std::time::Duration::from_secs(1),
+        "{after:?} after SIGTERM: {err}"
+    );
+}
+
 /// Issue 61, item 5: saving through a symbolic link wrote a plain file over the link (the
 /// shared history it pointed to never grew) and locked the link's folder. Now the history
 /// the link points to grows, the link stays a link, and a link to nowhere is refused.
