@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long stopped flows may take to end before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The same once a signal stopped oemputx: the first SIGTERM must end it within a second,
+/// and a flow that ignores SIGTERM held it for the whole grace.
+const SIGNALLED_GRACE: Duration = Duration::from_millis(500);
 /// Stderr lines kept per flow, for the error when it dies.
 const LOG_LINES: usize = 5;
 
@@ -200,7 +203,12 @@ impl Drop for Flows {
         for c in &self.children {
             c.signal(nix::sys::signal::Signal::SIGTERM);
         }
-        let deadline = Instant::now() + STOP_GRACE;
+        let grace = if crate::signals::interrupted() {
+            SIGNALLED_GRACE
+        } else {
+            STOP_GRACE
+        };
+        let deadline = Instant::now() + grace;
         for c in &mut self.children {
             c.finish(deadline);
         }

@@ -89,6 +89,12 @@ fn every_wait(port: u16, tag: &str) -> Vec<Wait> {
         "sh -c 'exec sleep {}'",
         100_000 + std::process::id() % 10_000
     );
+    // A flow deaf to SIGTERM (sleep inherits the ignored signal): after a signal its grace
+    // is half a second, not the 10 s a run's normal end gives it.
+    let deaf = format!(
+        "sh -c 'trap \"\" TERM; exec sleep {}'",
+        100_000 + std::process::id() % 10_000
+    );
     let q = |what: &str| format!("{}.{tag}", fresh_queue(what));
     let mut all = Vec::new();
     for scheme in ["amqp", "amqp10", "nats", "stomp", "mqtt"] {
@@ -182,6 +188,26 @@ fn every_wait(port: u16, tag: &str) -> Vec<Wait> {
             &amqp,
             "--request-queue",
             &cq,
+            "--count",
+            "5",
+        ],
+        true,
+    ));
+    all.push(wait(
+        "compare's flows that never consume and ignore SIGTERM",
+        &[
+            "compare",
+            "--flow-cmd",
+            &deaf,
+            "--setting",
+            "a=",
+            "--setting",
+            "b=",
+            "--",
+            "--qmgr",
+            &amqp,
+            "--request-queue",
+            &q("waits.deaf"),
             "--count",
             "5",
         ],
