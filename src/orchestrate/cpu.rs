@@ -452,7 +452,9 @@ mod tests {
         assert!(began >= from - slack && ended >= until - slack, "{w:?}");
         assert!(ended > began, "{w:?}");
         let me = w.groups.iter().find(|g| g.name == "ME").expect("ME");
-        assert_eq!(me.processes, 1, "{w:?}");
+        // This process, and a row of the children it reaped in the window when another test
+        // of this binary ran a command then (the account tests do, beside it).
+        assert!((1..=2).contains(&me.processes), "{w:?}");
         assert!(me.user_s >= 0.0 && me.sys_s >= 0.0, "{w:?}");
         // A signal before its start: nothing measured.
         let late = Utc::now() + chrono::Duration::seconds(60);

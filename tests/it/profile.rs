@@ -171,7 +171,26 @@ fn the_gate_names_the_function_made_costlier_first() {
     let _perf = one_perf_at_a_time();
     let dir = tempfile::tempdir().expect("a temporary folder");
     let bin = burn_responder_bin();
-    let flow = |b_us: &str| format!("{} --a-us 60 --b-us {b_us} --jitter 0.5", bin.display());
+    // One spin speed for both sides, measured once: each responder measuring its own at its
+    // start made A's parse_request 60 µs and B's 52 on one CI run (a bias of the process,
+    // not of the code), and that sure −8 µs outranked B's real +15 in render_reply.
+    let calibrated = std::process::Command::new(&bin)
+        .args(["--calibrate", "5"])
+        .output()
+        .expect("the responder calibrates");
+    let speed = String::from_utf8_lossy(&calibrated.stdout)
+        .trim()
+        .to_string();
+    assert!(
+        speed.parse::<f64>().is_ok_and(|s| s > 0.0),
+        "speed {speed:?}"
+    );
+    let flow = |b_us: &str| {
+        format!(
+            "{} --a-us 60 --b-us {b_us} --jitter 0.5 --iterations-per-us {speed}",
+            bin.display()
+        )
+    };
     let out = oemputx()
         .current_dir(dir.path())
         .args(["gate", "--flow-a", &flow("20"), "--flow-b", &flow("35")])
