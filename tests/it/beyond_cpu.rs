@@ -61,11 +61,20 @@ fn run(r: &BurnResponder, dir: &Path, name: &str, extra: &[&str]) -> serde_json:
     read_json(&dir.join(format!("{name}.json")))
 }
 
+/// The entry of `list` whose `key` is `value`.
+fn entry<'a>(list: &'a serde_json::Value, key: &str, value: &str) -> &'a serde_json::Value {
+    list.as_array()
+        .and_then(|l| l.iter().find(|e| e[key] == value))
+        .unwrap_or_else(|| panic!("no {key} {value} in {list:#}"))
+}
+
 fn flow(j: &serde_json::Value) -> &serde_json::Value {
-    j["groups"]
-        .as_array()
-        .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
-        .unwrap_or_else(|| panic!("no FLOW group: {j:#}"))
+    entry(&j["groups"], "name", "FLOW")
+}
+
+/// A gate verdict's decision on `metric`.
+fn decision<'a>(v: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    entry(&v["decisions"], "metric", metric)
 }
 
 #[test]
@@ -170,35 +179,27 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
     measure(40960, "base");
     measure(40960, "same");
     measure(45056, "more");
-    let gate = |current: &str| {
-        oemputx()
+    // The gate of `current` against `baseline` on `metric`, and its verdict's JSON.
+    let gate = |baseline: &str, current: &str, metric: &str| {
+        let out = oemputx()
             .current_dir(dir.path())
-            .args(["gate", "--baseline", "base.json", "--current", current])
-            .args([
-                "--metric",
-                "disk_write_bytes",
-                "--export-json",
-                "verdict.json",
-            ])
+            .args(["gate", "--baseline", baseline, "--current", current])
+            .args(["--metric", metric, "--export-json", "verdict.json"])
             .output()
-            .expect("gate runs")
+            .expect("gate runs");
+        (out, read_json(&dir.path().join("verdict.json")))
     };
-    let same = gate("same.json");
+    let (same, v) = gate("base.json", "same.json", "disk_write_bytes");
     let text = String::from_utf8_lossy(&same.stdout);
     assert!(text.contains("FLOW:disk_write_bytes"), "{text}");
-    let v = read_json(&dir.path().join("verdict.json"));
-    let verdict_of = |v: &serde_json::Value| -> String {
-        v["decisions"]
-            .as_array()
-            .and_then(|m| m.iter().find(|m| m["metric"] == "FLOW:disk_write_bytes"))
-            .map(|m| m["verdict"].as_str().unwrap_or("").to_string())
-            .unwrap_or_else(|| panic!("no FLOW:disk_write_bytes in {v:#}"))
-    };
-    assert_eq!(verdict_of(&v), "pass", "{text}");
-    let more = gate("more.json");
-    let v = read_json(&dir.path().join("verdict.json"));
     assert_eq!(
-        verdict_of(&v),
+        decision(&v, "FLOW:disk_write_bytes")["verdict"],
+        "pass",
+        "{text}"
+    );
+    let (more, v) = gate("base.json", "more.json", "disk_write_bytes");
+    assert_eq!(
+        decision(&v, "FLOW:disk_write_bytes")["verdict"],
         "regression",
         "{}",
         String::from_utf8_lossy(&more.stdout)
@@ -211,18 +212,8 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
     );
     // A flow that starts to fsync: main's runs made no sync, this one one a message.
     measure(0, "none");
-    let started = oemputx()
-        .current_dir(dir.path())
-        .args(["gate", "--baseline", "none.json", "--current", "base.json"])
-        .args(["--metric", "syncs", "--export-json", "verdict.json"])
-        .output()
-        .expect("gate runs");
-    let v = read_json(&dir.path().join("verdict.json"));
-    let syncs = v["decisions"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["metric"] == "FLOW:syncs"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no FLOW:syncs in {v:#}"));
+    let (started, v) = gate("none.json", "base.json", "syncs");
+    let syncs = decision(&v, "FLOW:syncs");
     assert_eq!(syncs["verdict"], "regression", "{syncs:#}");
     assert!(
         syncs["note"]
@@ -235,23 +226,26 @@ fn a_gate_on_disk_bytes_catches_ten_percent_from_one_run_and_a_a_passes() {
 
 /// FLOW's trend in a run's JSON.
 fn flow_trend(j: &serde_json::Value) -> &serde_json::Value {
-    j["trend"]["groups"]
-        .as_array()
-        .and_then(|g| g.iter().find(|g| g["name"] == "FLOW"))
-        .unwrap_or_else(|| panic!("no trend of FLOW: {:#}", j["trend"]))
+    entry(&j["trend"]["groups"], "name", "FLOW")
+}
+
+/// A soak of 8 rounds of 800 against a responder leaking `leak` bytes a message, its files
+/// `name`.*, in `dir`.
+fn soak(dir: &Path, leak: u32, name: &str) -> serde_json::Value {
+    let r = responder(dir, 0, leak);
+    run(
+        &r,
+        dir,
+        name,
+        &["--count", "800", "--rounds", "8", "--warmup", "100"],
+    )
 }
 
 #[test]
 fn a_soak_of_a_leaking_responder_is_not_steady_with_its_leak_as_the_slope() {
     live!(RabbitMq, CAmqp);
     let dir = tempfile::tempdir().expect("tempdir");
-    let r = responder(dir.path(), 0, 16384);
-    let j = run(
-        &r,
-        dir.path(),
-        "leak",
-        &["--count", "800", "--rounds", "8", "--warmup", "100"],
-    );
+    let j = soak(dir.path(), 16384, "leak");
     oemputx_test_support::schema::assert_matches_schema(&j);
     let t = flow_trend(&j);
     assert_eq!(t["steady"], false, "{:#}", j["trend"]);
@@ -282,13 +276,7 @@ fn a_soak_of_a_leaking_responder_is_not_steady_with_its_leak_as_the_slope() {
 fn a_soak_of_a_responder_that_keeps_nothing_is_steady() {
     live!(RabbitMq, CAmqp);
     let dir = tempfile::tempdir().expect("tempdir");
-    let r = responder(dir.path(), 0, 0);
-    let j = run(
-        &r,
-        dir.path(),
-        "steady",
-        &["--count", "800", "--rounds", "8", "--warmup", "100"],
-    );
+    let j = soak(dir.path(), 0, "steady");
     let t = flow_trend(&j);
     assert_eq!(t["steady"], true, "{:#}", j["trend"]);
     // Its resident set does not move by what a leak of a byte a message would add.

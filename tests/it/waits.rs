@@ -173,45 +173,34 @@ fn every_wait(port: u16, tag: &str) -> Vec<Wait> {
         false,
     ));
     let (cq, sq, gq) = (q("waits.compare"), q("waits.sweep"), q("waits.gate"));
-    all.push(wait(
-        "compare's flows that never consume",
-        &[
-            "compare",
-            "--flow-cmd",
-            &never,
-            "--setting",
-            "a=",
-            "--setting",
-            "b=",
-            "--",
-            "--qmgr",
-            &amqp,
-            "--request-queue",
-            &cq,
-            "--count",
-            "5",
-        ],
-        true,
-    ));
-    all.push(wait(
+    // compare's flows started with `flow`, on a queue of their own.
+    let compare = |name: &str, flow: &str, queue: &str| {
+        wait(
+            name,
+            &[
+                "compare",
+                "--flow-cmd",
+                flow,
+                "--setting",
+                "a=",
+                "--setting",
+                "b=",
+                "--",
+                "--qmgr",
+                &amqp,
+                "--request-queue",
+                queue,
+                "--count",
+                "5",
+            ],
+            true,
+        )
+    };
+    all.push(compare("compare's flows that never consume", &never, &cq));
+    all.push(compare(
         "compare's flows that never consume and ignore SIGTERM",
-        &[
-            "compare",
-            "--flow-cmd",
-            &deaf,
-            "--setting",
-            "a=",
-            "--setting",
-            "b=",
-            "--",
-            "--qmgr",
-            &amqp,
-            "--request-queue",
-            &q("waits.deaf"),
-            "--count",
-            "5",
-        ],
-        true,
+        &deaf,
+        &q("waits.deaf"),
     ));
     all.push(wait(
         "sweep's flows that never consume",
