@@ -89,7 +89,9 @@ pub fn own_thread(tid: i32) -> ProcUse {
 /// A cgroup's counters: `io.stat` summed over its devices, `memory.stat`'s anonymous memory
 /// and `memory.peak` (which holds page cache too). `None` when the folder shows none of them (cgroup v1, or no controller).
 pub fn cgroup(dir: &std::path::Path) -> Option<CgroupUse> {
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    // Through the bounded reader: the folder is the user's `cgroup:` selector, and a FIFO
+    // or a huge file named like a controller's must not stall or swell a snapshot.
+    let read = |f: &str| crate::files::read_text(&dir.join(f), 1 << 20, "cgroup file").ok();
     let number = |f: &str| read(f).and_then(|t| t.trim().parse::<u64>().ok());
     let (read_bytes, write_bytes) = match read("io.stat") {
         Some(text) => {
