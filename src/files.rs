@@ -241,6 +241,45 @@ pub(crate) fn hold_fifo(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Write `bytes` to `out` (a FIFO, a pipe, stdout) in pieces the reader has room for, so
+/// that a signal ends a write whose reader stopped reading: a blocking write(2) into a full
+/// pipe is restarted after the handler and held SIGTERM for ever (issue 61, class b). A
+/// signal that came before the write (the run it reports was interrupted) does not stop it:
+/// that report is what the signal asked for, and a second signal still ends the process.
+/// Once one write is abandoned, every later one stops at the signal too: the outputs after
+/// a stalled FIFO must not stall again.
+pub(crate) fn write_watching<W: std::io::Write + std::os::fd::AsFd>(
+    out: &mut W,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    // PIPE_BUF: a piece this size fits in a pipe that poll says is not full.
+    const PIECE: usize = 4096;
+    static ABANDONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let abandoned = || ABANDONED.load(std::sync::atomic::Ordering::Relaxed);
+    let signalled_before = crate::signals::interrupted() && !abandoned();
+    for piece in bytes.chunks(PIECE) {
+        loop {
+            let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLOUT)];
+            match poll(&mut fds, PollTimeout::from(50u16)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => {}
+                Ok(_) => break,
+                Err(e) => return Err(e.into()),
+            }
+            if !signalled_before && crate::signals::interrupted() {
+                ABANDONED.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "a signal came while the output's reader was not reading (a full pipe or FIFO); the output is incomplete",
+                ));
+            }
+        }
+        out.write_all(piece)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
 /// Whether `path` is a FIFO (a named pipe).
 pub(crate) fn is_fifo(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())

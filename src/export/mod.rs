@@ -133,9 +133,7 @@ pub(crate) fn print_stdout(text: &str) -> anyhow::Result<()> {
 /// any other failure is, naming stdout, so that the caller can exit 1 — after the files
 /// were written.
 pub(crate) fn print_output(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    match crate::files::write_watching(&mut std::io::stdout().lock(), text.as_bytes()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(anyhow::anyhow!(
@@ -149,9 +147,7 @@ pub(crate) fn print_output(text: &str) -> anyhow::Result<()> {
 pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     if path.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
-        return out.flush();
+        return crate::files::write_watching(&mut std::io::stdout().lock(), bytes);
     }
     // A device, FIFO or socket (/dev/null, /dev/stdout, a named pipe) is written in place:
     // renaming a temporary file onto it would replace the device node with a regular file,
@@ -159,8 +155,7 @@ pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Res
     // is an error, not a wait (files::open_in_place).
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         let mut f = crate::files::open_in_place(path)?;
-        f.write_all(bytes)?;
-        return f.flush();
+        return crate::files::write_watching(&mut f, bytes);
     }
     // Through a symbolic link, the file it points to is replaced, not the link.
     let target = crate::files::output_target(path)?;

@@ -149,6 +149,39 @@ impl FlowArm {
     }
 }
 
+/// A command's arms, stopped together: every flow gets its SIGTERM at once, then each is
+/// waited for and its queue deleted. Dropped one by one, each arm's flow had to end before
+/// the next one's was even told to.
+pub struct Arms(Vec<FlowArm>);
+
+impl Arms {
+    /// The arms as the interleaving drives them.
+    pub fn as_mut_slice(&mut self) -> &mut [FlowArm] {
+        &mut self.0
+    }
+
+    /// The arms, in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, FlowArm> {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<FlowArm> for Arms {
+    fn from_iter<I: IntoIterator<Item = FlowArm>>(iter: I) -> Arms {
+        Arms(iter.into_iter().collect())
+    }
+}
+
+impl Drop for Arms {
+    fn drop(&mut self) {
+        for arm in &mut self.0 {
+            if let Some(flows) = arm.flows.as_mut() {
+                flows.signal();
+            }
+        }
+    }
+}
+
 impl Drop for FlowArm {
     /// The flows first, then their queue: also after an error or Ctrl-C.
     fn drop(&mut self) {

@@ -14,7 +14,7 @@ use crate::config::gate::{FlowPair, GateConfig};
 use crate::experiment::{Experiment, FIRST_LOOK};
 use crate::gate::ab::{self, PAIRS_PER_BLOCK};
 use crate::gate::{LookRecord, Outcome, Sequential};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup};
+use crate::interleave::flow_arm::{Arms, FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::profiling::diff::Differential;
 use crate::report::saved::SavedFigures;
@@ -22,24 +22,24 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// Both flows, each on its own queue, its processes and their descendants its FLOW group.
-fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
+fn start_sides(pair: &FlowPair, queues: &[String]) -> anyhow::Result<Arms> {
     let base = &pair.run;
-    let mut sides = Vec::with_capacity(2);
     let sides_of = ["A", "B"].into_iter().zip(&pair.flows).zip(&pair.own_runs);
-    for (((name, cmd), own), queue) in sides_of.zip(queues) {
-        let mut run = own.as_deref().unwrap_or(base).on_own_queue(queue)?;
-        run.label = format!("{}-{name}", base.label);
-        let group = FlowGroup::Tree;
-        sides.push(FlowArm::start(
-            format!("flow {name}"),
-            cmd,
-            Vec::new(),
-            (1, 1),
-            group,
-            run,
-        )?);
-    }
-    Ok(sides)
+    sides_of
+        .zip(queues)
+        .map(|(((name, cmd), own), queue)| {
+            let mut run = own.as_deref().unwrap_or(base).on_own_queue(queue)?;
+            run.label = format!("{}-{name}", base.label);
+            FlowArm::start(
+                format!("flow {name}"),
+                cmd,
+                Vec::new(),
+                (1, 1),
+                FlowGroup::Tree,
+                run,
+            )
+        })
+        .collect()
 }
 
 /// Fewer rounds than the first look needs would be overridden without a word (a
@@ -151,7 +151,7 @@ pub fn run(
         max_time: pair.max_time,
         max_blocks,
     };
-    let mut run = Interleave::new(&mut sides, budget);
+    let mut run = Interleave::new(sides.as_mut_slice(), budget);
     // The first pair shows which metrics the rounds carry.
     if !run.cycle(&[0, 1], &interrupt)? {
         crate::say!("gate A/B: interrupted before the first pair");

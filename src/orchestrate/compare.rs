@@ -6,7 +6,7 @@
 use crate::config::compare::LiveCompare;
 use crate::experiment::{Experiment, Figures, Look};
 use crate::export;
-use crate::interleave::flow_arm::{FlowArm, FlowGroup};
+use crate::interleave::flow_arm::{Arms, FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::compare::{self as model, Comparison, SettingRow, TOTAL};
@@ -71,7 +71,7 @@ fn look_line(look: &Look, names: &[String], metrics: &[String], elapsed: f64) ->
 
 /// Every setting's flow, each on its own queue, with the setting's own run; a setting of
 /// run options alone on the run's queue, served by the responder the run options name.
-fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Vec<FlowArm>> {
+fn start_arms(l: &LiveCompare, queues: &[String]) -> anyhow::Result<Arms> {
     l.settings
         .iter()
         .zip(queues)
@@ -138,7 +138,7 @@ pub fn live(
     announce(l, per_block, max_rounds);
     let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut run = Interleave::new(
-        &mut arms,
+        arms.as_mut_slice(),
         Budget {
             max_time: l.max_time,
             max_blocks,

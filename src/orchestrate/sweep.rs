@@ -7,7 +7,7 @@
 
 use crate::config::sweep::{SweepConfig, SweepMode};
 use crate::experiment::{Design, Experiment, Figures, Look, MetricSpec, Rule, median_interval};
-use crate::interleave::flow_arm::{FlowArm, FlowGroup};
+use crate::interleave::flow_arm::{Arms, FlowArm, FlowGroup};
 use crate::interleave::{Budget, End, Interleave};
 use crate::report::Report;
 use crate::report::saved::{Metric, SavedFigures};
@@ -43,7 +43,7 @@ fn start_arms(
     sc: &SweepConfig,
     shapes: &[(usize, SweepMode, usize, usize)],
     queues: &[String],
-) -> anyhow::Result<Vec<FlowArm>> {
+) -> anyhow::Result<Arms> {
     let group = if sc.run.groups.iter().any(|g| g.name == "FLOW") {
         FlowGroup::Given
     } else {
@@ -227,7 +227,7 @@ pub fn run(sc: &SweepConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Optio
     let start_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let mut engine = Experiment::new(design(sc, &shapes, true))?;
     let mut run = Interleave::new(
-        &mut arms,
+        arms.as_mut_slice(),
         Budget {
             max_time: sc.max_time,
             max_blocks: 1000,

@@ -32,6 +32,7 @@ mod profile;
 mod pubsub;
 mod reports;
 mod serving;
+mod signals;
 mod slurm;
 mod snapshots;
 mod stomp;

@@ -4,12 +4,12 @@
 
 use oemputx_test_support::*;
 
-fn nats_url() -> String {
+pub(crate) fn nats_url() -> String {
     std::env::var("OEMPUTX_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
 }
 
 /// Deletes the JetStream stream oemputx declared for a topic, when dropped.
-struct StreamGuard(String);
+pub(crate) struct StreamGuard(pub(crate) String);
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
