@@ -1,7 +1,7 @@
 //! The flow's engine: one thread per instance, each with its own broker connection (and
 //! database connection), taking requests and running every message through the nodes. The
-//! broker's side is a [`FlowIo`]: AMQP 0-9-1 (`amqp_io.rs`), NATS (`nats_io.rs`) or AMQP 1.0
-//! (`amqp10_io.rs`).
+//! broker's side is a [`FlowIo`]: AMQP 0-9-1 (`amqp_io.rs`), NATS (`nats_io.rs`), AMQP 1.0
+//! (`amqp10_io.rs`), STOMP (`stomp_io.rs`), MQTT (`mqtt_io.rs`) or Kafka (`kafka_io.rs`).
 //!
 //! A request is acknowledged only after its audit copy, its database row and its reply are
 //! written, so a flow that dies mid-message leaves it on the queue for redelivery (AMQP):
@@ -12,6 +12,7 @@ use super::flow_statistics::{Collector, Level, Sink};
 use super::nodes::{self, Invalid};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::amqp10::url::Amqp10Endpoint;
+use oemputx::transport::kafka::url::KafkaEndpoint;
 use oemputx::transport::mqtt::url::MqttEndpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
 use oemputx::transport::stomp::url::StompEndpoint;
@@ -50,6 +51,9 @@ pub struct FlowOptions {
     pub prefetch: u16,
     /// NATS: read the JetStream stream that captures the input subject, not the subject.
     pub jetstream: bool,
+    /// Instances in this process (Kafka: instance i reads the partitions p with p mod
+    /// threads = i).
+    pub threads: usize,
     pub extra_cpu: Duration,
     pub extra_work: u64,
     pub stats: Level,
@@ -66,6 +70,7 @@ pub enum Broker {
     Amqp10(Amqp10Endpoint),
     Stomp(StompEndpoint),
     Mqtt(MqttEndpoint),
+    Kafka(KafkaEndpoint),
 }
 
 /// A request as the nodes see it, with what its transport needs to answer and acknowledge it.

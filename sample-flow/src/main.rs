@@ -17,6 +17,7 @@ mod amqp_io;
 mod db;
 mod engine;
 mod flow_statistics;
+mod kafka_io;
 mod mqtt_io;
 mod nats_io;
 mod nodes;
@@ -26,6 +27,7 @@ use engine::{Broker, FlowOptions};
 use flow_statistics::{Level, Sink};
 use oemputx::transport::amqp::url::AmqpEndpoint;
 use oemputx::transport::amqp10::url::Amqp10Endpoint;
+use oemputx::transport::kafka::url::KafkaEndpoint;
 use oemputx::transport::mqtt::url::MqttEndpoint;
 use oemputx::transport::nats::url::NatsEndpoint;
 use oemputx::transport::parse_url;
@@ -40,7 +42,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "sample-flow", version)]
 struct Args {
-    /// Broker URL (amqp://, amqps://, nats://, amqp10://, stomp:// or mqtt://). oemputx passes a URL with a password in
+    /// Broker URL (amqp://, amqps://, nats://, amqp10://, stomp://, mqtt:// or kafka://). oemputx passes a URL with a password in
     /// OEMPUTX_URL rather than on the command line, where every local user could read it.
     #[arg(
         long,
@@ -144,9 +146,11 @@ fn run() -> anyhow::Result<()> {
         Broker::Stomp(ep.clone())
     } else if let Some(ep) = endpoint.downcast::<MqttEndpoint>() {
         Broker::Mqtt(ep.clone())
+    } else if let Some(ep) = endpoint.downcast::<KafkaEndpoint>() {
+        Broker::Kafka(ep.clone())
     } else {
         anyhow::bail!(
-            "--url must be an amqp://, amqps://, nats://, amqp10://, stomp:// or mqtt:// URL, not {} (the embedded queue manager has its own responder; IBM MQ queues are served by App Connect Enterprise flows)",
+            "--url must be an amqp://, amqps://, nats://, amqp10://, stomp://, mqtt:// or kafka:// URL, not {} (the embedded queue manager has its own responder; IBM MQ queues are served by App Connect Enterprise flows)",
             endpoint.redacted()
         )
     };
@@ -194,6 +198,7 @@ fn run() -> anyhow::Result<()> {
         echo: args.echo,
         prefetch: args.prefetch,
         jetstream: args.jetstream,
+        threads: args.threads,
         extra_cpu: Duration::from_secs_f64(args.extra_cpu_us / 1e6),
         extra_work: args.extra_work,
         stats: args.stats,
@@ -264,6 +269,10 @@ fn run_thread(i: usize, o: &FlowOptions) -> anyhow::Result<()> {
             }
             Broker::Mqtt(ep) => {
                 let io = mqtt_io::MqttIo::open(i, ep, o).await?;
+                engine::serve(i, o, io, &ep.redacted()).await
+            }
+            Broker::Kafka(ep) => {
+                let io = kafka_io::KafkaIo::open(i, ep, o).await?;
                 engine::serve(i, o, io, &ep.redacted()).await
             }
         }

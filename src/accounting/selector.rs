@@ -163,6 +163,12 @@ pub const PRESETS: &[(&str, &[&str])] = &[
         "activemq",
         &["cmd:activemq\\.jar|org\\.apache\\.activemq\\.console"],
     ),
+    // Kafka: Apache Kafka's JVM (its main class kafka.Kafka), Redpanda, and tansu (its
+    // binary carries its version in its name, so by command line too).
+    (
+        "kafka",
+        &["redpanda", "cmd:kafka\\.Kafka|(^|/)tansu[^ /]* broker"],
+    ),
     ("sample-flow", &["sample-flow"]),
 ];
 

@@ -198,7 +198,7 @@ pub struct InitArgs {
 pub struct GroupArgs {
     /// A process group to account: NAME=SEL[,SEL…] with selectors comm:NAME, cmd:REGEX, pid:N,
     /// pidfile:PATH, user:NAME, tree:PID, cgroup:PATH, thread:REGEX, or a preset @rabbitmq,
-    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @activemq, @sample-flow; NAME@HOST=… places it
+    /// @postgresql, @nats, @mosquitto, @ibmmq, @ace, @db2, @activemq, @kafka, @sample-flow; NAME@HOST=… places it
     /// on a --host. Repeatable. [default: a run's profile groups, else its transport's; pubsub
     /// and matrix: the broker; cpu: one group per preset]
     #[arg(long = "group", value_name = "NAME=SEL,...")]

@@ -289,7 +289,8 @@ pub struct Settings {
     pub msg_bytes_max: usize,
     pub persistent: bool,
     /// Where persistent requests were stored, when the transport says more than
-    /// `persistent` (NATS: "JetStream stream MQSI_IN (workqueue retention, file storage)").
+    /// `persistent` (NATS: "JetStream stream MQSI_IN (workqueue retention, file storage)");
+    /// on a broker that stores every request (Kafka), also when the run was not persistent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_store: Option<String>,
     pub syncpoint: bool,
@@ -515,7 +516,9 @@ impl Settings {
     /// the transport said.
     pub fn persistence(&self) -> String {
         match (self.persistent, &self.persistent_store) {
-            (false, _) => "non-persistent".into(),
+            (false, None) => "non-persistent".into(),
+            // A broker that stores every message whatever the run asks (Kafka).
+            (false, Some(store)) => format!("non-persistent asked; stored all the same: {store}"),
             (true, None) => "persistent".into(),
             (true, Some(store)) => format!("persistent, in {store}"),
         }

@@ -19,6 +19,8 @@ pub mod embedded;
 pub mod endpoint;
 #[cfg(feature = "ibmmq")]
 pub mod ibmmq;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
 #[cfg(feature = "nats")]
@@ -28,7 +30,12 @@ pub mod session;
 #[cfg(feature = "stomp")]
 pub mod stomp;
 pub mod subject;
-#[cfg(any(feature = "rabbitmq", feature = "amqp10", feature = "stomp"))]
+#[cfg(any(
+    feature = "rabbitmq",
+    feature = "amqp10",
+    feature = "stomp",
+    feature = "kafka"
+))]
 pub mod tls;
 
 pub use endpoint::{Endpoint, EndpointError, EndpointKind, OptionRefused};

@@ -11,6 +11,8 @@ use super::embedded;
 use super::endpoint::{Endpoint, EndpointError, Registered};
 #[cfg(feature = "ibmmq")]
 use super::ibmmq;
+#[cfg(feature = "kafka")]
+use super::kafka;
 #[cfg(feature = "mqtt")]
 use super::mqtt;
 #[cfg(feature = "nats")]
@@ -33,6 +35,8 @@ const TRANSPORTS: &[Registered] = &[
     stomp::url::REGISTERED,
     #[cfg(feature = "mqtt")]
     mqtt::url::REGISTERED,
+    #[cfg(feature = "kafka")]
+    kafka::url::REGISTERED,
 ];
 
 /// A transport a build may leave out, as the registry knows it without its code: the cargo
@@ -95,6 +99,12 @@ pub const GATED: &[Gated] = &[
         feature: "mqtt",
         built: cfg!(feature = "mqtt"),
         schemes: &["mqtt"],
+        bare_names: false,
+    },
+    Gated {
+        feature: "kafka",
+        built: cfg!(feature = "kafka"),
+        schemes: &["kafka", "kafka+ssl"],
         bare_names: false,
     },
 ];
@@ -226,6 +236,10 @@ mod tests {
             ("stomp://localhost", "stomp"),
             ("stomp+ssl://localhost", "stomp"),
             ("mqtt://localhost", "mqtt"),
+            #[cfg(feature = "kafka")]
+            ("kafka://localhost", "kafka"),
+            #[cfg(feature = "kafka")]
+            ("kafka+ssl://localhost", "kafka"),
         ] {
             let e = parse_url(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
             assert_eq!(e.transport(), transport, "{raw}");

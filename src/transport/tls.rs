@@ -75,7 +75,7 @@ impl TlsOptions {
 
 /// The client configuration and server name: the CA file's certificates, or else the
 /// system's roots.
-#[cfg(any(feature = "amqp10", feature = "stomp"))]
+#[cfg(any(feature = "amqp10", feature = "stomp", feature = "kafka"))]
 pub(crate) fn client_config(
     tls: &TlsOptions,
 ) -> Result<

@@ -19,6 +19,7 @@ mod fuzz;
 mod gate;
 mod history;
 mod html;
+mod kafka;
 mod ladder;
 mod layout;
 mod merge;

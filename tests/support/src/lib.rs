@@ -9,6 +9,7 @@ pub mod browser;
 pub mod burn;
 pub mod fault_proxy;
 pub mod flow;
+pub mod kafka;
 pub mod live;
 pub mod pg;
 pub mod schema;

@@ -46,6 +46,12 @@ pub enum Service {
     CAmqp,
     /// tracefs mounted with the syscall tracepoints, for syncs per message.
     Tracefs,
+    /// A Kafka-protocol broker on $OEMPUTX_TEST_KAFKA (127.0.0.1:19092: ci/services.sh
+    /// starts tansu there).
+    Kafka,
+    /// The tansu broker program (tests start brokers of their own), and python3 with
+    /// confluent-kafka beside it (the hold-out responder): ci/services.sh installs both.
+    Tansu,
 }
 
 impl Service {
@@ -71,6 +77,12 @@ impl Service {
             Service::CAmqp => "gcc and librabbitmq's headers (apt-get install gcc librabbitmq-dev)",
             Service::Tracefs => {
                 "tracefs with the syscall tracepoints, as root (mount -t tracefs nodev /sys/kernel/tracing)"
+            }
+            Service::Kafka => {
+                "a Kafka broker on 127.0.0.1:19092 or $OEMPUTX_TEST_KAFKA (bash ci/services.sh starts tansu)"
+            }
+            Service::Tansu => {
+                "the tansu program and confluent-kafka in /opt/oemputx-kafka (bash ci/services.sh)"
             }
         }
     }
@@ -128,12 +140,17 @@ impl Service {
                         .join("events/syscalls/sys_enter_fsync/id")
                         .exists()
                 }),
+            Service::Kafka => listening(&crate::kafka::address()),
+            Service::Tansu => {
+                runs("tansu", "--version")
+                    && runs_args(crate::kafka::PYTHON, &["-c", "import confluent_kafka"])
+            }
         }
     }
 
     /// Whether it is there, probed once per test process.
     pub fn available(self) -> bool {
-        static SEEN: [OnceLock<bool>; 17] = [const { OnceLock::new() }; 17];
+        static SEEN: [OnceLock<bool>; 19] = [const { OnceLock::new() }; 19];
         *SEEN[self.index()].get_or_init(|| self.probe_patiently())
     }
 

@@ -1,0 +1,223 @@
+//! The Kafka transport against a real Kafka-protocol broker (tansu, memory storage, started
+//! by ci/services.sh on 127.0.0.1:19092; $OEMPUTX_TEST_KAFKA points elsewhere): request/reply
+//! by Spring Kafka's header convention with sample-flow and with responders of the tests'
+//! own, correlation, a slow responder, a missing topic, a broker that goes away, and
+//! credentials that never show. Every test uses topics of its own and deletes them.
+
+use oemputx_test_support::kafka::{
+    Answer, KafkaResponder, OwnBroker, TopicGuard, create_topic, kafka_url, topics_at,
+};
+use oemputx_test_support::*;
+use std::time::{Duration, Instant};
+
+fn topic(what: &str) -> TopicGuard {
+    TopicGuard(fresh_queue(&format!("kafka-{what}")))
+}
+
+/// The run's reply topics (`oemputx.reply.PID.…`) still on the broker at `address`.
+fn reply_topics_left(address: &str, pid: u32) -> Vec<String> {
+    let prefix = format!("oemputx.reply.{pid}.");
+    topics_at(address)
+        .into_iter()
+        .filter(|t| t.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn sample_flow_answers_every_request_by_the_header_convention_and_the_reply_topic_goes() {
+    live!(Kafka);
+    let t = topic("echo");
+    let flow = SampleFlow::start(
+        &["--url", &kafka_url(), "--input-queue", &t.0, "--echo"],
+        "echoing",
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("kafka.json");
+    let child = oemputx_process()
+        .args(["--qmgr", &kafka_url(), "--request-queue", &t.0])
+        .args(["--count", "300", "--tasks", "2", "--no-save", "--quiet"])
+        .arg("--export-json")
+        .arg(&json)
+        .spawn()
+        .expect("oemputx starts");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("oemputx ends");
+    assert_eq!(out.status.code(), Some(0));
+    let j = read_json(&json);
+    assert_matches_schema(&j);
+    assert_eq!(integrity5(&j), (300, 300, 0, 0, 0), "{}", j["integrity"]);
+    assert_eq!(j["settings"]["transport"], "kafka", "{}", j["settings"]);
+    let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
+    assert!(store.contains("acks=all"), "{}", j["settings"]);
+    // The flow answered them all; the run's own reply topic went with the run.
+    drop(flow);
+    assert_eq!(reply_topics_left(&kafka_oemputx_address(), pid), Vec::<String>::new());
+}
+
+fn kafka_oemputx_address() -> String {
+    oemputx_test_support::kafka::address()
+}
+
+#[test]
+fn replies_are_matched_by_correlation_id_and_a_reply_to_nobody_is_unmatched() {
+    live!(Kafka);
+    let t = topic("correl");
+    create_topic(&t.0, 1);
+    // Every third reply carries a correlation id of its own: its request times out, the
+    // reply is counted as answering nothing.
+    let _responder = KafkaResponder::start(&t.0, Answer::WrongIdEvery(3));
+    let (code, j, err) = run_json(&[
+        "--qmgr",
+        &kafka_url(),
+        "--request-queue",
+        &t.0,
+        "--count",
+        "30",
+        "--wait",
+        "300ms",
+        "--max-timeouts",
+        "100",
+    ]);
+    let (sent, matched, timed_out, unmatched, dups) = integrity5(&j);
+    assert_eq!(sent, 30, "{err}");
+    assert_eq!((matched, timed_out, unmatched, dups), (20, 10, 10, 0), "{code:?} {err}");
+}
+
+#[test]
+fn a_slow_responder_s_replies_come_late_and_are_counted_so() {
+    live!(Kafka);
+    let t = topic("slow");
+    create_topic(&t.0, 1);
+    let _responder = KafkaResponder::start(&t.0, Answer::After(Duration::from_millis(400)));
+    let (_, j, err) = run_json(&[
+        "--qmgr",
+        &kafka_url(),
+        "--request-queue",
+        &t.0,
+        "--count",
+        "4",
+        "--wait",
+        "150ms",
+        "--max-timeouts",
+        "10",
+    ]);
+    let i = &j["integrity"];
+    assert_eq!(i["matched"], 0, "{i} {err}");
+    assert_eq!(i["timed_out"], 4, "{i} {err}");
+    // A late reply is read while a later request waits: counted late, never matched (the
+    // responder answers one at a time, so the run ends before most of them come).
+    assert!(i["late"].as_u64().unwrap_or(0) >= 1, "{i}");
+}
+
+#[test]
+fn a_missing_topic_is_a_usage_error_naming_it_and_declare_makes_it() {
+    live!(Kafka);
+    let t = topic("missing");
+    let out = oemputx()
+        .args(["--qmgr", &kafka_url(), "--request-queue", &t.0, "--count", "1"])
+        .args(["--no-save"])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("'{}' does not exist", t.0)) && err.contains("--declare"),
+        "{err}"
+    );
+    // With --declare the topic is made (and kept: it is the flow's); a responder answers.
+    let out = oemputx()
+        .args(["--qmgr", &kafka_url(), "--request-queue", &t.0, "--declare"])
+        .args(["--count", "1", "--wait", "200ms", "--max-timeouts", "5", "--no-save"])
+        .output()
+        .expect("runs");
+    assert!(
+        topics_at(&kafka_oemputx_address()).contains(&t.0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_broker_that_goes_away_ends_the_run_within_its_bounds_with_a_partial_report() {
+    live!(Tansu);
+    let mut broker = OwnBroker::start();
+    let at = broker.address();
+    let url = format!("kafka://{at}");
+    let t = fresh_queue("kafka-gone");
+    let _responder = KafkaResponder::start_at(&at, &t, Answer::Echo);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("gone.json");
+    let child = oemputx_process()
+        .args(["--qmgr", &url, "--request-queue", &t, "--declare"])
+        .args(["--duration", "60s", "--wait", "2s", "--no-save", "--quiet"])
+        .arg("--export-json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    std::thread::sleep(Duration::from_millis(2500));
+    let killed = Instant::now();
+    broker.kill();
+    let out = child.wait_with_output().expect("oemputx ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Bounded: the client's backoff deadline (5 s) and the wait (2 s), not the 60 s.
+    assert!(killed.elapsed() < Duration::from_secs(20), "{:?}", killed.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let j = read_json(&json);
+    assert!(j["integrity"]["matched"].as_u64().unwrap_or(0) > 0, "{}", j["integrity"]);
+    assert_ne!(j["status"], "completed", "{}", j["status"]);
+}
+
+#[test]
+fn credentials_never_show_in_errors_reports_or_the_settings() {
+    live!(Kafka);
+    let t = topic("secret");
+    create_topic(&t.0, 1);
+    // tansu without --authentication refuses or ignores SASL; either way the password must
+    // not be printed. A silent port is the other case: nobody answers at all.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = silent.local_addr().expect("address").port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    for url in [
+        format!("kafka://perf:hunter2@{}", kafka_oemputx_address()),
+        format!("kafka://perf:hunter2@127.0.0.1:{port}?sasl=scram-sha-256"),
+    ] {
+        let json = dir.path().join("secret.json");
+        let out = oemputx()
+            .args(["--qmgr", &url, "--request-queue", &t.0, "--count", "2"])
+            .args(["--wait", "200ms", "--max-timeouts", "5", "--no-save"])
+            .arg("--export-json")
+            .arg(&json)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("runs");
+        let all = format!(
+            "{}{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(&json).unwrap_or_default()
+        );
+        assert!(!all.contains("hunter2"), "{url}: {all}");
+        assert!(all.contains("perf:***@"), "{url}: {all}");
+    }
+    drop(silent);
+}
+
+#[test]
+fn options_kafka_cannot_serve_are_refused_before_anything_starts() {
+    for (args, says) in [
+        (vec!["--syncpoint"], "--syncpoint"),
+        (vec!["--request-queue", "no spaces"], "not a Kafka topic name"),
+        (vec!["--confirm-window", "1"], "--confirm-window"),
+    ] {
+        let out = oemputx()
+            .args(["--qmgr", "kafka://127.0.0.1:1", "--count", "1", "--no-save"])
+            .args(&args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
