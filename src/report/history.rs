@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 pub const HISTORY_SCHEMA: &str = "oemputx.history/1";
 /// The most runs a history keeps: a month of daily runs on main; older runs describe a
 /// machine and a code base that may have moved on.
-pub const MAX_RUNS: usize = 30;
+pub const MAX_RUNS: usize = super::bounds::MAX_RUNS;
 
 /// The file as written.
 #[derive(Debug, Serialize, Deserialize)]
@@ -49,6 +49,9 @@ impl History {
                 path: path.to_path_buf(),
                 why: e.to_string(),
             })?;
+        // Its runs, rounds and groups counted before any of it is built.
+        super::bounds::check(&text, MAX_RUNS)
+            .map_err(|stop| ReportFileError::past_bound(path, stop))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
                 path: path.to_path_buf(),

@@ -439,6 +439,12 @@ fn histograms(sorted: &[Shard]) -> Result<hdrhistogram::Histogram<u64>, MergeErr
             .as_deref()
             .ok_or_else(|| bad("it has none (written by an oemputx before shards)".into()))?;
         let h = decode_histogram(text).map_err(bad)?;
+        if h.is_empty() && s.report.transactions > 0 {
+            return Err(bad(format!(
+                "it holds no round trip, and the shard counts {} transactions",
+                s.report.transactions
+            )));
+        }
         match hist.as_mut() {
             None => hist = Some(h),
             Some(all) => all.add(&h).map_err(|e| bad(format!("{e:?}")))?,

@@ -6,6 +6,7 @@
 //! process accounting is asked for.
 
 pub mod account;
+pub mod bounds;
 pub mod capacity;
 pub mod compare;
 pub mod cpu;
@@ -209,9 +210,22 @@ pub(crate) fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64
         }
     };
     check_v2_header(&plain)?;
-    hdrhistogram::serialization::Deserializer::new()
+    let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut std::io::Cursor::new(plain))
-        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))
+        .map_err(|e| format!("not an HdrHistogram V2 encoding: {e:?}"))?;
+    // Counts past any run's (2^53 round trips) would overflow the sums that percentiles and
+    // merges make of them: hdrhistogram adds them unchecked and panicked on three buckets of
+    // i64::MAX (issue 61, hostile pass).
+    const MOST: u64 = 1 << 53;
+    let total = h
+        .iter_recorded()
+        .try_fold(0u64, |sum, v| sum.checked_add(v.count_at_value()));
+    match total {
+        Some(n) if n <= MOST => Ok(h),
+        _ => Err(format!(
+            "its counts add up to more than {MOST} round trips, more than any run makes"
+        )),
+    }
 }
 
 /// `N` bytes of `b` from `at`, for a big-endian number (None past the end).
@@ -887,6 +901,23 @@ mod tests {
             v2
         };
         base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn a_histogram_whose_counts_overflow_their_sum_is_refused_not_a_panic() {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+            .expect("a histogram");
+        for v in [1_000u64, 2_000, 3_000, 4_000, 5_000] {
+            h.record_n(v, 1 << 62).expect("recorded");
+        }
+        let text = encode_histogram(&h).expect("encoded");
+        let err = decode_histogram(&text).expect_err("refused");
+        assert!(err.contains("more than any run makes"), "{err}");
+        let mut fine = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
+            .expect("a histogram");
+        fine.record_n(1_000, 200).expect("recorded");
+        let back = decode_histogram(&encode_histogram(&fine).expect("encoded")).expect("read");
+        assert_eq!(back.len(), 200);
     }
 
     #[test]

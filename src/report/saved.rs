@@ -62,6 +62,24 @@ pub enum ReportFileError {
 // The user's input (exit 2).
 crate::usage_error!(ReportFileError);
 
+impl ReportFileError {
+    /// The refusal of `path`, whose count stopped at `stop` (a bound, or a signal).
+    pub(crate) fn past_bound(path: &Path, stop: super::bounds::Stop) -> ReportFileError {
+        match stop {
+            super::bounds::Stop::Over((what, found, max, why)) => ReportFileError::TooLarge {
+                path: path.to_path_buf(),
+                what,
+                found,
+                max,
+                why,
+            },
+            super::bounds::Stop::Interrupted => ReportFileError::Interrupted {
+                path: path.to_path_buf(),
+            },
+        }
+    }
+}
+
 /// The most rounds a saved report may hold: the most a run makes (`--rounds`).
 pub const MAX_SAVED_ROUNDS: usize = crate::config::MAX_ROUNDS;
 
@@ -392,6 +410,9 @@ impl Saved {
                 path: path.to_path_buf(),
                 why: e.to_string(),
             })?;
+        // Its rounds and groups counted before any of it is built.
+        super::bounds::check(&text, super::bounds::MAX_RUNS)
+            .map_err(|stop| ReportFileError::past_bound(path, stop))?;
         let json: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
                 path: path.to_path_buf(),

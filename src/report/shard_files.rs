@@ -72,10 +72,6 @@ pub fn read<T: Tagged>(path: &Path, schemas: &[&str]) -> Result<T, ReportFileErr
 /// prints them in every output.
 pub fn read_shard(path: &Path) -> Result<Shard, ReportFileError> {
     let mut report = read::<Report>(path, &[crate::report::SCHEMA])?;
-    let s = &mut report.settings;
-    s.qmgr = crate::secret::scrub(&s.qmgr);
-    s.message_source = crate::secret::scrub(&s.message_source);
-    s.profile = s.profile.as_deref().map(crate::secret::scrub);
     report.rounds = Vec::new();
     report.rounds_summary = None;
     report.probe = None;
@@ -83,10 +79,50 @@ pub fn read_shard(path: &Path) -> Result<Shard, ReportFileError> {
     report.other_cpu = None;
     report.capacity = None;
     report.round_trip_percentiles = Vec::new();
+    let report = masked(report).map_err(|why| ReportFileError::Corrupt {
+        path: path.to_path_buf(),
+        why,
+    })?;
     Ok(Shard {
         file: path.display().to_string(),
         report,
     })
+}
+
+/// `report` with every secret in any of its text masked: not only the settings that name a
+/// broker — a password written into a queue name, a host name, a process name, a warning or
+/// the status came out of merge unmasked in every output (issue 61, hostile pass). Every
+/// string is walked once, through the report's own JSON form; the process rows, which can
+/// be most of a shard, are masked in place instead, so that merge's memory stays a small
+/// multiple of one shard's.
+fn masked(mut report: Report) -> Result<Report, String> {
+    let mut processes = std::mem::take(&mut report.processes);
+    for p in &mut processes {
+        for text in [&mut p.group, &mut p.host, &mut p.name] {
+            let clean = crate::secret::scrub(text);
+            if clean != *text {
+                *text = clean;
+            }
+        }
+    }
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                let clean = crate::secret::scrub(s);
+                if clean != *s {
+                    *s = clean;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            serde_json::Value::Object(o) => o.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+    walk(&mut v);
+    let mut report: Report = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    report.processes = processes;
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -206,7 +206,8 @@ fn an_incomplete_or_mixed_set_is_refused_by_name() {
 }
 
 /// A shard edited by hand (or written by another tool) with the broker's password in its
-/// settings: merge masks it in every output, as a run masks its own (issue 61, item 13).
+/// settings, or in any other text of it: merge masks it in every output, as a run masks its
+/// own (issue 61, item 13, and the hostile pass after it).
 #[test]
 fn a_shards_unmasked_password_is_masked_in_every_merged_output() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -221,7 +222,14 @@ fn a_shards_unmasked_password_is_masked_in_every_merged_output() {
     let password = "Sh4rdSecretPw";
     for f in &files {
         let mut j = read_json(f);
-        j["settings"]["qmgr"] = Value::from(format!("amqp://perf:{password}@127.0.0.1:5672/%2f"));
+        let url = format!("amqp://perf:{password}@127.0.0.1:5672/%2f");
+        j["settings"]["qmgr"] = Value::from(url.clone());
+        // Any other text may carry it too: a queue's name, the status, a warning.
+        j["settings"]["request_queue"] = Value::from(format!("Q.{url}"));
+        j["status_detail"] = Value::from(format!("stopped at {url}"));
+        if let Some(w) = j["accounting"]["warnings"].as_array_mut() {
+            w.push(Value::from(format!("seen on {url}")));
+        }
         std::fs::write(f, serde_json::to_vec(&j).expect("json")).expect("edit the shard");
     }
     let tsv = dir.path().join("merged.tsv");

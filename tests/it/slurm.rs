@@ -643,6 +643,8 @@ fn the_recipe_refuses_what_is_not_a_number_and_puts_no_broker_url_on_a_command_l
         ("OEMPUTX_LEAD", "15s"),
         ("OEMPUTX_WAIT", "-1"),
         ("OEMPUTX_LEAD", injected.as_str()),
+        // Slurm's own, but sbatch passes the submitter's environment on.
+        ("SLURM_NTASKS", injected.as_str()),
     ] {
         let o = slurm.job("820", &[(name, value)]);
         let err = String::from_utf8_lossy(&o.stderr);
