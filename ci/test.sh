@@ -94,7 +94,14 @@ minimal_check() {
     echo "ci/test.sh: the rabbitmq-only build did not refuse nats:// with exit 2 naming the feature (exit $code): $(cat target/minimal/nats.err)"
     return 1
   fi
-  echo "ci/test.sh: the rabbitmq-only build runs and names the feature nats:// needs"
+  code=0
+  target/minimal/debug/oemputx --qmgr kafka://u:hunter2@127.0.0.1:19092 --no-save 2>target/minimal/kafka.err || code=$?
+  if [ "$code" -ne 2 ] || ! grep -q "built with the 'kafka' feature" target/minimal/kafka.err ||
+    grep -q hunter2 target/minimal/kafka.err; then
+    echo "ci/test.sh: the rabbitmq-only build did not refuse kafka:// with exit 2 naming the feature, password masked (exit $code): $(cat target/minimal/kafka.err)"
+    return 1
+  fi
+  echo "ci/test.sh: the rabbitmq-only build runs and names the features nats:// and kafka:// need"
 }
 # A missing service fails its tests here, never a skip (tests/support/src/live.rs).
 tests=0

@@ -6,6 +6,7 @@
 #   bash lab/holdout.sh amqp10 [COUNT] [BURN_US]   Qpid Proton    (lab/holdout/amqp10_responder.py)
 #   bash lab/holdout.sh stomp  [COUNT] [BURN_US]   stomp.py       (lab/holdout/stomp_responder.py, ActiveMQ)
 #   bash lab/holdout.sh mqtt   [COUNT] [BURN_US]   paho-mqtt      (lab/holdout/mqtt_responder.py, Mosquitto)
+#   bash lab/holdout.sh kafka  [COUNT] [BURN_US]   confluent-kafka (lab/holdout/kafka_responder.py, tansu)
 #
 # Defaults: 3000 messages, 100 µs burnt per message. Arguments after BURN_US go to oemputx
 # (--persistent, --tasks 2, ...). Needs the broker (bash ci/services.sh)
@@ -13,7 +14,8 @@
 # target/release/oemputx (OEMPUTX_BIN overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-transport=${1:?name the transport: nats, amqp10, stomp or mqtt}
+transport=${1:?name the transport: nats, amqp10, stomp, mqtt or kafka}
+python=python3
 count=${2:-3000}
 burn=${3:-100}
 bin=${OEMPUTX_BIN:-target/release/oemputx}
@@ -43,7 +45,16 @@ case "$transport" in
     qmgr=mqtt://127.0.0.1:1883
     declare=()
     broker=QMGR=@mosquitto ;;
-  *) echo "unknown transport $transport: nats, amqp10, stomp or mqtt" >&2; exit 2 ;;
+  kafka)
+    # confluent-kafka lives in the venv ci/services.sh makes beside tansu.
+    python=/opt/oemputx-kafka/bin/python
+    "$python" -c 'import confluent_kafka' 2>/dev/null || "$python" -m pip install -q confluent-kafka
+    queue="oemputx.holdout.kafka.$$"
+    qmgr=kafka://${OEMPUTX_KAFKA:-127.0.0.1:19092}
+    # The responder makes the topic (and deletes it when it stops).
+    declare=()
+    broker=QMGR=@kafka ;;
+  *) echo "unknown transport $transport: nats, amqp10, stomp, mqtt or kafka" >&2; exit 2 ;;
 esac
 out=$(mktemp)
 cleanup() {
@@ -55,7 +66,7 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-python3 "lab/holdout/${transport}_responder.py" "$queue" "$burn" >"$out" &
+"$python" "lab/holdout/${transport}_responder.py" "$queue" "$burn" >"$out" &
 responder=$!
 for _ in $(seq 50); do grep -q ready "$out" && break; sleep 0.1; done
 "$bin" --qmgr "$qmgr" --request-queue "$queue" "${declare[@]}" --count "$count" \

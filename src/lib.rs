@@ -21,8 +21,8 @@
 //!                       profiling/
 //!                         accounting/
 //!                           experiment/  msgfile.rs  url_parts.rs
-//!                             children.rs  features.rs  files.rs  secret.rs  signals.rs  stats.rs  terminal.rs  window.rs
-//!                               exit_code.rs
+//!                             children.rs  features.rs  files.rs  secret.rs  stats.rs  terminal.rs  window.rs
+//!                               exit_code.rs  signals.rs
 //! ```
 //!
 //! [`commands`] holds one thin file per subcommand on top of them all.

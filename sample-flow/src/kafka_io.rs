@@ -62,7 +62,9 @@ impl KafkaIo {
             Some(n) => (n, false),
             None => {
                 // Another instance may have made it first: then it is there to read.
-                let made = kafka::create_topic(&client, topic, 1, &target).await.is_ok();
+                let made = kafka::create_topic(&client, topic, 1, &target)
+                    .await
+                    .is_ok();
                 let n = kafka::partitions(&client, topic, &target)
                     .await?
                     .with_context(|| format!("topic '{topic}' on {target} could not be made"))?;
@@ -190,7 +192,9 @@ impl FlowIo for KafkaIo {
             // A run that ended deletes its reply topic: its late requests have nowhere to
             // go, which is no reason to stop serving.
             self.replies.remove(&(topic.clone(), partition));
-            eprintln!("sample-flow: a reply to '{topic}' partition {partition} was not written: {e}");
+            eprintln!(
+                "sample-flow: a reply to '{topic}' partition {partition} was not written: {e}"
+            );
             return Ok(false);
         }
         Ok(true)
@@ -203,7 +207,10 @@ impl FlowIo for KafkaIo {
 
     async fn audit(&mut self, req: &Incoming<Meta>, to: &str) -> anyhow::Result<()> {
         if self.audit_ready.as_deref() != Some(to) {
-            if kafka::partitions(&self.client, to, &self.target).await?.is_none() {
+            if kafka::partitions(&self.client, to, &self.target)
+                .await?
+                .is_none()
+            {
                 let _ = kafka::create_topic(&self.client, to, 1, &self.target).await;
             }
             self.audit_ready = Some(to.to_string());

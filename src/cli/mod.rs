@@ -784,8 +784,8 @@ pub struct RunArgs {
     /// Queue manager: nothing for the embedded one, a URL (`embedded:`,
     /// `amqp://user:pass@host:port/vhost` or `amqps://…`, `amqp10://user:pass@host:5672` or
     /// `amqps10://…`, `nats://host:4222` or `tls://…`, `stomp://user:pass@host:61613` or
-    /// `stomp+ssl://…`, `mqtt://host:1883`,
-    /// `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), a profile
+    /// `stomp+ssl://…`, `mqtt://host:1883`, `kafka://user:pass@host:9092,host:9092` or
+    /// `kafka+ssl://…`, `ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN`), a profile
     /// (`oemputx profiles` lists them; RABBIT, NATS, AMQP10 and EMBEDDED are built in), or
     /// else the name of an IBM MQ queue manager (client through MQSERVER or MQCCDTURL,
     /// bindings when local). Also from OEMPUTX_QMGR, which keeps a password off the command

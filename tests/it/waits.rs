@@ -97,14 +97,15 @@ fn every_wait(port: u16, tag: &str) -> Vec<Wait> {
     );
     let q = |what: &str| format!("{}.{tag}", fresh_queue(what));
     let mut all = Vec::new();
-    for scheme in ["amqp", "amqp10", "nats", "stomp", "mqtt"] {
+    for scheme in ["amqp", "amqp10", "nats", "stomp", "mqtt", "kafka"] {
         let url = silent(scheme);
         all.push(wait(
             &format!("a run's handshake with a silent {scheme} port"),
             &["--qmgr", &url, "--count", "5", "--wait", "60s", "--no-save"],
             false,
         ));
-        if scheme != "amqp10" {
+        // Pub/sub runs on neither (a usage error, no wait).
+        if scheme != "amqp10" && scheme != "kafka" {
             all.push(wait(
                 &format!("pub/sub's handshake with a silent {scheme} port"),
                 &["pubsub", "--qmgr", &url, "--duration", "60s", "--no-save"],
@@ -342,7 +343,7 @@ fn a_silent_broker_is_an_error_naming_the_bound_in_about_that_time() {
         other => format!("{other}://127.0.0.1:{port}"),
     };
     let started = Instant::now();
-    let children: Vec<(String, Child)> = ["amqp", "amqp10", "nats", "stomp", "mqtt"]
+    let children: Vec<(String, Child)> = ["amqp", "amqp10", "nats", "stomp", "mqtt", "kafka"]
         .iter()
         .map(|s| {
             let args: Vec<String> = ["--qmgr", &url(s), "--count", "5", "--no-save"]

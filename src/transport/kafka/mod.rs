@@ -116,12 +116,11 @@ pub async fn connect(ep: &KafkaEndpoint, name: &str) -> Result<Client, Transport
         });
     }
     if let Some(tls) = &ep.tls {
-        let (config, _) = super::tls::client_config(tls).map_err(|why| {
-            TransportError::Unreachable {
+        let (config, _) =
+            super::tls::client_config(tls).map_err(|why| TransportError::Unreachable {
                 target: target.clone(),
                 why: format!("TLS settings: {why}"),
-            }
-        })?;
+            })?;
         builder = builder.tls_config(config);
     }
     let built = super::handshake(&target, CONNECT_TIMEOUT, builder.build(), || {
@@ -138,7 +137,9 @@ pub async fn connect(ep: &KafkaEndpoint, name: &str) -> Result<Client, Transport
 fn refused(target: &str, ep: &KafkaEndpoint, e: &rskafka::client::error::Error) -> TransportError {
     let why = crate::secret::scrub(&e.to_string());
     let err = match &ep.sasl {
-        Some(s) if why.contains("SASL") || why.contains("Sasl") || why.contains("authentication") => {
+        Some(s)
+            if why.contains("SASL") || why.contains("Sasl") || why.contains("authentication") =>
+        {
             TransportError::AuthRefused {
                 target: target.to_string(),
                 user: s.user.clone(),
@@ -185,7 +186,11 @@ pub async fn create_topic(
 }
 
 /// Delete `topic` (a topic this run made).
-pub async fn delete_topic(client: &Client, topic: &str, target: &str) -> Result<(), TransportError> {
+pub async fn delete_topic(
+    client: &Client,
+    topic: &str,
+    target: &str,
+) -> Result<(), TransportError> {
     let controller = client
         .controller_client()
         .map_err(|e| TransportError::broker(target, "finding the controller", e))?;
@@ -297,7 +302,10 @@ impl Transport for Kafka {
             Ok::<_, TransportError>((requests, replies, offset))
         })?;
         let mut headers = BTreeMap::new();
-        headers.insert(REPLY_TOPIC.to_string(), self.reply_topic.as_bytes().to_vec());
+        headers.insert(
+            REPLY_TOPIC.to_string(),
+            self.reply_topic.as_bytes().to_vec(),
+        );
         headers.insert(REPLY_PARTITION.to_string(), task_i.to_be_bytes().to_vec());
         Ok(TaskSession::Async(Box::new(KafkaSession {
             rt,
@@ -536,7 +544,11 @@ impl EndpointKind for KafkaEndpoint {
 /// or `..`), if it cannot.
 pub fn topic_problem(name: &str) -> Option<String> {
     let legal = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
-    if name.is_empty() || name.len() > 249 || name == "." || name == ".." || !name.chars().all(legal)
+    if name.is_empty()
+        || name.len() > 249
+        || name == "."
+        || name == ".."
+        || !name.chars().all(legal)
     {
         Some(format!(
             "'{}' is not a Kafka topic name: 1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-'",

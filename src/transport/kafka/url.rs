@@ -104,8 +104,12 @@ impl KafkaEndpoint {
         let brokers = hosts
             .split(',')
             .map(|h| {
-                let u = UrlParts::parse(&format!("kafka://{h}")).map_err(|e| format!("{e}; {hint}"))?;
-                Ok((u.host_or(&format!("a broker with no host; {hint}"))?, u.port.unwrap_or(DEFAULT_PORT)))
+                let u =
+                    UrlParts::parse(&format!("kafka://{h}")).map_err(|e| format!("{e}; {hint}"))?;
+                Ok((
+                    u.host_or(&format!("a broker with no host; {hint}"))?,
+                    u.port.unwrap_or(DEFAULT_PORT),
+                ))
             })
             .collect::<Result<Vec<_>, String>>()?;
         // The query's keys, checked through the shared parser (a typo never passes).
@@ -129,12 +133,16 @@ impl KafkaEndpoint {
                 .parse::<u32>()
                 .ok()
                 .filter(|ms| (1..=60_000).contains(ms))
-                .ok_or_else(|| format!("fetch_wait_ms={v} must be a whole number of ms from 1 to 60000"))?,
+                .ok_or_else(|| {
+                    format!("fetch_wait_ms={v} must be a whole number of ms from 1 to 60000")
+                })?,
         };
         let sasl = match userinfo {
             Some(u) => {
                 let Some((user, password)) = u.split_once(':') else {
-                    return Err("SASL needs a user and a password (kafka://user:password@host)".into());
+                    return Err(
+                        "SASL needs a user and a password (kafka://user:password@host)".into(),
+                    );
                 };
                 Some(Sasl {
                     user: decode(user),
@@ -170,14 +178,22 @@ impl KafkaEndpoint {
 
     /// The URL, with its password only when `reveal`.
     fn url(&self, reveal: bool) -> String {
-        let scheme = if self.tls.is_some() { "kafka+ssl" } else { "kafka" };
+        let scheme = if self.tls.is_some() {
+            "kafka+ssl"
+        } else {
+            "kafka"
+        };
         let auth = match &self.sasl {
             Some(s) if reveal => format!("{}:{}@", encode(&s.user), encode(s.password.expose())),
             Some(s) => format!("{}:{MASK}@", s.user),
             None => String::new(),
         };
         let mut query: Vec<String> = Vec::new();
-        if let Some(s) = self.sasl.as_ref().filter(|s| s.mechanism != Mechanism::Plain) {
+        if let Some(s) = self
+            .sasl
+            .as_ref()
+            .filter(|s| s.mechanism != Mechanism::Plain)
+        {
             query.push(format!("sasl={}", s.mechanism.name().to_ascii_lowercase()));
         }
         if self.fetch_wait_ms != DEFAULT_FETCH_WAIT_MS {
@@ -224,7 +240,7 @@ mod tests {
         let k = KafkaEndpoint::parse(
             "kafka://app:s%3Acret@h1,h2:9093,[::1]:9094?sasl=scram-sha-512&fetch_wait_ms=2",
         )
-            .expect("parses");
+        .expect("parses");
         assert_eq!(k.bootstrap(), ["h1:9092", "h2:9093", "[::1]:9094"]);
         let s = k.sasl.as_ref().expect("SASL");
         assert_eq!((s.user.as_str(), s.password.expose()), ("app", "s:cret"));
@@ -234,9 +250,15 @@ mod tests {
             "kafka://app:***@h1:9092,h2:9093,[::1]:9094?sasl=scram-sha-512&fetch_wait_ms=2"
         );
         assert!(!format!("{k:?}").contains("cret"));
-        assert_eq!(KafkaEndpoint::parse(&k.url_with_password()).expect("again"), k);
+        assert_eq!(
+            KafkaEndpoint::parse(&k.url_with_password()).expect("again"),
+            k
+        );
         let t = KafkaEndpoint::parse("kafka+ssl://u:p@broker:9093").expect("TLS");
-        assert_eq!(t.tls.as_ref().map(|t| t.server_name.as_str()), Some("broker"));
+        assert_eq!(
+            t.tls.as_ref().map(|t| t.server_name.as_str()),
+            Some("broker")
+        );
         assert_eq!(t.sasl.as_ref().map(|s| s.mechanism), Some(Mechanism::Plain));
         assert_eq!(t.redacted(), "kafka+ssl://u:***@broker:9093");
     }
@@ -254,7 +276,10 @@ mod tests {
             ("kafka://h?fetch_wait_ms=0", "from 1 to 60000"),
         ] {
             let err = KafkaEndpoint::parse(raw).expect_err(raw);
-            assert!(err.contains(says) && !err.contains("hunter2"), "{raw}: {err}");
+            assert!(
+                err.contains(says) && !err.contains("hunter2"),
+                "{raw}: {err}"
+            );
         }
     }
 }

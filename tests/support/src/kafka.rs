@@ -156,7 +156,7 @@ async fn serve(
             };
             let mut correl = h.get("kafka_correlationId").cloned().unwrap_or_default();
             match how {
-                Answer::WrongIdEvery(n) if seen % n == 0 => correl = b"nobody's".to_vec(),
+                Answer::WrongIdEvery(n) if seen.is_multiple_of(n) => correl = b"nobody's".to_vec(),
                 Answer::After(d) => tokio::time::sleep(d).await,
                 _ => {}
             }
@@ -206,7 +206,13 @@ impl OwnBroker {
             .port();
         let url = format!("tcp://127.0.0.1:{port}");
         let child = std::process::Command::new("tansu")
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
             .args(["--storage-engine", "memory://tansu/"])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
