@@ -9,7 +9,9 @@
 //!   (b) the `oemputx` binary doing the same,
 //! against the same broker, the same `sample-flow --echo` responder, the same 630-byte
 //! message and task count. Targets: rate ≥ 97 % and driver CPU per round trip ≤ 110 % of
-//! raw, by the median of the per-round ratios.
+//! raw, by the median of the per-round ratios. With one task, a third loop beside them: (c)
+//! a minimal C client on librdkafka (`benches/c/kafka_floor.c`), built when `cc` and
+//! librdkafka's headers are there (`apt-get install librdkafka-dev`), printed for comparison.
 //!
 //! Run: `cargo bench --bench kafka_overhead -- [--rounds 5] [--count 2000] [--tasks 1,4]`
 //! (needs a Kafka broker on 127.0.0.1:19092 or $OEMPUTX_TEST_KAFKA as host:port; `bash
@@ -126,6 +128,55 @@ fn raw_loop(address: &str, topic: &str, count: u64, warmup: u64, tasks: usize) -
     sample
 }
 
+/// The C floor: `benches/c/kafka_floor.c` compiled into the target directory, or `None` (with
+/// the reason printed) without a C compiler or librdkafka-dev.
+fn c_floor() -> Option<std::path::PathBuf> {
+    let out = std::path::PathBuf::from(env!("CARGO_BIN_EXE_oemputx")).with_file_name("kafka_floor");
+    let built = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .args(["benches/c/kafka_floor.c", "-lrdkafka"])
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(out),
+        _ => {
+            println!(
+                "librdkafka floor skipped: benches/c/kafka_floor.c did not build (needs cc and librdkafka-dev)"
+            );
+            None
+        }
+    }
+}
+
+/// One round of the C floor, in its own process, its replies on `reply` (one partition).
+fn c_floor_loop(
+    bin: &std::path::Path,
+    topic: &str,
+    reply: &str,
+    count: u64,
+    warmup: u64,
+) -> Sample {
+    let out = std::process::Command::new(bin)
+        .args([&address(), topic, reply])
+        .args([
+            count.to_string(),
+            warmup.to_string(),
+            FETCH_WAIT_MS.to_string(),
+        ])
+        .arg("msgfiles/request-630.xml")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("the C floor loop runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut v = text
+        .split_whitespace()
+        .filter_map(|x| x.parse::<f64>().ok());
+    Sample {
+        rate_tps: v.next().expect("rate from the C floor loop"),
+        cpu_us: v.next().expect("CPU from the C floor loop"),
+    }
+}
+
 fn main() {
     if let Some(c) = overhead::child_args() {
         let s = raw_loop(&address(), &c.queue, c.count, c.warmup, c.tasks);
@@ -152,6 +203,11 @@ fn main() {
     );
     overhead::print_header();
     let env = ("OEMPUTX_TEST_KAFKA", address());
+    let floor = c_floor();
+    let floor_reply = oemputx_test_support::kafka::TopicGuard(format!("{topic}.floor-reply"));
+    if floor.is_some() {
+        oemputx_test_support::kafka::create_topic(&floor_reply.0, 1);
+    }
     let mut verdicts = Vec::new();
     for &tasks in &o.tasks {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
@@ -159,25 +215,35 @@ fn main() {
         raw_loop(&address(), &topic, o.count / 5, warmup, tasks);
         overhead::oemputx_loop(&o.url, &topic, o.count / 5, warmup, tasks);
         let (count, q) = (o.count, topic.as_str());
-        let s = overhead::interleave(
-            tasks,
-            o.rounds,
-            &mut [
-                ("raw", &mut || {
-                    overhead::raw_process(
-                        (env.0, env.1.as_str()),
-                        "rskafka",
-                        q,
-                        count,
-                        warmup,
-                        tasks,
-                    )
-                }),
-                ("oemputx", &mut || {
-                    overhead::oemputx_loop(&o.url, q, count, warmup, tasks)
-                }),
-            ],
-        );
+        let mut raw =
+            || overhead::raw_process((env.0, env.1.as_str()), "rskafka", q, count, warmup, tasks);
+        let mut ours = || overhead::oemputx_loop(&o.url, q, count, warmup, tasks);
+        let s = match floor.as_deref().filter(|_| tasks == 1) {
+            Some(bin) => {
+                let mut c = || c_floor_loop(bin, q, &floor_reply.0, count, warmup);
+                let s = overhead::interleave(
+                    tasks,
+                    o.rounds,
+                    &mut [
+                        ("raw", &mut raw),
+                        ("oemputx", &mut ours),
+                        ("rdkafka", &mut c),
+                    ],
+                );
+                verdicts.push(overhead::verdict_against(
+                    tasks,
+                    ("librdkafka", &s[2]),
+                    &s[1],
+                    (0.97, 1.10),
+                ));
+                s
+            }
+            None => overhead::interleave(
+                tasks,
+                o.rounds,
+                &mut [("raw", &mut raw), ("oemputx", &mut ours)],
+            ),
+        };
         verdicts.push(overhead::verdict(tasks, &s[0], &s[1]));
     }
     for v in &verdicts {

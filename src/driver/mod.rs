@@ -215,6 +215,7 @@ pub fn drive(
             elapsed: measured.rounds.iter().map(|r| r.elapsed).sum(),
             cleared: prepared.cleared,
             store: prepared.store,
+            broker: prepared.broker,
             integrity: measured.total.integrity,
             round_trip_ns: measured.total.round_trip_ns,
             per_task_matched: measured.per_task_matched,

@@ -116,6 +116,8 @@ pub struct Outcome {
     pub cleared: u64,
     /// Where persistent requests were stored, when the transport said (NATS's stream).
     pub store: Option<String>,
+    /// What the broker said of itself, when the transport asked (Kafka).
+    pub broker: Option<String>,
     pub integrity: Integrity,
     /// Round trips of all tasks, merged, in nanoseconds.
     pub round_trip_ns: Histogram<u64>,

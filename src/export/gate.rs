@@ -344,8 +344,20 @@ pub(crate) fn render_failure_junit(exit: i32, why: &str) -> String {
     junit_suite(&counts, |w| {
         junit_case(w, "gate", |w| {
             let first = why.lines().next().unwrap_or("no verdict");
+            // Whatever a signal cut short (reading a baseline, the search, a bootstrap),
+            // the test report says there is no verdict, as the summary does.
+            let first = if exit == 130 && !first.contains("no verdict") {
+                format!("no verdict (exit 130): {first}")
+            } else {
+                first.to_string()
+            };
             let kind = if exit == 2 { "usage" } else { "failure" };
-            junit_text(w, "error", &[("message", first), ("type", kind)], why);
+            junit_text(
+                w,
+                "error",
+                &[("message", first.as_str()), ("type", kind)],
+                why,
+            );
         })
     })
 }

@@ -567,6 +567,9 @@ fn settings_section(o: &mut String, r: &Report) {
         s.message_source, s.messages_in_rotation
     );
     let _ = writeln!(o, "Persistence       : {}", s.persistence());
+    if let Some(b) = &s.broker {
+        let _ = writeln!(o, "Broker            : {b}");
+    }
     let _ = writeln!(o, "Messages per loop : {}", s.msgs_per_loop);
     let total = match (s.count, s.duration_s) {
         (Some(n), _) => format!("{n}"),

@@ -307,6 +307,10 @@ pub struct Settings {
     /// on a broker that stores every request (Kafka), also when the run was not persistent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_store: Option<String>,
+    /// What the broker said of itself before the run, when the transport asks (Kafka: its
+    /// cluster id, brokers, controller and the API versions it serves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker: Option<String>,
     pub syncpoint: bool,
     pub msgs_per_loop: usize,
     pub tasks: usize,
@@ -563,6 +567,7 @@ impl Settings {
             msg_bytes_max: cfg.messages.max_len(),
             persistent: cfg.persistent,
             persistent_store: out.store.clone(),
+            broker: out.broker.clone(),
             syncpoint: cfg.syncpoint,
             msgs_per_loop: cfg.msgs_per_loop,
             tasks: cfg.tasks,

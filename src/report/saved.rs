@@ -55,7 +55,9 @@ pub enum ReportFileError {
     #[error("{path} holds main's runs of other settings than this run's:\n{}\nKeep one history per setting: give --save-baseline another file, or remove this one to start anew", .diffs.join("\n"))]
     HistoryDiffers { path: PathBuf, diffs: Vec<String> },
     /// A signal ended the reading or the search (the exit is then 130: `exit_for_now`).
-    #[error("the search of {path} for steps was interrupted by a signal; nothing was judged")]
+    #[error(
+        "reading {path} (or searching it for steps) was interrupted by a signal; nothing was judged"
+    )]
     Interrupted { path: PathBuf },
 }
 

@@ -41,6 +41,12 @@ pub fn read<T: Tagged>(path: &Path, schemas: &[&str]) -> Result<T, ReportFileErr
             path: path.to_path_buf(),
             why: e.to_string(),
         })?;
+    // Its rounds and groups counted before any of it is built (a shard of 50,000 rounds was
+    // read whole, where every other reader refuses past 1,000).
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        super::bounds::check(text, super::bounds::MAX_RUNS)
+            .map_err(|stop| ReportFileError::past_bound(path, stop))?;
+    }
     let corrupt = |why: String| ReportFileError::Corrupt {
         path: path.to_path_buf(),
         why,

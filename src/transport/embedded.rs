@@ -250,7 +250,7 @@ impl Transport for Embedded {
         };
         Ok(Prepared {
             cleared,
-            store: None,
+            ..Prepared::default()
         })
     }
 

@@ -336,6 +336,9 @@ pub struct Prepared {
     /// Where persistent requests are stored, when the transport can say more than
     /// "persistent" (NATS: the JetStream stream, its retention and storage).
     pub store: Option<String>,
+    /// What the broker said of itself, when the transport asks (Kafka: its cluster id and
+    /// API versions).
+    pub broker: Option<String>,
 }
 
 /// One queue manager, opened once per run.

@@ -49,6 +49,13 @@ fn sample_flow_answers_every_request_by_the_header_convention_and_the_reply_topi
     assert_eq!(j["settings"]["transport"], "kafka", "{}", j["settings"]);
     let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
     assert!(store.contains("acks=all"), "{}", j["settings"]);
+    // The broker it talked to: its cluster id and the API versions a run uses.
+    let broker = j["settings"]["broker"].as_str().unwrap_or("");
+    assert!(
+        broker.starts_with("cluster ") && broker.contains("Produce ") && broker.contains("Fetch "),
+        "{}",
+        j["settings"]
+    );
     // The flow answered them all; the run's own reply topic went with the run.
     drop(flow);
     assert_eq!(
@@ -95,10 +102,18 @@ fn a_slow_responder_s_replies_come_late_and_are_counted_so() {
     live!(Kafka);
     let t = topic("slow");
     create_topic(&t.0, 1);
-    let _responder = KafkaResponder::start(&t.0, Answer::After(Duration::from_millis(400)));
+    // A reply topic of the test's own: the responder's last late replies come after the run
+    // has ended, and a broker that makes topics on a produce (tansu does) would make the
+    // run's own reply topic again after oemputx deleted it. Dropped before it, the responder
+    // stops first.
+    let replies = topic("slow-replies");
+    create_topic(&replies.0, 1);
+    let responder = KafkaResponder::start(&t.0, Answer::After(Duration::from_millis(400)));
     let (_, j, err) = run_json(&[
         "--qmgr",
         &kafka_url(),
+        "--reply-queue",
+        &replies.0,
         "--request-queue",
         &t.0,
         "--count",
@@ -114,6 +129,7 @@ fn a_slow_responder_s_replies_come_late_and_are_counted_so() {
     // A late reply is read while a later request waits: counted late, never matched (the
     // responder answers one at a time, so the run ends before most of them come).
     assert!(i["late"].as_u64().unwrap_or(0) >= 1, "{i}");
+    drop(responder);
 }
 
 #[test]

@@ -100,6 +100,7 @@ fn report_of(integrity: Integrity) -> Report {
         elapsed: Duration::from_millis(250),
         cleared: 0,
         store: None,
+        broker: None,
         integrity,
         round_trip_ns: h.clone(),
         per_task_matched: vec![500, 500],

@@ -328,7 +328,7 @@ impl Amqp {
         let _ = conn.close().await;
         Ok(Prepared {
             cleared,
-            store: None,
+            ..Prepared::default()
         })
     }
 

@@ -362,7 +362,7 @@ impl Transport for IbmMq {
             .map_err(|f| mq_error(&self.target, "disconnecting (MQDISC)", "", f))?;
         Ok(Prepared {
             cleared,
-            store: None,
+            ..Prepared::default()
         })
     }
 

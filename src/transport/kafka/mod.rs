@@ -21,6 +21,7 @@
 //! thread: a put is queued and produced by the next get, which then fetches the reply, so
 //! one entry into the runtime sends the request and waits for its reply.
 
+pub mod describe;
 pub mod url;
 
 use super::client_runtime;
@@ -256,8 +257,10 @@ impl Transport for Kafka {
             let client = connect(&self.endpoint, "oemputx-setup").await?;
             self.prepare_requests(&client, &target).await?;
             self.prepare_replies(&client, &target).await?;
+            let broker = Some(describe::describe(&self.endpoint).await);
             Ok(Prepared {
                 cleared: 0,
+                broker,
                 store: Some(format!(
                     "topic {}, acks=all (the leader answered once every in-sync replica had each request; the client has no acks=1)",
                     self.setup.request_queue

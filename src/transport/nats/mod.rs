@@ -225,6 +225,7 @@ impl Transport for Nats {
             Ok(Prepared {
                 cleared: 0,
                 store: store?,
+                broker: None,
             })
         })
     }
