@@ -132,11 +132,38 @@ fn raw_loop(address: &str, topic: &str, count: u64, warmup: u64, tasks: usize) -
 /// the reason printed) without a C compiler or librdkafka-dev.
 fn c_floor() -> Option<std::path::PathBuf> {
     let out = std::path::PathBuf::from(env!("CARGO_BIN_EXE_oemputx")).with_file_name("kafka_floor");
-    let built = std::process::Command::new("cc")
-        .args(["-O2", "-o"])
+    // The librdkafka of confluent-kafka's wheel where ci/services.sh installed it (Debian's
+    // 2.0.2 cannot read tansu's ApiVersions answer), else the system's.
+    let wheel = std::fs::read_dir("/opt/oemputx-kafka/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.path().join("site-packages/confluent_kafka.libs"))
+        .find_map(|dir| {
+            std::fs::read_dir(&dir)
+                .ok()?
+                .flatten()
+                .map(|f| f.path())
+                .find(|f| {
+                    f.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("librdkafka"))
+                })
+        });
+    let mut cc = std::process::Command::new("cc");
+    cc.args(["-O2", "-o"])
         .arg(&out)
-        .args(["benches/c/kafka_floor.c", "-lrdkafka"])
-        .status();
+        .arg("benches/c/kafka_floor.c");
+    match &wheel {
+        Some(lib) => {
+            let dir = lib
+                .parent()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            cc.arg(lib).arg(format!("-Wl,-rpath,{dir}"))
+        }
+        None => cc.arg("-lrdkafka"),
+    };
+    let built = cc.status();
     match built {
         Ok(s) if s.success() => Some(out),
         _ => {
