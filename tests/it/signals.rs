@@ -11,8 +11,8 @@
 //! have tests of their own (history.rs, gate.rs), each with the same bound.
 
 use crate::pubsub::{StreamGuard, nats_url};
+use crate::waits::stderr_of;
 use oemputx_test_support::*;
-use std::io::Read;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -235,14 +235,6 @@ fn start(args: &[String]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("oemputx starts")
-}
-
-fn stderr_of(child: &mut Child) -> String {
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    err
 }
 
 /// Signal `child` and watch for its end for up to 20 s: its status and how long after the

@@ -56,7 +56,8 @@ fn start(args: &[String]) -> Child {
         .expect("oemputx starts")
 }
 
-fn stderr_of(child: &mut Child) -> String {
+/// What `child` wrote to its (piped) stderr, read to its end.
+pub(crate) fn stderr_of(child: &mut Child) -> String {
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut err);
