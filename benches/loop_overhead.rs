@@ -254,14 +254,7 @@ fn c_floor_loop(
         .stderr(std::process::Stdio::inherit())
         .output()
         .expect("the C floor loop runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut v = text
-        .split_whitespace()
-        .filter_map(|x| x.parse::<f64>().ok());
-    Sample {
-        rate_tps: v.next().expect("rate from the C floor loop"),
-        cpu_us: v.next().expect("CPU from the C floor loop"),
-    }
+    overhead::sample_of(&out.stdout, "the C floor loop")
 }
 
 /// `--child async|sync …`: one raw loop in this fresh process (see `overhead::raw_process`).

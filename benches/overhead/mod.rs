@@ -191,13 +191,19 @@ pub fn raw_process(
         .stderr(Stdio::inherit())
         .output()
         .expect("raw loop process runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    sample_of(&out.stdout, "the raw loop process")
+}
+
+/// The "RATE_TPS CPU_US_PER_TRAN" line a loop in a process of its own prints (a raw loop,
+/// a C floor), as a sample; `what` names the loop when it printed none.
+pub fn sample_of(stdout: &[u8], what: &str) -> Sample {
+    let text = String::from_utf8_lossy(stdout);
     let mut v = text
         .split_whitespace()
         .filter_map(|x| x.parse::<f64>().ok());
     Sample {
-        rate_tps: v.next().expect("rate from the raw loop process"),
-        cpu_us: v.next().expect("CPU from the raw loop process"),
+        rate_tps: v.next().unwrap_or_else(|| panic!("no rate from {what}")),
+        cpu_us: v.next().unwrap_or_else(|| panic!("no CPU from {what}")),
     }
 }
 
