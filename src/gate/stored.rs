@@ -128,6 +128,9 @@ pub(crate) fn plan<'a>(
     let names: Vec<std::collections::HashSet<String>> = all()
         .map(|s| s.group_names().into_iter().collect())
         .collect();
+    if crate::signals::interrupted() {
+        return Err(GateError::Interrupted);
+    }
     let mut metrics: Vec<String> = base
         .group_names()
         .into_iter()
@@ -137,11 +140,12 @@ pub(crate) fn plan<'a>(
     // /proc/stat's ticks, or too busy a machine, has no capture ratio), else the captured
     // total. Checking the newest run only made a history whose older run lacked it in one
     // round an error.
-    let total = if all().all(|s| s.require(&Metric::Corrected).is_ok()) {
-        "corrected"
-    } else {
-        "captured"
-    };
+    let total =
+        if all().all(|s| !crate::signals::interrupted() && s.require(&Metric::Corrected).is_ok()) {
+            "corrected"
+        } else {
+            "captured"
+        };
     if !base.samples(&Metric::named(total)).is_empty() {
         metrics.push(total.to_string());
     }

@@ -21,11 +21,19 @@ pub const HISTORY_SCHEMA: &str = "oemputx.history/1";
 pub const MAX_RUNS: usize = super::bounds::MAX_RUNS;
 
 /// The file as written.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize)]
 struct HistoryFile {
     schema: String,
     /// Main's runs' reports, oldest first.
     runs: Vec<serde_json::Value>,
+}
+
+/// What tells a history from one saved report, and a history's runs; anything else in
+/// the file is skipped unbuilt.
+#[derive(Deserialize)]
+struct Probe {
+    schema: Option<serde_json::Value>,
+    runs: Option<serde_json::Value>,
 }
 
 /// Main's runs, read back.
@@ -52,20 +60,26 @@ impl History {
         // Its runs, rounds and groups counted before any of it is built.
         super::bounds::check(&text, MAX_RUNS)
             .map_err(|stop| ReportFileError::past_bound(path, stop))?;
-        let json: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| ReportFileError::Corrupt {
-                path: path.to_path_buf(),
-                why: e.to_string(),
-            })?;
-        let raw = if json.get("schema").and_then(|s| s.as_str()) == Some(HISTORY_SCHEMA) {
-            let file: HistoryFile =
-                serde_json::from_value(json).map_err(|e| ReportFileError::Corrupt {
+        let corrupt = |e: serde_json::Error| ReportFileError::Corrupt {
+            path: path.to_path_buf(),
+            why: e.to_string(),
+        };
+        // A history's runs parsed straight from the text, in one pass: parsed as a whole
+        // first and then converted, a history of thousands of groups spent a third of a
+        // second where no signal could end it (over a second at load 4).
+        let probe: Probe = serde_json::from_str(&text).map_err(corrupt)?;
+        let raw = match probe {
+            Probe {
+                schema: Some(serde_json::Value::String(s)),
+                runs: Some(serde_json::Value::Array(runs)),
+            } if s == HISTORY_SCHEMA => runs,
+            _ if crate::signals::interrupted() => {
+                return Err(ReportFileError::Interrupted {
                     path: path.to_path_buf(),
-                    why: e.to_string(),
-                })?;
-            file.runs
-        } else {
-            vec![json]
+                });
+            }
+            // One saved report stands for a history of one run.
+            _ => vec![serde_json::from_str(&text).map_err(corrupt)?],
         };
         History::of(path, raw)
     }
@@ -94,6 +108,13 @@ impl History {
         let mut started = Vec::with_capacity(n);
         let mut commits = Vec::with_capacity(n);
         for (i, j) in raw.iter().enumerate() {
+            // Each run's report is built whole: a history of thousands of groups takes a
+            // second and more at load, and a signal must end it (issue 61).
+            if crate::signals::interrupted() {
+                return Err(ReportFileError::Interrupted {
+                    path: path.to_path_buf(),
+                });
+            }
             // Each run is named FILE#i in errors, FILE alone when it is the only one.
             let name = if n == 1 {
                 path.to_path_buf()
