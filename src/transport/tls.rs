@@ -112,7 +112,7 @@ pub(crate) fn client_config(
 }
 
 /// A TLS client stream over `tcp`, trusting the CA file or else the system's roots.
-#[cfg(feature = "amqp10")]
+#[cfg(any(feature = "amqp10", feature = "kafka"))]
 pub async fn connect(
     tls: &TlsOptions,
     tcp: tokio::net::TcpStream,

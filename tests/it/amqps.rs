@@ -8,13 +8,14 @@ use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use std::sync::Arc;
 use tokio_rustls::rustls;
 
-struct Pki {
+pub(crate) struct Pki {
     _dir: tempfile::TempDir,
-    ca_file: std::path::PathBuf,
-    server: rustls::ServerConfig,
+    pub(crate) ca_file: std::path::PathBuf,
+    pub(crate) server: rustls::ServerConfig,
 }
 
-fn pki() -> Pki {
+/// A CA and a server certificate for `localhost` signed by it.
+pub(crate) fn pki() -> Pki {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca_key = KeyPair::generate().expect("CA key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -43,7 +44,7 @@ fn pki() -> Pki {
 }
 
 /// Accept TLS on 127.0.0.1:PORT and forward the plain bytes to the broker; returns the port.
-fn tls_proxy(server: rustls::ServerConfig, broker: std::net::SocketAddr) -> u16 {
+pub(crate) fn tls_proxy(server: rustls::ServerConfig, broker: std::net::SocketAddr) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     listener.set_nonblocking(true).expect("nonblocking");

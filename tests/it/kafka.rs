@@ -47,8 +47,10 @@ fn sample_flow_answers_every_request_by_the_header_convention_and_the_reply_topi
     assert_matches_schema(&j);
     assert_eq!(integrity5(&j), (300, 300, 0, 0, 0), "{}", j["integrity"]);
     assert_eq!(j["settings"]["transport"], "kafka", "{}", j["settings"]);
+    // Without --persistent each request is produced with acks=1, on a connection of its own
+    // to the partition's leader; the flow saw every one, headers and all.
     let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
-    assert!(store.contains("acks=all"), "{}", j["settings"]);
+    assert!(store.contains("acks=1"), "{}", j["settings"]);
     // The broker it talked to: its cluster id and the API versions a run uses.
     let broker = j["settings"]["broker"].as_str().unwrap_or("");
     assert!(
@@ -56,12 +58,71 @@ fn sample_flow_answers_every_request_by_the_header_convention_and_the_reply_topi
         "{}",
         j["settings"]
     );
+    // With --persistent, acks=all through the client's own producer.
+    let persistent = dir.path().join("persistent.json");
+    let out = oemputx()
+        .args(["--qmgr", &kafka_url(), "--request-queue", &t.0])
+        .args(["--count", "100", "--persistent", "--no-save", "--quiet"])
+        .arg("--export-json")
+        .arg(&persistent)
+        .output()
+        .expect("oemputx runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = read_json(&persistent);
+    assert_eq!(integrity5(&j), (100, 100, 0, 0, 0), "{}", j["integrity"]);
+    let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
+    assert!(store.contains("acks=all"), "{}", j["settings"]);
     // The flow answered them all; the run's own reply topic went with the run.
     drop(flow);
     assert_eq!(
         reply_topics_left(&kafka_oemputx_address(), pid),
         Vec::<String>::new()
     );
+}
+
+/// `kafka+ssl://` end to end: a real TLS handshake (a CA made here) through a
+/// TLS-terminating proxy in front of a tansu of the test's own, which tells its clients to
+/// come back through the proxy; sample-flow answers through it too. Both produce paths go
+/// through TLS: acks=1 on oemputx's own connection, acks=all on the client's.
+#[test]
+fn kafka_ssl_round_trips_through_a_real_tls_handshake_on_both_produce_paths() {
+    live!(Tansu);
+    let pki = crate::amqps::pki();
+    let port = oemputx_test_support::kafka::free_port();
+    let proxy = crate::amqps::tls_proxy(
+        pki.server.clone(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+    );
+    let _broker = OwnBroker::start_at(port, Some(&format!("localhost:{proxy}")));
+    let url = format!(
+        "kafka+ssl://localhost:{proxy}?cacertfile={}",
+        pki.ca_file.display()
+    );
+    let t = fresh_queue("kafka-tls");
+    let _flow = SampleFlow::start(&["--url", &url, "--input-queue", &t, "--echo"], "echoing");
+    for (persistent, acks) in [(false, "acks=1"), (true, "acks=all")] {
+        let mut args = vec!["--qmgr", &url, "--request-queue", &t, "--count", "100"];
+        if persistent {
+            args.push("--persistent");
+        }
+        let (code, j, err) = run_json(&args);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(integrity5(&j), (100, 100, 0, 0, 0), "{}", j["integrity"]);
+        let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
+        assert!(store.contains(acks), "{}", j["settings"]);
+        // The broker described through the same handshake.
+        let broker = j["settings"]["broker"].as_str().unwrap_or("");
+        assert!(broker.starts_with("cluster "), "{}", j["settings"]);
+    }
+    // Without the CA the handshake is refused, naming the way out.
+    let plain = format!("kafka+ssl://localhost:{proxy}");
+    let (code, _, err) = run_json(&["--qmgr", &plain, "--request-queue", &t, "--count", "1"]);
+    assert_ne!(code, 0, "{err}");
 }
 
 fn kafka_oemputx_address() -> String {

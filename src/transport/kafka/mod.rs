@@ -13,14 +13,16 @@
 //! the run's own (`oemputx.reply.PID.NANOS`, one partition per task, deleted at the end)
 //! unless `--reply-queue` names one, which must have a partition per task.
 //!
-//! rskafka sends every produce with `acks=all` (the leader answers once every in-sync
-//! replica has the record); it has no `acks=1`. So `--persistent` and a run without it both
-//! wait for all in-sync replicas, and the report says so (`settings.persistent_store`).
+//! `--persistent` produces each request with `acks=all` (the leader answers once every
+//! in-sync replica has it: rskafka's partition client); a run without it with `acks=1` (the
+//! leader answers once it has written the request itself: [`acks1`]). The report says which
+//! (`settings.persistent_store`).
 //!
 //! Each session is one client (its own connection) on a current-thread runtime on the task's
 //! thread: a put is queued and produced by the next get, which then fetches the reply, so
 //! one entry into the runtime sends the request and waits for its reply.
 
+pub mod acks1;
 pub mod describe;
 pub mod url;
 
@@ -250,6 +252,16 @@ impl Kafka {
     }
 }
 
+/// Where the requests go and what the leader's answer to each meant.
+fn store(setup: &QueueSetup) -> String {
+    let acks = if setup.persistent {
+        "acks=all: the leader answered once every in-sync replica had each request"
+    } else {
+        "acks=1: the leader answered once it had written each request itself, before its followers copied it (--persistent for acks=all)"
+    };
+    format!("topic {}, {acks}", setup.request_queue)
+}
+
 impl Transport for Kafka {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
@@ -261,10 +273,7 @@ impl Transport for Kafka {
             Ok(Prepared {
                 cleared: 0,
                 broker,
-                store: Some(format!(
-                    "topic {}, acks=all (the leader answered once every in-sync replica had each request; the client has no acks=1)",
-                    self.setup.request_queue
-                )),
+                store: Some(store(&self.setup)),
             })
         })
     }
@@ -292,11 +301,30 @@ impl Transport for Kafka {
                         })
                 }
             };
-            let requests = open(
-                self.setup.request_queue.clone(),
-                task_i % request_partitions.max(1),
-            )
-            .await?;
+            let partition = task_i % request_partitions.max(1);
+            let requests = if self.setup.persistent {
+                Producer::All(open(self.setup.request_queue.clone(), partition).await?)
+            } else {
+                let name = format!("oemputx-task-{task}-acks1");
+                let leader = acks1::LeaderProducer::open(
+                    &self.endpoint,
+                    &self.setup.request_queue,
+                    partition,
+                    &name,
+                );
+                match tokio::time::timeout(CONNECT_TIMEOUT, leader).await {
+                    Ok(leader) => Producer::Leader(leader?),
+                    Err(_) => {
+                        return Err(TransportError::Unreachable {
+                            target: target.clone(),
+                            why: format!(
+                                "the request partition's leader did not answer within {} s",
+                                CONNECT_TIMEOUT.as_secs()
+                            ),
+                        });
+                    }
+                }
+            };
             let replies = open(self.reply_topic.clone(), task_i).await?;
             // Replies from here on: what the partition held before is another run's.
             let offset = replies.get_offset(OffsetAt::Latest).await.map_err(|e| {
@@ -352,10 +380,17 @@ impl Drop for Kafka {
     }
 }
 
+/// What produces a task's requests: rskafka's partition client (`acks=all`), or a
+/// connection of our own to the partition's leader (`acks=1`).
+enum Producer {
+    All(PartitionClient),
+    Leader(acks1::LeaderProducer),
+}
+
 /// One task's client: the request partition it produces to and the reply partition it reads.
 pub struct KafkaSession {
     rt: Arc<Runtime>,
-    requests: PartitionClient,
+    requests: Producer,
     replies: PartitionClient,
     /// The next reply offset to fetch.
     offset: i64,
@@ -374,7 +409,7 @@ pub struct KafkaSession {
 }
 
 impl KafkaSession {
-    fn lost(&self, what: &str, e: &rskafka::client::error::Error) -> TransportError {
+    fn lost(&self, what: &str, e: &dyn std::fmt::Display) -> TransportError {
         TransportError::ConnectionLost {
             target: self.target.clone(),
             why: format!("{what}: {}", crate::secret::scrub(&e.to_string())),
@@ -400,10 +435,19 @@ impl KafkaSession {
             return Ok(());
         }
         let records = std::mem::take(&mut self.unsent);
-        let produced = self.requests.produce(records, Compression::NoCompression);
+        let produced = async {
+            match &self.requests {
+                Producer::All(p) => p
+                    .produce(records, Compression::NoCompression)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Producer::Leader(p) => p.produce(records).await,
+            }
+        };
         match tokio::time::timeout(self.bound, produced).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(self.lost("producing a request", &e)),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(why)) => Err(self.lost("producing a request", &why)),
             Err(_) => Err(self.silent("producing a request")),
         }
     }

@@ -200,18 +200,24 @@ pub struct OwnBroker {
 
 impl OwnBroker {
     pub fn start() -> OwnBroker {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        OwnBroker::start_at(free_port(), None)
+    }
+
+    /// A broker listening on `port` that tells its clients to come back through
+    /// `advertised` (`host:port`: a TLS proxy in front of it) when given.
+    pub fn start_at(port: u16, advertised: Option<&str>) -> OwnBroker {
         let url = format!("tcp://127.0.0.1:{port}");
+        let advertised = match advertised {
+            Some(a) => format!("tcp://{a}"),
+            None => url.clone(),
+        };
         let child = std::process::Command::new("tansu")
             .args([
                 "broker",
                 "--listener-url",
                 &url,
                 "--advertised-listener-url",
-                &url,
+                &advertised,
             ])
             .args(["--storage-engine", "memory://tansu/"])
             .stdout(std::process::Stdio::null())
@@ -236,6 +242,14 @@ impl OwnBroker {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A port free on 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 impl Drop for OwnBroker {
