@@ -71,80 +71,90 @@ fn the_documented_ci_recipes_save_on_main_and_gate_a_change() {
     live!(RabbitMq);
     let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/gate.md"))
         .expect("docs/gate.md");
-    for (ci, marker) in [("github", "GitHub Actions (`"), ("gitlab", "GitLab CI (`")] {
-        let script = script_after(&page, marker);
-        let dir = tempfile::tempdir().expect("temp dir");
-        let queue = QueueGuard(fresh_queue(&format!("recipe-{ci}")));
-        let job = [
-            ("BROKER_HOST", "127.0.0.1".to_string()),
-            ("PERF_QUEUE", queue.0.clone()),
-        ];
-        let summary = dir.path().join("step-summary.md");
-        let as_ci = |main: bool, i: usize| -> Vec<(&str, String)> {
-            let mut env = job.to_vec();
-            if ci == "github" {
-                env.extend([
-                    ("GITHUB_ACTIONS", "true".to_string()),
-                    (
-                        "GITHUB_REF",
-                        if main {
-                            "refs/heads/main"
-                        } else {
-                            "refs/pull/7/merge"
-                        }
-                        .to_string(),
-                    ),
-                    ("GITHUB_SHA", sha(i)),
-                    ("GITHUB_STEP_SUMMARY", summary.display().to_string()),
-                ]);
-            } else {
-                env.extend([
-                    ("GITLAB_CI", "true".to_string()),
-                    (
-                        "CI_COMMIT_BRANCH",
-                        if main { "main" } else { "feature" }.to_string(),
-                    ),
-                    ("CI_DEFAULT_BRANCH", "main".to_string()),
-                    ("CI_COMMIT_SHA", sha(i)),
-                ]);
-            }
-            env
-        };
-        for i in 0..3 {
-            let (code, _, err) = run_script(dir.path(), &script, &as_ci(true, i));
-            assert_eq!(code, 0, "{ci} main run {i}:\n{err}");
+    // The two recipes at once, each with its own queue and folder: one after the other
+    // they were the suite's longest test (166 s).
+    std::thread::scope(|scope| {
+        for (ci, marker) in [("github", "GitHub Actions (`"), ("gitlab", "GitLab CI (`")] {
+            let page = &page;
+            scope.spawn(move || recipe(page, ci, marker));
         }
-        let history: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join("perf/main.json")).expect("main's history"),
-        )
-        .expect("JSON");
-        let commits: Vec<&str> = history["runs"]
-            .as_array()
-            .expect("runs")
-            .iter()
-            .filter_map(|r| r["commit"].as_str())
-            .collect();
-        assert_eq!(commits, [sha(0), sha(1), sha(2)], "{ci}");
-        // The change: the same flow, so it passes (or is inconclusive, which passes) —
-        // never refused, and the CI page gets the verdict either way.
-        let (code, stdout, err) = run_script(dir.path(), &script, &as_ci(false, 3));
-        assert_eq!(code, 0, "{ci} change:\n{stdout}\n{err}");
-        assert!(
-            stdout.contains("Reach: from the spread of main's 3 runs"),
-            "{stdout}"
-        );
-        let junit = std::fs::read_to_string(dir.path().join("gate.xml")).expect("JUnit");
-        assert!(
-            junit.contains("<testsuite name=\"oemputx gate\""),
-            "{junit}"
-        );
-        let md = if ci == "github" {
-            summary.clone()
+    });
+}
+
+/// One CI's recipe: three runs as main, then a change gated against them.
+fn recipe(page: &str, ci: &str, marker: &str) {
+    let script = script_after(page, marker);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let queue = QueueGuard(fresh_queue(&format!("recipe-{ci}")));
+    let job = [
+        ("BROKER_HOST", "127.0.0.1".to_string()),
+        ("PERF_QUEUE", queue.0.clone()),
+    ];
+    let summary = dir.path().join("step-summary.md");
+    let as_ci = |main: bool, i: usize| -> Vec<(&str, String)> {
+        let mut env = job.to_vec();
+        if ci == "github" {
+            env.extend([
+                ("GITHUB_ACTIONS", "true".to_string()),
+                (
+                    "GITHUB_REF",
+                    if main {
+                        "refs/heads/main"
+                    } else {
+                        "refs/pull/7/merge"
+                    }
+                    .to_string(),
+                ),
+                ("GITHUB_SHA", sha(i)),
+                ("GITHUB_STEP_SUMMARY", summary.display().to_string()),
+            ]);
         } else {
-            dir.path().join("gate.md")
-        };
-        let md = std::fs::read_to_string(md).expect("the summary");
-        assert!(md.contains("oemputx gate:"), "{md}");
-        assert!(md.contains("FLOW"), "{md}");
+            env.extend([
+                ("GITLAB_CI", "true".to_string()),
+                (
+                    "CI_COMMIT_BRANCH",
+                    if main { "main" } else { "feature" }.to_string(),
+                ),
+                ("CI_DEFAULT_BRANCH", "main".to_string()),
+                ("CI_COMMIT_SHA", sha(i)),
+            ]);
+        }
+        env
+    };
+    for i in 0..3 {
+        let (code, _, err) = run_script(dir.path(), &script, &as_ci(true, i));
+        assert_eq!(code, 0, "{ci} main run {i}:\n{err}");
     }
+    let history: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("perf/main.json")).expect("main's history"),
+    )
+    .expect("JSON");
+    let commits: Vec<&str> = history["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter_map(|r| r["commit"].as_str())
+        .collect();
+    assert_eq!(commits, [sha(0), sha(1), sha(2)], "{ci}");
+    // The change: the same flow, so it passes (or is inconclusive, which passes) —
+    // never refused, and the CI page gets the verdict either way.
+    let (code, stdout, err) = run_script(dir.path(), &script, &as_ci(false, 3));
+    assert_eq!(code, 0, "{ci} change:\n{stdout}\n{err}");
+    assert!(
+        stdout.contains("Reach: from the spread of main's 3 runs"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("gate.xml")).expect("JUnit");
+    assert!(
+        junit.contains("<testsuite name=\"oemputx gate\""),
+        "{junit}"
+    );
+    let md = if ci == "github" {
+        summary.clone()
+    } else {
+        dir.path().join("gate.md")
+    };
+    let md = std::fs::read_to_string(md).expect("the summary");
+    assert!(md.contains("oemputx gate:"), "{md}");
+    assert!(md.contains("FLOW"), "{md}");
 }
