@@ -15,6 +15,12 @@ use std::sync::atomic::AtomicBool;
 pub(crate) fn put_get(cfg: &RunConfig, interrupt: Arc<AtomicBool>) -> anyhow::Result<Exit> {
     // Known before the run, so that its report waits for no git after it (or a Ctrl-C).
     let _ = crate::report::history::this_commit();
+    // A history --save-baseline could not append to (past its bounds, damaged) is refused
+    // before the run, not after minutes of measuring (issue 61's fresh pass). It is read
+    // again, under its lock, when the run is appended.
+    if let Some(path) = cfg.outputs.save_baseline.as_deref().filter(|p| p.exists()) {
+        crate::report::history::History::load(path)?;
+    }
     let report = measure(cfg, interrupt)?;
     // After the run, before its report: a run that could not start says only why.
     if let Some(note) = cfg.groups_note.as_ref().filter(|_| !cfg.quiet) {

@@ -291,6 +291,14 @@ fn a_history_or_report_beyond_what_oemputx_writes_is_refused_naming_the_bound() 
             "--count".to_string(),
             "50".to_string(),
         ],
+        // Refused before the run, not after a minute of measuring.
+        vec![
+            "--save-baseline".to_string(),
+            long.display().to_string(),
+            "--duration".to_string(),
+            "60s".to_string(),
+            "--no-save".to_string(),
+        ],
     ] {
         let started = std::time::Instant::now();
         oemputx()

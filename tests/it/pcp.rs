@@ -117,7 +117,13 @@ fn the_broker_read_through_pcp_and_through_proc_in_one_run_agree() {
     near("voluntary_switches_per_tran", 0.10);
     near("write_calls_per_tran", 0.10);
     for k in ["net_sent_bytes_per_tran", "syncs_per_tran"] {
-        assert!(remote[k].is_null() && !local[k].is_null(), "{k}: {remote}");
+        assert!(
+            remote[k].is_null() && !local[k].is_null(),
+            "{k}: /proc {}, PCP {}: {local}\n{}",
+            local[k],
+            remote[k],
+            j["accounting"]["beyond_cpu"]
+        );
     }
     assert!(
         j["accounting"]["beyond_cpu"]["notes"]

@@ -719,3 +719,30 @@ fn the_lab_takes_a_stale_pid_file_for_its_daemon_only_when_that_program_runs_the
     );
     assert!(as_sleep, "the running program itself is alive");
 }
+
+/// The compare recipe leaves nothing half-written: a compare that fails (runs that are no
+/// reports) leaves neither compare.txt nor its temporary file behind. It is plain bash, so
+/// it runs here without Slurm.
+#[test]
+fn the_compare_recipe_leaves_no_partial_text_when_compare_fails() {
+    let out = tempfile::tempdir().expect("temp dir");
+    for rep in ["rep-0", "rep-1"] {
+        std::fs::create_dir(out.path().join(rep)).expect("rep folder");
+        std::fs::write(
+            out.path().join(rep).join("run.json"),
+            "{\"not\": \"a report\"}",
+        )
+        .expect("run.json");
+    }
+    let o = Command::new("bash")
+        .arg(repo().join("deploy/slurm/oemputx-compare.sbatch"))
+        .env("OEMPUTX_BIN", oemputx_bin())
+        .env("OEMPUTX_OUT", out.path())
+        .output()
+        .expect("bash runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for left in ["compare.txt", "compare.txt.tmp"] {
+        assert!(!out.path().join(left).exists(), "{left} left behind: {err}");
+    }
+}

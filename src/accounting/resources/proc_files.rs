@@ -36,8 +36,16 @@ pub struct CgroupUse {
 
 /// A process's counters; each source that cannot be read (gone, another user's) is `None`.
 pub fn process(pid: i32) -> ProcUse {
-    let Ok(p) = procfs::process::Process::new(pid) else {
-        return ProcUse::default();
+    let p = match procfs::process::Process::new(pid) {
+        Ok(p) => p,
+        // Ended since it was listed: nothing of it to read, and no sockets held.
+        Err(procfs::ProcError::NotFound(_)) => {
+            return ProcUse {
+                sockets: Some(Vec::new()),
+                ..ProcUse::default()
+            };
+        }
+        Err(_) => return ProcUse::default(),
     };
     let status = p.status().ok();
     let kib = |v: Option<u64>| v.map(|k| k.saturating_mul(1024));
@@ -58,15 +66,26 @@ pub fn process(pid: i32) -> ProcUse {
         }),
         rss: kib(status.as_ref().and_then(|s| s.vmrss)),
         peak_rss: kib(status.as_ref().and_then(|s| s.vmhwm)),
-        // Another user's descriptors without root: no sockets known, not none held.
-        sockets: p.fd().ok().map(|fds| {
+        sockets: sockets(&p),
+    }
+}
+
+/// The inodes of the sockets `p` holds. Another user's descriptors without root: none
+/// known (`None`), not none held. A process that ended since it was listed holds none: a
+/// short-lived member (a broker's helper, a CLI's VM) must not take its group's network
+/// figure with it, as it did under CI's load.
+fn sockets(p: &procfs::process::Process) -> Option<Vec<u64>> {
+    match p.fd() {
+        Ok(fds) => Some(
             fds.flatten()
                 .filter_map(|fd| match fd.target {
                     procfs::process::FDTarget::Socket(inode) => Some(inode),
                     _ => None,
                 })
-                .collect()
-        }),
+                .collect(),
+        ),
+        Err(procfs::ProcError::NotFound(_)) if !p.is_alive() => Some(Vec::new()),
+        Err(_) => None,
     }
 }
 
