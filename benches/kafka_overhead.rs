@@ -30,6 +30,10 @@ use std::time::Duration;
 /// The fetch wait both loops use (oemputx's default, `?fetch_wait_ms=`).
 const FETCH_WAIT_MS: i32 = 10;
 
+/// oemputx produces with acks=all, as the raw loop (rskafka's partition client) and the C
+/// floor (`acks=all`) do: without it a run produces with acks=1 on a connection of its own.
+const ACKS_ALL: &[&str] = &["--persistent"];
+
 fn address() -> String {
     oemputx_test_support::kafka::address()
 }
@@ -243,11 +247,11 @@ fn main() {
         // One unmeasured pass of each to warm the broker, the flow and the page cache.
         let warmup = o.count / 10;
         raw_loop(&address(), &topic, o.count / 5, warmup, tasks);
-        overhead::oemputx_loop(&o.url, &topic, o.count / 5, warmup, tasks);
+        overhead::oemputx_loop_with(&o.url, &topic, o.count / 5, warmup, tasks, ACKS_ALL);
         let (count, q) = (o.count, topic.as_str());
         let mut raw =
             || overhead::raw_process((env.0, env.1.as_str()), "rskafka", q, count, warmup, tasks);
-        let mut ours = || overhead::oemputx_loop(&o.url, q, count, warmup, tasks);
+        let mut ours = || overhead::oemputx_loop_with(&o.url, q, count, warmup, tasks, ACKS_ALL);
         let s = match floor.as_deref().filter(|_| tasks == 1) {
             Some(bin) => {
                 let mut c = || c_floor_loop(bin, q, &floor_reply.0, count, warmup);

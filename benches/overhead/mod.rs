@@ -110,7 +110,21 @@ where
 
 /// The oemputx binary as a loop: its JSON report gives the same two figures.
 pub fn oemputx_loop(url: &str, queue: &str, count: u64, warmup: u64, tasks: usize) -> Sample {
+    oemputx_loop_with(url, queue, count, warmup, tasks, &[])
+}
+
+/// [`oemputx_loop`] with run options of the bench's own (Kafka's `--persistent`, so that
+/// oemputx produces with acks=all as the raw loop and the C floor do).
+pub fn oemputx_loop_with(
+    url: &str,
+    queue: &str,
+    count: u64,
+    warmup: u64,
+    tasks: usize,
+    extra: &[&str],
+) -> Sample {
     let out = Command::new(env!("CARGO_BIN_EXE_oemputx"))
+        .args(extra)
         .env("OEMPUTX_NO_SAVE", "1")
         .args([
             "--qmgr",

@@ -123,6 +123,10 @@ fn kafka_ssl_round_trips_through_a_real_tls_handshake_on_both_produce_paths() {
     let plain = format!("kafka+ssl://localhost:{proxy}");
     let (code, _, err) = run_json(&["--qmgr", &plain, "--request-queue", &t, "--count", "1"]);
     assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("certificate") && err.contains("cacertfile"),
+        "{err}"
+    );
 }
 
 fn kafka_oemputx_address() -> String {

@@ -27,6 +27,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 /// How long the leader may take to write a record before it answers with an error.
 const PRODUCE_TIMEOUT_MS: i32 = 30_000;
+/// How long one broker may take to connect, agree versions and authenticate.
+const PER_BROKER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A plain or TLS stream to a broker.
 pub(super) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
@@ -57,49 +59,63 @@ impl LeaderProducer {
         let mut last = String::from("no broker in the URL");
         let mut bootstrap = None;
         for (host, port) in &ep.brokers {
-            match messenger(ep, host, *port, name).await {
-                Ok(m) => {
+            // Each broker its own bound: one that accepts and then says nothing must not
+            // use up the time the others would have had.
+            match tokio::time::timeout(PER_BROKER, messenger(ep, host, *port, name)).await {
+                Ok(Ok(m)) => {
                     bootstrap = Some((m, host.clone(), *port));
                     break;
                 }
-                Err(why) => last = format!("{host}:{port}: {why}"),
+                Ok(Err(why)) => last = format!("{host}:{port}: {why}"),
+                Err(_) => {
+                    last = format!("{host}:{port}: no answer within {} s", PER_BROKER.as_secs());
+                }
             }
         }
         let Some((m, host, port)) = bootstrap else {
             return Err(TransportError::Unreachable {
                 target: target.clone(),
-                why: last,
+                why: crate::secret::scrub(&crate::terminal::for_terminal(&last)),
             });
         };
-        let metadata = m
-            .request(MetadataRequest {
-                topics: Some(vec![MetadataRequestTopic {
-                    name: String_(topic.to_string()),
-                }]),
-                allow_auto_topic_creation: None,
-            })
-            .await
-            .map_err(|e| fail("asking for the partition's leader", e.to_string()))?;
-        let leader = metadata
-            .topics
-            .iter()
-            .find(|t| t.name.0 == topic)
-            .and_then(|t| {
-                t.partitions
-                    .iter()
-                    .find(|p| p.partition_index.0 == partition)
-            })
-            .map(|p| p.leader_id.0)
-            .and_then(|id| metadata.brokers.iter().find(|b| b.node_id.0 == id))
-            .map(|b| (b.host.0.clone(), u16::try_from(b.port.0).unwrap_or(0)))
-            .ok_or_else(|| {
-                fail(
-                    "asking for the partition's leader",
-                    format!(
-                        "the cluster names no leader for partition {partition} of topic '{topic}'"
-                    ),
-                )
-            })?;
+        // Just after --declare made the topic, or during an election, the partition has no
+        // leader yet: asked again until it has one (the caller bounds the whole).
+        let leader = loop {
+            let metadata = m
+                .request(MetadataRequest {
+                    topics: Some(vec![MetadataRequestTopic {
+                        name: String_(topic.to_string()),
+                    }]),
+                    allow_auto_topic_creation: None,
+                })
+                .await
+                .map_err(|e| fail("asking for the partition's leader", e.to_string()))?;
+            let leader = metadata
+                .topics
+                .iter()
+                .find(|t| t.name.0 == topic)
+                .and_then(|t| {
+                    t.partitions
+                        .iter()
+                        .find(|p| p.partition_index.0 == partition)
+                })
+                .map(|p| p.leader_id.0)
+                .and_then(|id| metadata.brokers.iter().find(|b| b.node_id.0 == id))
+                .map(|b| (b.host.0.clone(), u16::try_from(b.port.0)));
+            match leader {
+                Some((host, Ok(port))) if port > 0 => break (host, port),
+                Some((host, _)) => {
+                    return Err(fail(
+                        "asking for the partition's leader",
+                        format!(
+                            "the leader {} has no port a client can reach",
+                            crate::terminal::for_terminal(&host)
+                        ),
+                    ));
+                }
+                None => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        };
         let messenger = if leader == (host, port) {
             m
         } else {
@@ -107,7 +123,11 @@ impl LeaderProducer {
                 .await
                 .map_err(|why| {
                     fail(
-                        &format!("connecting to the leader {}:{}", leader.0, leader.1),
+                        &format!(
+                            "connecting to the leader {}:{}",
+                            crate::terminal::for_terminal(&leader.0),
+                            leader.1
+                        ),
                         why,
                     )
                 })?
@@ -121,6 +141,9 @@ impl LeaderProducer {
 
     /// Produce `records` as one batch; the leader's answer, or why there is none.
     pub async fn produce(&self, records: Vec<Record>) -> Result<(), String> {
+        if records.is_empty() {
+            return Ok(());
+        }
         let request = request(&self.topic, self.partition, records);
         let response = self
             .messenger
@@ -130,6 +153,7 @@ impl LeaderProducer {
         let answer = response
             .responses
             .iter()
+            .filter(|t| t.name.0 == self.topic)
             .flat_map(|t| t.partition_responses.iter())
             .find(|p| p.index.0 == self.partition)
             .ok_or_else(|| "the leader's answer names no partition of ours".to_string())?;
@@ -152,7 +176,21 @@ pub(super) async fn messenger(
         .map_err(|e| e.to_string())?;
     let _ = tcp.set_nodelay(true);
     let stream: Box<dyn Stream> = match &ep.tls {
-        Some(tls) => Box::new(crate::transport::tls::connect(tls, tcp).await?),
+        Some(tls) => {
+            // The URL's server name (its first host's, or server_name_indication) is the
+            // first broker's; any other broker is checked against its own host, as the
+            // client does.
+            let first = ep.brokers.first().is_some_and(|b| b.0 == host);
+            let tls = if first {
+                tls.clone()
+            } else {
+                crate::transport::tls::TlsOptions {
+                    server_name: host.to_string(),
+                    ..tls.clone()
+                }
+            };
+            Box::new(crate::transport::tls::connect(&tls, tcp).await?)
+        }
         None => Box::new(tcp),
     };
     let mut m = Messenger::new(stream, super::DEFAULT_MAX_MESSAGE * 4, Arc::from(name));

@@ -5,7 +5,7 @@
 
 use super::url::KafkaEndpoint;
 use rskafka::protocol::messages::{ApiVersionsRequest, MetadataRequest};
-use rskafka::protocol::primitives::Int16;
+use rskafka::protocol::primitives::{CompactString, Int16, TaggedFields};
 use std::time::Duration;
 
 /// How long describing may take; a broker that does not answer in time is not described.
@@ -23,10 +23,13 @@ const USED: [(i16, &str); 6] = [
 
 /// The broker's description, or why there is none.
 pub async fn describe(ep: &KafkaEndpoint) -> String {
-    match tokio::time::timeout(BOUND, ask(ep)).await {
+    match crate::signals::within(BOUND, ask(ep)).await {
         Ok(Ok(d)) => d,
         Ok(Err(why)) => format!("not described: {}", crate::secret::scrub(&why)),
-        Err(_) => format!("not described: no answer within {} s", BOUND.as_secs()),
+        Err(crate::signals::Stopped::Elapsed) => {
+            format!("not described: no answer within {} s", BOUND.as_secs())
+        }
+        Err(crate::signals::Stopped::Interrupted) => "not described: interrupted".into(),
     }
 }
 
@@ -34,10 +37,12 @@ async fn ask(ep: &KafkaEndpoint) -> Result<String, String> {
     let (host, port) = ep.brokers.first().ok_or("no broker")?;
     let m = super::acks1::messenger(ep, host, *port, "oemputx-describe").await?;
     let versions = m
+        // Apache Kafka (2.4 and later) refuses an ApiVersions v3 whose client name or
+        // version is empty or not of [a-zA-Z0-9.-]: both are given.
         .request(ApiVersionsRequest {
-            client_software_name: None,
-            client_software_version: None,
-            tagged_fields: None,
+            client_software_name: Some(CompactString("oemputx".into())),
+            client_software_version: Some(CompactString(env!("CARGO_PKG_VERSION").into())),
+            tagged_fields: Some(TaggedFields::default()),
         })
         .await
         .map_err(|e| e.to_string())?;

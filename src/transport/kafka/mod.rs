@@ -148,6 +148,13 @@ fn refused(target: &str, ep: &KafkaEndpoint, e: &rskafka::client::error::Error) 
                 user: s.user.clone(),
             }
         }
+        // A refused handshake is no silent broker: say what would make it trusted.
+        _ if ep.tls.is_some() && why.contains("certificate") => TransportError::Unreachable {
+            target: target.to_string(),
+            why: format!(
+                "{why}: the broker's TLS certificate is not trusted here; give its CA with ?cacertfile=PATH (or the name it carries with ?server_name_indication=NAME)"
+            ),
+        },
         _ => TransportError::Unreachable {
             target: target.to_string(),
             why: format!("{why} (no answer within {} s)", CONNECT_TIMEOUT.as_secs()),
@@ -312,18 +319,17 @@ impl Transport for Kafka {
                     partition,
                     &name,
                 );
-                match tokio::time::timeout(CONNECT_TIMEOUT, leader).await {
-                    Ok(leader) => Producer::Leader(leader?),
-                    Err(_) => {
-                        return Err(TransportError::Unreachable {
-                            target: target.clone(),
-                            why: format!(
-                                "the request partition's leader did not answer within {} s",
-                                CONNECT_TIMEOUT.as_secs()
-                            ),
-                        });
+                // A signal ends the wait at once; each broker has its own share of it.
+                let leader = super::handshake(&target, 2 * CONNECT_TIMEOUT, leader, || {
+                    TransportError::Unreachable {
+                        target: target.clone(),
+                        why: format!(
+                            "the request partition's leader did not answer within {} s",
+                            2 * CONNECT_TIMEOUT.as_secs()
+                        ),
                     }
-                }
+                });
+                Producer::Leader(leader.await??)
             };
             let replies = open(self.reply_topic.clone(), task_i).await?;
             // Replies from here on: what the partition held before is another run's.
@@ -445,10 +451,15 @@ impl KafkaSession {
                 Producer::Leader(p) => p.produce(records).await,
             }
         };
-        match tokio::time::timeout(self.bound, produced).await {
+        // A signal ends the wait for the broker's answer at once: a silent leader would
+        // hold it for the whole bound (the run's --wait and the connect bound).
+        match crate::signals::within(self.bound, produced).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(why)) => Err(self.lost("producing a request", &why)),
-            Err(_) => Err(self.silent("producing a request")),
+            Err(crate::signals::Stopped::Elapsed) => Err(self.silent("producing a request")),
+            Err(crate::signals::Stopped::Interrupted) => Err(TransportError::Interrupted {
+                what: format!("waiting for {} to take a request", self.target),
+            }),
         }
     }
 
@@ -471,10 +482,14 @@ impl KafkaSession {
             let fetched = self
                 .replies
                 .fetch_records(self.offset, 1..FETCH_BYTES, slice.max(1));
-            let (records, _) = match tokio::time::timeout(self.bound, fetched).await {
+            let (records, _) = match crate::signals::within(self.bound, fetched).await {
                 Ok(Ok(got)) => got,
                 Ok(Err(e)) => return Err(self.lost("fetching replies", &e)),
-                Err(_) => return Err(self.silent("fetching replies")),
+                Err(crate::signals::Stopped::Elapsed) => {
+                    return Err(self.silent("fetching replies"));
+                }
+                // A signal ends the wait; the get ends as one that saw no reply.
+                Err(crate::signals::Stopped::Interrupted) => return Ok(None),
             };
             for r in records {
                 self.offset = self.offset.max(r.offset + 1);
