@@ -66,11 +66,12 @@ fn stray_consumers_of_the_request_queue_are_named_in_text_and_json() {
     // A consumer of another name: not in FLOW.
     let dir = tempfile::tempdir().expect("tempdir");
     let other = renamed_flow(dir.path());
-    let mut stray = std::process::Command::new(&other)
-        .args(["--echo", "--input-queue", &q.0])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the renamed consumer starts");
+    let mut stray = spawn_written(
+        std::process::Command::new(&other)
+            .args(["--echo", "--input-queue", &q.0])
+            .stderr(std::process::Stdio::null()),
+    )
+    .expect("the renamed consumer starts");
     // The same name as ours, run by another user (only root can start one).
     let root = nix::unistd::getuid().is_root();
     let mut foreign = root.then(|| {

@@ -208,3 +208,21 @@ pub fn children(pid: u32) -> Vec<i32> {
     }
     out
 }
+
+/// `cmd` spawned, again while the kernel answers that its program is busy. A program this
+/// test process has just written (a renamed copy of a binary, a script) can be held open for
+/// an instant by a child another test thread forked in that moment, which has not yet
+/// exec'd and closed it: exec then fails with ETXTBSY ("Text file busy", seen under CI's
+/// load). The hold ends within milliseconds.
+pub fn spawn_written(cmd: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 250 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            spawned => return spawned,
+        }
+    }
+}
