@@ -126,8 +126,11 @@ fn export(dir: &Path, args: &[String], format: &str, target: &str) -> (String, S
         .output()
         .expect("oemputx runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // A capacity search whose first step did not keep up on a loaded host ends with exit 1
+    // and still writes its result: what is checked here is that result's shape.
+    let no_capacity = out.status.code() == Some(1) && stderr.contains("Capacity: not found");
     assert!(
-        matches!(out.status.code(), Some(0) | Some(3)),
+        matches!(out.status.code(), Some(0) | Some(3)) || no_capacity,
         "{args:?} --export-{format} {target}: exit {:?}\n{stderr}",
         out.status.code()
     );
