@@ -59,21 +59,10 @@ fn sample_flow_answers_every_request_by_the_header_convention_and_the_reply_topi
         j["settings"]
     );
     // With --persistent, acks=all through the client's own producer.
-    let persistent = dir.path().join("persistent.json");
-    let out = oemputx()
-        .args(["--qmgr", &kafka_url(), "--request-queue", &t.0])
-        .args(["--count", "100", "--persistent", "--no-save", "--quiet"])
-        .arg("--export-json")
-        .arg(&persistent)
-        .output()
-        .expect("oemputx runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = read_json(&persistent);
+    let url = kafka_url();
+    let args = ["--qmgr", &url, "--request-queue", &t.0, "--count", "100"];
+    let (code, j, err) = run_json(&[&args[..], &["--persistent"]].concat());
+    assert_eq!(code, 0, "{err}");
     assert_eq!(integrity5(&j), (100, 100, 0, 0, 0), "{}", j["integrity"]);
     let store = j["settings"]["persistent_store"].as_str().unwrap_or("");
     assert!(store.contains("acks=all"), "{}", j["settings"]);

@@ -8,9 +8,8 @@
 //! so that it cannot move under this file) serves a connection of our own to the
 //! partition's leader, with the same TLS and SASL as the client's.
 
-use super::url::{KafkaEndpoint, Mechanism};
+use super::url::KafkaEndpoint;
 use crate::transport::TransportError;
-use rskafka::client::{Credentials, SaslConfig};
 use rskafka::messenger::Messenger;
 use rskafka::protocol::messages::{
     MetadataRequest, MetadataRequestTopic, ProduceRequest, ProduceRequestPartitionData,
@@ -196,13 +195,7 @@ pub(super) async fn messenger(
     let mut m = Messenger::new(stream, super::DEFAULT_MAX_MESSAGE * 4, Arc::from(name));
     m.sync_versions().await.map_err(|e| e.to_string())?;
     if let Some(s) = &ep.sasl {
-        let credentials = Credentials::new(s.user.clone(), s.password.expose().to_string());
-        let config = match s.mechanism {
-            Mechanism::Plain => SaslConfig::Plain(credentials),
-            Mechanism::ScramSha256 => SaslConfig::ScramSha256(credentials),
-            Mechanism::ScramSha512 => SaslConfig::ScramSha512(credentials),
-        };
-        m.do_sasl(config)
+        m.do_sasl(super::sasl_config(s))
             .await
             .map_err(|e| format!("SASL authentication: {e}"))?;
     }

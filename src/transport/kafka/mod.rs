@@ -110,13 +110,7 @@ pub async fn connect(ep: &KafkaEndpoint, name: &str) -> Result<Client, Transport
             ..Default::default()
         });
     if let Some(s) = &ep.sasl {
-        let credentials =
-            rskafka::client::Credentials::new(s.user.clone(), s.password.expose().to_string());
-        builder = builder.sasl_config(match s.mechanism {
-            Mechanism::Plain => SaslConfig::Plain(credentials),
-            Mechanism::ScramSha256 => SaslConfig::ScramSha256(credentials),
-            Mechanism::ScramSha512 => SaslConfig::ScramSha512(credentials),
-        });
+        builder = builder.sasl_config(sasl_config(s));
     }
     if let Some(tls) = &ep.tls {
         let (config, _) =
@@ -134,6 +128,18 @@ pub async fn connect(ep: &KafkaEndpoint, name: &str) -> Result<Client, Transport
     })
     .await?;
     built.map_err(|e| refused(&target, ep, &e))
+}
+
+/// The client's SASL settings for the URL's user, password and mechanism: the client's and
+/// the acks=1 producer's connections log in alike.
+pub(super) fn sasl_config(s: &url::Sasl) -> SaslConfig {
+    let credentials =
+        rskafka::client::Credentials::new(s.user.clone(), s.password.expose().to_string());
+    match s.mechanism {
+        Mechanism::Plain => SaslConfig::Plain(credentials),
+        Mechanism::ScramSha256 => SaslConfig::ScramSha256(credentials),
+        Mechanism::ScramSha512 => SaslConfig::ScramSha512(credentials),
+    }
 }
 
 /// What a failed connect means: a refused login, or brokers out of reach.
