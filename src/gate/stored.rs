@@ -140,12 +140,11 @@ pub(crate) fn plan<'a>(
     // /proc/stat's ticks, or too busy a machine, has no capture ratio), else the captured
     // total. Checking the newest run only made a history whose older run lacked it in one
     // round an error.
-    let total =
-        if all().all(|s| !crate::signals::interrupted() && s.require(&Metric::Corrected).is_ok()) {
-            "corrected"
-        } else {
-            "captured"
-        };
+    let total = if all().all(|s| s.require(&Metric::Corrected).is_ok()) {
+        "corrected"
+    } else {
+        "captured"
+    };
     if !base.samples(&Metric::named(total)).is_empty() {
         metrics.push(total.to_string());
     }
