@@ -28,22 +28,8 @@ if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
   bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)"
 fi
 cargo fmt --all -- --check
-# The gate's base first (sample-flow at HEAD~1, ci/gate.sh --build-base), in this target
-# folder: it shares every dependency with this checkout's build below, which then compiles
-# only this checkout's own crates. Built in a folder of its own (as it was), beside the
-# tests with one job, it compiled every dependency a second time and at load 4 starved,
-# ending after the tests (stop 65: 966 s into a 20-minute run). Its binary is copied to
-# target/gate-base before this checkout's build takes the name target/debug/sample-flow.
-stamp "building the gate's base"
 mkdir -p target/gate-base
-rm -f target/gate-base/gate.rc
-base_bin=""
-if GATE_BASE_TARGET=target bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
-  base_bin=$(cat target/gate-base/path)
-else
-  cat target/gate-base/build.log
-  echo "ci/test.sh: building the gate's base failed; the gate will try again itself"
-fi
+rm -f target/gate-base/gate.rc target/gate-base/path
 # Clippy lints as the workspace's crates compile (clippy-driver is rustc with clippy's
 # lints): one build serves the tests and the lints, where a `cargo clippy` of its own
 # checked every dependency and crate a second time. Its warnings are counted below, after
@@ -58,15 +44,6 @@ fi
 stamp "building oemputx and sample-flow (with clippy's lints)"
 mkdir -p target/clippy
 cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
-# The regression gate runs beside the tests: it counts instructions (callgrind), which the
-# host's load does not move, with the binaries built above, which cargo test does not
-# rebuild; after the tests it added about two minutes to the command.
-(
-  code=0
-  GATE_BASE_BIN=$base_bin bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
-  echo "$code" >target/gate-base/gate.rc
-) &
-gate_job=$!
 # The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in a
 # target folder of its own so that the tests' binaries stay the default build's; warnings
 # are errors. A debug build with one job beside the tests (they must pass on a loaded host
@@ -81,7 +58,8 @@ mkdir -p target/minimal
 minimal_build=$!
 # An interrupted test command leaves no build or gate behind it.
 other_tests=""
-trap 'pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill "$minimal_build" "$gate_job" $other_tests 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
+gate_job=""
+trap '[ -z "$gate_job" ] || pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill "$minimal_build" $gate_job $other_tests 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
@@ -126,6 +104,25 @@ for line in open(sys.argv[1]):
         print(a["executable"])
 ' target/clippy/artifacts.json | tail -1)
 stamp "the tests"
+# The regression gate runs beside the tests: it counts instructions (callgrind), which the
+# host's load does not move, with the binaries built above, which the tests do not rebuild.
+# Its base (sample-flow at HEAD~1) is built there first, in a target folder of its own seeded
+# with this build's dependencies (ci/gate.sh --build-base), so only two crates compile, and
+# beside tests that mostly wait. (Built before this checkout's build, in this target folder,
+# it put about a minute in front of everything; built beside the tests compiling every
+# dependency a second time, it starved at load 4 and ended after them, stop 65.)
+(
+  code=0
+  if bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
+    GATE_BASE_BIN=$(cat target/gate-base/path) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
+  else
+    code=1
+    echo "ci/test.sh: building the gate's base failed (bash ci/gate.sh --build-base):" >target/gate-base/gate.log
+    cat target/gate-base/build.log >>target/gate-base/gate.log
+  fi
+  echo "$code" >target/gate-base/gate.rc
+) &
+gate_job=$!
 # The integration binary (tests/it, most of the suite's time) runs beside the other targets
 # (the unit tests, the benches' smoke runs, sample-flow's and the support crate's), which
 # cargo would run one after the other before and after it: about 40 s off the command.
@@ -169,7 +166,7 @@ gate=$(cat target/gate-base/gate.rc 2>/dev/null || echo 1)
 if [ "$gate" = 1 ]; then
   stamp "the gate could not measure beside the tests: again after them"
   gate=0
-  GATE_BASE_BIN=$base_bin bash ci/gate.sh || gate=$?
+  GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh || gate=$?
 fi
 stamp "the rabbitmq-only build"
 minimal=0
