@@ -103,6 +103,24 @@ impl UrlParts {
     }
 }
 
+/// The nodes of a cluster named in one URL, comma-separated as the NATS and RabbitMQ clients
+/// take them: `nats://h1:4222,nats://h2:4222`, or `nats://h1:4222,h2:4222` where a node
+/// without a scheme takes the first node's. Each comes back as a URL of its own, in the
+/// order given; a URL without a comma is one node.
+pub fn split_nodes(raw: &str) -> Vec<String> {
+    let scheme = raw.split_once("://").map(|(s, _)| s).unwrap_or_default();
+    raw.split(',')
+        .map(str::trim)
+        .map(|node| {
+            if node.contains("://") || scheme.is_empty() {
+                node.to_string()
+            } else {
+                format!("{scheme}://{node}")
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +139,15 @@ mod tests {
         assert_eq!(u.shown, "amqp://u%40x:***@[::1]:5673/my%2Fvhost?a=1");
         assert_eq!(host_for_url("::1"), "[::1]");
         assert_eq!(host_for_url("broker"), "broker");
+    }
+
+    #[test]
+    fn a_node_list_splits_into_urls_each_with_its_scheme() {
+        assert_eq!(
+            split_nodes("nats://u:p@h1:4222, nats://h2:4223,h3"),
+            ["nats://u:p@h1:4222", "nats://h2:4223", "nats://h3"]
+        );
+        assert_eq!(split_nodes("nats://h1"), ["nats://h1"]);
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl RunArgs {
             persistent: self.persistent,
             syncpoint: self.syncpoint,
             wait: self.wait.into(),
+            reconnect_for: self.reconnect_for.map(Duration::from),
             max_timeouts: self.max_timeouts,
             match_mode: self.match_mode,
             warmup: self.warmup,

@@ -898,6 +898,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub wait: humantime::Duration,
 
+    /// After a task's connection breaks, try for this long to connect again (to the next
+    /// node of a cluster named in --qmgr, or the same broker), then go on; the report counts
+    /// the interruption. 0s: a broken connection ends the run. [default: --wait + 5s]
+    #[arg(long, value_name = "DURATION")]
+    pub reconnect_for: Option<humantime::Duration>,
+
     /// Stop the run after this many timed-out replies. [default: stop after 5 in a row with
     /// no reply between them: the flow is most likely gone]
     #[arg(long, value_name = "N")]

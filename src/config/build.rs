@@ -87,6 +87,7 @@ impl RunOptions {
             persistent: args.persistent,
             syncpoint: args.syncpoint,
             wait: shape.wait,
+            reconnect_for: shape.reconnect_for,
             max_timeouts: args.max_timeouts,
             match_mode: args.match_mode,
             warmup: args.warmup,
@@ -386,6 +387,7 @@ struct RunShape {
     length: RunLength,
     tasks: usize,
     wait: Duration,
+    reconnect_for: Duration,
 }
 
 /// The longest --wait: beyond a day a lost reply is better counted than waited for, and
@@ -455,10 +457,21 @@ impl RunShape {
                 "must be at least 1 (leave it out for no limit)",
             ));
         }
+        let reconnect_for = match args.reconnect_for {
+            Some(d) if d > MAX_WAIT => {
+                return Err(bad(
+                    "--reconnect-for",
+                    "is longer than a day: a cluster that takes no connection for that long is down (give e.g. 30s, or 0s to end the run at a broken connection)",
+                ));
+            }
+            Some(d) => d,
+            None => wait + super::options::RECONNECT_BEYOND_WAIT,
+        };
         Ok(RunShape {
             length,
             tasks,
             wait,
+            reconnect_for,
         })
     }
 }

@@ -123,6 +123,7 @@ pub const SETTING_OPTIONS: &[&str] = &[
     "confirm_window",
     "match_mode",
     "wait",
+    "reconnect_for",
     "max_timeouts",
     "warmup",
 ];

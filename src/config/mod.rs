@@ -150,6 +150,8 @@ pub struct RunConfig {
     pub syncpoint: bool,
     /// Wait for each reply.
     pub wait: Duration,
+    /// How long a task tries to connect again after its connection broke (zero: never).
+    pub reconnect_for: Duration,
     /// Stop after this many timeouts.
     pub max_timeouts: Option<u64>,
     /// Reply matching.

@@ -9,6 +9,10 @@ use crate::transport::MatchMode;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// By default a broken connection is tried again for --wait and this much more: long enough
+/// for a replies' wait to pass and for a cluster to move a node's work to another.
+pub const RECONNECT_BEYOND_WAIT: Duration = Duration::from_secs(5);
+
 /// How CPU is accounted, as asked: the groups, the hosts they may be on, where process CPU
 /// comes from and the capture ratio. Shared by every command that measures.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +107,9 @@ pub struct RunOptions {
     pub persistent: bool,
     pub syncpoint: bool,
     pub wait: Duration,
+    /// How long a task tries to connect again after its connection broke (None: --wait
+    /// and [`RECONNECT_BEYOND_WAIT`] more; zero: not at all).
+    pub reconnect_for: Option<Duration>,
     pub max_timeouts: Option<u64>,
     pub match_mode: MatchMode,
     pub warmup: u64,
@@ -147,6 +154,7 @@ impl Default for RunOptions {
             persistent: false,
             syncpoint: false,
             wait: Duration::from_secs(60),
+            reconnect_for: None,
             max_timeouts: None,
             match_mode: MatchMode::Correl,
             warmup: 0,

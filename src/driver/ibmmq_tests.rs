@@ -408,8 +408,10 @@ fn a_second_reply_to_one_request_is_a_duplicate() {
 fn connection_broken_fails_the_run_with_the_reason_by_name() {
     let qm = qm(Responder::Echo);
     qm.fail("MQGET", 3, Reason::CONNECTION_BROKEN);
+    // --reconnect-for 0s: the broken connection ends the run.
     let cfg = config(RunOptions {
         count: Some(10),
+        reconnect_for: Some(Duration::ZERO),
         ..RunOptions::default()
     });
     let out = run(&cfg, &qm).expect("the run reports what it did");
@@ -417,6 +419,31 @@ fn connection_broken_fails_the_run_with_the_reason_by_name() {
     assert_eq!(out.integrity.matched, 2);
     let error = out.error.unwrap_or_default();
     assert!(error.contains("MQRC_CONNECTION_BROKEN (2009)"), "{error}");
+}
+
+#[test]
+fn a_broken_connection_is_connected_again_and_the_run_goes_on() {
+    // By default the task connects again (MQCONNX) and goes on; the request whose MQGET
+    // broke was in flight, and its reply, still on the reply queue of the broken
+    // connection, is taken or lost, never counted twice.
+    let qm = qm(Responder::Echo);
+    qm.fail("MQGET", 3, Reason::CONNECTION_BROKEN);
+    let cfg = config(RunOptions {
+        count: Some(10),
+        wait: Duration::from_millis(200),
+        ..RunOptions::default()
+    });
+    let out = run(&cfg, &qm).expect("the run reports what it did");
+    let i = out.integrity;
+    assert!(i.balanced(), "{i:?}");
+    assert_eq!(i.sent, 10, "{i:?}");
+    assert!(i.matched >= 9, "{i:?}");
+    let [b] = out.interruptions.as_slice() else {
+        panic!("one interruption: {:?}", out.interruptions)
+    };
+    assert!(b.reconnected, "{b:?}");
+    assert!(b.why.contains("MQRC_CONNECTION_BROKEN (2009)"), "{b:?}");
+    assert_eq!(b.lost + i.matched, 10, "{b:?} {i:?}");
 }
 
 #[test]

@@ -17,6 +17,7 @@
 //! already timed out) or duplicates (their request was already answered).
 
 pub mod backlog;
+mod failover;
 /// The IBM MQ transport driven against an in-memory queue manager (no queue manager can run
 /// here): the tests need the driver, so they live above the transport.
 #[cfg(all(test, feature = "ibmmq"))]
@@ -25,7 +26,7 @@ mod latch;
 mod outcome;
 mod task;
 
-pub use outcome::{Integrity, Outcome, Probe, Round, Status, TaskStats};
+pub use outcome::{Integrity, Interruption, Outcome, Probe, Round, Status, TaskStats};
 pub use task::TIMEOUTS_IN_A_ROW;
 
 use crate::config::{RunConfig, RunLength};
@@ -204,11 +205,15 @@ pub fn drive(
         let measured = measure_rounds(&settings, &latches, &rx, window);
         let end = chrono::Utc::now();
         latches.abandon_from(measured.rounds.len());
+        let mut interruptions = measured.total.interruptions;
+        interruptions.sort_by(|a, b| a.start_utc.cmp(&b.start_utc));
+        let lost = interruptions.iter().map(|i| i.lost).sum();
         Ok(Outcome {
             status: status(
                 controls,
                 measured.error.is_some(),
                 &measured.total.integrity,
+                lost,
             ),
             start,
             end,
@@ -219,6 +224,7 @@ pub fn drive(
             integrity: measured.total.integrity,
             round_trip_ns: measured.total.round_trip_ns,
             per_task_matched: measured.per_task_matched,
+            interruptions,
             error: measured.error,
             rounds: measured.rounds,
             probed,
@@ -376,8 +382,9 @@ fn measure_rounds(
         window.end();
         // Merging happens after the window: it is the report's work, not the run's.
         let mut round = TaskStats::new();
-        for (task, stats) in finished {
+        for (task, mut stats) in finished {
             m.per_task_matched[task] += stats.integrity.matched;
+            m.total.interruptions.append(&mut stats.interruptions);
             round.integrity.add(&stats.integrity);
             // All histograms share bounds, so adding cannot fail.
             let _ = round.round_trip_ns.add(&stats.round_trip_ns);
@@ -393,15 +400,17 @@ fn measure_rounds(
     m
 }
 
-/// How the run ended, most serious first.
-fn status(controls: &Controls, failed: bool, integrity: &Integrity) -> Status {
+/// How the run ended, most serious first. Requests `lost` to a broken connection the run
+/// recovered from are the interruptions' to report, not timeouts of the flow: a run whose
+/// only timeouts they are completed.
+fn status(controls: &Controls, failed: bool, integrity: &Integrity, lost: u64) -> Status {
     if failed {
         Status::Failed
     } else if controls.interrupt.load(Ordering::Relaxed) {
         Status::Interrupted
     } else if controls.stop.load(Ordering::Relaxed) {
         Status::StoppedAfterTimeouts
-    } else if integrity.timed_out > 0 {
+    } else if integrity.timed_out > lost {
         Status::TimedOut
     } else {
         Status::Completed
@@ -656,24 +665,56 @@ mod loop_tests {
         /// Every reply held back this long after the queue manager sent it (later than
         /// --wait: each request times out, and its reply comes late).
         late_by: Option<Duration>,
+        /// The connection breaks at this reply (swallowed: its request was in flight).
+        break_at: u64,
     }
 
     struct Faulty {
         inner: Embedded,
         faults: Faults,
+        /// How many sessions yet break at `faults.break_at`; those after keep going.
+        breaks_left: AtomicU64,
+        /// Sessions after the first refused (no node takes the connection again).
+        refuse_again: bool,
+        opened: AtomicU64,
     }
 
     impl Faulty {
         /// The embedded queue manager for `cfg`, losing every `k`-th reply and nothing else.
         fn dropping_every(cfg: &RunConfig, k: u64) -> Faulty {
-            Faulty {
-                inner: Embedded::start(cfg.queue_setup()),
-                faults: Faults {
+            Faulty::with(
+                cfg,
+                Faults {
                     drop_every: k,
                     repeat_every: u64::MAX,
                     stray_every: u64::MAX,
                     late_by: None,
+                    break_at: u64::MAX,
                 },
+            )
+        }
+
+        fn with(cfg: &RunConfig, faults: Faults) -> Faulty {
+            Faulty {
+                inner: Embedded::start(cfg.queue_setup()),
+                faults,
+                breaks_left: AtomicU64::new(0),
+                refuse_again: false,
+                opened: AtomicU64::new(0),
+            }
+        }
+
+        /// The embedded queue manager for `cfg`, whose first `sessions` connections break
+        /// at their `at`-th reply.
+        fn breaking(cfg: &RunConfig, at: u64, sessions: u64) -> Faulty {
+            let f = Faulty::dropping_every(cfg, u64::MAX);
+            f.breaks_left.store(sessions, Ordering::Relaxed);
+            Faulty {
+                faults: Faults {
+                    break_at: at,
+                    ..f.faults
+                },
+                ..f
             }
         }
 
@@ -699,12 +740,25 @@ mod loop_tests {
             self.inner.prepare()
         }
         fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
+            if self.opened.fetch_add(1, Ordering::Relaxed) > 0 && self.refuse_again {
+                return Err(TransportError::Unreachable {
+                    target: "the lab".into(),
+                    why: "connection refused".into(),
+                });
+            }
             let TaskSession::Blocking(inner) = self.inner.session(task)? else {
                 panic!("the embedded queue manager's sessions block");
             };
+            let mut faults = self.faults;
+            let breaks = self
+                .breaks_left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            if breaks.is_err() {
+                faults.break_at = u64::MAX;
+            }
             Ok(TaskSession::Blocking(Box::new(FaultySession {
                 inner,
-                faults: self.faults,
+                faults,
                 seen: 0,
                 pending: VecDeque::new(),
                 held: VecDeque::new(),
@@ -755,6 +809,12 @@ mod loop_tests {
             };
             self.seen += 1;
             let n = self.seen;
+            if n == self.faults.break_at {
+                return Err(TransportError::ConnectionLost {
+                    target: "the lab".into(),
+                    why: "node 1 went away".into(),
+                });
+            }
             if n.is_multiple_of(self.faults.drop_every) {
                 return Ok(None);
             }
@@ -789,11 +849,9 @@ mod loop_tests {
             repeat_every: 7,
             stray_every: 9,
             late_by: None,
+            break_at: u64::MAX,
         };
-        let t = Faulty {
-            inner: Embedded::start(cfg.queue_setup()),
-            faults,
-        };
+        let t = Faulty::with(&cfg, faults);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         let i = out.integrity;
         assert_eq!(out.status, Status::TimedOut);
@@ -916,5 +974,76 @@ mod loop_tests {
         let err = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect_err("too large");
         assert!(matches!(err, TransportError::TooLarge { .. }));
         assert!(err.is_usage());
+    }
+
+    #[test]
+    fn a_broken_connection_is_opened_again_and_what_it_cost_is_counted_once() {
+        let cfg = config(RunOptions {
+            count: Some(200),
+            wait: Duration::from_millis(100),
+            ..RunOptions::default()
+        });
+        let t = Faulty::breaking(&cfg, 50, 1);
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        let i = out.integrity;
+        // The request in flight at the break is lost, and only that one: the run goes on
+        // on the new connection to its count, and completes.
+        assert_eq!(out.status, Status::Completed, "{i:?} {:?}", out.error);
+        assert_eq!((i.sent, i.matched, i.timed_out), (200, 199, 1), "{i:?}");
+        assert!(i.balanced(), "{i:?}");
+        let [b] = out.interruptions.as_slice() else {
+            panic!("one interruption: {:?}", out.interruptions)
+        };
+        assert_eq!(
+            (b.lost, b.late, b.duplicated, b.task),
+            (1, 0, 0, 0),
+            "{b:?}"
+        );
+        assert!(b.reconnected && b.end_utc.is_some(), "{b:?}");
+        assert!(b.outage_ms > 0.0 && b.outage_ms < 5_000.0, "{b:?}");
+        assert!(b.why.contains("node 1 went away"), "{b:?}");
+        assert_eq!(t.opened.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn without_reconnecting_or_beyond_its_bound_a_broken_connection_fails_the_run() {
+        // --reconnect-for 0s: as before, the break ends the run.
+        let cfg = config(RunOptions {
+            count: Some(200),
+            wait: Duration::from_millis(100),
+            reconnect_for: Some(Duration::ZERO),
+            ..RunOptions::default()
+        });
+        let t = Faulty::breaking(&cfg, 50, 1);
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        assert_eq!(out.status, Status::Failed);
+        assert!(out.interruptions.is_empty(), "{:?}", out.interruptions);
+        assert_eq!(t.opened.load(Ordering::Relaxed), 1);
+        // No node takes the connection again within --reconnect-for: the run fails after
+        // trying for that long, and the break is still reported.
+        let cfg = config(RunOptions {
+            count: Some(200),
+            wait: Duration::from_millis(100),
+            reconnect_for: Some(Duration::from_millis(300)),
+            ..RunOptions::default()
+        });
+        let mut t = Faulty::breaking(&cfg, 50, 1);
+        t.refuse_again = true;
+        let started = Instant::now();
+        let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
+        assert_eq!(out.status, Status::Failed);
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "{:?}",
+            started.elapsed()
+        );
+        let err = out.error.unwrap_or_default();
+        assert!(err.contains("--reconnect-for 300ms"), "{err}");
+        let [b] = out.interruptions.as_slice() else {
+            panic!("one interruption: {:?}", out.interruptions)
+        };
+        assert!(!b.reconnected && b.end_utc.is_none(), "{b:?}");
+        assert!(t.opened.load(Ordering::Relaxed) >= 3, "retried");
+        assert!(out.integrity.balanced(), "{:?}", out.integrity);
     }
 }

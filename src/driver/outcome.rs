@@ -78,12 +78,42 @@ impl Status {
     }
 }
 
+/// A task's connection broke in the measured window and the task reconnected (or tried to):
+/// how long no reply came, and what became of the requests in flight at the break. Each of
+/// those is counted once: `lost` (no reply within --wait after the reconnect, or by the end
+/// of the window: also in the integrity's `timed_out`), `late` (its reply came after that:
+/// also in `late`), or answered (in `matched`); `duplicated` counts second replies that came
+/// after the break (also in `duplicates`).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Interruption {
+    pub task: usize,
+    /// The last reply before the break (the break itself when the window had none yet).
+    pub start_utc: String,
+    /// The first reply after it; `None` when none came before the window closed.
+    pub end_utc: Option<String>,
+    /// From `start_utc` to `end_utc` (to the window's end when no reply came).
+    pub outage_ms: f64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    /// The node the broken connection went to, and the one the task reconnected to, where
+    /// the client names them (`host:port`).
+    pub from: Option<String>,
+    pub to: Option<String>,
+    /// What broke, as the client said it.
+    pub why: String,
+    /// Whether the task connected again within --reconnect-for.
+    pub reconnected: bool,
+}
+
 /// One task's figures.
 #[derive(Debug, Clone)]
 pub struct TaskStats {
     pub integrity: Integrity,
     /// Round trips in nanoseconds.
     pub round_trip_ns: Histogram<u64>,
+    /// Each break of the task's connection in the window, in order.
+    pub interruptions: Vec<Interruption>,
 }
 
 impl TaskStats {
@@ -94,6 +124,7 @@ impl TaskStats {
         TaskStats {
             integrity: Integrity::default(),
             round_trip_ns,
+            interruptions: Vec::new(),
         }
     }
 
@@ -123,6 +154,8 @@ pub struct Outcome {
     pub round_trip_ns: Histogram<u64>,
     /// Matched replies per task.
     pub per_task_matched: Vec<u64>,
+    /// Every break of a task's connection in the measured windows, in order of time.
+    pub interruptions: Vec<Interruption>,
     /// The first transport error, when a task failed mid-run.
     pub error: Option<String>,
     /// Each measured window (one unless --rounds), in order.

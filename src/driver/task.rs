@@ -2,6 +2,7 @@
 //! of the loop (put, then get until every request is answered, timed out or abandoned), and
 //! classify every reply. Written once for every transport, over [`LoopSession`].
 
+use super::failover::{Break, Orphan, Reconnected, reconnect};
 use super::outcome::TaskStats;
 use super::{Controls, GET_SLICE, Latches, PROBE_TIME};
 use crate::config::{RunConfig, RunLength};
@@ -9,7 +10,7 @@ use crate::transport::MatchMode;
 use crate::transport::{
     LoopSession, PhaseRunner, Reply, TaskSession, Transport, TransportError, correl,
 };
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -41,25 +42,155 @@ pub(super) struct LoopSettings<'a> {
 /// reply to a warmup request is still recognised.
 struct TaskLoop<'a, S> {
     settings: &'a LoopSettings<'a>,
+    /// Where a broken session's replacement comes from.
+    transport: &'a dyn Transport,
     session: S,
     task: usize,
     next_seq: u64,
     timed_out: HashSet<u64>,
     inflight: VecDeque<(u64, Instant)>,
+    /// The last matched reply: where the outage of a break starts.
+    last_reply: Option<Instant>,
+    /// Requests in flight when their connection broke, waiting for a reply on the new one.
+    orphans: Vec<Orphan>,
+    /// This phase's breaks, in order.
+    breaks: Vec<Break>,
+    /// Orphans lost in this phase, by the index of their break.
+    lost: HashMap<u64, usize>,
+}
+
+/// Where a phase is: kept across a reconnect, so that the phase goes on where it broke
+/// (the pacing's schedule, and how many requests it has sent).
+struct PhaseState {
+    start: Instant,
+    done: u64,
+}
+
+/// What a phase is asked to do.
+#[derive(Clone, Copy)]
+struct PhaseAsk {
+    limit: Limit,
+    paced: bool,
+    count_progress: bool,
 }
 
 impl<S: LoopSession> TaskLoop<'_, S> {
+    /// Run a phase to its end, reconnecting when the connection breaks (within
+    /// --reconnect-for; `--reconnect-for 0` ends the run at the first break, as before).
+    fn phase(&mut self, ask: PhaseAsk, stats: &mut TaskStats) -> Result<(), TransportError> {
+        let mut state = PhaseState {
+            start: Instant::now(),
+            done: 0,
+        };
+        let result = loop {
+            let exec = self.session.runner();
+            match exec.run(self.run_phase(ask, &mut state, stats)) {
+                Err(e) if self.recoverable(&e) => {
+                    drop(exec);
+                    match self.recover(e) {
+                        Ok(true) => continue,
+                        Ok(false) => break Ok(()),
+                        Err(e) => break Err(e),
+                    }
+                }
+                other => break other,
+            }
+        };
+        self.end_phase(stats);
+        result
+    }
+
+    fn recoverable(&self, e: &TransportError) -> bool {
+        !self.settings.cfg.reconnect_for.is_zero()
+            && matches!(e.kind(), TransportError::ConnectionLost { .. })
+    }
+
+    /// The session broke with `why`: keep its requests in flight as orphans and open a new
+    /// one. True when the phase goes on, false when a stop came first.
+    fn recover(&mut self, why: TransportError) -> Result<bool, TransportError> {
+        let cfg = self.settings.cfg;
+        let mut brk = Break::new(self.task, &why, self.session.node(), self.last_reply);
+        let index = self.breaks.len();
+        let found = reconnect::<S>(
+            self.transport,
+            self.task,
+            self.settings.controls,
+            cfg.reconnect_for,
+        );
+        let until = Instant::now() + cfg.wait;
+        self.orphans
+            .extend(self.inflight.drain(..).map(|(seq, sent)| Orphan {
+                seq,
+                sent,
+                until,
+                brk: index,
+            }));
+        let outcome = match found {
+            Ok(Reconnected::Session(session)) => {
+                brk.rec.reconnected = true;
+                brk.rec.to = session.node();
+                // The broken session goes without a goodbye: its server is gone.
+                drop(std::mem::replace(&mut self.session, session));
+                Ok(true)
+            }
+            Ok(Reconnected::Stopped) => Ok(false),
+            Err(e) => Err(e),
+        };
+        self.breaks.push(brk);
+        outcome
+    }
+
+    /// The phase is over: orphans still without a reply are lost (abandoned after a stop),
+    /// and its breaks go into the phase's figures.
+    fn end_phase(&mut self, stats: &mut TaskStats) {
+        let stopping = self.settings.controls.stopping();
+        self.expire_orphans(None, stopping, stats);
+        let end = Instant::now();
+        self.lost.clear();
+        stats
+            .interruptions
+            .extend(self.breaks.drain(..).map(|b| b.finish(end)));
+    }
+
+    /// Orphans whose wait is over at `now` (all of them when `now` is None) time out as
+    /// lost, or are abandoned when the run is stopping; either way counted once.
+    fn expire_orphans(&mut self, now: Option<Instant>, stopping: bool, stats: &mut TaskStats) {
+        if self.orphans.is_empty() {
+            return;
+        }
+        let (gone, kept): (Vec<Orphan>, Vec<Orphan>) = std::mem::take(&mut self.orphans)
+            .into_iter()
+            .partition(|o| now.is_none_or(|t| o.until <= t));
+        self.orphans = kept;
+        for o in gone {
+            if stopping || !self.count_timeouts(1) {
+                stats.integrity.abandoned += 1;
+                continue;
+            }
+            stats.integrity.timed_out += 1;
+            self.timed_out.insert(o.seq);
+            if let Some(b) = self.breaks.get_mut(o.brk) {
+                b.rec.lost += 1;
+                self.lost.insert(o.seq, o.brk);
+            }
+        }
+    }
+
     async fn run_phase(
         &mut self,
-        limit: Limit,
+        ask: PhaseAsk,
+        state: &mut PhaseState,
         stats: &mut TaskStats,
-        paced: bool,
-        count_progress: bool,
     ) -> Result<(), TransportError> {
+        let PhaseAsk {
+            limit,
+            paced,
+            count_progress,
+        } = ask;
         let cfg = self.settings.cfg;
         let bodies = &cfg.messages.bodies;
         let k = cfg.msgs_per_loop as u64;
-        let start = Instant::now();
+        let start = state.start;
         // Under --rate, task `task`'s i-th request is due at start + (i·tasks + task)/rate:
         // the tasks interleave evenly and the total rate is the one asked for.
         let interval = cfg
@@ -71,11 +202,12 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             .filter(|_| paced)
             .map(|r| Duration::from_secs_f64(self.task as f64 / r))
             .unwrap_or_default();
-        let mut done = 0u64;
         loop {
             if self.settings.controls.stopping() {
                 break;
             }
+            self.expire_orphans(Some(Instant::now()), false, stats);
+            let done = state.done;
             let batch = match limit {
                 Limit::Count(n) if done >= n => break,
                 Limit::Count(n) => k.min(n - done),
@@ -87,10 +219,10 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             // the phase would run on past its end to send it.
             let mut sent = 0u64;
             let mut ends = false;
-            for i in 0..batch {
+            for _ in 0..batch {
                 let sent_at = match interval {
                     Some(iv) => {
-                        let due = start + offset + iv.mul_f64((done + i) as f64);
+                        let due = start + offset + iv.mul_f64(state.done as f64);
                         if matches!(limit, Limit::Until(t) if due >= t) {
                             ends = true;
                             break;
@@ -116,6 +248,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                         .store(true, Ordering::Relaxed);
                 }
                 self.inflight.push_back((seq, sent_at));
+                state.done += 1;
                 sent += 1;
             }
             if sent == 0 {
@@ -133,7 +266,6 @@ impl<S: LoopSession> TaskLoop<'_, S> {
                 slot.0
                     .fetch_add(stats.integrity.matched - matched_before, Ordering::Relaxed);
             }
-            done += sent;
             if ends {
                 break;
             }
@@ -178,30 +310,39 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         self.session.forget_pending();
     }
 
+    /// Count `n` timeouts towards --max-timeouts; false when the limit was already reached
+    /// (the run is stopping, and these requests are abandoned rather than timed out).
+    fn count_timeouts(&self, n: u64) -> bool {
+        let controls = self.settings.controls;
+        let Some(max) = self.settings.cfg.max_timeouts else {
+            return true;
+        };
+        // Counted only while the total is below --max-timeouts, in one atomic step, so
+        // that tasks timing out together do not overshoot it: once another task has
+        // reached it, the run is stopping. (A batch of --msgs-per-loop requests times out
+        // together and is counted whole.)
+        let below = controls
+            .timeouts
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t < max).then_some(t + n)
+            });
+        match below {
+            Ok(before) => {
+                if before + n >= max {
+                    controls.stop.store(true, Ordering::Relaxed);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     fn time_out(&mut self, stats: &mut TaskStats) {
         let n = self.inflight.len() as u64;
         let controls = self.settings.controls;
-        if let Some(max) = self.settings.cfg.max_timeouts {
-            // Counted only while the total is below --max-timeouts, in one atomic step, so
-            // that tasks timing out together do not overshoot it: once another task has
-            // reached it, the run is stopping and these requests are abandoned. (A batch of
-            // --msgs-per-loop requests times out together and is counted whole.)
-            let below = controls
-                .timeouts
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                    (t < max).then_some(t + n)
-                });
-            match below {
-                Ok(before) => {
-                    if before + n >= max {
-                        controls.stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                Err(_) => {
-                    self.abandon(stats);
-                    return;
-                }
-            }
+        if !self.count_timeouts(n) {
+            self.abandon(stats);
+            return;
         }
         for (seq, _) in self.inflight.drain(..) {
             self.timed_out.insert(seq);
@@ -232,6 +373,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             s.matched += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
             stats.record(now - sent);
+            self.replied(now);
             return true;
         }
         let ours = reply
@@ -244,11 +386,16 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             s.unmatched += 1;
             return false;
         };
-        if let Some(pos) = self.inflight.iter().position(|&(q, _)| q == seq) {
-            let (_, sent) = self.inflight.remove(pos).unwrap_or((seq, now));
+        let pending = self.inflight.iter().position(|&(q, _)| q == seq);
+        let sent = match pending {
+            Some(pos) => self.inflight.remove(pos).map(|(_, sent)| sent),
+            None => self.orphan_answered(seq),
+        };
+        if let Some(sent) = sent {
             s.matched += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
             stats.record(now - sent);
+            self.replied(now);
             return true;
         }
         // A late or repeated reply to one of this run's requests still shows the responder
@@ -256,13 +403,35 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         if self.timed_out.remove(&seq) {
             s.late += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
+            // A request lost to a break whose reply came after all is late, not lost.
+            if let Some(b) = self.lost.remove(&seq).and_then(|i| self.breaks.get_mut(i)) {
+                b.rec.lost -= 1;
+                b.rec.late += 1;
+            }
         } else if seq < self.next_seq {
             s.duplicates += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
+            if let Some(b) = self.breaks.last_mut() {
+                b.rec.duplicated += 1;
+            }
         } else {
             s.unmatched += 1;
         }
         false
+    }
+
+    /// The send time of orphan `seq`, taken out of the orphans, if it is one.
+    fn orphan_answered(&mut self, seq: u64) -> Option<Instant> {
+        let pos = self.orphans.iter().position(|o| o.seq == seq)?;
+        Some(self.orphans.swap_remove(pos).sent)
+    }
+
+    /// A matched reply at `now`: the last one so far, and the end of any break's outage.
+    fn replied(&mut self, now: Instant) {
+        self.last_reply = Some(now);
+        if let Some(b) = self.breaks.last_mut() {
+            b.replied(now);
+        }
     }
 }
 
@@ -283,35 +452,49 @@ pub(super) fn task_main(
     tx: &mpsc::Sender<Event>,
 ) {
     match transport.session(task) {
-        Ok(TaskSession::Blocking(s)) => task_phases(settings, s, task, latches, tx),
-        Ok(TaskSession::Async(s)) => task_phases(settings, s, task, latches, tx),
+        Ok(TaskSession::Blocking(s)) => task_phases(settings, transport, s, task, latches, tx),
+        Ok(TaskSession::Async(s)) => task_phases(settings, transport, s, task, latches, tx),
         Err(e) => {
             let _ = tx.send(Event::Ready(Err(e)));
         }
     }
 }
 
+/// An unmeasured phase of `limit`.
+fn unmeasured(limit: Limit, paced: bool) -> PhaseAsk {
+    PhaseAsk {
+        limit,
+        paced,
+        count_progress: false,
+    }
+}
+
 /// A task's life: warmup, the probe, each measured round, then close once all are done.
 fn task_phases<S: LoopSession>(
     settings: &LoopSettings,
+    transport: &dyn Transport,
     session: S,
     task: usize,
     latches: &Latches,
     tx: &mpsc::Sender<Event>,
 ) {
     let cfg = settings.cfg;
-    let exec = session.runner();
     let mut task_loop = TaskLoop {
         settings,
+        transport,
         session,
         task,
         next_seq: 0,
         timed_out: HashSet::new(),
         inflight: VecDeque::new(),
+        last_reply: None,
+        orphans: Vec::new(),
+        breaks: Vec::new(),
+        lost: HashMap::new(),
     };
     let warm = share(cfg.warmup, cfg.tasks, task);
     let warmed = if warm > 0 {
-        exec.run(task_loop.run_phase(Limit::Count(warm), &mut TaskStats::new(), false, false))
+        task_loop.phase(unmeasured(Limit::Count(warm), false), &mut TaskStats::new())
     } else {
         Ok(())
     };
@@ -323,12 +506,8 @@ fn task_phases<S: LoopSession>(
     }
     if latches.probe.wait() {
         let mut probe = TaskStats::new();
-        let probed = exec.run(task_loop.run_phase(
-            Limit::Until(Instant::now() + PROBE_TIME),
-            &mut probe,
-            false,
-            false,
-        ));
+        let until = Limit::Until(Instant::now() + PROBE_TIME);
+        let probed = task_loop.phase(unmeasured(until, false), &mut probe);
         let failed = probed.is_err();
         let _ = tx.send(Event::Probed(probed.map(|()| probe.integrity.matched)));
         if failed {
@@ -337,9 +516,8 @@ fn task_phases<S: LoopSession>(
         }
     }
     if latches.settle.wait() {
-        let until = Instant::now() + cfg.settle.unwrap_or_default();
-        let settled =
-            exec.run(task_loop.run_phase(Limit::Until(until), &mut TaskStats::new(), true, false));
+        let until = Limit::Until(Instant::now() + cfg.settle.unwrap_or_default());
+        let settled = task_loop.phase(unmeasured(until, true), &mut TaskStats::new());
         let failed = settled.is_err();
         let _ = tx.send(Event::Settled(settled));
         if failed {
@@ -347,11 +525,23 @@ fn task_phases<S: LoopSession>(
             return;
         }
     }
+    measured_rounds(&mut task_loop, latches, tx);
+    latches.closing.wait();
+    let _ = task_loop.session.finish();
+}
+
+/// Each measured round of the task, as its latch opens; a failed round ends them.
+fn measured_rounds<S: LoopSession>(
+    task_loop: &mut TaskLoop<'_, S>,
+    latches: &Latches,
+    tx: &mpsc::Sender<Event>,
+) {
+    let (settings, task) = (task_loop.settings, task_loop.task);
+    let cfg = settings.cfg;
     for latch in &latches.rounds {
         // Allocated before the window opens, so that the window holds only the loop.
         let mut stats = TaskStats::new();
         if !latch.wait() {
-            let _ = task_loop.session.finish();
             return;
         }
         let limit = match cfg.length {
@@ -362,20 +552,21 @@ fn task_phases<S: LoopSession>(
             )),
             RunLength::Duration(d) => Limit::Until(Instant::now() + d),
         };
-        let err = exec
-            .run(task_loop.run_phase(limit, &mut stats, true, true))
-            .err();
+        let ask = PhaseAsk {
+            limit,
+            paced: true,
+            count_progress: true,
+        };
+        let err = task_loop.phase(ask, &mut stats).err();
         // Requests still in flight after a failure are neither answered nor timed out.
         stats.integrity.abandoned += task_loop.inflight.len() as u64;
         task_loop.inflight.clear();
         let failed = err.is_some();
         let _ = tx.send(Event::Done(task, stats, err));
         if failed {
-            break;
+            return;
         }
     }
-    latches.closing.wait();
-    let _ = task_loop.session.finish();
 }
 
 /// Without --max-timeouts, a run stops after this many timed-out replies with no reply

@@ -679,6 +679,32 @@ fn latency_and_integrity(o: &mut String, r: &Report) {
         let per: Vec<String> = r.per_task_transactions.iter().map(u64::to_string).collect();
         let _ = writeln!(o, "Transactions per task : {}", per.join(" "));
     }
+    interruptions(o, r);
+}
+
+/// Each broken connection: when, between which nodes, and what it cost.
+fn interruptions(o: &mut String, r: &Report) {
+    for b in &r.interruptions {
+        let node = |n: &Option<String>| n.clone().unwrap_or_else(|| "?".into());
+        let to = if b.reconnected {
+            node(&b.to)
+        } else {
+            "no node".into()
+        };
+        let _ = writeln!(
+            o,
+            "Interruption, task {} : {} -> {}, {:.1} ms without replies from {}; lost {}, late {}, duplicated {}",
+            b.task,
+            node(&b.from),
+            to,
+            b.outage_ms,
+            b.start_utc,
+            b.lost,
+            b.late,
+            b.duplicated
+        );
+        let _ = writeln!(o, "  broke: {}", super::for_terminal(&b.why));
+    }
 }
 
 /// How the run ended, when it did not complete.

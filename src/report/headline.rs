@@ -71,6 +71,10 @@ impl Headline {
             warning: warning(r),
         };
         h.text = h.sentence();
+        if let Some(breaks) = interruptions(&r.interruptions) {
+            h.text.push(' ');
+            h.text.push_str(&breaks);
+        }
         h
     }
 
@@ -96,6 +100,38 @@ impl Headline {
         s.push('.');
         s
     }
+}
+
+/// The run's broken connections in one sentence, e.g. "1 interruption: 412 ms without
+/// replies, 3 requests lost."; None when there were none.
+pub fn interruptions(breaks: &[crate::driver::Interruption]) -> Option<String> {
+    if breaks.is_empty() {
+        return None;
+    }
+    let n = breaks.len();
+    let outage: f64 = breaks.iter().map(|b| b.outage_ms).sum();
+    let sum = |f: fn(&crate::driver::Interruption) -> u64| -> u64 { breaks.iter().map(f).sum() };
+    let (lost, late, dup) = (sum(|b| b.lost), sum(|b| b.late), sum(|b| b.duplicated));
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut s = format!(
+        "{}: {outage:.0} ms without replies, {} lost",
+        plural(n as u64, "interruption", "interruptions"),
+        plural(lost, "request", "requests")
+    );
+    if late > 0 {
+        s.push_str(&format!(", {late} late"));
+    }
+    if dup > 0 {
+        s.push_str(&format!(", {dup} duplicated"));
+    }
+    let failed = breaks.iter().filter(|b| !b.reconnected).count();
+    if failed > 0 {
+        s.push_str(&format!(
+            "; {failed} not reconnected within --reconnect-for"
+        ));
+    }
+    s.push('.');
+    Some(s)
 }
 
 /// The warning a reader must not miss, if any.

@@ -97,6 +97,9 @@ pub struct Report {
     pub integrity: Integrity,
     /// Matched round trips per task.
     pub per_task_transactions: Vec<u64>,
+    /// Each break of a task's connection in the window, and what it cost (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interruptions: Vec<crate::driver::Interruption>,
     /// Per-process CPU rows, µs per transaction (empty without process groups).
     pub processes: Vec<ProcessRow>,
     /// Per-group CPU rows, µs per transaction, with the driver as group DRIVER.
@@ -324,6 +327,9 @@ pub struct Settings {
     pub warmup: u64,
     pub rate_limit_tps: Option<f64>,
     pub max_timeouts: Option<u64>,
+    /// --reconnect-for: how long a broken connection was tried again (0: not at all).
+    #[serde(default)]
+    pub reconnect_for_s: f64,
 }
 
 pub use crate::stats::Latency;
@@ -578,6 +584,7 @@ impl Settings {
             warmup: cfg.warmup,
             rate_limit_tps: cfg.rate,
             max_timeouts: cfg.max_timeouts,
+            reconnect_for_s: cfg.reconnect_for.as_secs_f64(),
         }
     }
 }
@@ -718,6 +725,7 @@ impl Report {
             },
             integrity: out.integrity,
             per_task_transactions: out.per_task_matched.clone(),
+            interruptions: out.interruptions.clone(),
             captured_us_per_tran: table.as_ref().map(|t| t.captured_us_per_tran),
             corrected_us_per_tran: table.as_ref().and_then(|t| t.corrected_us_per_tran),
             capture_ratio: table.as_ref().and_then(|t| t.capture_ratio.clone()),

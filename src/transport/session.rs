@@ -35,6 +35,10 @@ pub trait Session: Send {
     fn forget_pending(&mut self) {}
     /// Close the connection cleanly.
     fn close(self: Box<Self>) -> Result<(), TransportError>;
+    /// The node of a cluster the connection went to (`host:port`), where the client says.
+    fn node(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One task's connection through an async client that runs on its own runtime.
@@ -49,6 +53,10 @@ pub trait AsyncSession: Send {
     fn commit(&mut self) -> SessionFuture<'_, Result<(), TransportError>>;
     /// Send what is queued and close the connection.
     fn close(self: Box<Self>) -> Result<(), TransportError>;
+    /// The node of a cluster the connection went to (`host:port`), where the client says.
+    fn node(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A task's session, as a transport opens it.
@@ -70,6 +78,12 @@ pub trait LoopSession {
     async fn commit_unit(&mut self) -> Result<(), TransportError>;
     fn forget_pending(&mut self);
     fn finish(self) -> Result<(), TransportError>;
+    /// The node the connection went to, where the client says.
+    fn node(&self) -> Option<String>;
+    /// A new connection for task `task` of the same kind, after this one broke.
+    fn reopen(transport: &dyn super::Transport, task: usize) -> Result<Self, TransportError>
+    where
+        Self: Sized;
 }
 
 /// Runs one phase of the loop (a future) to completion.
@@ -120,6 +134,23 @@ impl LoopSession for Box<dyn Session> {
     fn finish(self) -> Result<(), TransportError> {
         self.close()
     }
+    fn node(&self) -> Option<String> {
+        Session::node(self.as_ref())
+    }
+    fn reopen(transport: &dyn super::Transport, task: usize) -> Result<Self, TransportError> {
+        match transport.session(task)? {
+            TaskSession::Blocking(s) => Ok(s),
+            TaskSession::Async(_) => Err(kind_changed()),
+        }
+    }
+}
+
+/// A transport whose sessions changed kind between two connections: not one of ours.
+fn kind_changed() -> TransportError {
+    TransportError::ConnectionLost {
+        target: "the queue manager".into(),
+        why: "its new connection was of another kind than the one that broke".into(),
+    }
 }
 
 impl LoopSession for Box<dyn AsyncSession> {
@@ -139,5 +170,14 @@ impl LoopSession for Box<dyn AsyncSession> {
     fn forget_pending(&mut self) {}
     fn finish(self) -> Result<(), TransportError> {
         self.close()
+    }
+    fn node(&self) -> Option<String> {
+        AsyncSession::node(self.as_ref())
+    }
+    fn reopen(transport: &dyn super::Transport, task: usize) -> Result<Self, TransportError> {
+        match transport.session(task)? {
+            TaskSession::Async(s) => Ok(s),
+            TaskSession::Blocking(_) => Err(kind_changed()),
+        }
     }
 }

@@ -14,6 +14,7 @@ mod beyond_cpu;
 mod ci_recipes;
 mod cli;
 mod docs;
+mod failover;
 mod flow;
 mod fuzz;
 mod gate;

@@ -104,6 +104,7 @@ fn report_of(integrity: Integrity) -> Report {
         integrity,
         round_trip_ns: h.clone(),
         per_task_matched: vec![500, 500],
+        interruptions: Vec::new(),
         error: None,
         rounds: vec![Round {
             elapsed: Duration::from_millis(250),

@@ -33,7 +33,7 @@ use super::{
 use async_nats::{Client, ConnectErrorKind, StatusCode, Subscriber};
 use futures_util::StreamExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::runtime::Runtime;
 use url::{NatsAuth, NatsEndpoint};
@@ -79,6 +79,11 @@ pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOpti
         NatsAuth::Token(token) => options.token(token.expose().to_string()),
         NatsAuth::None => options,
     };
+    if ep.nodes.len() > 1 {
+        // The nodes in the order given (the first that answers is the one a run measures
+        // against), and only those: a cluster's gossip of other addresses is not followed.
+        options = options.retain_servers_order().ignore_discovered_servers();
+    }
     if ep.tls {
         // rustls needs one process-wide crypto provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -87,17 +92,55 @@ pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOpti
     options
 }
 
-/// Connect to the endpoint once (no retries: an unreachable server is the user's to fix).
-async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
-    super::interruptible(&ep.redacted(), connect_bounded(ep, name)).await
+/// Connect to the endpoint's first node that answers (each node tried once: an unreachable
+/// cluster is the user's to fix); `lost`, when given, is told when the connection breaks.
+async fn connect(
+    ep: &NatsEndpoint,
+    name: &str,
+    lost: Option<Arc<Lost>>,
+) -> Result<Client, TransportError> {
+    super::interruptible(&ep.redacted(), connect_bounded(ep, name, lost)).await
 }
 
-/// [`connect`], bounded by the client's [`CONNECT_TIMEOUT`].
-async fn connect_bounded(ep: &NatsEndpoint, name: &str) -> Result<Client, TransportError> {
+/// A task's connection broke: set by the client's event callback, awaited beside each wait
+/// for a reply, so that the driver hears of it at once and reconnects (the client's own
+/// reconnection is not used: it would replay requests buffered for a server that went away,
+/// and the driver could not count what the break cost).
+#[derive(Default)]
+pub struct Lost {
+    broke: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Lost {
+    fn broke(&self) -> bool {
+        self.broke.load(Ordering::Relaxed)
+    }
+}
+
+/// [`connect`], bounded by the client's [`CONNECT_TIMEOUT`] for each node.
+async fn connect_bounded(
+    ep: &NatsEndpoint,
+    name: &str,
+    lost: Option<Arc<Lost>>,
+) -> Result<Client, TransportError> {
     let target = ep.redacted();
-    // The driver's own timeouts decide; the client must not buffer requests for a server
-    // that went away and replay them later.
-    let options = connect_options(ep, name).max_reconnects(Some(1));
+    // Each node once; the client counts every node it tries as an attempt.
+    let mut options = connect_options(ep, name).max_reconnects(Some(ep.nodes.len()));
+    if let Some(lost) = lost {
+        options = options.event_callback(move |event| {
+            let lost = lost.clone();
+            async move {
+                if matches!(
+                    event,
+                    async_nats::Event::Disconnected | async_nats::Event::Closed
+                ) {
+                    lost.broke.store(true, Ordering::Relaxed);
+                    lost.notify.notify_one();
+                }
+            }
+        });
+    }
     options.connect(ep.server()).await.map_err(|e| {
         let why = crate::secret::scrub(&e.to_string());
         let err = match e.kind() {
@@ -129,7 +172,7 @@ async fn connect_bounded(ep: &NatsEndpoint, name: &str) -> Result<Client, Transp
 pub fn responders(ep: &NatsEndpoint, subject: &str) -> Result<Option<u32>, TransportError> {
     let target = ep.redacted();
     client_runtime(&target, "NATS")?.block_on(async {
-        let client = connect(ep, "oemputx-probe").await?;
+        let client = connect(ep, "oemputx-probe", None).await?;
         let js = async_nats::jetstream::new(client.clone());
         let some = match jetstream::capturing(&js, subject).await {
             Some(stream) => Ok(stream.readers > 0),
@@ -209,7 +252,7 @@ impl Transport for Nats {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
         client_runtime(&target, "NATS")?.block_on(async {
-            let client = connect(&self.endpoint, "oemputx-setup").await?;
+            let client = connect(&self.endpoint, "oemputx-setup", None).await?;
             let max = client.server_info().max_payload;
             if max > 0 {
                 self.max_payload.store(max, Ordering::Relaxed);
@@ -233,8 +276,10 @@ impl Transport for Nats {
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let target = self.target();
         let rt = Arc::new(client_runtime(&target, "NATS")?);
+        let lost = Arc::new(Lost::default());
         let (client, inbox, replies) = rt.block_on(async {
-            let client = connect(&self.endpoint, &format!("oemputx-task-{task}")).await?;
+            let name = format!("oemputx-task-{task}");
+            let client = connect(&self.endpoint, &name, Some(lost.clone())).await?;
             let inbox = client.new_inbox();
             let replies = client.subscribe(format!("{inbox}.*")).await.map_err(|e| {
                 TransportError::broker(&target, "subscribing to the task's inbox", e)
@@ -248,7 +293,12 @@ impl Transport for Nats {
         });
         Ok(TaskSession::Async(Box::new(NatsSession {
             rt,
+            node: {
+                let info = client.server_info();
+                format!("{}:{}", info.host, info.port)
+            },
             client: Some(client),
+            lost,
             js,
             replies,
             prefix: format!("{inbox}."),
@@ -270,6 +320,10 @@ pub struct NatsSession {
     rt: Arc<Runtime>,
     /// `None` only after close.
     client: Option<Client>,
+    /// The node the connection went to (`host:port`, as the server names itself).
+    node: String,
+    /// Told by the client when the connection breaks.
+    lost: Arc<Lost>,
     /// `--persistent`: requests go through JetStream and wait for its acknowledgement.
     js: Option<async_nats::jetstream::Context>,
     replies: Subscriber,
@@ -317,14 +371,30 @@ impl NatsSession {
     }
 
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        if self.lost.broke() {
+            return Err(self.lost(format!("the connection to node {} broke", self.node)));
+        }
         self.send_all().await?;
-        let Some(next) = self.timer.within(wait, &mut self.replies).await else {
+        let (replies, lost) = (&mut self.replies, &self.lost);
+        // The next reply, or the break, whichever comes first (a reply already there first).
+        let next = self
+            .timer
+            .around(wait, async {
+                tokio::select! {
+                    biased;
+                    m = replies.next() => Some(m),
+                    () = lost.notify.notified() => None,
+                }
+            })
+            .await;
+        let Some(next) = next else {
             return Ok(None);
         };
-        let Some(m) = next else {
-            return Err(
-                self.lost("the server ended the inbox subscription (the connection was lost)")
-            );
+        let Some(Some(m)) = next else {
+            return Err(self.lost(format!(
+                "the connection to node {} broke (the inbox subscription ended)",
+                self.node
+            )));
         };
         if m.status == Some(StatusCode::NO_RESPONDERS) {
             return Err(TransportError::NoResponders {
@@ -413,6 +483,9 @@ impl AsyncSession for NatsSession {
     fn close(mut self: Box<Self>) -> Result<(), TransportError> {
         let rt = self.rt.clone();
         rt.block_on(self.shut())
+    }
+    fn node(&self) -> Option<String> {
+        Some(self.node.clone())
     }
 }
 

@@ -29,36 +29,64 @@ pub enum NatsAuth {
 }
 
 /// A NATS server: `nats://[user:password@]host[:4222]`, `nats://token@host`, or `tls://…`
-/// for TLS.
+/// for TLS; or a cluster's nodes, comma-separated as NATS clients take them:
+/// `nats://h1:4222,nats://h2:4222` (or `nats://h1:4222,h2:4222`), the credentials once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NatsEndpoint {
+    /// The first node: the one a run connects to while it answers.
     pub host: String,
     pub port: u16,
+    /// Every node, the first included, in the order given: the order connecting tries them.
+    pub nodes: Vec<(String, u16)>,
     pub auth: NatsAuth,
     pub tls: bool,
 }
 
 impl NatsEndpoint {
-    /// Parse a `nats://` or `tls://` URL.
+    /// Parse a `nats://` or `tls://` URL, or a comma-separated list of them.
     pub fn parse(raw: &str) -> Result<NatsEndpoint, EndpointError> {
         let bad = |why: String| EndpointError::bad(raw, why);
-        let u = UrlParts::parse(raw).map_err(&bad)?;
-        let host = u.host_or("no host; write nats://host:4222").map_err(&bad)?;
-        if !u.path.is_empty() || u.has_query() {
-            return Err(bad(
-                "a NATS URL is nats://[user:password@]host[:port], with no path or query".into(),
-            ));
+        let mut nodes = Vec::new();
+        let mut first: Option<(String, NatsAuth)> = None;
+        for node in crate::url_parts::split_nodes(raw) {
+            let u = UrlParts::parse(&node).map_err(&bad)?;
+            let host = u.host_or("no host; write nats://host:4222").map_err(&bad)?;
+            if !u.path.is_empty() || u.has_query() {
+                return Err(bad(
+                    "a NATS URL is nats://[user:password@]host[:port], with no path or query (several nodes: nats://h1:4222,nats://h2:4222)".into(),
+                ));
+            }
+            let auth = match (u.user.clone(), u.password.clone()) {
+                (Some(user), Some(password)) => NatsAuth::User { user, password },
+                (Some(token), None) => NatsAuth::Token(Secret::new(token)),
+                _ => NatsAuth::None,
+            };
+            match &first {
+                None => first = Some((u.scheme.clone(), auth)),
+                Some((scheme, _)) if *scheme != u.scheme => {
+                    return Err(bad(format!(
+                        "the nodes mix {scheme}:// and {}://: a cluster's nodes are all TLS (tls://) or none (nats://)",
+                        u.scheme
+                    )));
+                }
+                Some((_, first_auth)) if auth != NatsAuth::None && auth != *first_auth => {
+                    return Err(bad(
+                        "the nodes carry different credentials: give them once, on the first node (nats://user:password@h1:4222,h2:4222)".into(),
+                    ));
+                }
+                Some(_) => {}
+            }
+            nodes.push((host, u.port.unwrap_or(DEFAULT_PORT)));
         }
-        let auth = match (u.user.clone(), u.password.clone()) {
-            (Some(user), Some(password)) => NatsAuth::User { user, password },
-            (Some(token), None) => NatsAuth::Token(Secret::new(token)),
-            _ => NatsAuth::None,
+        let (Some((scheme, auth)), Some((host, port))) = (first, nodes.first().cloned()) else {
+            return Err(bad("no host; write nats://host:4222".into()));
         };
         Ok(NatsEndpoint {
             host,
-            port: u.port.unwrap_or(DEFAULT_PORT),
+            port,
+            nodes,
             auth,
-            tls: u.scheme == "tls",
+            tls: scheme == "tls",
         })
     }
 
@@ -66,7 +94,8 @@ impl NatsEndpoint {
         if self.tls { "tls" } else { "nats" }
     }
 
-    /// The URL, with its secrets only when `reveal`.
+    /// The URL, with its secrets only when `reveal`: the first node with the credentials,
+    /// the others as `host:port` after it.
     fn url(&self, reveal: bool) -> String {
         let shown = |s: &Secret| {
             if reveal {
@@ -83,11 +112,8 @@ impl NatsEndpoint {
             NatsAuth::Token(t) => format!("{}@", shown(t)),
             NatsAuth::None => String::new(),
         };
-        format!("{}://{auth}{}", self.scheme(), self.server_authority())
-    }
-
-    fn server_authority(&self) -> String {
-        format!("{}:{}", host_for_url(&self.host), self.port)
+        let nodes: Vec<String> = self.nodes.iter().map(|(h, p)| authority(h, *p)).collect();
+        format!("{}://{auth}{}", self.scheme(), nodes.join(","))
     }
 
     /// The URL with the password (or token) replaced by `***`.
@@ -100,10 +126,13 @@ impl NatsEndpoint {
         self.url(true)
     }
 
-    /// The server address as async-nats takes it, without credentials (those go through
-    /// its options, so that no error of the client can quote them).
-    pub fn server(&self) -> String {
-        format!("{}://{}", self.scheme(), self.server_authority())
+    /// The servers' addresses as async-nats takes them, in order, without credentials
+    /// (those go through its options, so that no error of the client can quote them).
+    pub fn server(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|(h, p)| format!("{}://{}", self.scheme(), authority(h, *p)))
+            .collect()
     }
 
     /// The user name to name in a refused login; a token is never named.
@@ -114,6 +143,11 @@ impl NatsEndpoint {
             NatsAuth::None => "(none)".into(),
         }
     }
+}
+
+/// A node as `host:port`, an IPv6 host in brackets.
+fn authority(host: &str, port: u16) -> String {
+    format!("{}:{port}", host_for_url(host))
 }
 
 #[cfg(test)]
@@ -129,7 +163,7 @@ mod tests {
         };
         assert_eq!(password.expose(), "SeCrEt!99");
         assert_eq!(n.redacted(), "nats://app:***@127.0.0.1:4222");
-        assert_eq!(n.server(), "nats://127.0.0.1:4222");
+        assert_eq!(n.server(), ["nats://127.0.0.1:4222"]);
         assert!(n.url_with_password().contains("SeCrEt%2199"));
         let t = NatsEndpoint::parse("tls://s3cr3tt0ken@nats.example:4443").expect("parses");
         assert!(t.tls);
@@ -144,7 +178,46 @@ mod tests {
             NatsEndpoint::parse("nats://[::1]:4222")
                 .expect("IPv6")
                 .server(),
-            "nats://[::1]:4222"
+            ["nats://[::1]:4222"]
         );
+    }
+
+    #[test]
+    fn a_cluster_is_its_nodes_in_order_with_the_credentials_once_and_hidden() {
+        let c =
+            NatsEndpoint::parse("nats://app:hunter2@127.0.0.1:14222,nats://127.0.0.1:14223,[::1]")
+                .expect("a node list");
+        assert_eq!(
+            c.nodes,
+            [
+                ("127.0.0.1".to_string(), 14222),
+                ("127.0.0.1".to_string(), 14223),
+                ("::1".to_string(), 4222)
+            ]
+        );
+        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 14222));
+        assert_eq!(
+            c.redacted(),
+            "nats://app:***@127.0.0.1:14222,127.0.0.1:14223,[::1]:4222"
+        );
+        assert_eq!(
+            c.server(),
+            [
+                "nats://127.0.0.1:14222",
+                "nats://127.0.0.1:14223",
+                "nats://[::1]:4222"
+            ]
+        );
+        // The flow gets the same list, credentials and all.
+        let again = NatsEndpoint::parse(&c.url_with_password()).expect("round trip");
+        assert_eq!(again, c);
+        for (bad, why) in [
+            ("nats://h1:4222,tls://h2:4222", "mix"),
+            ("nats://a:b@h1,nats://c:d@h2", "credentials"),
+            ("nats://h1,nats://", "host"),
+        ] {
+            let err = NatsEndpoint::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 }

@@ -1,0 +1,347 @@
+//! Broker clusters and failover (issue 63): a three-node NATS cluster of the test's own
+//! (ci/cluster-lab.sh on free ports, so that no other test's cluster loses a node), a
+//! hold-out responder on the third node (the test's own async-nats client, not sample-flow),
+//! and the node oemputx is connected to lost in the middle of a paced run.
+
+use oemputx_test_support::*;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A cluster lab of the test's own: three nodes on free ports, taken down when dropped.
+struct Lab {
+    ports: Vec<u16>,
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn up() -> Lab {
+        // Each node's route port is its client port + 2000: both must be free.
+        let mut ports = Vec::new();
+        while ports.len() < 3 {
+            let p = oemputx_test_support::kafka::free_port();
+            if p < 63_000
+                && !ports.contains(&p)
+                && std::net::TcpListener::bind(("127.0.0.1", p + 2000)).is_ok()
+            {
+                ports.push(p);
+            }
+        }
+        let lab = Lab {
+            ports,
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        let out = lab.script(&["up", "nats"]);
+        assert!(
+            out.status.success(),
+            "the lab did not come up: {}",
+            said(&out)
+        );
+        lab
+    }
+
+    fn script(&self, args: &[&str]) -> Output {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ci/cluster-lab.sh");
+        let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
+        Command::new("bash")
+            .arg(script)
+            .args(args)
+            .env("OEMPUTX_CLUSTER_PORTS", ports.join(" "))
+            .env("OEMPUTX_CLUSTER_DIR", self.dir.path())
+            .output()
+            .expect("bash runs")
+    }
+
+    /// `kill` (SIGKILL), `stop` (SIGTERM) or `start` node `n` (1-3).
+    fn node(&self, what: &str, n: usize) {
+        let out = self.script(&[what, "nats", &n.to_string()]);
+        assert!(out.status.success(), "{what} node {n}: {}", said(&out));
+    }
+
+    /// The --qmgr naming every node, the first first.
+    fn url(&self) -> String {
+        let nodes: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("nats://127.0.0.1:{p}"))
+            .collect();
+        nodes.join(",")
+    }
+
+    fn address(&self, n: usize) -> String {
+        format!("127.0.0.1:{}", self.ports[n - 1])
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.script(&["down", "nats"]);
+    }
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A responder of the test's own on one node: it answers every request on `subject` with
+/// its body, and counts what it answered.
+struct Responder {
+    answered: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Responder {
+    fn start(url: &str, subject: &str, asker: &str) -> Responder {
+        let (answered, stop) = (
+            Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = {
+            let (url, subject) = (url.to_string(), subject.to_string());
+            let (answered, stop) = (answered.clone(), stop.clone());
+            std::thread::spawn(move || serve(&url, &subject, &answered, &stop, &ready_tx))
+        };
+        ready_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the responder subscribed");
+        // The subscription is known across the cluster before the run asks for it.
+        wait_for_interest(asker, subject);
+        Responder {
+            answered,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn answered(&self) -> u64 {
+        self.answered.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+fn serve(
+    url: &str,
+    subject: &str,
+    answered: &AtomicU64,
+    stop: &AtomicBool,
+    ready: &std::sync::mpsc::Sender<()>,
+) {
+    use futures_util::StreamExt;
+    runtime().block_on(async {
+        let client = async_nats::connect(url)
+            .await
+            .expect("the responder connects");
+        let mut sub = client
+            .subscribe(subject.to_string())
+            .await
+            .expect("subscribes");
+        client.flush().await.expect("flushes");
+        let _ = ready.send(());
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(100), sub.next()).await
+            else {
+                continue;
+            };
+            if let Some(reply) = m.reply
+                && client.publish(reply, m.payload).await.is_ok()
+            {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+}
+
+/// Wait until a request on `subject` through `url` gets an answer (the responder's
+/// interest has crossed the cluster's routes).
+fn wait_for_interest(url: &str, subject: &str) {
+    runtime().block_on(async {
+        let client = async_nats::connect(url).await.expect("connects");
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let asked = tokio::time::timeout(
+                Duration::from_secs(1),
+                client.request(subject.to_string(), "ping".into()),
+            )
+            .await;
+            if matches!(asked, Ok(Ok(_))) {
+                return;
+            }
+            assert!(Instant::now() < until, "no answer on {subject} via {url}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+}
+
+/// oemputx at 200 msg/s for 20 s against the whole cluster, its JSON report in `json`.
+fn paced_run(lab: &Lab, subject: &str, json: &std::path::Path) -> std::process::Child {
+    oemputx_process()
+        .args(["--qmgr", &lab.url(), "--request-queue", subject])
+        .args(["--rate", "200", "--duration", "20s", "--wait", "2s"])
+        .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
+        .arg(json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts")
+}
+
+/// The run's end, bounded: 20 s of run and its reconnects, with room for a loaded host.
+fn ended(child: std::process::Child) -> (i32, String) {
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(90));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let out = child.wait_with_output().expect("oemputx ends");
+    drop(watchdog);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The books every failover run must keep: every request accounted for once, no duplicate
+/// on NATS core, at least 60 % of what 20 s at 200 msg/s offered matched, and no more
+/// matched than the responder answered.
+fn assert_books(j: &serde_json::Value, answered: u64) {
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(
+        n("sent"),
+        n("matched") + n("timed_out") + n("abandoned"),
+        "{i}"
+    );
+    assert_eq!(n("duplicates"), 0, "{i}");
+    assert!(
+        n("matched") >= 2400,
+        "matched {} of 4000 offered: {i}",
+        n("matched")
+    );
+    assert!(
+        n("matched") <= answered,
+        "matched {} > answered {answered}",
+        n("matched")
+    );
+    let lost: u64 = j["interruptions"]
+        .as_array()
+        .map(|a| a.iter().map(|b| b["lost"].as_u64().unwrap_or(0)).sum())
+        .unwrap_or(0);
+    assert!(lost <= n("timed_out"), "lost {lost} are timeouts too: {i}");
+}
+
+#[test]
+fn the_node_oemputx_is_connected_to_killed_mid_run_is_one_interruption_not_the_end() {
+    live!(NatsServer);
+    let lab = Lab::up();
+    let subject = fresh_queue("failover");
+    let responder = Responder::start(
+        &format!("nats://{}", lab.address(3)),
+        &subject,
+        &format!("nats://{}", lab.address(1)),
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover.json");
+    let child = paced_run(&lab, &subject, &json);
+    std::thread::sleep(Duration::from_secs(6));
+    // The nodes are tried in the order given: the run is on node 1.
+    lab.node("kill", 1);
+    let (code, err) = ended(child);
+    let answered = responder.answered();
+    let j = read_json(&json);
+    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    let breaks = j["interruptions"].as_array().cloned().unwrap_or_default();
+    let [b] = breaks.as_slice() else {
+        panic!("one interruption: {}", j["interruptions"])
+    };
+    let outage = b["outage_ms"].as_f64().unwrap_or(-1.0);
+    assert!((1.0..=10_000.0).contains(&outage), "{b}");
+    assert_eq!(b["from"], lab.address(1), "{b}");
+    assert!(
+        b["to"] == lab.address(2) || b["to"] == lab.address(3),
+        "{b}"
+    );
+    assert_eq!(b["reconnected"], true, "{b}");
+    assert_eq!(b["duplicated"], 0, "{b}");
+    assert_books(&j, answered);
+    assert_eq!(j["status"], "completed", "{}", j["status_detail"]);
+    assert!(
+        j["settings"]["reconnect_for_s"].as_f64() == Some(7.0),
+        "{}",
+        j["settings"]
+    );
+}
+
+#[test]
+fn a_node_stopped_cleanly_and_one_that_came_back_are_each_an_interruption() {
+    live!(NatsServer);
+    let lab = Lab::up();
+    let subject = fresh_queue("failover-back");
+    let responder = Responder::start(
+        &format!("nats://{}", lab.address(3)),
+        &subject,
+        &format!("nats://{}", lab.address(1)),
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover-back.json");
+    let child = paced_run(&lab, &subject, &json);
+    std::thread::sleep(Duration::from_secs(5));
+    // SIGTERM: node 1 shuts down cleanly; the run goes on on node 2.
+    lab.node("stop", 1);
+    std::thread::sleep(Duration::from_secs(2));
+    // Node 1 comes back; then node 2 goes, and the run goes back to node 1, the first.
+    lab.node("start", 1);
+    std::thread::sleep(Duration::from_secs(4));
+    lab.node("kill", 2);
+    let (code, err) = ended(child);
+    let answered = responder.answered();
+    let j = read_json(&json);
+    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    let breaks = j["interruptions"].as_array().cloned().unwrap_or_default();
+    let hops: Vec<(String, String)> = breaks
+        .iter()
+        .map(|b| {
+            (
+                b["from"].as_str().unwrap_or("?").to_string(),
+                b["to"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            (lab.address(1), lab.address(2)),
+            (lab.address(2), lab.address(1))
+        ],
+        "{}",
+        j["interruptions"]
+    );
+    for b in &breaks {
+        let outage = b["outage_ms"].as_f64().unwrap_or(-1.0);
+        assert!((1.0..=10_000.0).contains(&outage), "{b}");
+    }
+    assert_books(&j, answered);
+}
