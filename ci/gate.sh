@@ -78,7 +78,7 @@ build_base() {
     return 0
   fi
   local into=${GATE_BASE_TARGET:-target/gate-base}
-  seed_base_target "$into/${dir#target/}" "$dir"
+  bash ci/seed-target.sh "$dir" "$into/${dir#target/}"
   # The base's source outside this tree (cargo would take it for a member of this
   # workspace), its build in target/gate-base (kept: the next run reuses it).
   local wt
@@ -93,30 +93,6 @@ build_base() {
     cargo build -q "${profile[@]}" --workspace --bin sample-flow) >&2
   git worktree remove --force "$wt" >/dev/null 2>&1 || true
   echo "$into/${dir#target/}/sample-flow"
-}
-
-# Seeds the base's target folder $1 from the dependencies already built in this checkout's
-# $2 (target/debug or target/release), so that cargo finds them fresh there and compiles only
-# the workspace's own crates: about 2 minutes of dependencies not compiled twice. The
-# compiled libraries (most of the 1 GB) are hard links: rustc writes a library it rebuilds
-# to a new file and renames it into place, so a dependency rebuilt for the base (a changed
-# Cargo.lock) never reaches this checkout's copy. What cargo and rustc rewrite in place (the
-# fingerprints, dep-info files, build scripts' outputs: a few tens of MB) is copied. The
-# workspace's own artifacts and the incremental caches are left out: the base builds its own.
-seed_base_target() {
-  local into=$1 from=$2
-  [ -d "$from/deps" ] && [ ! -d "$into/deps" ] || return 0
-  local own=(! -name 'oemputx-*' ! -name 'liboemputx-*' ! -name 'sample?flow-*'
-    ! -name '*oemputx_test_support-*')
-  mkdir -p "$into/deps"
-  find "$from/deps" -maxdepth 1 -type f "${own[@]}" ! -name '*.d' -exec cp -l -t "$into/deps" {} + 2>/dev/null || true
-  find "$from/deps" -maxdepth 1 -type f "${own[@]}" -name '*.d' -exec cp -t "$into/deps" {} + 2>/dev/null || true
-  local sub
-  for sub in build .fingerprint; do
-    [ -d "$from/$sub" ] || continue
-    mkdir -p "$into/$sub"
-    find "$from/$sub" -mindepth 1 -maxdepth 1 "${own[@]}" -exec cp -a -t "$into/$sub" {} + 2>/dev/null || true
-  done
 }
 
 no_base() {

@@ -30,6 +30,11 @@ fi
 cargo fmt --all -- --check
 mkdir -p target/gate-base
 rm -f target/gate-base/gate.rc target/gate-base/path
+# An interrupted test command leaves no build or gate behind it.
+other_tests=""
+gate_job=""
+minimal_build=""
+trap '[ -z "$gate_job" ] || pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill $minimal_build $gate_job $other_tests 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 # Clippy lints as the workspace's crates compile (clippy-driver is rustc with clippy's
 # lints): one build serves the tests and the lints, where a `cargo clippy` of its own
 # checked every dependency and crate a second time. Its warnings are counted below, after
@@ -44,6 +49,25 @@ fi
 stamp "building oemputx and sample-flow (with clippy's lints)"
 mkdir -p target/clippy
 cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
+# The gate's base, sample-flow at HEAD~1 (ci/gate.sh --build-base), alone and at once: in a
+# target folder of its own seeded with the dependencies just built, only oemputx's library
+# and sample-flow at the base compile (32 s here), and this checkout's target/debug is not
+# written to. (Built first, in this target folder, it put a minute in front of every build;
+# beside the tests, it starved them and itself: 3 min for its 32 s, the tests 2 min longer;
+# compiling every dependency a second time beside them, stop 65, it ended after them.)
+stamp "building the gate's base"
+base_ok=1
+bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
+[ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
+# The regression gate runs beside the tests' build and the tests: it counts instructions
+# (callgrind), which the host's load does not move, with the binaries built above, which
+# cargo test does not rebuild; after the tests it added about two minutes to the command.
+(
+  code=0
+  GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
+  echo "$code" >target/gate-base/gate.rc
+) &
+gate_job=$!
 # The smallest broker build (docs/transports.md: cargo features), RabbitMQ alone, in a
 # target folder of its own so that the tests' binaries stay the default build's; warnings
 # are errors. A debug build with one job beside the tests (they must pass on a loaded host
@@ -51,15 +75,15 @@ cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
 # feature a left-out transport needs. (Built in release it took longer than the tests
 # beside them; what it checks is the features, not the optimiser. At nice 10 beside four
 # busy loops it was still compiling its dependencies when the tests ended.)
+# Seeded with the dependencies built above, with warnings denied by a workspace wrapper rather
+# than RUSTFLAGS (which would change every dependency's fingerprint): 45 crates of 165
+# compile, those whose features differ (75 s of CPU instead of 120).
 mkdir -p target/minimal
-(unset RUSTC_WORKSPACE_WRAPPER; RUSTFLAGS="-D warnings" CARGO_TARGET_DIR=target/minimal CARGO_BUILD_JOBS=1 \
+bash ci/seed-target.sh target/debug target/minimal/debug
+(RUSTC_WORKSPACE_WRAPPER="$PWD/ci/deny-warnings.sh" CARGO_INCREMENTAL=0 CARGO_TARGET_DIR=target/minimal CARGO_BUILD_JOBS=1 \
   cargo build --no-default-features --features rabbitmq --quiet) \
   >target/minimal/build.log 2>&1 &
 minimal_build=$!
-# An interrupted test command leaves no build or gate behind it.
-other_tests=""
-gate_job=""
-trap '[ -z "$gate_job" ] || pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill "$minimal_build" $gate_job $other_tests 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 minimal_check() {
   local code=0
   if ! wait "$minimal_build"; then
@@ -104,25 +128,6 @@ for line in open(sys.argv[1]):
         print(a["executable"])
 ' target/clippy/artifacts.json | tail -1)
 stamp "the tests"
-# The regression gate runs beside the tests: it counts instructions (callgrind), which the
-# host's load does not move, with the binaries built above, which the tests do not rebuild.
-# Its base (sample-flow at HEAD~1) is built there first, in a target folder of its own seeded
-# with this build's dependencies (ci/gate.sh --build-base), so only two crates compile, and
-# beside tests that mostly wait. (Built before this checkout's build, in this target folder,
-# it put about a minute in front of everything; built beside the tests compiling every
-# dependency a second time, it starved at load 4 and ended after them, stop 65.)
-(
-  code=0
-  if bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
-    GATE_BASE_BIN=$(cat target/gate-base/path) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
-  else
-    code=1
-    echo "ci/test.sh: building the gate's base failed (bash ci/gate.sh --build-base):" >target/gate-base/gate.log
-    cat target/gate-base/build.log >>target/gate-base/gate.log
-  fi
-  echo "$code" >target/gate-base/gate.rc
-) &
-gate_job=$!
 # The integration binary (tests/it, most of the suite's time) runs beside the other targets
 # (the unit tests, the benches' smoke runs, sample-flow's and the support crate's), which
 # cargo would run one after the other before and after it: about 40 s off the command.
