@@ -51,6 +51,8 @@ pub struct FlowOptions {
     pub prefetch: u16,
     /// NATS: read the JetStream stream that captures the input subject, not the subject.
     pub jetstream: bool,
+    /// With `jetstream`: the stream's replicas when the flow creates it.
+    pub replicas: Option<usize>,
     /// Instances in this process (Kafka: instance i reads the partitions p with p mod
     /// threads = i).
     pub threads: usize,

@@ -84,6 +84,10 @@ struct Args {
     /// Reply-To header and acknowledge it after the reply.
     #[arg(long)]
     jetstream: bool,
+    /// With --jetstream: the replicas of the stream, when the flow creates it (1 to 5; a
+    /// cluster's nodes each keep a copy). A stream found with another number is refused.
+    #[arg(long, value_name = "N", requires = "jetstream", value_parser = clap::value_parser!(u8).range(1..=5))]
+    replicas: Option<u8>,
     /// Instances in this process, one thread and connection each (IBM's broker report's additional
     /// instances; several processes are its execution groups).
     #[arg(long, default_value_t = 1)]
@@ -198,6 +202,7 @@ fn run() -> anyhow::Result<()> {
         echo: args.echo,
         prefetch: args.prefetch,
         jetstream: args.jetstream,
+        replicas: args.replicas.map(usize::from),
         threads: args.threads,
         extra_cpu: Duration::from_secs_f64(args.extra_cpu_us / 1e6),
         extra_work: args.extra_work,

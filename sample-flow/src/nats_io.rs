@@ -58,7 +58,7 @@ impl NatsIo {
         let subject = o.input_queue.clone();
         let source = if o.jetstream {
             Source::Stream(Box::new(
-                stream_reader(&client, &subject, o.prefetch, &target).await?,
+                stream_reader(&client, &subject, o.prefetch, o.replicas, &target).await?,
             ))
         } else {
             Source::Core(
@@ -85,11 +85,12 @@ async fn stream_reader(
     client: &Client,
     subject: &str,
     prefetch: u16,
+    replicas: Option<usize>,
     target: &str,
 ) -> anyhow::Result<pull::Stream> {
     let ctx = jetstream::new(client.clone());
     js::require(&ctx, target).await?;
-    let facts = js::find_or_create(&ctx, subject, true, target).await?;
+    let facts = js::find_or_create(&ctx, subject, true, replicas, target).await?;
     let stream = ctx
         .get_stream(&facts.name)
         .await

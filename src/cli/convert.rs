@@ -78,6 +78,7 @@ impl RunArgs {
             put1: self.put1,
             model_queue: self.model_queue.clone(),
             confirm_window: self.confirm_window,
+            replicas: self.replicas.map(usize::from),
             msgfile: self.msgfile.clone(),
             lines: self.lines,
             msg_size: self.msg_size,

@@ -841,6 +841,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub confirm_window: Option<u32>,
 
+    /// Copies a cluster keeps of each stored request. NATS: the replicas of the JetStream
+    /// stream --persistent --declare creates (1 to 5; a stream found with another number is
+    /// refused). [default: the store's own, 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub replicas: Option<u8>,
+
     /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
     #[arg(long, value_name = "PATH")]
     pub msgfile: Vec<PathBuf>,

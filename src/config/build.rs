@@ -77,6 +77,7 @@ impl RunOptions {
             put1: args.put1,
             model_queue: args.model_queue.clone(),
             confirm_window: args.confirm_window,
+            replicas: args.replicas,
             messages,
             length: shape.length,
             tasks: shape.tasks,
@@ -315,9 +316,19 @@ fn check_transport_options(
             put1: args.put1,
             model_queue: args.model_queue.clone(),
             confirm_window: args.confirm_window,
+            replicas: args.replicas,
             wait: args.wait,
             interrupt: Default::default(),
         };
+        if args.replicas.is_some() && !endpoint.kind().replicates() {
+            return Err(bad(
+                "--replicas",
+                format!(
+                    "sets the replicas of a NATS JetStream stream (nats:// with --persistent --declare); on {} it is not built yet: leave it out",
+                    endpoint.transport()
+                ),
+            ));
+        }
         endpoint
             .kind()
             .refuse(&setup)

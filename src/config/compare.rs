@@ -121,6 +121,7 @@ pub const SETTING_OPTIONS: &[&str] = &[
     "rate",
     "tasks",
     "confirm_window",
+    "replicas",
     "match_mode",
     "wait",
     "reconnect_for",

@@ -127,6 +127,8 @@ pub struct RunConfig {
     pub model_queue: Option<String>,
     /// `--confirm-window`: publisher confirms, at most this many requests unconfirmed.
     pub confirm_window: Option<u32>,
+    /// `--replicas N`: the stored requests' copies in a cluster (NATS JetStream).
+    pub replicas: Option<usize>,
     /// The request bodies.
     pub messages: Messages,
     /// Count or duration.
@@ -197,6 +199,7 @@ impl RunConfig {
             put1: self.put1,
             model_queue: self.model_queue.clone(),
             confirm_window: self.confirm_window,
+            replicas: self.replicas,
             wait: self.wait,
             // The run's own flag is set by `measure` (QueueSetup::interrupted_by).
             interrupt: Default::default(),

@@ -92,6 +92,8 @@ pub struct RunOptions {
     pub model_queue: Option<String>,
     /// Publisher confirms (AMQP 0-9-1): at most N requests unconfirmed; None: no confirms.
     pub confirm_window: Option<u32>,
+    /// `--replicas N` (NATS JetStream streams --declare creates).
+    pub replicas: Option<usize>,
     pub msgfile: Vec<PathBuf>,
     /// Each line of the message files is one message.
     pub lines: bool,
@@ -142,6 +144,7 @@ impl Default for RunOptions {
             put1: false,
             model_queue: None,
             confirm_window: None,
+            replicas: None,
             msgfile: Vec::new(),
             lines: false,
             msg_size: None,

@@ -298,6 +298,9 @@ pub struct Settings {
     /// `--confirm-window`: publisher confirms with at most this many requests unconfirmed.
     #[serde(default)]
     pub confirm_window: Option<u32>,
+    /// `--replicas`: the copies a cluster keeps of each stored request, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<usize>,
     /// Whether a named reply queue was cleared before the run (false under --no-clear).
     pub clear_reply_queue: bool,
     pub message_source: String,
@@ -306,7 +309,7 @@ pub struct Settings {
     pub msg_bytes_max: usize,
     pub persistent: bool,
     /// Where persistent requests were stored, when the transport says more than
-    /// `persistent` (NATS: "JetStream stream MQSI_IN (workqueue retention, file storage)");
+    /// `persistent` (NATS: "JetStream stream MQSI_IN (workqueue retention, file storage, 1 replica)");
     /// on a broker that stores every request (Kafka), also when the run was not persistent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub persistent_store: Option<String>,
@@ -566,6 +569,7 @@ impl Settings {
             },
             reply_path: cfg.reply_queue.path().to_string(),
             confirm_window: cfg.confirm_window,
+            replicas: cfg.replicas,
             clear_reply_queue: cfg.clear_reply_queue,
             message_source: cfg.messages.source.clone(),
             messages_in_rotation: cfg.messages.bodies.len(),

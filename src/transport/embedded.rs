@@ -218,6 +218,7 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["embedded"],
     example: "embedded:",
     parse: |_| Ok(endpoint()),
+    node_lists: false,
     bare_name: None,
 };
 

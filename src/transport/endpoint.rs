@@ -110,6 +110,10 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     fn silent_consumers_hint(&self) -> Option<&'static str> {
         None
     }
+    /// Whether `--replicas` means something here (a store whose copies a run can set).
+    fn replicates(&self) -> bool {
+        false
+    }
     /// The run options this transport cannot serve, checked before anything starts. The
     /// default refuses IBM MQ's own calls; a transport adds its own rules.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
@@ -252,4 +256,7 @@ pub struct Registered {
     /// A name that is no profile, taken by this transport when it can be one of its own;
     /// the note says why it was taken so (for errors).
     pub bare_name: Option<fn(&str, String) -> Option<Endpoint>>,
+    /// Whether one URL may name a cluster's nodes, comma-separated (issue 63); a list given
+    /// to a transport that does not take one is refused as not built yet.
+    pub node_lists: bool,
 }

@@ -420,6 +420,9 @@ pub struct QueueSetup {
     /// Publisher confirms (AMQP 0-9-1 `--confirm-window N`): at most N requests published
     /// and not yet confirmed; a put waits for confirms beyond that. None: no confirms.
     pub confirm_window: Option<u32>,
+    /// `--replicas N`: the copies a cluster keeps of each stored request (NATS JetStream: the
+    /// stream's replicas, when --declare creates it). None: the store's own default.
+    pub replicas: Option<usize>,
     /// The longest one wait for the broker's answer to a request may take (the run's
     /// `--wait`): a transport that waits inside `put` (STOMP's receipt of a persistent
     /// send) waits no longer than a get would.
@@ -445,6 +448,7 @@ impl QueueSetup {
             put1: false,
             model_queue: None,
             confirm_window: None,
+            replicas: None,
             wait: std::time::Duration::from_secs(60),
             interrupt: Default::default(),
         }

@@ -166,6 +166,15 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
         .iter()
         .find(|t| t.schemes.contains(&scheme.as_str()))
     {
+        if !t.node_lists && raw.contains(',') {
+            return Err(EndpointError::bad(
+                raw,
+                format!(
+                    "a list of a cluster's nodes is not built yet for {scheme}:// (it is for nats://, amqp://, kafka:// and IBM MQ's conn=): name one node, e.g. {}",
+                    t.example
+                ),
+            ));
+        }
         return (t.parse)(raw);
     }
     if let Some(t) = left_out().find(|t| t.schemes.contains(&scheme.as_str())) {
@@ -336,5 +345,19 @@ mod tests {
         let before = all.len();
         all.dedup();
         assert_eq!(all.len(), before, "a scheme listed twice");
+    }
+
+    #[cfg(all(feature = "mqtt", feature = "stomp", feature = "nats"))]
+    #[test]
+    fn a_node_list_is_taken_where_built_and_refused_as_not_yet_elsewhere() {
+        for raw in [
+            "mqtt://127.0.0.1:1883,127.0.0.1:1884",
+            "stomp://u:hunter2@h1:61613,h2:61613",
+        ] {
+            let err = parse_url(raw).map(|_| ()).expect_err(raw).to_string();
+            assert!(err.contains("not built yet"), "{err}");
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        assert!(parse_url("nats://h1:4222,h2:4222").is_ok());
     }
 }

@@ -345,3 +345,67 @@ fn a_node_stopped_cleanly_and_one_that_came_back_are_each_an_interruption() {
     }
     assert_books(&j, answered);
 }
+
+#[test]
+fn on_rabbitmq_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
+    live!(RabbitMq);
+    // Node 1 is a proxy in front of the shared broker, node 2 the broker itself: cutting
+    // the proxy (every connection closed, every new one refused) is node 1 lost. The
+    // request queue and its echo flow are on the broker, reached either way.
+    let q = fresh_queue("failover-amqp");
+    let _cleanup = QueueGuard(q.clone());
+    let _flow = EchoFlow::start(&q, &[]);
+    let broker = amqp_url();
+    let at = broker
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .unwrap_or("127.0.0.1:5672")
+        .to_string();
+    let proxy = FaultProxy::start(&at);
+    let node1 = format!("127.0.0.1:{}", proxy.port);
+    let (userinfo, _) = broker.split_once('@').unwrap_or(("amqp://guest:guest", ""));
+    let url = format!("{userinfo}@{node1}/%2f,{at}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover-amqp.json");
+    let child = oemputx_process()
+        .args(["--qmgr", &url, "--request-queue", &q])
+        .args(["--rate", "200", "--duration", "10s", "--wait", "2s"])
+        .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    std::thread::sleep(Duration::from_secs(4));
+    proxy.set(Fault::Cut);
+    let (code, err) = ended(child);
+    let j = read_json(&json);
+    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    assert!(!err.contains("guest:guest"), "{err}");
+    let breaks = j["interruptions"].as_array().cloned().unwrap_or_default();
+    let [b] = breaks.as_slice() else {
+        panic!("one interruption: {}", j["interruptions"])
+    };
+    assert_eq!(
+        (b["from"].as_str(), b["to"].as_str()),
+        (Some(node1.as_str()), Some(at.as_str())),
+        "{b}"
+    );
+    let outage = b["outage_ms"].as_f64().unwrap_or(-1.0);
+    assert!((1.0..=10_000.0).contains(&outage), "{b}");
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(
+        n("sent"),
+        n("matched") + n("timed_out") + n("abandoned"),
+        "{i}"
+    );
+    assert_eq!(n("duplicates"), 0, "{i}");
+    // 10 s at 200 msg/s offered 2000.
+    assert!(n("matched") >= 1200, "{i}");
+    assert!(
+        !j["settings"]["qmgr"].to_string().contains("guest:guest"),
+        "{}",
+        j["settings"]
+    );
+}

@@ -296,7 +296,7 @@ fn persistent_requests_go_through_a_jetstream_work_queue_and_each_is_answered_on
     assert_eq!(
         j["settings"]["persistent_store"],
         format!(
-            "JetStream stream {} (workqueue retention, file storage)",
+            "JetStream stream {} (workqueue retention, file storage, 1 replica)",
             stream.0
         ),
         "{}",

@@ -19,7 +19,7 @@ fn with_admin_channel<T>(
     admin.runtime()?.block_on(async {
         // Bounded: a broker (or a path to it) that stalls must not hold up the run's end.
         tokio::time::timeout(within, async {
-            let conn = admin.connect(connection_name).await?;
+            let (conn, _) = admin.connect(connection_name).await?;
             let ch = conn
                 .open_channel(None)
                 .await

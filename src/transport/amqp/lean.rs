@@ -83,6 +83,8 @@ impl Confirms {
 pub struct LeanSession {
     sock: TcpStream,
     target: String,
+    /// The node of the endpoint the connection went to (`host:port`).
+    node: Option<String>,
     request_queue: String,
     reply_queue: String,
     /// A new reply queue and consumer for every request (`--reply-queue per-request`).
@@ -229,6 +231,7 @@ impl LeanSession {
         let mut s = LeanSession {
             sock,
             target: target.to_string(),
+            node: None,
             request_queue: o.request_queue.to_string(),
             reply_queue: String::new(),
             per_request: o.reply == LeanReply::PerRequest,
@@ -697,7 +700,18 @@ fn parse_header(payload: &[u8]) -> Option<(Option<String>, u64)> {
     Some((correl, size))
 }
 
+impl LeanSession {
+    /// This session, naming the node it is connected to.
+    pub fn on_node(mut self, node: String) -> LeanSession {
+        self.node = Some(node);
+        self
+    }
+}
+
 impl Session for LeanSession {
+    fn node(&self) -> Option<String> {
+        self.node.clone()
+    }
     fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
         if self.per_request {
             self.request_queue_of_its_own();
@@ -819,6 +833,7 @@ mod tests {
         let s = LeanSession {
             sock,
             target: "test".into(),
+            node: None,
             request_queue: "q".into(),
             reply_queue: "r".into(),
             per_request: false,

@@ -106,8 +106,38 @@ impl Amqp {
             })
     }
 
-    async fn connect(&self, name: &str) -> Result<Connection, TransportError> {
-        let ep = &self.endpoint;
+    /// A connection to the first of the endpoint's nodes that takes it, and that node. A node
+    /// that refuses the login or the virtual host ends the search: the others share them.
+    async fn connect(&self, name: &str) -> Result<(Connection, String), TransportError> {
+        let mut missed = Vec::new();
+        for node in &self.endpoint.nodes {
+            let ep = self.endpoint.at(node);
+            match self.connect_node(&ep, name).await {
+                Ok(c) => return Ok((c, node_name(node))),
+                Err(e) if !matches!(e.kind(), TransportError::Unreachable { .. }) => return Err(e),
+                Err(e) => missed.push((node_name(node), e)),
+            }
+        }
+        match missed.len() {
+            0 | 1 => Err(missed
+                .pop()
+                .map(|(_, e)| e)
+                .unwrap_or_else(|| self.unreachable("no node".into()))),
+            _ => Err(self.unreachable(
+                missed
+                    .iter()
+                    .map(|(n, e)| format!("{n}: {e}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )),
+        }
+    }
+
+    async fn connect_node(
+        &self,
+        ep: &AmqpEndpoint,
+        name: &str,
+    ) -> Result<Connection, TransportError> {
         // Reach the port first: a refused or silent port and a login the broker turns down
         // end the same way inside the client (a closed socket), but need different fixes.
         let target = self.target();
@@ -141,7 +171,7 @@ impl Amqp {
                 // from inside the client.
                 if matches!(err.kind(), TransportError::AuthRefused { .. })
                     && ep.tls.is_none()
-                    && !self.speaks_amqp().await
+                    && !speaks_amqp(ep).await
                 {
                     return Err(self.unreachable(
                         "the port accepted the connection, then closed or reset it without starting the AMQP handshake: is an AMQP 0-9-1 broker listening there (not a proxy or another service)?".into(),
@@ -150,24 +180,6 @@ impl Amqp {
                 Err(err.caused_by(&e))
             }
         }
-    }
-
-    /// Whether the port answers AMQP 0-9-1's protocol header with a frame (the broker's
-    /// Connection.Start: frame type 1, channel 0).
-    async fn speaks_amqp(&self) -> bool {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let ep = &self.endpoint;
-        let probe = async {
-            let mut s = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)).await?;
-            s.write_all(b"AMQP\x00\x00\x09\x01").await?;
-            let mut head = [0u8; 3];
-            s.read_exact(&mut head).await?;
-            Ok::<bool, std::io::Error>(head == [1, 0, 0])
-        };
-        matches!(
-            tokio::time::timeout(CONNECT_TIMEOUT, probe).await,
-            Ok(Ok(true))
-        )
     }
 
     fn unreachable(&self, why: String) -> TransportError {
@@ -306,7 +318,7 @@ impl Amqp {
     }
 
     async fn prepare_async(&self) -> Result<Prepared, TransportError> {
-        let conn = self.connect("oemputx-setup").await?;
+        let (conn, _) = self.connect("oemputx-setup").await?;
         self.ensure_queue(&conn, &self.setup.request_queue, true)
             .await?;
         let mut cleared = 0;
@@ -340,7 +352,7 @@ impl Amqp {
         };
         let rt = self.runtime()?;
         let (conn, ch, rx) = rt.block_on(async {
-            let conn = self.connect("oemputx-reply-router").await?;
+            let (conn, _) = self.connect("oemputx-reply-router").await?;
             let ch = conn
                 .open_channel(None)
                 .await
@@ -375,7 +387,7 @@ impl Amqp {
         task: usize,
         inbox: Option<UnboundedReceiver<Reply>>,
     ) -> Result<Parts, TransportError> {
-        let conn = self.connect(&format!("oemputx-task-{task}")).await?;
+        let (conn, node) = self.connect(&format!("oemputx-task-{task}")).await?;
         let ch = conn
             .open_channel(None)
             .await
@@ -427,6 +439,7 @@ impl Amqp {
             ch,
             replies,
             props,
+            node,
         })
     }
 }
@@ -437,6 +450,8 @@ struct Parts {
     ch: Channel,
     replies: Source,
     props: BasicProperties,
+    /// The node of the endpoint the connection went to.
+    node: String,
 }
 
 /// Where a session's replies come from.
@@ -491,6 +506,28 @@ fn route_replies(
     });
 }
 
+/// Whether `ep`'s port answers AMQP 0-9-1's protocol header with a frame (the broker's
+/// Connection.Start: frame type 1, channel 0).
+async fn speaks_amqp(ep: &AmqpEndpoint) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let probe = async {
+        let mut s = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)).await?;
+        s.write_all(b"AMQP\x00\x00\x09\x01").await?;
+        let mut head = [0u8; 3];
+        s.read_exact(&mut head).await?;
+        Ok::<bool, std::io::Error>(head == [1, 0, 0])
+    };
+    matches!(
+        tokio::time::timeout(CONNECT_TIMEOUT, probe).await,
+        Ok(Ok(true))
+    )
+}
+
+/// A node as reports name it: `host:port`.
+fn node_name(node: &(String, u16)) -> String {
+    format!("{}:{}", crate::url_parts::host_for_url(&node.0), node.1)
+}
+
 /// Connection arguments for an endpoint, with TLS for `amqps://`.
 pub fn connection_args(ep: &AmqpEndpoint, name: &str) -> Result<OpenConnectionArguments, String> {
     let mut args = OpenConnectionArguments::new(&ep.host, ep.port, &ep.user, ep.password.expose());
@@ -541,19 +578,7 @@ impl Transport for Amqp {
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         if let Some(reply) = self.lean_eligible() {
-            let s = lean::LeanSession::open(
-                &self.endpoint,
-                &self.target(),
-                lean::LeanOptions {
-                    request_queue: &self.setup.request_queue,
-                    reply,
-                    persistent: self.setup.persistent,
-                    confirm_window: self.setup.confirm_window,
-                    wait: self.setup.wait,
-                    task,
-                },
-            )?;
-            return Ok(TaskSession::Blocking(Box::new(s)));
+            return self.lean_session(task, reply);
         }
         if self.setup.confirm_window.is_some() {
             return Err(self.not_lean("--confirm-window"));
@@ -584,6 +609,34 @@ impl Amqp {
             ReplyQueue::Named(q) if self.setup.tasks <= 1 => Some(LeanReply::Queue(q.clone())),
             ReplyQueue::Named(_) => None,
         }
+    }
+
+    /// Task `task`'s lean session, on the first of the endpoint's nodes that takes it (a
+    /// refused login or a missing queue ends the search: the other nodes share them).
+    fn lean_session(&self, task: usize, reply: LeanReply) -> Result<TaskSession, TransportError> {
+        let mut last = None;
+        for node in &self.endpoint.nodes {
+            let opened = lean::LeanSession::open(
+                &self.endpoint.at(node),
+                &self.target(),
+                lean::LeanOptions {
+                    request_queue: &self.setup.request_queue,
+                    reply: reply.clone(),
+                    persistent: self.setup.persistent,
+                    confirm_window: self.setup.confirm_window,
+                    wait: self.setup.wait,
+                    task,
+                },
+            );
+            match opened {
+                Ok(s) => return Ok(TaskSession::Blocking(Box::new(s.on_node(node_name(node))))),
+                Err(e) if !matches!(e.kind(), TransportError::ConnectionLost { .. }) => {
+                    return Err(e);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| self.unreachable("no node".into())))
     }
 
     /// What only the lean session does, asked of the amqprs one (`amqps://`, --syncpoint or
@@ -752,6 +805,9 @@ impl AmqpSession {
 impl AsyncSession for AmqpSession {
     fn runtime(&self) -> Arc<Runtime> {
         self.rt.clone()
+    }
+    fn node(&self) -> Option<String> {
+        self.parts.as_ref().map(|p| p.node.clone())
     }
     fn put(&mut self, body: &[u8], correl_id: &str) -> Result<(), TransportError> {
         self.put_request(body, correl_id)

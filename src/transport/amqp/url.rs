@@ -13,14 +13,19 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["amqp", "amqps"],
     example: "amqp://user:password@host:5672/vhost",
     parse: |raw| Ok(Endpoint::new(AmqpEndpoint::parse(raw)?)),
+    node_lists: true,
     bare_name: None,
 };
 
 /// The parts of an `amqp://` or `amqps://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmqpEndpoint {
+    /// The node connections go to first.
     pub host: String,
     pub port: u16,
+    /// Every node of a cluster named in the URL, the first included, in the order given:
+    /// the order connecting tries them.
+    pub nodes: Vec<(String, u16)>,
     pub user: String,
     pub password: Secret,
     pub vhost: String,
@@ -31,8 +36,49 @@ pub struct AmqpEndpoint {
 impl AmqpEndpoint {
     /// Parse `amqp://user:pass@host:port/vhost` (RabbitMQ's URI spec: default guest/guest,
     /// port 5672 or 5671, vhost "/" when the path is absent, percent-decoded otherwise), and
-    /// for `amqps://` RabbitMQ's TLS query parameters.
+    /// for `amqps://` RabbitMQ's TLS query parameters; or a cluster's nodes, comma-separated
+    /// as a list of URLs, the user, virtual host and TLS parameters on the first:
+    /// `amqp://u:p@h1:5672/%2f,h2:5672,amqp://h3:5672`.
     pub fn parse(raw: &str) -> Result<AmqpEndpoint, EndpointError> {
+        let bad = |why: String| EndpointError::bad(raw, why);
+        let listed = crate::url_parts::split_nodes(raw);
+        let mut ep = AmqpEndpoint::parse_one(&listed[0]).map_err(|e| match e {
+            EndpointError::BadUrl { why, .. } => bad(why),
+            other => other,
+        })?;
+        let default_port = if ep.tls.is_some() { 5671 } else { 5672 };
+        for node in &listed[1..] {
+            let u = UrlParts::parse(node).map_err(&bad)?;
+            let host = u
+                .host_or("a node without a host; write amqp://u:p@h1:5672/vhost,h2:5672")
+                .map_err(&bad)?;
+            let same_scheme = u.scheme == if ep.tls.is_some() { "amqps" } else { "amqp" };
+            let same_user = u.user.as_ref().is_none_or(|user| *user == ep.user)
+                && u.password
+                    .as_ref()
+                    .is_none_or(|p| p.expose() == ep.password.expose());
+            let same_vhost = u.path.is_empty() || u.path == ep.vhost;
+            if !same_scheme || !same_user || !same_vhost || u.has_query() {
+                return Err(bad(
+                    "a cluster's nodes share one scheme, user, virtual host and TLS settings: give them once, on the first node (amqp://user:password@h1:5672/vhost,h2:5672)".into(),
+                ));
+            }
+            ep.nodes.push((host, u.port.unwrap_or(default_port)));
+        }
+        Ok(ep)
+    }
+
+    /// Whichever node of the list: this endpoint with its first node replaced by `node`.
+    pub fn at(&self, node: &(String, u16)) -> AmqpEndpoint {
+        AmqpEndpoint {
+            host: node.0.clone(),
+            port: node.1,
+            ..self.clone()
+        }
+    }
+
+    /// One node's URL, as RabbitMQ's URI spec writes it.
+    fn parse_one(raw: &str) -> Result<AmqpEndpoint, EndpointError> {
         let bad = |why: String| EndpointError::bad(raw, why);
         let u = UrlParts::parse(raw).map_err(&bad)?;
         let host = u
@@ -65,10 +111,12 @@ impl AmqpEndpoint {
             .then(|| TlsOptions::from_query(&host, query))
             .transpose()
             .map_err(&bad)?;
+        let port = u.port.unwrap_or(if secure { 5671 } else { 5672 });
         Ok(AmqpEndpoint {
-            port: u.port.unwrap_or(if secure { 5671 } else { 5672 }),
+            port,
             user: u.user.clone().unwrap_or_else(|| "guest".into()),
             password: u.password.clone().unwrap_or_else(|| Secret::new("guest")),
+            nodes: vec![(host.clone(), port)],
             host,
             vhost,
             tls,
@@ -102,6 +150,9 @@ impl AmqpEndpoint {
             }
             url.push('?');
             url.push_str(&q.finish());
+        }
+        for (host, port) in self.nodes.iter().skip(1) {
+            url.push_str(&format!(",{}:{port}", host_for_url(host)));
         }
         url
     }
@@ -196,6 +247,44 @@ mod tests {
             let ep = AmqpEndpoint::parse(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
             let again = AmqpEndpoint::parse(&ep.url_with_password()).expect("parses again");
             assert_eq!(again, ep, "{raw}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_is_its_nodes_in_order_with_user_vhost_and_password_once() {
+        let c = AmqpEndpoint::parse(
+            "amqp://app:hunter2@127.0.0.1:5672/prod,127.0.0.1:5673,amqp://app@[::1]",
+        )
+        .expect("a node list");
+        assert_eq!(
+            c.nodes,
+            [
+                ("127.0.0.1".to_string(), 5672),
+                ("127.0.0.1".to_string(), 5673),
+                ("::1".to_string(), 5672)
+            ]
+        );
+        assert_eq!(
+            (c.host.as_str(), c.port, c.vhost.as_str()),
+            ("127.0.0.1", 5672, "prod")
+        );
+        assert_eq!(
+            c.redacted(),
+            "amqp://app:***@127.0.0.1:5672/prod,127.0.0.1:5673,[::1]:5672"
+        );
+        let again = AmqpEndpoint::parse(&c.url_with_password()).expect("round trip");
+        assert_eq!(again, c);
+        let second = c.at(&c.nodes[1]);
+        assert_eq!((second.host.as_str(), second.port), ("127.0.0.1", 5673));
+        assert_eq!(second.vhost, "prod");
+        for bad in [
+            "amqp://a:b@h1/v,amqp://c:d@h2",
+            "amqp://h1/v,h2/w",
+            "amqp://h1,amqps://h2",
+        ] {
+            let err = AmqpEndpoint::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains("give them once"), "{bad}: {err}");
+            assert!(!err.contains(":b@") && !err.contains(":d@"), "{err}");
         }
     }
 }

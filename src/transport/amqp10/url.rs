@@ -14,6 +14,7 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["amqp10", "amqps10"],
     example: "amqp10://user:password@host:5672",
     parse: |raw| Ok(Endpoint::new(Amqp10Endpoint::parse(raw)?)),
+    node_lists: false,
     bare_name: None,
 };
 
@@ -176,6 +177,7 @@ impl Amqp10Endpoint {
         AmqpEndpoint {
             host: self.host.clone(),
             port: self.port,
+            nodes: vec![(self.host.clone(), self.port)],
             user: self.user.clone(),
             password: self.password.clone(),
             vhost: "/".into(),

@@ -10,6 +10,7 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["ibmmq"],
     example: "ibmmq://QM1?conn=host(1414)&channel=DEV.APP.SVRCONN",
     parse: |raw| Ok(Endpoint::new(IbmMqEndpoint::parse(raw)?)),
+    node_lists: true,
     bare_name: Some(bare_name),
 };
 

@@ -24,6 +24,7 @@ pub const REGISTERED: Registered = Registered {
             KafkaEndpoint::parse(raw).map_err(|why| EndpointError::bad(raw, why))?,
         ))
     },
+    node_lists: true,
     bare_name: None,
 };
 

@@ -13,6 +13,7 @@ pub const REGISTERED: Registered = Registered {
             MqttEndpoint::parse(raw).map_err(|why| EndpointError::bad(raw, why))?,
         ))
     },
+    node_lists: false,
     bare_name: None,
 };
 

@@ -40,6 +40,8 @@ pub struct StreamFacts {
     /// waiting, or a push consumer with a subscriber. A durable consumer outlives its flow,
     /// so merely having consumers would not say that a flow runs.
     pub readers: usize,
+    /// The copies the cluster keeps of each message (1 on a single server).
+    pub replicas: usize,
 }
 
 impl StreamFacts {
@@ -56,14 +58,19 @@ impl StreamFacts {
                 StorageType::Memory => "memory",
             },
             readers,
+            replicas: info.config.num_replicas.max(1),
         }
     }
 
     /// One line for the report's settings.
     pub fn describe(&self) -> String {
         format!(
-            "JetStream stream {} ({} retention, {} storage)",
-            self.name, self.retention, self.storage
+            "JetStream stream {} ({} retention, {} storage, {} replica{})",
+            self.name,
+            self.retention,
+            self.storage,
+            self.replicas,
+            if self.replicas == 1 { "" } else { "s" }
         )
     }
 }
@@ -116,15 +123,29 @@ async fn readers(stream: &jetstream::stream::Stream) -> usize {
 }
 
 /// The stream that captures `subject`, created as a file-backed work queue when there is
-/// none and `create` is set. JetStream must be on (see [`require`]).
+/// none and `create` is set, with `replicas` copies of each message (1 when None). A stream
+/// found with another number of replicas than `replicas` asks for is refused: a run would
+/// measure another replication than the one asked for. JetStream must be on (see
+/// [`require`]).
 pub async fn find_or_create(
     js: &Context,
     subject: &str,
     create: bool,
+    replicas: Option<usize>,
     target: &str,
 ) -> Result<StreamFacts, TransportError> {
     if let Some(found) = capturing(js, subject).await {
-        return Ok(found);
+        return match replicas {
+            Some(r) if r != found.replicas => Err(TransportError::Broker {
+                what: format!("checking JetStream stream {}", found.name),
+                target: target.to_string(),
+                why: format!(
+                    "it keeps {} replica(s) of each message and --replicas asks for {r}: delete it (nats stream rm {}) for the run to create it again, or ask for {}",
+                    found.replicas, found.name, found.replicas
+                ),
+            }),
+            _ => Ok(found),
+        };
     }
     if !create {
         return Err(TransportError::NoStream {
@@ -137,6 +158,7 @@ pub async fn find_or_create(
         subjects: vec![subject.to_string()],
         retention: RetentionPolicy::WorkQueue,
         storage: StorageType::File,
+        num_replicas: replicas.unwrap_or(1),
         ..Default::default()
     };
     let mut stream = js
@@ -174,10 +196,11 @@ mod tests {
             retention: "workqueue",
             storage: "file",
             readers: 1,
+            replicas: 1,
         };
         assert_eq!(
             f.describe(),
-            "JetStream stream MQSI_IN (workqueue retention, file storage)"
+            "JetStream stream MQSI_IN (workqueue retention, file storage, 1 replica)"
         );
     }
 }

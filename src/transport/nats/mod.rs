@@ -213,7 +213,14 @@ impl Nats {
         let js = async_nats::jetstream::new(client.clone());
         jetstream::require(&js, target).await?;
         let subject = &self.setup.request_queue;
-        let facts = jetstream::find_or_create(&js, subject, self.setup.declare, target).await?;
+        let facts = jetstream::find_or_create(
+            &js,
+            subject,
+            self.setup.declare,
+            self.setup.replicas,
+            target,
+        )
+        .await?;
         if facts.readers == 0 {
             return Err(TransportError::NoStreamReader {
                 stream: facts.name,
@@ -520,8 +527,18 @@ impl EndpointKind for NatsEndpoint {
     fn default_groups(&self) -> Vec<&'static str> {
         vec!["QMGR=@nats"]
     }
+    /// JetStream streams keep replicas.
+    fn replicates(&self) -> bool {
+        true
+    }
     /// What NATS cannot do, or not yet: each refused with the way out.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {
+        if setup.replicas.is_some() && !setup.persistent {
+            return Err(OptionRefused::new(
+                "--replicas",
+                "replicas are a JetStream stream's: add --persistent (and --declare to create the stream with them), or leave --replicas out for core NATS",
+            ));
+        }
         refuse_mq_calls(setup)?;
         super::endpoint::refuse_rabbitmq_paths(setup, "nats")?;
         if setup.syncpoint {

@@ -12,6 +12,7 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["nats", "tls"],
     example: "nats://host:4222",
     parse: |raw| Ok(Endpoint::new(NatsEndpoint::parse(raw)?)),
+    node_lists: true,
     bare_name: None,
 };
 

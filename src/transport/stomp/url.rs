@@ -15,6 +15,7 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["stomp", "stomp+ssl"],
     example: "stomp://user:password@host:61613",
     parse: |raw| Ok(Endpoint::new(StompEndpoint::parse(raw)?)),
+    node_lists: false,
     bare_name: None,
 };
 
