@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
 # A broker cluster on this machine, for failover runs and the cost of replication (issue 63):
-# three nats-server nodes with JetStream on 127.0.0.1 ports of their own, routes between
-# them, each with its own data directory. The shared NATS on 4222 is never touched.
+# three nats-server nodes with JetStream, or three RabbitMQ nodes clustered, on 127.0.0.1
+# ports of their own, each with its own data directory. The shared NATS on 4222 and
+# RabbitMQ on 5672 are never touched.
 #
-#   bash ci/cluster-lab.sh up [nats]        # start the nodes that are not running (idempotent);
-#                                           #   prints the --qmgr URL naming all three
-#   bash ci/cluster-lab.sh down [nats]      # stop every node, remove the lab's data
-#   bash ci/cluster-lab.sh status [nats]    # exit 0 when every node answers
-#   bash ci/cluster-lab.sh url [nats]       # the --qmgr URL naming every node
-#   bash ci/cluster-lab.sh kill nats N      # SIGKILL node N (1-3): lost at once, as in a crash
-#   bash ci/cluster-lab.sh stop nats N      # SIGTERM node N: a clean shutdown
-#   bash ci/cluster-lab.sh start nats N     # start node N again (it rejoins the cluster)
-#   bash ci/cluster-lab.sh pid nats N       # node N's process id
+#   bash ci/cluster-lab.sh up [nats|rabbitmq]     # start the nodes that are not running
+#                                                 #   (idempotent); prints the --qmgr URL
+#   bash ci/cluster-lab.sh down [nats|rabbitmq]   # stop every node, remove the lab's data
+#   bash ci/cluster-lab.sh status [nats|rabbitmq] # exit 0 when every node answers
+#   bash ci/cluster-lab.sh url [nats|rabbitmq]    # the --qmgr URL naming every node
+#   bash ci/cluster-lab.sh kill KIND N            # SIGKILL node N (1-3): lost at once
+#   bash ci/cluster-lab.sh stop KIND N            # SIGTERM node N: a clean shutdown
+#   bash ci/cluster-lab.sh start KIND N           # start node N again (it rejoins)
+#   bash ci/cluster-lab.sh pid KIND N             # node N's process id
 #
-# OEMPUTX_CLUSTER_PORTS (default "14222 14223 14224") are the client ports, one per node;
-# each node's route port is its client port + 2000. OEMPUTX_CLUSTER_DIR (default
-# /var/tmp/oemputx-cluster-lab-<first port>) holds each node's JetStream store, log and pid
-# file. A test that kills nodes starts a lab of its own on free ports, so that no other
-# test's lab loses a node. A three-node RabbitMQ cluster is not built yet: `up rabbitmq`
-# says so and exits 2.
+# OEMPUTX_CLUSTER_PORTS (default "14222 14223 14224" for NATS, "25682 25683 25684" for
+# RabbitMQ) are the client ports, one per node; a NATS node's route port is its client
+# port + 2000, a RabbitMQ node's Erlang distribution port its client port + 10000.
+# OEMPUTX_CLUSTER_DIR (default /var/tmp/oemputx-cluster-lab-<first port>) holds each node's
+# data, log and pid file. RabbitMQ nodes are named oemputx<port>@localhost, with a cookie of
+# the lab's own, no plugins, and the user guest allowed from loopback. A test that kills
+# nodes starts a lab of its own on free ports, so that no other test's lab loses a node.
 set -euo pipefail
 
-read -r -a ports <<<"${OEMPUTX_CLUSTER_PORTS:-14222 14223 14224}"
+cmd=${1:-}
+kind=${2:-nats}
+case "$kind" in
+  nats) default_ports="14222 14223 14224" ;;
+  rabbitmq) default_ports="25682 25683 25684" ;;
+  *) echo "cluster-lab: unknown cluster '$kind': nats or rabbitmq" >&2; exit 2 ;;
+esac
+read -r -a ports <<<"${OEMPUTX_CLUSTER_PORTS:-$default_ports}"
 [ "${#ports[@]}" -ge 2 ] || { echo "cluster-lab: OEMPUTX_CLUSTER_PORTS names ${#ports[@]} port(s); a cluster needs 2 or more" >&2; exit 2; }
 dir=${OEMPUTX_CLUSTER_DIR:-/var/tmp/oemputx-cluster-lab-${ports[0]}}
 export PATH="$PATH:/usr/sbin"
@@ -93,58 +102,120 @@ node_arg() {
   echo "$n"
 }
 
-cmd=${1:-}
-kind=${2:-nats}
-case "$kind" in
-  nats) ;;
-  rabbitmq)
-    log "a RabbitMQ cluster is not built yet (issue 63): only 'nats' clusters come up here"
-    exit 2
-    ;;
-  *) log "unknown cluster '$kind': nats"; exit 2 ;;
-esac
+rabbit_node() { echo "oemputx${ports[$(($1 - 1))]}@localhost"; }
+rabbit_pid() { cat "$dir/rabbit-$1/pid" 2>/dev/null || true; }
+rabbit_alive() {
+  local pid
+  pid=$(rabbit_pid "$1")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+# Run a command with node $1's environment.
+rabbit_run() {
+  local n=$1 port=${ports[$(($1 - 1))]}
+  shift
+  env HOME="$dir/rabbit-$n" RABBITMQ_NODENAME="$(rabbit_node "$n")" \
+    RABBITMQ_DIST_PORT=$((port + 10000)) RABBITMQ_CONFIG_FILE="$dir/rabbit-$n/rabbitmq.conf" \
+    RABBITMQ_MNESIA_BASE="$dir/rabbit-$n/mnesia" RABBITMQ_LOG_BASE="$dir/rabbit-$n/log" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$dir/plugins" RABBITMQ_PID_FILE="$dir/rabbit-$n/pid" \
+    RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-setcookie $(cat "$dir/cookie")" "$@"
+}
+
+rabbit_start() {
+  local n=$1 port=${ports[$(($1 - 1))]} m
+  if rabbit_alive "$n"; then return 0; fi
+  if listening "$port"; then
+    log "127.0.0.1:$port already answers and is not this lab's node $n: choose other OEMPUTX_CLUSTER_PORTS"
+    exit 1
+  fi
+  command -v rabbitmq-server >/dev/null || {
+    log "installing rabbitmq-server"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server >/dev/null
+  }
+  mkdir -p "$dir/rabbit-$n"
+  [ -f "$dir/plugins" ] || echo '[].' >"$dir/plugins"
+  [ -f "$dir/cookie" ] || echo "OEMPUTXLAB$(date +%s%N)" >"$dir/cookie"
+  {
+    echo "listeners.tcp.default = 127.0.0.1:$port"
+    echo "loopback_users = none"
+    echo "cluster_formation.peer_discovery_backend = classic_config"
+    for m in $(seq 1 "${#ports[@]}"); do
+      echo "cluster_formation.classic_config.nodes.$m = $(rabbit_node "$m")"
+    done
+  } >"$dir/rabbit-$n/rabbitmq.conf"
+  # The server runs as the rabbitmq user: the lab's folders must be its to write.
+  chmod -R a+rwX "$dir"
+  rm -f "$dir/rabbit-$n/pid"
+  rabbit_run "$n" nohup rabbitmq-server >"$dir/rabbit-$n.out" 2>&1 </dev/null &
+}
+
+rabbit_wait() {
+  local n p until=$((SECONDS + 90))
+  for n in $(seq 1 "${#ports[@]}"); do
+    p=${ports[$((n - 1))]}
+    until listening "$p"; do
+      [ "$SECONDS" -lt "$until" ] || { log "node $n did not listen on $p within 90 s: $(tail -5 "$dir/rabbit-$n.out" 2>/dev/null)"; exit 1; }
+      sleep 0.5
+    done
+  done
+}
+
+rabbit_url() {
+  local i url="amqp://guest:guest@127.0.0.1:${ports[0]}/%2f"
+  for i in "${ports[@]:1}"; do url+=",127.0.0.1:$i"; done
+  echo "$url"
+}
+
+start_node() { if [ "$kind" = nats ]; then nats_start "$1"; else rabbit_start "$1"; fi; }
+node_pid() { if [ "$kind" = nats ]; then nats_pid "$1"; else rabbit_pid "$1"; fi; }
+node_alive() { if [ "$kind" = nats ]; then nats_alive "$1"; else rabbit_alive "$1"; fi; }
+lab_url() { if [ "$kind" = nats ]; then nats_url; else rabbit_url; fi; }
 
 case "$cmd" in
   up)
     mkdir -p "$dir"
-    for n in $(seq 1 "${#ports[@]}"); do nats_start "$n"; done
-    nats_wait
-    log "NATS cluster up: ${#ports[*]} nodes, data in $dir"
-    nats_url
+    for n in $(seq 1 "${#ports[@]}"); do start_node "$n"; done
+    if [ "$kind" = nats ]; then nats_wait; else rabbit_wait; fi
+    log "$kind cluster up: ${#ports[*]} nodes, data in $dir"
+    lab_url
     ;;
   down)
     for n in $(seq 1 "${#ports[@]}"); do
-      pid=$(nats_pid "$n")
+      pid=$(node_pid "$n")
       [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
     done
     for n in $(seq 1 "${#ports[@]}"); do
-      pid=$(nats_pid "$n")
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      [ -z "$pid" ] || kill -9 "$pid" 2>/dev/null || true
+      pid=$(node_pid "$n")
+      [ -z "$pid" ] && continue
+      for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
     done
     rm -rf "$dir"
     ;;
   status)
     for n in $(seq 1 "${#ports[@]}"); do
-      nats_alive "$n" && listening "${ports[$((n - 1))]}" || exit 1
+      node_alive "$n" && listening "${ports[$((n - 1))]}" || exit 1
     done
     ;;
-  url) nats_url ;;
+  url) lab_url ;;
   kill | stop)
     n=$(node_arg "${3:-}")
-    pid=$(nats_pid "$n")
+    pid=$(node_pid "$n")
     [ -n "$pid" ] || { log "node $n is not running"; exit 1; }
     if [ "$cmd" = kill ]; then kill -9 "$pid"; else kill -TERM "$pid"; fi
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     ;;
   start)
     n=$(node_arg "${3:-}")
-    nats_start "$n"
-    until listening "${ports[$((n - 1))]}"; do nats_alive "$n" || { log "node $n exited"; exit 1; }; sleep 0.1; done
+    start_node "$n"
+    until_=$((SECONDS + 90))
+    until listening "${ports[$((n - 1))]}"; do
+      [ "$SECONDS" -lt "$until_" ] || { log "node $n did not listen within 90 s"; exit 1; }
+      sleep 0.2
+    done
     ;;
-  pid) nats_pid "$(node_arg "${3:-}")" ;;
+  pid) node_pid "$(node_arg "${3:-}")" ;;
   *)
-    sed -n '2,22p' "$0" >&2
+    sed -n '2,28p' "$0" >&2
     exit 2
     ;;
 esac

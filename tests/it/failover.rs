@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 struct Lab {
     ports: Vec<u16>,
     dir: tempfile::TempDir,
+    /// `nats` or `rabbitmq`.
+    kind: &'static str,
 }
 
 impl Lab {
@@ -33,6 +35,7 @@ impl Lab {
         let lab = Lab {
             ports,
             dir: tempfile::tempdir().expect("temp dir"),
+            kind: "nats",
         };
         let out = lab.script(&["up", "nats"]);
         assert!(
@@ -57,7 +60,7 @@ impl Lab {
 
     /// `kill` (SIGKILL), `stop` (SIGTERM) or `start` node `n` (1-3).
     fn node(&self, what: &str, n: usize) {
-        let out = self.script(&[what, "nats", &n.to_string()]);
+        let out = self.script(&[what, self.kind, &n.to_string()]);
         assert!(out.status.success(), "{what} node {n}: {}", said(&out));
     }
 
@@ -78,7 +81,8 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let _ = self.script(&["down", "nats"]);
+        let kind = self.kind;
+        let _ = self.script(&["down", kind]);
     }
 }
 
@@ -407,5 +411,182 @@ fn on_rabbitmq_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
         !j["settings"]["qmgr"].to_string().contains("guest:guest"),
         "{}",
         j["settings"]
+    );
+}
+
+/// A RabbitMQ cluster lab of the test's own: three nodes on free ports (each with its Erlang
+/// distribution port, + 10000, free too), taken down when dropped.
+fn rabbit_lab() -> Lab {
+    let mut ports = Vec::new();
+    while ports.len() < 3 {
+        let p = oemputx_test_support::kafka::free_port();
+        if p < 55_000
+            && !ports.contains(&p)
+            && std::net::TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok()
+        {
+            ports.push(p);
+        }
+    }
+    let lab = Lab {
+        ports,
+        dir: tempfile::tempdir().expect("temp dir"),
+        kind: "rabbitmq",
+    };
+    let out = lab.script(&["up", "rabbitmq"]);
+    assert!(
+        out.status.success(),
+        "the lab did not come up: {}",
+        said(&out)
+    );
+    lab
+}
+
+/// An echo responder of the test's own (amqprs, not sample-flow) on one node: it declares
+/// `queue` a quorum queue, answers each request to its reply_to with its correlation id,
+/// acknowledges it after the reply, and counts what it answered.
+fn quorum_responder(port: u16, queue: &str) -> Responder {
+    let (answered, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = {
+        let queue = queue.to_string();
+        let (answered, stop) = (answered.clone(), stop.clone());
+        std::thread::spawn(move || {
+            runtime().block_on(echo_quorum(port, &queue, &answered, &stop, &ready_tx))
+        })
+    };
+    ready_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the responder consumes");
+    Responder {
+        answered,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+async fn echo_quorum(
+    port: u16,
+    queue: &str,
+    answered: &AtomicU64,
+    stop: &AtomicBool,
+    ready: &std::sync::mpsc::Sender<()>,
+) {
+    use amqprs::channel::{
+        BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, QueueDeclareArguments,
+    };
+    let args =
+        amqprs::connection::OpenConnectionArguments::new("127.0.0.1", port, "guest", "guest");
+    let conn = amqprs::connection::Connection::open(&args)
+        .await
+        .expect("the responder connects");
+    let ch = conn.open_channel(None).await.expect("channel");
+    let mut quorum = amqprs::FieldTable::new();
+    quorum.insert(
+        "x-queue-type".try_into().expect("a field name"),
+        "quorum".into(),
+    );
+    ch.queue_declare(
+        QueueDeclareArguments::durable_client_named(queue)
+            .arguments(quorum)
+            .finish(),
+    )
+    .await
+    .expect("declare the quorum queue");
+    let (_, mut rx) = ch
+        .basic_consume_rx(BasicConsumeArguments::new(queue, "quorum-echo"))
+        .await
+        .expect("consume");
+    let _ = ready.send(());
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(100), rx.recv()).await
+        else {
+            continue;
+        };
+        let (Some(deliver), Some(props), Some(body)) =
+            (msg.deliver, msg.basic_properties, msg.content)
+        else {
+            continue;
+        };
+        if let Some(reply_to) = props.reply_to().cloned() {
+            let mut reply = amqprs::BasicProperties::default();
+            if let Some(c) = props.correlation_id() {
+                reply.with_correlation_id(c);
+            }
+            let sent = ch
+                .basic_publish(reply, body, BasicPublishArguments::new("", &reply_to))
+                .await;
+            if sent.is_ok() {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let _ = ch
+            .basic_ack(BasicAckArguments::new(deliver.delivery_tag(), false))
+            .await;
+    }
+    let _ = conn.close().await;
+}
+
+#[test]
+fn on_a_rabbitmq_quorum_queue_the_node_oemputx_is_on_killed_is_one_interruption() {
+    live!(RabbitMq);
+    let lab = rabbit_lab();
+    let q = fresh_queue("failover-quorum");
+    let responder = quorum_responder(lab.ports[2], &q);
+    let url = format!(
+        "amqp://guest:guest@{}/%2f,{},{}",
+        lab.address(1),
+        lab.address(2),
+        lab.address(3)
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover-quorum.json");
+    let child = oemputx_process()
+        .args(["--qmgr", &url, "--request-queue", &q])
+        .args(["--rate", "200", "--duration", "20s", "--wait", "2s"])
+        .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oemputx starts");
+    std::thread::sleep(Duration::from_secs(6));
+    lab.node("kill", 1);
+    let (code, err) = ended(child);
+    let answered = responder.answered();
+    let j = read_json(&json);
+    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    let breaks = j["interruptions"].as_array().cloned().unwrap_or_default();
+    let [b] = breaks.as_slice() else {
+        panic!("one interruption: {}", j["interruptions"])
+    };
+    let outage = b["outage_ms"].as_f64().unwrap_or(-1.0);
+    assert!((1.0..=10_000.0).contains(&outage), "{b}");
+    assert_eq!(b["from"], lab.address(1), "{b}");
+    assert!(
+        b["to"] == lab.address(2) || b["to"] == lab.address(3),
+        "{b}"
+    );
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(
+        n("sent"),
+        n("matched") + n("timed_out") + n("abandoned"),
+        "{i}"
+    );
+    // A quorum queue may deliver again what the lost node had not settled: second replies
+    // are counted as the interruption's duplicated, never as matched twice.
+    assert_eq!(
+        n("duplicates"),
+        b["duplicated"].as_u64().unwrap_or(u64::MAX),
+        "{i} {b}"
+    );
+    assert!(n("matched") >= 2400, "{i}");
+    assert!(
+        n("matched") <= answered,
+        "matched {} > answered {answered}",
+        n("matched")
     );
 }
