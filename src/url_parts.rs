@@ -106,10 +106,21 @@ impl UrlParts {
 /// The nodes of a cluster named in one URL, comma-separated as the NATS and RabbitMQ clients
 /// take them: `nats://h1:4222,nats://h2:4222`, or `nats://h1:4222,h2:4222` where a node
 /// without a scheme takes the first node's. Each comes back as a URL of its own, in the
-/// order given; a URL without a comma is one node.
+/// order given. Only a comma that a node follows splits (`scheme://…`, or `host[:port]`
+/// then the end, a comma, `/` or `?`): a comma inside a password (`u:se,cret@h`) does not.
 pub fn split_nodes(raw: &str) -> Vec<String> {
     let scheme = raw.split_once("://").map(|(s, _)| s).unwrap_or_default();
-    raw.split(',')
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for (i, _) in raw.match_indices(',') {
+        if i >= from && starts_a_node(&raw[i + 1..]) {
+            pieces.push(&raw[from..i]);
+            from = i + 1;
+        }
+    }
+    pieces.push(&raw[from..]);
+    pieces
+        .into_iter()
         .map(str::trim)
         .map(|node| {
             if node.contains("://") || scheme.is_empty() {
@@ -119,6 +130,40 @@ pub fn split_nodes(raw: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Whether `rest` begins with a node: a URL, or `host[:port]` up to the end, a comma, `/`
+/// or `?` (a host of letters, digits, `.`, `-`, `_`, or an IPv6 address in brackets).
+fn starts_a_node(rest: &str) -> bool {
+    let rest = rest.trim_start();
+    let first = &rest[..rest.find(',').unwrap_or(rest.len())];
+    if let Some((scheme, _)) = first.split_once("://") {
+        return !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    }
+    let node = &rest[..rest.find([',', '/', '?']).unwrap_or(rest.len())];
+    let (host, port) = match node.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((addr, port)) => (addr, port),
+            None => return false,
+        },
+        None => match node.split_once(':') {
+            Some((host, port)) => (host, port),
+            None => (node, ""),
+        },
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        || (!node.starts_with('[') && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()));
+    !host.is_empty()
+        && port_ok
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-_:".contains(c))
 }
 
 #[cfg(test)]
@@ -148,6 +193,15 @@ mod tests {
             ["nats://u:p@h1:4222", "nats://h2:4223", "nats://h3"]
         );
         assert_eq!(split_nodes("nats://h1"), ["nats://h1"]);
+        // A comma in a password is no node's start.
+        assert_eq!(
+            split_nodes("nats://app:se,cret@h1:4222"),
+            ["nats://app:se,cret@h1:4222"]
+        );
+        assert_eq!(
+            split_nodes("amqp://u:p@h1:5672/v,[::1]:5673,h3"),
+            ["amqp://u:p@h1:5672/v", "amqp://[::1]:5673", "amqp://h3"]
+        );
     }
 
     #[test]

@@ -104,16 +104,15 @@ pub(super) enum Reconnected<S> {
     Stopped,
 }
 
-/// A new session for `task` within `bound`, trying again after a pause that doubles from
+/// A new session for `task` by `give_up`, trying again after a pause that doubles from
 /// [`FIRST_PAUSE`] to [`MAX_PAUSE`]. An error that no retry can cure (a refused login, a
-/// missing queue) ends it at once; so does the bound, with the last attempt's error.
+/// missing queue) ends it at once; so does `give_up`, with the last attempt's error.
 pub(super) fn reconnect<S: LoopSession>(
     transport: &dyn Transport,
     task: usize,
     controls: &Controls,
-    bound: Duration,
+    give_up: Instant,
 ) -> Result<Reconnected<S>, TransportError> {
-    let give_up = Instant::now() + bound;
     let mut pause = FIRST_PAUSE;
     loop {
         if controls.stopping() {
@@ -129,8 +128,7 @@ pub(super) fn reconnect<S: LoopSession>(
             return Err(TransportError::ConnectionLost {
                 target: "every node".into(),
                 why: format!(
-                    "no node took the task's connection again within --reconnect-for {}: {err:#}",
-                    humantime::format_duration(bound)
+                    "no node took the task's connection again within --reconnect-for (from the first break with no reply since): {err:#}"
                 ),
             });
         }

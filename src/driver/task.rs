@@ -57,6 +57,13 @@ struct TaskLoop<'a, S> {
     breaks: Vec<Break>,
     /// Orphans lost in this phase, by the index of their break.
     lost: HashMap<u64, usize>,
+    /// Every request in flight at one of this phase's breaks, by the index of its break:
+    /// a second reply to one of them is the break's (a broker delivering it again), any
+    /// other second reply the flow's.
+    orphaned: HashMap<u64, usize>,
+    /// The end of the time to connect again, set at a break and kept until a reply comes:
+    /// breaks one after another with no reply between them share one --reconnect-for.
+    reconnect_until: Option<Instant>,
 }
 
 /// Where a phase is: kept across a reconnect, so that the phase goes on where it broke
@@ -82,6 +89,8 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             start: Instant::now(),
             done: 0,
         };
+        // An outage starts at the last reply of this phase (or at the break).
+        self.last_reply = None;
         let result = loop {
             let exec = self.session.runner();
             match exec.run(self.run_phase(ask, &mut state, stats)) {
@@ -111,20 +120,20 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         let cfg = self.settings.cfg;
         let mut brk = Break::new(self.task, &why, self.session.node(), self.last_reply);
         let index = self.breaks.len();
-        let found = reconnect::<S>(
-            self.transport,
-            self.task,
-            self.settings.controls,
-            cfg.reconnect_for,
-        );
+        let give_up = *self
+            .reconnect_until
+            .get_or_insert_with(|| Instant::now() + cfg.reconnect_for);
+        let found = reconnect::<S>(self.transport, self.task, self.settings.controls, give_up);
         let until = Instant::now() + cfg.wait;
-        self.orphans
-            .extend(self.inflight.drain(..).map(|(seq, sent)| Orphan {
+        for (seq, sent) in self.inflight.drain(..) {
+            self.orphaned.insert(seq, index);
+            self.orphans.push(Orphan {
                 seq,
                 sent,
                 until,
                 brk: index,
-            }));
+            });
+        }
         let outcome = match found {
             Ok(Reconnected::Session(session)) => {
                 brk.rec.reconnected = true;
@@ -147,6 +156,7 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         self.expire_orphans(None, stopping, stats);
         let end = Instant::now();
         self.lost.clear();
+        self.orphaned.clear();
         stats
             .interruptions
             .extend(self.breaks.drain(..).map(|b| b.finish(end)));
@@ -206,7 +216,9 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             if self.settings.controls.stopping() {
                 break;
             }
-            self.expire_orphans(Some(Instant::now()), false, stats);
+            if !self.orphans.is_empty() {
+                self.expire_orphans(Some(Instant::now()), false, stats);
+            }
             let done = state.done;
             let batch = match limit {
                 Limit::Count(n) if done >= n => break,
@@ -268,6 +280,23 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             }
             if ends {
                 break;
+            }
+        }
+        self.await_orphans(stats).await
+    }
+
+    /// The phase's requests are all answered or timed out: its orphans still get their
+    /// --wait after the reconnect (a count's last batch broke: their replies may come on
+    /// the new connection, as on a named reply queue), unless the run is stopping.
+    async fn await_orphans(&mut self, stats: &mut TaskStats) -> Result<(), TransportError> {
+        while let Some(until) = self.orphans.iter().map(|o| o.until).max() {
+            let now = Instant::now();
+            if self.settings.controls.stopping() || now >= until {
+                break;
+            }
+            self.expire_orphans(Some(now), false, stats);
+            if let Some(reply) = self.session.receive((until - now).min(GET_SLICE)).await? {
+                self.classify(reply, Instant::now(), stats);
             }
         }
         Ok(())
@@ -411,7 +440,11 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         } else if seq < self.next_seq {
             s.duplicates += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
-            if let Some(b) = self.breaks.last_mut() {
+            if let Some(b) = self
+                .orphaned
+                .get(&seq)
+                .and_then(|&i| self.breaks.get_mut(i))
+            {
                 b.rec.duplicated += 1;
             }
         } else {
@@ -429,7 +462,9 @@ impl<S: LoopSession> TaskLoop<'_, S> {
     /// A matched reply at `now`: the last one so far, and the end of any break's outage.
     fn replied(&mut self, now: Instant) {
         self.last_reply = Some(now);
-        if let Some(b) = self.breaks.last_mut() {
+        self.reconnect_until = None;
+        // Every break still without a reply after it ends here (two breaks in a row).
+        for b in &mut self.breaks {
             b.replied(now);
         }
     }
@@ -488,6 +523,8 @@ fn task_phases<S: LoopSession>(
         timed_out: HashSet::new(),
         inflight: VecDeque::new(),
         last_reply: None,
+        orphaned: HashMap::new(),
+        reconnect_until: None,
         orphans: Vec::new(),
         breaks: Vec::new(),
         lost: HashMap::new(),

@@ -685,7 +685,8 @@ fn latency_and_integrity(o: &mut String, r: &Report) {
 /// Each broken connection: when, between which nodes, and what it cost.
 fn interruptions(o: &mut String, r: &Report) {
     for b in &r.interruptions {
-        let node = |n: &Option<String>| n.clone().unwrap_or_else(|| "?".into());
+        // The names are the broker's: shown as text, never as terminal controls.
+        let node = |n: &Option<String>| super::for_terminal(n.as_deref().unwrap_or("?"));
         let to = if b.reconnected {
             node(&b.to)
         } else {

@@ -103,19 +103,21 @@ impl Headline {
 }
 
 /// The run's broken connections in one sentence, e.g. "1 interruption: 412 ms without
-/// replies, 3 requests lost."; None when there were none.
+/// replies, 3 requests lost."; with several, the longest outage ("up to"), since the tasks'
+/// outages overlap in time; None when there were none.
 pub fn interruptions(breaks: &[crate::driver::Interruption]) -> Option<String> {
     if breaks.is_empty() {
         return None;
     }
     let n = breaks.len();
-    let outage: f64 = breaks.iter().map(|b| b.outage_ms).sum();
+    let outage = breaks.iter().map(|b| b.outage_ms).fold(0.0, f64::max);
     let sum = |f: fn(&crate::driver::Interruption) -> u64| -> u64 { breaks.iter().map(f).sum() };
     let (lost, late, dup) = (sum(|b| b.lost), sum(|b| b.late), sum(|b| b.duplicated));
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut s = format!(
-        "{}: {outage:.0} ms without replies, {} lost",
+        "{}: {}{outage:.0} ms without replies, {} lost",
         plural(n as u64, "interruption", "interruptions"),
+        if n > 1 { "up to " } else { "" },
         plural(lost, "request", "requests")
     );
     if late > 0 {

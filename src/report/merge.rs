@@ -659,6 +659,13 @@ pub fn merge(shards: Vec<Shard>, cpu: Option<CpuWindow>) -> Result<Report, Merge
         .iter()
         .flat_map(|s| s.report.per_task_transactions.clone())
         .collect();
+    // Every shard's breaks, in order of time (each names its task within its shard).
+    out.interruptions = sorted
+        .iter()
+        .flat_map(|s| s.report.interruptions.clone())
+        .collect();
+    out.interruptions
+        .sort_by(|a, b| a.start_utc.cmp(&b.start_utc));
     out.app_cpu.total_s = Some(app_s);
     out.app_cpu.us_per_tran = (total > 0).then(|| app_s * 1e6 / total as f64);
     out.app_cpu.pct_of_elapsed = (window_s > 0.0).then(|| 100.0 * app_s / window_s);

@@ -149,6 +149,14 @@ pub enum TransportError {
     ConnectionLost { target: String, why: String },
     #[error("{why}")]
     MqLibrary { why: String },
+    /// What a transport cannot do yet, found only once running (reconnecting a task whose
+    /// replies a shared router reads): never tried again.
+    #[error("{what} is not built yet on {target}: {fix}")]
+    NotYet {
+        what: String,
+        target: String,
+        fix: &'static str,
+    },
     #[error("{what} on {target}: {failure}. {fix}")]
     MqRefused {
         target: String,
@@ -306,6 +314,7 @@ impl TransportError {
                 | TransportError::ExchangeClash { .. }
                 | TransportError::TooLarge { .. }
                 | TransportError::MqLibrary { .. }
+                | TransportError::NotYet { .. }
                 | TransportError::MqRefused { .. }
                 | TransportError::NeedsPassword { .. }
                 | TransportError::NoResponders { .. }

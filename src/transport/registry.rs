@@ -166,7 +166,7 @@ pub fn parse_url(raw: &str) -> Result<Endpoint, EndpointError> {
         .iter()
         .find(|t| t.schemes.contains(&scheme.as_str()))
     {
-        if !t.node_lists && raw.contains(',') {
+        if !t.node_lists && crate::url_parts::split_nodes(raw).len() > 1 {
             return Err(EndpointError::bad(
                 raw,
                 format!(

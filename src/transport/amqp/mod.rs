@@ -657,6 +657,16 @@ impl Amqp {
             .lock()
             .ok()
             .and_then(|mut v| v.get_mut(task).and_then(Option::take));
+        let shared = matches!(self.setup.reply_queue, ReplyQueue::Named(_)) && self.setup.tasks > 1;
+        if shared && inbox.is_none() {
+            // The router handed this task's inbox to its first connection: a second one
+            // would consume the shared queue beside the router and take other tasks' replies.
+            return Err(TransportError::NotYet {
+                what: "connecting a task again whose replies come through a reply queue shared by several tasks".into(),
+                target: self.target(),
+                fix: "give each task its own reply queue (leave --reply-queue out), or run one task",
+            });
+        }
         let parts = rt.block_on(self.open_session(task, inbox))?;
         Ok(AmqpSession {
             rt,

@@ -92,56 +92,80 @@ pub fn connect_options(ep: &NatsEndpoint, name: &str) -> async_nats::ConnectOpti
     options
 }
 
-/// Connect to the endpoint's first node that answers (each node tried once: an unreachable
-/// cluster is the user's to fix); `lost`, when given, is told when the connection breaks.
-async fn connect(
-    ep: &NatsEndpoint,
-    name: &str,
-    lost: Option<Arc<Lost>>,
-) -> Result<Client, TransportError> {
-    super::interruptible(&ep.redacted(), connect_bounded(ep, name, lost)).await
+/// Connect to the endpoint's first node that answers, node by node in the order given (each
+/// tried once: an unreachable cluster is the user's to fix), so that the node is known by
+/// the address the user gave it (a server's own idea of its host is often 0.0.0.0). The
+/// connection's [`Lost`] is told when it breaks.
+async fn connect(ep: &NatsEndpoint, name: &str) -> Result<Connected, TransportError> {
+    let mut last = None;
+    for (server, node) in ep.server().into_iter().zip(&ep.nodes) {
+        let lost = Arc::new(Lost::default());
+        let attempt = connect_bounded(ep, &server, name, lost.clone());
+        match super::interruptible(&ep.redacted(), attempt).await {
+            Ok(client) => {
+                return Ok(Connected {
+                    client,
+                    node: format!("{}:{}", crate::url_parts::host_for_url(&node.0), node.1),
+                    lost,
+                });
+            }
+            Err(e) if matches!(e.kind(), TransportError::Unreachable { .. }) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| TransportError::Unreachable {
+        target: ep.redacted(),
+        why: "no node".into(),
+    }))
 }
 
-/// A task's connection broke: set by the client's event callback, awaited beside each wait
+/// A connection, the node it went to, and the flag its break sets.
+struct Connected {
+    client: Client,
+    node: String,
+    lost: Arc<Lost>,
+}
+
+/// A task's connection broke: set by the client's event callback and woken beside each wait
 /// for a reply, so that the driver hears of it at once and reconnects (the client's own
 /// reconnection is not used: it would replay requests buffered for a server that went away,
-/// and the driver could not count what the break cost).
+/// and the driver could not count what the break cost). A waker, not a lock: registering
+/// it is one atomic step on each wait.
 #[derive(Default)]
 pub struct Lost {
     broke: AtomicBool,
-    notify: tokio::sync::Notify,
+    waker: futures_util::task::AtomicWaker,
 }
 
 impl Lost {
     fn broke(&self) -> bool {
-        self.broke.load(Ordering::Relaxed)
+        self.broke.load(Ordering::Acquire)
     }
 }
 
-/// [`connect`], bounded by the client's [`CONNECT_TIMEOUT`] for each node.
+/// One node, bounded by the client's [`CONNECT_TIMEOUT`].
 async fn connect_bounded(
     ep: &NatsEndpoint,
+    server: &str,
     name: &str,
-    lost: Option<Arc<Lost>>,
+    lost: Arc<Lost>,
 ) -> Result<Client, TransportError> {
     let target = ep.redacted();
-    // Each node once; the client counts every node it tries as an attempt.
-    let mut options = connect_options(ep, name).max_reconnects(Some(ep.nodes.len()));
-    if let Some(lost) = lost {
-        options = options.event_callback(move |event| {
+    let options = connect_options(ep, name)
+        .max_reconnects(Some(1))
+        .event_callback(move |event| {
             let lost = lost.clone();
             async move {
                 if matches!(
                     event,
                     async_nats::Event::Disconnected | async_nats::Event::Closed
                 ) {
-                    lost.broke.store(true, Ordering::Relaxed);
-                    lost.notify.notify_one();
+                    lost.broke.store(true, Ordering::Release);
+                    lost.waker.wake();
                 }
             }
         });
-    }
-    options.connect(ep.server()).await.map_err(|e| {
+    options.connect(server).await.map_err(|e| {
         let why = crate::secret::scrub(&e.to_string());
         let err = match e.kind() {
             ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
@@ -172,7 +196,7 @@ async fn connect_bounded(
 pub fn responders(ep: &NatsEndpoint, subject: &str) -> Result<Option<u32>, TransportError> {
     let target = ep.redacted();
     client_runtime(&target, "NATS")?.block_on(async {
-        let client = connect(ep, "oemputx-probe", None).await?;
+        let client = connect(ep, "oemputx-probe").await?.client;
         let js = async_nats::jetstream::new(client.clone());
         let some = match jetstream::capturing(&js, subject).await {
             Some(stream) => Ok(stream.readers > 0),
@@ -259,7 +283,7 @@ impl Transport for Nats {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         let target = self.target();
         client_runtime(&target, "NATS")?.block_on(async {
-            let client = connect(&self.endpoint, "oemputx-setup", None).await?;
+            let client = connect(&self.endpoint, "oemputx-setup").await?.client;
             let max = client.server_info().max_payload;
             if max > 0 {
                 self.max_payload.store(max, Ordering::Relaxed);
@@ -283,15 +307,15 @@ impl Transport for Nats {
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let target = self.target();
         let rt = Arc::new(client_runtime(&target, "NATS")?);
-        let lost = Arc::new(Lost::default());
-        let (client, inbox, replies) = rt.block_on(async {
+        let (Connected { client, node, lost }, inbox, replies) = rt.block_on(async {
             let name = format!("oemputx-task-{task}");
-            let client = connect(&self.endpoint, &name, Some(lost.clone())).await?;
+            let connected = connect(&self.endpoint, &name).await?;
+            let client = &connected.client;
             let inbox = client.new_inbox();
             let replies = client.subscribe(format!("{inbox}.*")).await.map_err(|e| {
                 TransportError::broker(&target, "subscribing to the task's inbox", e)
             })?;
-            Ok::<_, TransportError>((client, inbox, replies))
+            Ok::<_, TransportError>((connected, inbox, replies))
         })?;
         // The context spawns its acknowledgement task on the session's runtime.
         let js = self.setup.persistent.then(|| {
@@ -300,10 +324,7 @@ impl Transport for Nats {
         });
         Ok(TaskSession::Async(Box::new(NatsSession {
             rt,
-            node: {
-                let info = client.server_info();
-                format!("{}:{}", info.host, info.port)
-            },
+            node,
             client: Some(client),
             lost,
             js,
@@ -361,7 +382,15 @@ impl NatsSession {
             return Err(self.lost("session already closed"));
         };
         if let Some(js) = &self.js {
-            return stored(js, &self.subject, &mut self.unsent, &self.target).await;
+            let stored = stored(js, &self.subject, &mut self.unsent, &self.target).await;
+            // A store that failed because the node went away is a break, not the broker's no.
+            return match stored {
+                Err(e) if self.lost.broke() => Err(self.lost(format!(
+                    "the connection to node {} broke while storing a request: {e}",
+                    self.node
+                ))),
+                other => other,
+            };
         }
         for (reply, body) in self.unsent.drain(..) {
             if let Err(e) = client
@@ -378,21 +407,25 @@ impl NatsSession {
     }
 
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
-        if self.lost.broke() {
-            return Err(self.lost(format!("the connection to node {} broke", self.node)));
-        }
         self.send_all().await?;
         let (replies, lost) = (&mut self.replies, &self.lost);
-        // The next reply, or the break, whichever comes first (a reply already there first).
+        // The next reply, or the break, whichever comes first: a reply already there first,
+        // so that replies that came before the break are still taken after it.
         let next = self
             .timer
-            .around(wait, async {
-                tokio::select! {
-                    biased;
-                    m = replies.next() => Some(m),
-                    () = lost.notify.notified() => None,
-                }
-            })
+            .around(
+                wait,
+                std::future::poll_fn(|cx| {
+                    if let std::task::Poll::Ready(m) = replies.poll_next_unpin(cx) {
+                        return std::task::Poll::Ready(Some(m));
+                    }
+                    lost.waker.register(cx.waker());
+                    if lost.broke() {
+                        return std::task::Poll::Ready(None);
+                    }
+                    std::task::Poll::Pending
+                }),
+            )
             .await;
         let Some(next) = next else {
             return Ok(None);
