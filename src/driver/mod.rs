@@ -205,17 +205,7 @@ pub fn drive(
         let measured = measure_rounds(&settings, &latches, &rx, window);
         let end = chrono::Utc::now();
         latches.abandon_from(measured.rounds.len());
-        let mut interruptions = measured.total.interruptions;
-        interruptions.sort_by(|a, b| a.start_utc.cmp(&b.start_utc));
-        // A lost request whose reply came late is still the break's, not the flow's; but
-        // only when every break was followed by a reply: a run that broke and never got an
-        // answer again (a broker closing the channel at each publish) did not recover.
-        let recovered = interruptions.iter().all(|i| i.end_utc.is_some());
-        let lost = if recovered {
-            interruptions.iter().map(|i| i.lost + i.late).sum()
-        } else {
-            0
-        };
+        let (interruptions, lost) = breaks(measured.total.interruptions);
         Ok(Outcome {
             status: status(
                 controls,
@@ -406,6 +396,21 @@ fn measure_rounds(
         });
     }
     m
+}
+
+/// The breaks in order of time, and how many timed-out requests were theirs rather than the
+/// flow's. A lost request whose reply came late is still the break's; but only when every
+/// break was followed by a reply: a run that broke and never got an answer again (a broker
+/// closing the channel at each publish) did not recover, and its lost requests are timeouts.
+fn breaks(mut interruptions: Vec<Interruption>) -> (Vec<Interruption>, u64) {
+    interruptions.sort_by(|a, b| a.start_utc.cmp(&b.start_utc));
+    let recovered = interruptions.iter().all(|i| i.end_utc.is_some());
+    let lost = if recovered {
+        interruptions.iter().map(|i| i.lost + i.late).sum()
+    } else {
+        0
+    };
+    (interruptions, lost)
 }
 
 /// How the run ended, most serious first. Requests `lost` to a broken connection the run
@@ -1073,8 +1078,16 @@ mod loop_tests {
         let started = Instant::now();
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::TimedOut, "{:?}", out.integrity);
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-        assert!(out.interruptions.len() >= 2, "{:?}", out.interruptions.len());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            out.interruptions.len() >= 2,
+            "{:?}",
+            out.interruptions.len()
+        );
         assert!(out.interruptions.iter().all(|i| i.end_utc.is_none()));
         assert!(out.integrity.balanced(), "{:?}", out.integrity);
     }
