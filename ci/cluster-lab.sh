@@ -45,25 +45,33 @@ nats_routes() {
   echo "${routes[*]}"
 }
 
-nats_pid() { cat "$dir/nats-$1.pid" 2>/dev/null || true; }
-
-nats_alive() {
+# Node $1's pid file: this script writes NATS's, RabbitMQ writes its own.
+pid_file() { if [ "$kind" = nats ]; then echo "$dir/nats-$1.pid"; else echo "$dir/rabbit-$1/pid"; fi; }
+node_pid() { cat "$(pid_file "$1")" 2>/dev/null || true; }
+node_alive() {
   local pid
-  pid=$(nats_pid "$1")
+  pid=$(node_pid "$1")
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
-nats_start() {
+# Whether node $1 is to be started: not when it runs; never on a port another process holds;
+# program $2 installed from the Debian package of that name when absent.
+needs_start() {
   local n=$1 port=${ports[$(($1 - 1))]}
-  if nats_alive "$n"; then return 0; fi
+  if node_alive "$n"; then return 1; fi
   if listening "$port"; then
     log "127.0.0.1:$port already answers and is not this lab's node $n: choose other OEMPUTX_CLUSTER_PORTS"
     exit 1
   fi
-  command -v nats-server >/dev/null || {
-    log "installing nats-server"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null
+  command -v "$2" >/dev/null || {
+    log "installing $2"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null
   }
+}
+
+nats_start() {
+  local n=$1 port=${ports[$(($1 - 1))]}
+  needs_start "$n" nats-server || return 0
   mkdir -p "$dir/nats-$n"
   nohup nats-server -a 127.0.0.1 -p "$port" -n "lab-n$n" -js -sd "$dir/nats-$n" \
     --cluster_name oemputx-lab --cluster "nats://127.0.0.1:$((port + 2000))" \
@@ -76,7 +84,7 @@ nats_wait() {
   for n in $(seq 1 "${#ports[@]}"); do
     p=${ports[$((n - 1))]}
     until listening "$p"; do
-      nats_alive "$n" || { log "node $n (port $p) exited: $(tail -3 "$dir/nats-$n.log" 2>/dev/null)"; exit 1; }
+      node_alive "$n" || { log "node $n (port $p) exited: $(tail -3 "$dir/nats-$n.log" 2>/dev/null)"; exit 1; }
       [ "$SECONDS" -lt "$until" ] || { log "node $n did not listen on $p within 30 s"; exit 1; }
       sleep 0.1
     done
@@ -103,12 +111,6 @@ node_arg() {
 }
 
 rabbit_node() { echo "oemputx${ports[$(($1 - 1))]}@localhost"; }
-rabbit_pid() { cat "$dir/rabbit-$1/pid" 2>/dev/null || true; }
-rabbit_alive() {
-  local pid
-  pid=$(rabbit_pid "$1")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
 # Run a command with node $1's environment.
 rabbit_run() {
   local n=$1 port=${ports[$(($1 - 1))]}
@@ -122,15 +124,7 @@ rabbit_run() {
 
 rabbit_start() {
   local n=$1 port=${ports[$(($1 - 1))]} m
-  if rabbit_alive "$n"; then return 0; fi
-  if listening "$port"; then
-    log "127.0.0.1:$port already answers and is not this lab's node $n: choose other OEMPUTX_CLUSTER_PORTS"
-    exit 1
-  fi
-  command -v rabbitmq-server >/dev/null || {
-    log "installing rabbitmq-server"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q rabbitmq-server >/dev/null
-  }
+  needs_start "$n" rabbitmq-server || return 0
   mkdir -p "$dir/rabbit-$n"
   [ -f "$dir/plugins" ] || echo '[].' >"$dir/plugins"
   [ -f "$dir/cookie" ] || echo "OEMPUTXLAB$(date +%s%N)" >"$dir/cookie"
@@ -166,8 +160,6 @@ rabbit_url() {
 }
 
 start_node() { if [ "$kind" = nats ]; then nats_start "$1"; else rabbit_start "$1"; fi; }
-node_pid() { if [ "$kind" = nats ]; then nats_pid "$1"; else rabbit_pid "$1"; fi; }
-node_alive() { if [ "$kind" = nats ]; then nats_alive "$1"; else rabbit_alive "$1"; fi; }
 lab_url() { if [ "$kind" = nats ]; then nats_url; else rabbit_url; fi; }
 
 case "$cmd" in

@@ -55,8 +55,6 @@ struct TaskLoop<'a, S> {
     orphans: Vec<Orphan>,
     /// This phase's breaks, in order.
     breaks: Vec<Break>,
-    /// Orphans lost in this phase, by the index of their break.
-    lost: HashMap<u64, usize>,
     /// Every request in flight at one of this phase's breaks, by the index of its break:
     /// a second reply to one of them is the break's (a broker delivering it again), any
     /// other second reply the flow's.
@@ -155,7 +153,6 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         let stopping = self.settings.controls.stopping();
         self.expire_orphans(None, stopping, stats);
         let end = Instant::now();
-        self.lost.clear();
         self.orphaned.clear();
         stats
             .interruptions
@@ -181,7 +178,6 @@ impl<S: LoopSession> TaskLoop<'_, S> {
             self.timed_out.insert(o.seq);
             if let Some(b) = self.breaks.get_mut(o.brk) {
                 b.rec.lost += 1;
-                self.lost.insert(o.seq, o.brk);
             }
         }
     }
@@ -432,9 +428,14 @@ impl<S: LoopSession> TaskLoop<'_, S> {
         if self.timed_out.remove(&seq) {
             s.late += 1;
             self.settings.controls.in_a_row.store(0, Ordering::Relaxed);
-            // A request lost to a break whose reply came after all is late, not lost.
-            if let Some(b) = self.lost.remove(&seq).and_then(|i| self.breaks.get_mut(i)) {
-                b.rec.lost -= 1;
+            // A request lost to a break whose reply came after all is late, not lost (an
+            // orphan that timed out was lost: expire_orphans).
+            if let Some(b) = self
+                .orphaned
+                .get(&seq)
+                .and_then(|&i| self.breaks.get_mut(i))
+            {
+                b.rec.lost = b.rec.lost.saturating_sub(1);
                 b.rec.late += 1;
             }
         } else if seq < self.next_seq {
@@ -527,7 +528,6 @@ fn task_phases<S: LoopSession>(
         reconnect_until: None,
         orphans: Vec::new(),
         breaks: Vec::new(),
-        lost: HashMap::new(),
     };
     let warm = share(cfg.warmup, cfg.tasks, task);
     let warmed = if warm > 0 {

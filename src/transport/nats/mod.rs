@@ -132,7 +132,7 @@ struct Connected {
 /// and the driver could not count what the break cost). A waker, not a lock: registering
 /// it is one atomic step on each wait.
 #[derive(Default)]
-pub struct Lost {
+struct Lost {
     broke: AtomicBool,
     waker: futures_util::task::AtomicWaker,
 }
