@@ -4,7 +4,7 @@
 //! request accepted only after its reply. AMQP 1.0 has no anonymous relay on RabbitMQ's
 //! plugin, so the flow keeps one sender link per reply address it has seen.
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
 use fe2o3_amqp::link::delivery::Delivery;
 use fe2o3_amqp::link::receiver::CreditMode;
@@ -160,13 +160,13 @@ impl FlowIo for Amqp10Io {
         }))
     }
 
-    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
+    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<Replied> {
         let Some(to) = req.meta.reply_to.clone() else {
-            return Ok(false);
+            return Ok(Replied::NoReplyTo);
         };
         self.send(&to, false, body, req.meta.correl.clone(), req.meta.durable)
             .await?;
-        Ok(true)
+        Ok(Replied::Sent)
     }
 
     async fn commit(&mut self, req: &Incoming<Meta>) -> anyhow::Result<()> {

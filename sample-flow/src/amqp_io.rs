@@ -1,7 +1,12 @@
 //! The flow's AMQP 0-9-1 side (RabbitMQ): a consumer on the input queue with manual
 //! acknowledgement, replies to `reply_to` with the request's correlation id.
+//!
+//! On a cluster's node list (`amqp://u:p@h1:5672/vhost,h2:5672`) it connects to the first
+//! node that answers, and when its connection breaks it connects again, node by node, for at
+//! most [`RECONNECT_FOR`]: the requests it had not acknowledged go back to the queue, and
+//! their replies may come twice (oemputx counts the second as duplicated).
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, BasicQosArguments, Channel,
@@ -9,30 +14,125 @@ use amqprs::channel::{
 };
 use amqprs::connection::Connection;
 use anyhow::Context;
+use oemputx::transport::QueueType;
 use oemputx::transport::amqp::url::AmqpEndpoint;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// A delivery's properties and tag.
+/// How long a broken connection is tried again before the flow gives up.
+const RECONNECT_FOR: Duration = Duration::from_secs(60);
+/// One node's connect, at most.
+const CONNECT_WITHIN: Duration = Duration::from_secs(5);
+
+/// A delivery's properties and tag, and the connection it came on.
 pub struct Meta {
     props: BasicProperties,
     tag: Option<u64>,
+    link: u64,
 }
 
-/// One instance's connection, channel and consumer.
-pub struct AmqpIo {
+/// One connection's channel and consumer.
+struct Link {
     conn: Connection,
     ch: Channel,
     rx: UnboundedReceiver<ConsumerMessage>,
+    node: String,
+}
+
+/// What a connection is opened with, kept to open it again.
+struct Setup {
+    i: usize,
+    ep: AmqpEndpoint,
     queue: String,
+    audit: Option<String>,
+    queue_type: Option<QueueType>,
+    prefetch: u16,
+}
+
+/// One instance's connection, channel and consumer, and how to open them again.
+pub struct AmqpIo {
+    setup: Setup,
+    link: Link,
+    /// Which connection this is (0 the first): a delivery's tag is only its own's.
+    generation: u64,
 }
 
 impl AmqpIo {
     pub async fn open(i: usize, ep: &AmqpEndpoint, o: &FlowOptions) -> anyhow::Result<AmqpIo> {
+        let setup = Setup {
+            i,
+            ep: ep.clone(),
+            queue: o.input_queue.clone(),
+            audit: o.audit_queue.clone(),
+            queue_type: o.queue_type,
+            prefetch: o.prefetch,
+        };
+        let link = setup.connect_any().await?;
+        Ok(AmqpIo {
+            setup,
+            link,
+            generation: 0,
+        })
+    }
+
+    /// The connection broke: connect again, node by node, with a growing pause, for at most
+    /// [`RECONNECT_FOR`].
+    async fn reconnect(&mut self) -> anyhow::Result<()> {
+        let from = self.link.node.clone();
+        let until = Instant::now() + RECONNECT_FOR;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match self.setup.connect_any().await {
+                Ok(link) => {
+                    eprintln!(
+                        "sample-flow[{}]: the connection to {from} broke; connected again to {}",
+                        self.setup.i, link.node
+                    );
+                    let old = std::mem::replace(&mut self.link, link);
+                    self.generation += 1;
+                    drop(old);
+                    return Ok(());
+                }
+                Err(e) if Instant::now() + pause >= until => {
+                    return Err(e.context(format!(
+                        "the connection to {from} broke and no node took a new one within {} s",
+                        RECONNECT_FOR.as_secs()
+                    )));
+                }
+                Err(_) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// Whether an error on the link was its connection breaking (not the broker refusing).
+    fn broken(&self) -> bool {
+        !self.link.conn.is_open()
+    }
+}
+
+impl Setup {
+    /// The first of the endpoint's nodes that takes a connection, channel and consumer.
+    async fn connect_any(&self) -> anyhow::Result<Link> {
+        let mut last = None;
+        for node in &self.ep.nodes {
+            match self.connect(&self.ep.at(node)).await {
+                Ok(link) => return Ok(link),
+                // A refused login or a broker's refusal ends the search as the first error.
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("the URL names no node")))
+    }
+
+    async fn connect(&self, ep: &AmqpEndpoint) -> anyhow::Result<Link> {
         let target = ep.redacted();
+        let i = self.i;
         let open = oemputx::transport::amqp::connection_args(ep, &format!("sample-flow-{i}"))
             .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
-        let conn = tokio::time::timeout(Duration::from_secs(5), Connection::open(&open))
+        let conn = tokio::time::timeout(CONNECT_WITHIN, Connection::open(&open))
             .await
             .map_err(|_| anyhow::anyhow!("cannot reach {target}: no answer within 5 s; check that the broker runs and --url is right"))?
             .map_err(|e| anyhow::anyhow!("cannot connect to {target}: {e}; check that the broker runs and the user and password in --url"))?;
@@ -43,16 +143,26 @@ impl AmqpIo {
         ch.register_callback(CancelEndsTheConsumer)
             .await
             .context("registering the channel callback")?;
-        let queue = o.input_queue.as_str();
-        ch.queue_declare(QueueDeclareArguments::durable_client_named(queue))
-            .await
-            .with_context(|| format!("declaring input queue '{queue}'"))?;
-        if let Some(audit) = &o.audit_queue {
+        let queue = self.queue.as_str();
+        let kind = oemputx::transport::amqp::queue_arguments(self.queue_type);
+        ch.queue_declare(
+            QueueDeclareArguments::durable_client_named(queue)
+                .arguments(kind)
+                .finish(),
+        )
+        .await
+        .with_context(|| match self.queue_type {
+            Some(k) => format!(
+                "declaring input queue '{queue}' as a {k} queue (a queue of that name and another kind is refused: delete it, or leave --queue-type out)"
+            ),
+            None => format!("declaring input queue '{queue}'"),
+        })?;
+        if let Some(audit) = &self.audit {
             ch.queue_declare(QueueDeclareArguments::durable_client_named(audit))
                 .await
                 .with_context(|| format!("declaring audit queue '{audit}'"))?;
         }
-        ch.basic_qos(BasicQosArguments::new(0, o.prefetch, false))
+        ch.basic_qos(BasicQosArguments::new(0, self.prefetch, false))
             .await
             .context("setting prefetch")?;
         let consume = BasicConsumeArguments::new(queue, &format!("sample-flow-{i}"))
@@ -62,12 +172,32 @@ impl AmqpIo {
             .basic_consume_rx(consume)
             .await
             .with_context(|| format!("consuming from '{queue}'"))?;
-        Ok(AmqpIo {
+        Ok(Link {
             conn,
             ch,
             rx,
-            queue: queue.to_string(),
+            node: target,
         })
+    }
+}
+
+impl AmqpIo {
+    /// Publish on the link. `Ok(false)`: the connection broke under it (and a new one is
+    /// open): the request it answers goes back to the queue and comes again, so its reply is
+    /// not written on the new one (it would be the first of two).
+    async fn publish(
+        &mut self,
+        props: BasicProperties,
+        body: Vec<u8>,
+        to: &str,
+        what: &str,
+    ) -> anyhow::Result<bool> {
+        let args = BasicPublishArguments::new("", to);
+        match self.link.ch.basic_publish(props, body, args).await {
+            Ok(()) => Ok(true),
+            Err(_) if self.broken() => self.reconnect().await.map(|()| false),
+            Err(e) => Err(e).context(what.to_string()),
+        }
     }
 }
 
@@ -75,8 +205,13 @@ impl FlowIo for AmqpIo {
     type Meta = Meta;
 
     async fn next(&mut self, wait: Duration) -> anyhow::Result<Option<Incoming<Meta>>> {
-        match tokio::time::timeout(wait, self.rx.recv()).await {
+        match tokio::time::timeout(wait, self.link.rx.recv()).await {
             Err(_) => Ok(None),
+            // The connection broke: the broker puts what was not acknowledged back.
+            Ok(None) if self.broken() => {
+                self.reconnect().await?;
+                Ok(None)
+            }
             // The receiver ends when the broker cancels the consumer or closes the channel,
             // and also when the client cannot read a delivery: RabbitMQ hands a message sent
             // over AMQP 1.0 to a 0-9-1 consumer with headers amqprs does not decode (seen
@@ -84,7 +219,7 @@ impl FlowIo for AmqpIo {
             // only "the broker closed the consumer".
             Ok(None) => Err(anyhow::anyhow!(
                 "the consumer on '{}' stopped: the broker cancelled it or closed the channel, or a message could not be read (a request sent over AMQP 1.0 reaches an AMQP 0-9-1 consumer with headers this client cannot decode: serve that queue with sample-flow --url amqp10://…, and give AMQP 1.0 runs a queue of their own)",
-                self.queue
+                self.setup.queue
             )),
             Ok(Some(msg)) => {
                 let props = msg.basic_properties.unwrap_or_default();
@@ -96,15 +231,16 @@ impl FlowIo for AmqpIo {
                     meta: Meta {
                         tag: msg.deliver.as_ref().map(|d| d.delivery_tag()),
                         props,
+                        link: self.generation,
                     },
                 }))
             }
         }
     }
 
-    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
-        let Some(reply_to) = req.meta.props.reply_to() else {
-            return Ok(false);
+    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<Replied> {
+        let Some(reply_to) = req.meta.props.reply_to().cloned() else {
+            return Ok(Replied::NoReplyTo);
         };
         let mut props = BasicProperties::default();
         if let Some(c) = &req.correl {
@@ -113,41 +249,49 @@ impl FlowIo for AmqpIo {
         if let Some(mode) = req.meta.props.delivery_mode() {
             props.with_delivery_mode(mode);
         }
-        self.ch
-            .basic_publish(
-                props.finish(),
-                body,
-                BasicPublishArguments::new("", reply_to),
-            )
-            .await
-            .context("publishing a reply")?;
-        Ok(true)
+        // A request of a connection that broke comes again on the new one: answer it then.
+        if req.meta.link != self.generation {
+            return Ok(Replied::Dropped);
+        }
+        let sent = self
+            .publish(props.finish(), body, &reply_to, "publishing a reply")
+            .await?;
+        Ok(if sent {
+            Replied::Sent
+        } else {
+            Replied::Dropped
+        })
     }
 
     async fn commit(&mut self, req: &Incoming<Meta>) -> anyhow::Result<()> {
-        if let Some(tag) = req.meta.tag {
-            self.ch
-                .basic_ack(BasicAckArguments::new(tag, false))
-                .await
-                .context("acknowledging a request")?;
+        // A tag of a connection that broke is no longer anyone's: the broker has put that
+        // request back already.
+        let Some(tag) = req.meta.tag.filter(|_| req.meta.link == self.generation) else {
+            return Ok(());
+        };
+        match self
+            .link
+            .ch
+            .basic_ack(BasicAckArguments::new(tag, false))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(_) if self.broken() => self.reconnect().await,
+            Err(e) => Err(e).context("acknowledging a request"),
         }
-        Ok(())
     }
 
     async fn audit(&mut self, req: &Incoming<Meta>, to: &str) -> anyhow::Result<()> {
-        self.ch
-            .basic_publish(
-                req.meta.props.clone(),
-                req.body.clone(),
-                BasicPublishArguments::new("", to),
-            )
+        let what = format!("publishing the audit copy to '{to}'");
+        // Not written when the connection broke: the request comes again, and so does its copy.
+        self.publish(req.meta.props.clone(), req.body.clone(), to, &what)
             .await
-            .with_context(|| format!("publishing the audit copy to '{to}'"))
+            .map(|_| ())
     }
 
     async fn close(self) {
-        let _ = self.ch.close().await;
-        let _ = self.conn.close().await;
+        let _ = self.link.ch.close().await;
+        let _ = self.link.conn.close().await;
     }
 }
 

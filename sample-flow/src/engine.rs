@@ -53,6 +53,8 @@ pub struct FlowOptions {
     pub jetstream: bool,
     /// With `jetstream`: the stream's replicas when the flow creates it.
     pub replicas: Option<usize>,
+    /// AMQP 0-9-1: the kind of input queue the flow declares (None: the broker's default).
+    pub queue_type: Option<oemputx::transport::QueueType>,
     /// Instances in this process (Kafka: instance i reads the partitions p with p mod
     /// threads = i).
     pub threads: usize,
@@ -83,6 +85,17 @@ pub struct Incoming<M> {
     pub meta: M,
 }
 
+/// What became of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replied {
+    Sent,
+    /// The request names nowhere to reply.
+    NoReplyTo,
+    /// It could not be written (the connection it came on broke, or its reply topic is
+    /// gone): the broker gives an unacknowledged request again.
+    Dropped,
+}
+
 /// One flow instance's connection to its broker.
 #[allow(async_fn_in_trait)] // used generically within this binary, never as `dyn`
 pub trait FlowIo {
@@ -91,8 +104,9 @@ pub trait FlowIo {
     /// The next request, or `None` when none came within `wait`; an error when the broker
     /// ended the subscription.
     async fn next(&mut self, wait: Duration) -> anyhow::Result<Option<Incoming<Self::Meta>>>;
-    /// Publish `body` as the reply; false when the request names nowhere to reply.
-    async fn reply(&mut self, req: &Incoming<Self::Meta>, body: Vec<u8>) -> anyhow::Result<bool>;
+    /// Publish `body` as the reply, or say why it was not.
+    async fn reply(&mut self, req: &Incoming<Self::Meta>, body: Vec<u8>)
+    -> anyhow::Result<Replied>;
     /// Acknowledge the request (its work is done).
     async fn commit(&mut self, req: &Incoming<Self::Meta>) -> anyhow::Result<()>;
     /// Publish a copy of the request to the audit queue (or subject).
@@ -158,6 +172,7 @@ struct Tally {
     replied: u64,
     rejected: u64,
     no_reply_to: u64,
+    dropped: u64,
 }
 
 /// The instance's loop over its broker's requests.
@@ -214,19 +229,19 @@ pub async fn serve<I: FlowIo>(
         _ => 0,
     };
     eprintln!(
-        "sample-flow[{i}]: stopping after {} replies ({} rejected requests, {} without reply_to); process CPU first request to last reply: {cpu_ns} ns",
-        tally.replied, tally.rejected, tally.no_reply_to
+        "sample-flow[{i}]: stopping after {} replies ({} rejected requests, {} without reply_to, {} not written); process CPU first request to last reply: {cpu_ns} ns",
+        tally.replied, tally.rejected, tally.no_reply_to, tally.dropped
     );
     io.close().await;
     outcome
 }
 
-fn count_reply(tally: &mut Tally, replied: bool) {
-    if replied {
-        tally.replied += 1;
-    } else {
+fn count_reply(tally: &mut Tally, replied: Replied) {
+    match replied {
+        Replied::Sent => tally.replied += 1,
         // Nowhere to reply: acknowledged and counted rather than redelivered forever.
-        tally.no_reply_to += 1;
+        Replied::NoReplyTo => tally.no_reply_to += 1,
+        Replied::Dropped => tally.dropped += 1,
     }
 }
 

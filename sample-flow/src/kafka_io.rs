@@ -12,7 +12,7 @@
 //! answered. Offsets are not committed: Kafka keeps the requests, and the flow's position
 //! is its own.
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
 use oemputx::transport::kafka::{self, url::KafkaEndpoint};
 use rskafka::client::Client;
@@ -166,9 +166,9 @@ impl FlowIo for KafkaIo {
         }
     }
 
-    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
+    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<Replied> {
         let Some(topic) = req.meta.headers.get(kafka::REPLY_TOPIC) else {
-            return Ok(false);
+            return Ok(Replied::NoReplyTo);
         };
         let topic = String::from_utf8_lossy(topic).into_owned();
         let partition = req
@@ -195,9 +195,9 @@ impl FlowIo for KafkaIo {
             eprintln!(
                 "sample-flow: a reply to '{topic}' partition {partition} was not written: {e}"
             );
-            return Ok(false);
+            return Ok(Replied::Dropped);
         }
-        Ok(true)
+        Ok(Replied::Sent)
     }
 
     async fn commit(&mut self, _req: &Incoming<Meta>) -> anyhow::Result<()> {

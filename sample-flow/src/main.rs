@@ -88,6 +88,11 @@ struct Args {
     /// cluster's nodes each keep a copy). A stream found with another number is refused.
     #[arg(long, value_name = "N", requires = "jetstream", value_parser = clap::value_parser!(u8).range(1..=5))]
     replicas: Option<u8>,
+    /// AMQP 0-9-1: the kind of input queue the flow declares (classic, quorum, stream), as
+    /// oemputx --queue-type asks for it; a queue found of another kind is refused by the
+    /// broker. [default: the broker's, classic]
+    #[arg(long, value_name = "KIND")]
+    queue_type: Option<oemputx::transport::QueueType>,
     /// Instances in this process, one thread and connection each (IBM's broker report's additional
     /// instances; several processes are its execution groups).
     #[arg(long, default_value_t = 1)]
@@ -158,6 +163,9 @@ fn run() -> anyhow::Result<()> {
             endpoint.redacted()
         )
     };
+    if args.queue_type.is_some() && !matches!(ep, Broker::Amqp(_)) {
+        anyhow::bail!("--queue-type needs an amqp:// --url: the kinds of queue are RabbitMQ's");
+    }
     if args.jetstream && !matches!(ep, Broker::Nats(_)) {
         anyhow::bail!("--jetstream needs a nats:// --url: JetStream is NATS's store");
     }
@@ -203,6 +211,7 @@ fn run() -> anyhow::Result<()> {
         prefetch: args.prefetch,
         jetstream: args.jetstream,
         replicas: args.replicas.map(usize::from),
+        queue_type: args.queue_type,
         threads: args.threads,
         extra_cpu: Duration::from_secs_f64(args.extra_cpu_us / 1e6),
         extra_work: args.extra_work,

@@ -5,7 +5,7 @@
 //! request as it arrives: MQTT keeps no request for redelivery once acknowledged, so a flow
 //! that dies mid-message loses it (the driver counts it as timed out).
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
 use oemputx::transport::mqtt::url::MqttEndpoint;
 use rumqttc::v5::mqttbytes::QoS;
@@ -106,9 +106,9 @@ impl FlowIo for MqttIo {
         }))
     }
 
-    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
+    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<Replied> {
         let Some(to) = req.meta.response_topic.clone() else {
-            return Ok(false);
+            return Ok(Replied::NoReplyTo);
         };
         let properties = PublishProperties {
             correlation_data: req.meta.correlation.clone(),
@@ -123,7 +123,7 @@ impl FlowIo for MqttIo {
         loop {
             match tokio::time::timeout_at(deadline, self.events.poll()).await {
                 Err(_) => anyhow::bail!("a reply was not written within 5 s"),
-                Ok(Ok(Event::Outgoing(rumqttc::Outgoing::Publish(_)))) => return Ok(true),
+                Ok(Ok(Event::Outgoing(rumqttc::Outgoing::Publish(_)))) => return Ok(Replied::Sent),
                 Ok(Ok(Event::Incoming(Packet::Publish(p)))) => self.early.push_back(p),
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => return Err(anyhow::anyhow!("publishing a reply: {e}")),

@@ -11,7 +11,7 @@
 //! request's `Reply-To` header (a stored message loses its own reply subject), and
 //! acknowledges the request after its reply, so that the work queue removes it only then.
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
 use async_nats::jetstream::{self, consumer::pull, message::Acker};
 use async_nats::{Client, Subscriber};
@@ -169,15 +169,19 @@ impl FlowIo for NatsIo {
         }
     }
 
-    async fn reply(&mut self, req: &Incoming<Self::Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
+    async fn reply(
+        &mut self,
+        req: &Incoming<Self::Meta>,
+        body: Vec<u8>,
+    ) -> anyhow::Result<Replied> {
         let Some(reply) = &req.meta.reply else {
-            return Ok(false);
+            return Ok(Replied::NoReplyTo);
         };
         self.client
             .publish(reply.clone(), body.into())
             .await
             .context("publishing a reply")?;
-        Ok(true)
+        Ok(Replied::Sent)
     }
 
     async fn commit(&mut self, req: &Incoming<Self::Meta>) -> anyhow::Result<()> {

@@ -5,7 +5,7 @@
 //! that a flow that dies mid-message leaves it to be redelivered. The frames are oemputx's
 //! own codec, over a tokio TCP stream (TLS is oemputx's side only, for now).
 
-use super::engine::{FlowIo, FlowOptions, Incoming};
+use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
 use oemputx::transport::stomp::frame::{Frame, FrameReader, encode_parts};
 use oemputx::transport::stomp::url::{StompEndpoint, queue_destination};
@@ -152,9 +152,9 @@ impl FlowIo for StompIo {
         }
     }
 
-    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<bool> {
+    async fn reply(&mut self, req: &Incoming<Meta>, body: Vec<u8>) -> anyhow::Result<Replied> {
         let Some(to) = &req.meta.reply_to else {
-            return Ok(false);
+            return Ok(Replied::NoReplyTo);
         };
         let mut headers = vec![("destination".to_string(), to.clone())];
         if let Some(c) = &req.correl {
@@ -169,7 +169,7 @@ impl FlowIo for StompIo {
             .write_all(&self.out)
             .await
             .context("sending a reply")?;
-        Ok(true)
+        Ok(Replied::Sent)
     }
 
     async fn commit(&mut self, req: &Incoming<Meta>) -> anyhow::Result<()> {

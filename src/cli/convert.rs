@@ -79,6 +79,7 @@ impl RunArgs {
             model_queue: self.model_queue.clone(),
             confirm_window: self.confirm_window,
             replicas: self.replicas.map(usize::from),
+            queue_type: self.queue_type,
             msgfile: self.msgfile.clone(),
             lines: self.lines,
             msg_size: self.msg_size,

@@ -847,6 +847,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=5))]
     pub replicas: Option<u8>,
 
+    /// RabbitMQ: the kind of request queue --declare creates (classic, quorum, stream); a
+    /// queue found of another kind is refused. The flow's consumers must take it as it is
+    /// (sample-flow --queue-type). [default: the broker's, classic]
+    #[arg(long, value_name = "KIND")]
+    pub queue_type: Option<crate::transport::QueueType>,
+
     /// Message file(s) to send; several are sent in turn. [default: msgfiles/request-630.xml]
     #[arg(long, value_name = "PATH")]
     pub msgfile: Vec<PathBuf>,

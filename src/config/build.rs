@@ -78,6 +78,7 @@ impl RunOptions {
             model_queue: args.model_queue.clone(),
             confirm_window: args.confirm_window,
             replicas: args.replicas,
+            queue_type: args.queue_type,
             messages,
             length: shape.length,
             tasks: shape.tasks,
@@ -317,6 +318,7 @@ fn check_transport_options(
             model_queue: args.model_queue.clone(),
             confirm_window: args.confirm_window,
             replicas: args.replicas,
+            queue_type: args.queue_type,
             wait: args.wait,
             interrupt: Default::default(),
         };
@@ -325,6 +327,15 @@ fn check_transport_options(
                 "--replicas",
                 format!(
                     "sets the replicas of a NATS JetStream stream (nats:// with --persistent --declare); on {} it is not built yet: leave it out",
+                    endpoint.transport()
+                ),
+            ));
+        }
+        if args.queue_type.is_some() && !endpoint.kind().has_queue_types() {
+            return Err(bad(
+                "--queue-type",
+                format!(
+                    "sets the kind of RabbitMQ queue --declare creates (amqp://); on {} it is not built yet: leave it out",
                     endpoint.transport()
                 ),
             ));

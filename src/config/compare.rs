@@ -122,6 +122,7 @@ pub const SETTING_OPTIONS: &[&str] = &[
     "tasks",
     "confirm_window",
     "replicas",
+    "queue_type",
     "match_mode",
     "wait",
     "reconnect_for",

@@ -24,7 +24,7 @@ use crate::accounting::RatioMode;
 use crate::accounting::selector::{GroupSpec, SelectorError};
 use crate::accounting::snapshot::CpuSource;
 use crate::msgfile::{Messages, MsgFileError};
-use crate::transport::{Endpoint, EndpointError, MatchMode, QueueSetup, ReplyQueue};
+use crate::transport::{Endpoint, EndpointError, MatchMode, QueueSetup, QueueType, ReplyQueue};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -129,6 +129,8 @@ pub struct RunConfig {
     pub confirm_window: Option<u32>,
     /// `--replicas N`: the stored requests' copies in a cluster (NATS JetStream).
     pub replicas: Option<usize>,
+    /// `--queue-type`: the kind of request queue (RabbitMQ), when asked.
+    pub queue_type: Option<QueueType>,
     /// The request bodies.
     pub messages: Messages,
     /// Count or duration.
@@ -200,6 +202,7 @@ impl RunConfig {
             model_queue: self.model_queue.clone(),
             confirm_window: self.confirm_window,
             replicas: self.replicas,
+            queue_type: self.queue_type,
             wait: self.wait,
             // The run's own flag is set by `measure` (QueueSetup::interrupted_by).
             interrupt: Default::default(),

@@ -5,7 +5,7 @@
 //! [`RunConfig`](super::RunConfig).
 
 use crate::accounting::snapshot::CpuSource;
-use crate::transport::MatchMode;
+use crate::transport::{MatchMode, QueueType};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -94,6 +94,8 @@ pub struct RunOptions {
     pub confirm_window: Option<u32>,
     /// `--replicas N` (NATS JetStream streams --declare creates).
     pub replicas: Option<usize>,
+    /// `--queue-type` (the RabbitMQ request queue --declare creates).
+    pub queue_type: Option<QueueType>,
     pub msgfile: Vec<PathBuf>,
     /// Each line of the message files is one message.
     pub lines: bool,
@@ -145,6 +147,7 @@ impl Default for RunOptions {
             model_queue: None,
             confirm_window: None,
             replicas: None,
+            queue_type: None,
             msgfile: Vec::new(),
             lines: false,
             msg_size: None,

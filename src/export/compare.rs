@@ -406,6 +406,8 @@ fn saved_identity(s: &Saved) -> super::identity::Identity {
             .map(|h| h.state.word().to_string())
             .unwrap_or_default(),
         commit: r.commit.clone().unwrap_or_default(),
+        queue_type: opt(set.queue_type.map(|q| q.to_string())),
+        replicas: opt(set.replicas.map(|n| n.to_string())),
         ..super::identity::Identity::default()
     }
 }

@@ -109,6 +109,11 @@ struct Line {
     rss_bytes: String,
     peak_rss_bytes: String,
     rss_growth_bytes_per_tran: String,
+    // The store's replication (issue 63), on every row, last so that the order above stays.
+    /// `--queue-type` (RabbitMQ), empty when not asked.
+    queue_type: String,
+    /// `--replicas` (NATS JetStream), empty when not asked.
+    replicas: String,
 }
 
 /// A group row's columns beyond CPU (empty where a figure is null).
@@ -252,6 +257,8 @@ fn identify(out: &mut [Line], r: &Report, f: Format) {
         line.warmup = s.warmup.to_string();
         line.syncpoint = s.syncpoint.to_string();
         line.rate_limit_tps = num(s.rate_limit_tps, f);
+        line.queue_type = s.queue_type.map(|q| q.to_string()).unwrap_or_default();
+        line.replicas = s.replicas.map(|n| n.to_string()).unwrap_or_default();
         line.oemputx_version = r.tool.version.to_string();
         line.commit = safe_cell(r.commit.as_deref().unwrap_or_default()).into_owned();
     }

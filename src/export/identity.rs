@@ -9,7 +9,7 @@ use super::cells::safe_cell;
 use crate::report::Settings;
 
 /// The identity columns, in order, after each command's own.
-pub const COLUMNS: [&str; 16] = [
+pub const COLUMNS: [&str; 18] = [
     "label",
     "transport",
     "tasks",
@@ -26,6 +26,8 @@ pub const COLUMNS: [&str; 16] = [
     "host_state",
     "oemputx_version",
     "commit",
+    "queue_type",
+    "replicas",
 ];
 
 /// A run's message size: one number, or the range of a message file's sizes.
@@ -57,6 +59,10 @@ pub struct Identity {
     pub captured_spread_pct: String,
     pub host_state: String,
     pub commit: String,
+    /// `--queue-type` (RabbitMQ), empty when not asked.
+    pub queue_type: String,
+    /// `--replicas` (NATS JetStream), empty when not asked.
+    pub replicas: String,
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -76,6 +82,8 @@ impl Identity {
             duration_s: opt(s.duration_s),
             warmup: s.warmup.to_string(),
             rate_limit_tps: opt(s.rate_limit_tps),
+            queue_type: opt(s.queue_type),
+            replicas: opt(s.replicas),
             ..Identity::default()
         }
     }
@@ -99,6 +107,8 @@ impl Identity {
             &self.host_state,
             env!("CARGO_PKG_VERSION"),
             &self.commit,
+            &self.queue_type,
+            &self.replicas,
         ]
         .iter()
         .map(|c| safe_cell(c).into_owned())

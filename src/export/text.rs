@@ -548,7 +548,10 @@ fn settings_section(o: &mut String, r: &Report) {
         h.kernel_hz.map_or("unknown".to_string(), |z| z.to_string()),
         yes_no(h.irq_time_accounting)
     );
-    let _ = writeln!(o, "Request queue     : {}", t(&s.request_queue));
+    let kind = s
+        .queue_type
+        .map_or(String::new(), |k| format!(" (a {k} queue)"));
+    let _ = writeln!(o, "Request queue     : {}{kind}", t(&s.request_queue));
     let _ = writeln!(
         o,
         "Reply queue       : {}",

@@ -301,6 +301,9 @@ pub struct Settings {
     /// `--replicas`: the copies a cluster keeps of each stored request, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<usize>,
+    /// `--queue-type`: the kind of request queue, when asked (RabbitMQ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_type: Option<crate::transport::QueueType>,
     /// Whether a named reply queue was cleared before the run (false under --no-clear).
     pub clear_reply_queue: bool,
     pub message_source: String,
@@ -570,6 +573,7 @@ impl Settings {
             reply_path: cfg.reply_queue.path().to_string(),
             confirm_window: cfg.confirm_window,
             replicas: cfg.replicas,
+            queue_type: cfg.queue_type,
             clear_reply_queue: cfg.clear_reply_queue,
             message_source: cfg.messages.source.clone(),
             messages_in_rotation: cfg.messages.bodies.len(),

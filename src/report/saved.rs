@@ -105,6 +105,12 @@ pub struct SavedSettings {
     pub warmup: u64,
     #[serde(default)]
     pub rate_limit_tps: Option<f64>,
+    /// The store's replication (compared: a quorum queue's message costs more than a
+    /// classic one's); absent in reports made before it was asked.
+    #[serde(default)]
+    pub queue_type: Option<crate::transport::QueueType>,
+    #[serde(default)]
+    pub replicas: Option<usize>,
 }
 
 /// A group's total in the whole run or in one round.
@@ -549,6 +555,9 @@ pub(crate) fn settings_differences(
     (b, b_name): (&SavedSettings, &str),
 ) -> Vec<String> {
     let quoted = |s: &str| format!("\"{s}\"");
+    fn store<T: ToString>(v: Option<T>) -> String {
+        v.map_or("the broker's default".to_string(), |v| v.to_string())
+    }
     // The cost per message moves with the rate (2.7× between 100 msg/s and unpaced on the
     // reference flow, docs/ladder.md): runs at two rates measure two different things.
     let rate = |r: Option<f64>| r.map_or("unpaced".to_string(), |r| format!("{r} msg/s (--rate)"));
@@ -581,6 +590,8 @@ pub(crate) fn settings_differences(
             a.msgs_per_loop.to_string(),
             b.msgs_per_loop.to_string(),
         ),
+        ("queue type", store(a.queue_type), store(b.queue_type)),
+        ("replicas", store(a.replicas), store(b.replicas)),
     ];
     pairs
         .into_iter()
@@ -607,6 +618,8 @@ impl SavedSettings {
             // This one it does, before measuring: a baseline paced at one rate gates runs
             // at that rate only.
             rate_limit_tps: cfg.rate,
+            queue_type: cfg.queue_type,
+            replicas: cfg.replicas,
         }
     }
 }

@@ -114,6 +114,10 @@ pub trait EndpointKind: std::fmt::Debug + Send + Sync + std::any::Any {
     fn replicates(&self) -> bool {
         false
     }
+    /// Whether `--queue-type` means something here (a broker with kinds of queue).
+    fn has_queue_types(&self) -> bool {
+        false
+    }
     /// The run options this transport cannot serve, checked before anything starts. The
     /// default refuses IBM MQ's own calls; a transport adds its own rules.
     fn refuse(&self, setup: &QueueSetup) -> Result<(), OptionRefused> {

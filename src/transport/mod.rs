@@ -379,6 +379,38 @@ pub enum MatchMode {
     Any,
 }
 
+/// The kind of queue `--declare` creates for the requests (RabbitMQ's `x-queue-type`):
+/// where a cluster keeps its copies of a stored request, and what each costs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueType {
+    /// One copy, on the node that declared it (RabbitMQ's default).
+    Classic,
+    /// A Raft log replicated to the cluster's nodes (durable, never exclusive).
+    Quorum,
+    /// An append-only log, read from an offset; its consumers must set a prefetch.
+    Stream,
+}
+
+impl QueueType {
+    /// The name RabbitMQ's `x-queue-type` argument takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueType::Classic => "classic",
+            QueueType::Quorum => "quorum",
+            QueueType::Stream => "stream",
+        }
+    }
+}
+
+impl std::fmt::Display for QueueType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where replies come back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyQueue {
@@ -432,6 +464,9 @@ pub struct QueueSetup {
     /// `--replicas N`: the copies a cluster keeps of each stored request (NATS JetStream: the
     /// stream's replicas, when --declare creates it). None: the store's own default.
     pub replicas: Option<usize>,
+    /// `--queue-type`: the kind of request queue `--declare` creates (RabbitMQ). None: the
+    /// broker's default, and a queue found is taken whatever its kind.
+    pub queue_type: Option<QueueType>,
     /// The longest one wait for the broker's answer to a request may take (the run's
     /// `--wait`): a transport that waits inside `put` (STOMP's receipt of a persistent
     /// send) waits no longer than a get would.
@@ -458,6 +493,7 @@ impl QueueSetup {
             model_queue: None,
             confirm_window: None,
             replicas: None,
+            queue_type: None,
             wait: std::time::Duration::from_secs(60),
             interrupt: Default::default(),
         }

@@ -679,3 +679,92 @@ fn reply_paths_and_confirms_are_refused_where_they_cannot_work() {
         "--confirm-window",
     );
 }
+
+/// Whether RabbitMQ takes a declare of `q` as a queue of `kind` (it refuses one that
+/// differs from the queue there: 406 PRECONDITION_FAILED).
+fn declares_as(q: &str, kind: &str) -> bool {
+    tokio::runtime::Runtime::new()
+        .expect("a runtime")
+        .block_on(async {
+            let conn = Connection::open(&open_args()).await.expect("connect");
+            let ch = conn.open_channel(None).await.expect("channel");
+            let mut args = amqprs::FieldTable::new();
+            args.insert(
+                "x-queue-type".try_into().expect("a field name"),
+                kind.into(),
+            );
+            let taken = ch
+                .queue_declare(
+                    QueueDeclareArguments::durable_client_named(q)
+                        .arguments(args)
+                        .finish(),
+                )
+                .await
+                .is_ok();
+            let _ = conn.close().await;
+            taken
+        })
+}
+
+/// `--queue-type quorum --declare` makes the request queue a quorum queue, sample-flow
+/// `--queue-type quorum` serves it, and the report says so in its settings, its text and on
+/// every row; a run asking for a classic queue of the same name is refused, naming why.
+#[test]
+fn a_quorum_request_queue_is_declared_served_reported_and_a_classic_ask_refused() {
+    live!(RabbitMq);
+    let q = fresh_queue("quorum");
+    let _cleanup = QueueGuard(q.clone());
+    let url = amqp_url();
+    let base = ["--qmgr", url.as_str(), "--request-queue", q.as_str()];
+    // No flow yet: the one request times out, and the queue stays, made by oemputx.
+    let (code, j, err) = run_json(
+        &[
+            &base[..],
+            &[
+                "--declare",
+                "--queue-type",
+                "quorum",
+                "--count",
+                "1",
+                "--wait",
+                "1s",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(j["settings"]["queue_type"], "quorum", "{err}");
+    assert!(declares_as(&q, "quorum") && !declares_as(&q, "classic"));
+    let _flow = EchoFlow::start(&q, &["--queue-type", "quorum"]);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let tsv = dir.path().join("r.tsv");
+    let out = oemputx()
+        .args(base)
+        .args(["--queue-type", "quorum", "--count", "200", "--no-save"])
+        .arg("--export-tsv")
+        .arg(&tsv)
+        .output()
+        .expect("oemputx runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("(a quorum queue)"), "{text}");
+    let rows = std::fs::read_to_string(&tsv).expect("the TSV");
+    let mut lines = rows.lines().map(|l| l.split('\t').collect::<Vec<_>>());
+    let header = lines.next().expect("a header");
+    let at = header
+        .iter()
+        .position(|h| *h == "queue_type")
+        .expect("a queue_type column");
+    for row in lines {
+        assert_eq!(row[at], "quorum", "{rows}");
+    }
+    let (code, _, err) =
+        run_json(&[&base[..], &["--queue-type", "classic", "--count", "1"]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another kind") && err.contains(&q), "{err}");
+}

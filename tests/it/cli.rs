@@ -1175,3 +1175,21 @@ fn a_long_run_says_how_it_goes_on_a_stderr_that_is_no_terminal() {
         .expect("runs");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("[progress]"));
 }
+
+/// The store's replication settings where a broker has none to set: a usage error naming
+/// the option and where it works, before anything is sent.
+#[test]
+fn replication_settings_a_transport_lacks_are_usage_errors_naming_where_they_work() {
+    for (args, names) in [
+        (["--queue-type", "quorum"], "amqp://"),
+        (["--replicas", "3"], "nats://"),
+    ] {
+        oemputx()
+            .args(args)
+            .args(["--count", "1"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(args[0]).and(predicate::str::contains(names)))
+            .stderr(predicate::str::contains("not built yet"));
+    }
+}

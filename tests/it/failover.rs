@@ -388,15 +388,9 @@ fn on_rabbitmq_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
     let q = fresh_queue("failover-amqp");
     let _cleanup = QueueGuard(q.clone());
     let _flow = EchoFlow::start(&q, &[]);
-    let broker = amqp_url();
-    let at = broker
-        .split_once('@')
-        .and_then(|(_, rest)| rest.split('/').next())
-        .unwrap_or("127.0.0.1:5672")
-        .to_string();
+    let (at, userinfo) = broker_parts();
     let proxy = FaultProxy::start(&at);
     let node1 = format!("127.0.0.1:{}", proxy.port);
-    let (userinfo, _) = broker.split_once('@').unwrap_or(("amqp://guest:guest", ""));
     let url = format!("{userinfo}@{node1}/%2f,{at}");
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("failover-amqp.json");
@@ -418,6 +412,71 @@ fn on_rabbitmq_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
         "{}",
         j["settings"]
     );
+}
+
+/// The shared broker's `host:port`, and a URL's `amqp://user:password` part.
+fn broker_parts() -> (String, String) {
+    let broker = amqp_url();
+    let at = broker
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .unwrap_or("127.0.0.1:5672")
+        .to_string();
+    let userinfo = broker
+        .split_once('@')
+        .map_or("amqp://guest:guest", |(u, _)| u)
+        .to_string();
+    (at, userinfo)
+}
+
+/// sample-flow on a node list (a proxy in front of the shared broker, then the broker)
+/// whose first node is lost mid-run: it connects again to the second and goes on serving;
+/// the requests it had not answered come to it again, so oemputx (on the broker directly,
+/// never broken) gets every reply in time, and a second reply only where one was written
+/// and its acknowledgement lost with the connection.
+#[test]
+fn sample_flow_on_a_node_list_connects_again_to_the_next_node_and_goes_on_serving() {
+    live!(RabbitMq);
+    let q = fresh_queue("failover-flow");
+    let _cleanup = QueueGuard(q.clone());
+    let (at, userinfo) = broker_parts();
+    let proxy = FaultProxy::start(&at);
+    let flow_url = format!("{userinfo}@127.0.0.1:{}/%2f,{at}", proxy.port);
+    let flow = SampleFlow::start(
+        &["--url", &flow_url, "--input-queue", &q, "--echo"],
+        "echoing",
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover-flow.json");
+    let child = paced_run(&amqp_url(), &q, "2", "10s", &json);
+    std::thread::sleep(Duration::from_secs(4));
+    proxy.set(Fault::Cut);
+    let (code, err) = ended(child);
+    let said = flow.stop();
+    let j = read_json(&json);
+    let i = &j["integrity"];
+    let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        said.iter()
+            .any(|l| l.contains("broke; connected again to") && l.contains(&at)),
+        "{said:?}"
+    );
+    assert!(!said.concat().contains("guest:guest"), "{said:?}");
+    assert!(
+        j["interruptions"].as_array().is_none_or(Vec::is_empty),
+        "{j}"
+    );
+    assert_eq!(
+        n("sent"),
+        n("matched") + n("timed_out") + n("abandoned"),
+        "{i}"
+    );
+    assert_eq!(n("timed_out"), 0, "{i} {said:?}");
+    assert!(n("matched") >= 1200, "{i}");
+    // At most the requests in flight (one a task) answered twice; a run with one exits 1
+    // saying so.
+    assert!(n("duplicates") <= 2, "{i} {said:?}");
+    assert_eq!(code, if n("duplicates") == 0 { 0 } else { 1 }, "{err}");
 }
 
 /// A RabbitMQ cluster lab of the test's own: three nodes on free ports (each with its Erlang

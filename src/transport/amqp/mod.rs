@@ -19,13 +19,13 @@ pub mod admin;
 pub mod lean;
 pub mod url;
 
-use super::ReplyQueue;
 use super::correl;
 use super::endpoint::EndpointKind;
 use super::{
     AsyncSession, Prepared, QueueSetup, Reply, SessionFuture, TaskSession, Transport,
     TransportError,
 };
+use super::{QueueType, ReplyQueue};
 use amqprs::BasicProperties;
 use amqprs::channel::{
     BasicAckArguments, BasicConsumeArguments, BasicPublishArguments, Channel, ConsumerMessage,
@@ -294,27 +294,46 @@ impl Amqp {
         queue: &str,
         of_flow: bool,
     ) -> Result<(), TransportError> {
-        if self.queue_exists(conn, queue).await? {
-            return Ok(());
-        }
-        if !self.setup.declare {
-            if of_flow && self.wait_for_queue(conn, queue).await? {
-                return Ok(());
-            }
+        // The kind asked for is the request queue's: a named reply queue stays the default.
+        let kind = self.setup.queue_type.filter(|_| of_flow);
+        let found = self.queue_exists(conn, queue).await?
+            || (!self.setup.declare && of_flow && self.wait_for_queue(conn, queue).await?);
+        if !found && !self.setup.declare {
             return Err(TransportError::MissingQueue {
                 queue: queue.into(),
                 target: self.target(),
             });
         }
+        if found && kind.is_none() {
+            return Ok(());
+        }
         let ch = conn
             .open_channel(None)
             .await
             .map_err(|e| self.broker_error("opening a channel", e))?;
-        ch.queue_declare(QueueDeclareArguments::durable_client_named(queue))
-            .await
-            .map_err(|e| self.broker_error(format!("declaring queue '{queue}'"), e))?;
-        let _ = ch.close().await;
-        Ok(())
+        // Declaring a queue that exists with the same arguments changes nothing; with another
+        // kind the broker refuses it (406 PRECONDITION_FAILED), which names the difference.
+        let args = QueueDeclareArguments::durable_client_named(queue)
+            .arguments(queue_arguments(kind))
+            .finish();
+        match ch.queue_declare(args).await {
+            Ok(_) => {
+                let _ = ch.close().await;
+                Ok(())
+            }
+            Err(e) if found => Err(TransportError::Broker {
+                what: format!(
+                    "checking that queue '{queue}' is a {} queue",
+                    kind.map_or("", QueueType::as_str)
+                ),
+                target: self.target(),
+                why: format!(
+                    "{}: it exists as another kind of queue (or with other arguments); delete it for --declare to create it as asked, or leave --queue-type out to take it as it is",
+                    crate::secret::scrub(&e.to_string())
+                ),
+            }),
+            Err(e) => Err(self.broker_error(format!("declaring queue '{queue}'"), e)),
+        }
     }
 
     async fn prepare_async(&self) -> Result<Prepared, TransportError> {
@@ -863,6 +882,18 @@ impl From<ConsumerMessage> for Incoming {
     }
 }
 
+/// The arguments that declare a queue of `kind` (`x-queue-type`); none for the broker's
+/// default. sample-flow declares its input queue with the same.
+pub fn queue_arguments(kind: Option<QueueType>) -> amqprs::FieldTable {
+    let mut args = amqprs::FieldTable::new();
+    if let Some(k) = kind
+        && let Ok(name) = "x-queue-type".try_into()
+    {
+        args.insert(name, k.as_str().into());
+    }
+    args
+}
+
 impl EndpointKind for AmqpEndpoint {
     fn transport(&self) -> &'static str {
         "amqp"
@@ -891,6 +922,9 @@ impl EndpointKind for AmqpEndpoint {
     }
     fn delete_queue(&self, queue: &str) -> Result<(), TransportError> {
         admin::delete_queue(self, queue)
+    }
+    fn has_queue_types(&self) -> bool {
+        true
     }
 }
 
