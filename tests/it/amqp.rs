@@ -734,6 +734,7 @@ fn a_quorum_request_queue_is_declared_served_reported_and_a_classic_ask_refused(
     );
     assert_eq!(code, 1, "{err}");
     assert_eq!(j["settings"]["queue_type"], "quorum", "{err}");
+    assert_matches_schema(&j);
     assert!(declares_as(&q, "quorum") && !declares_as(&q, "classic"));
     let _flow = EchoFlow::start(&q, &["--queue-type", "quorum"]);
     let dir = tempfile::tempdir().expect("a temporary folder");
