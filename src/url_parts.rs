@@ -166,6 +166,45 @@ fn starts_a_node(rest: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || ".-_:".contains(c))
 }
 
+/// The nodes after the first of a node list ([`split_nodes`]), each `host:port` (`port`
+/// when a node gives none): a cluster's nodes share the first's scheme, user, password and
+/// settings, so a later node may repeat them but not differ, and has no path or query of its
+/// own. `example` shows the form in the error.
+pub fn later_nodes(
+    listed: &[String],
+    first: &UrlParts,
+    port: u16,
+    example: &str,
+) -> Result<Vec<(String, u16)>, String> {
+    let mut nodes = Vec::new();
+    for node in listed.iter().skip(1) {
+        let u = UrlParts::parse(node)?;
+        let host = u.host_or(&format!("a node without a host; write {example}"))?;
+        let same_user = u
+            .user
+            .as_ref()
+            .is_none_or(|user| Some(user) == first.user.as_ref())
+            && u.password
+                .as_ref()
+                .is_none_or(|p| first.password.as_ref().map(Secret::expose) == Some(p.expose()));
+        if u.scheme != first.scheme || !same_user || !u.path.is_empty() || u.has_query() {
+            return Err(format!(
+                "a cluster's nodes share one scheme, user and settings: give them once, on the first node ({example})"
+            ));
+        }
+        nodes.push((host, u.port.unwrap_or(port)));
+    }
+    Ok(nodes)
+}
+
+/// The later nodes as a URL names them after its first: `,h2:1883,h3:1883`.
+pub fn nodes_suffix(later: &[(String, u16)]) -> String {
+    later
+        .iter()
+        .map(|(host, port)| format!(",{}:{port}", host_for_url(host)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,12 +80,25 @@ impl Amqp10 {
 pub struct Opened {
     pub connection: ConnectionHandle<()>,
     pub session: SessionHandle<()>,
+    /// The node it went to.
+    pub node: (String, u16),
 }
 
-/// Open a connection (TLS for amqps10://, SASL PLAIN with the URL's user) and a session.
-/// Shared with sample-flow, so that a flow connects as the driver does.
+/// Open a connection (TLS for amqps10://, SASL PLAIN with the URL's user) and a session,
+/// on the first of the endpoint's nodes that answers, in order (a refused login ends the
+/// search). Shared with sample-flow, so that a flow connects as the driver does.
 pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, TransportError> {
-    super::interruptible(&ep.redacted(), open_bounded(ep, container)).await
+    let mut last = None;
+    for node in ep.nodes() {
+        match super::interruptible(&node.redacted(), open_bounded(&node, container)).await {
+            Err(e @ TransportError::Unreachable { .. }) => last = Some(e),
+            done => return done,
+        }
+    }
+    Err(last.unwrap_or_else(|| TransportError::Unreachable {
+        target: ep.redacted(),
+        why: "the URL names no node".into(),
+    }))
 }
 
 /// [`open`], each step bounded by [`CONNECT_TIMEOUT`].
@@ -134,6 +147,7 @@ async fn open_bounded(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Tr
     Ok(Opened {
         connection,
         session,
+        node: (ep.host.clone(), ep.port),
     })
 }
 
@@ -303,11 +317,21 @@ impl Transport for Amqp10 {
                 return Err(e);
             }
         };
-        let delete_after = temporary
-            .filter(|_| named_reply.is_none())
-            .map(|address| (self.endpoint.as_amqp091(), style.queue_of(&address)));
+        // Deleted through the node the session is on first, then the others: the first may
+        // be the one lost, and a session that broke still leaves its queue behind.
+        let delete_after = temporary.filter(|_| named_reply.is_none()).map(|address| {
+            let mut on = self.endpoint.as_amqp091().at(&opened.node);
+            on.nodes.retain(|n| *n != opened.node);
+            on.nodes.insert(0, opened.node.clone());
+            (on, style.queue_of(&address))
+        });
         Ok(TaskSession::Async(Box::new(Amqp10Session {
             rt,
+            node: format!(
+                "{}:{}",
+                crate::url_parts::host_for_url(&opened.node.0),
+                opened.node.1
+            ),
             opened: Some(opened),
             sender: Some(sender),
             receiver: Some(receiver),
@@ -431,6 +455,8 @@ pub struct Amqp10Session {
     timer: Deadline,
     /// RabbitMQ: the task's reply queue, deleted (over AMQP 0-9-1) when the session ends.
     delete_after: Option<(AmqpEndpoint, String)>,
+    /// The node the connection went to (`host:port`).
+    node: String,
 }
 
 impl Amqp10Session {
@@ -607,6 +633,9 @@ impl AsyncSession for Amqp10Session {
         let shut = rt.block_on(self.shut());
         self.delete_reply_queue();
         shut
+    }
+    fn node(&self) -> Option<String> {
+        Some(self.node.clone())
     }
 }
 

@@ -7,14 +7,14 @@ use super::super::amqp::url::AmqpEndpoint;
 use super::super::endpoint::{Endpoint, EndpointError, Registered};
 use super::super::tls::TlsOptions;
 use crate::secret::{MASK, Secret};
-use crate::url_parts::{UrlParts, encode, host_for_url};
+use crate::url_parts::{UrlParts, encode, host_for_url, later_nodes, nodes_suffix, split_nodes};
 
 /// How the registry knows this transport.
 pub const REGISTERED: Registered = Registered {
     schemes: &["amqp10", "amqps10"],
     example: "amqp10://user:password@host:5672",
     parse: |raw| Ok(Endpoint::new(Amqp10Endpoint::parse(raw)?)),
-    node_lists: false,
+    node_lists: true,
     bare_name: None,
 };
 
@@ -105,11 +105,16 @@ impl AddressStyle {
 }
 
 /// An AMQP 1.0 container: `amqp10://[user:password@]host[:5672][?address-style=…]`, or
-/// `amqps10://` for TLS (with amqps://'s `cacertfile` and `server_name_indication`).
+/// `amqps10://` for TLS (with amqps://'s `cacertfile` and `server_name_indication`); a
+/// cluster's nodes as a list, `amqp10://u:p@h1:5672,h2:5672`, the login and settings once,
+/// on the first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Amqp10Endpoint {
+    /// The node connections go to first.
     pub host: String,
     pub port: u16,
+    /// The nodes after the first, in the order connecting tries them.
+    pub later: Vec<(String, u16)>,
     pub user: String,
     pub password: Secret,
     pub tls: Option<TlsOptions>,
@@ -133,12 +138,27 @@ impl Amqp10Endpoint {
             (self.user.clone(), MASK.to_string())
         };
         format!(
-            "{}://{user}:{password}@{}:{}{}",
+            "{}://{user}:{password}@{}:{}{}{}",
             self.scheme(),
             host_for_url(&self.host),
             self.port,
-            self.query(reveal)
+            self.query(reveal),
+            nodes_suffix(&self.later)
         )
+    }
+
+    /// Every node, the first included, in the order connecting tries them.
+    pub fn nodes(&self) -> Vec<Amqp10Endpoint> {
+        let first = std::iter::once((self.host.clone(), self.port));
+        first
+            .chain(self.later.iter().cloned())
+            .map(|(host, port)| Amqp10Endpoint {
+                host,
+                port,
+                later: Vec::new(),
+                ..self.clone()
+            })
+            .collect()
     }
 
     /// `amqp10://user:***@host:port`: the password never leaves this struct.
@@ -177,7 +197,9 @@ impl Amqp10Endpoint {
         AmqpEndpoint {
             host: self.host.clone(),
             port: self.port,
-            nodes: vec![(self.host.clone(), self.port)],
+            nodes: std::iter::once((self.host.clone(), self.port))
+                .chain(self.later.iter().cloned())
+                .collect(),
             user: self.user.clone(),
             password: self.password.clone(),
             vhost: "/".into(),
@@ -191,7 +213,8 @@ impl Amqp10Endpoint {
     /// TLS: `cacertfile`, `server_name_indication`); guest/guest by default, as RabbitMQ.
     pub fn parse(raw: &str) -> Result<Amqp10Endpoint, EndpointError> {
         let bad = |why: String| EndpointError::bad(raw, why);
-        let u = UrlParts::parse(raw).map_err(&bad)?;
+        let listed = split_nodes(raw);
+        let u = UrlParts::parse(&listed[0]).map_err(&bad)?;
         let host = u
             .host_or("no host; write amqp10://user:password@HOST:5672")
             .map_err(&bad)?;
@@ -231,10 +254,11 @@ impl Amqp10Endpoint {
         } else {
             None
         };
+        let port = if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT };
         Ok(Amqp10Endpoint {
-            port: u
-                .port
-                .unwrap_or(if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT }),
+            port: u.port.unwrap_or(port),
+            later: later_nodes(&listed, &u, port, "amqp10://user:password@h1:5672,h2:5672")
+                .map_err(&bad)?,
             user: u.user.clone().unwrap_or_else(|| "guest".into()),
             password: u.password.clone().unwrap_or_else(|| Secret::new("guest")),
             host,

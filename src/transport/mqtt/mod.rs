@@ -73,9 +73,39 @@ pub(crate) async fn next_publish(
 /// The longest the broker may take to answer CONNECT (and SUBSCRIBE).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A connected client: the event loop has seen the broker's CONNACK, and, when `subscribe`
-/// names a topic, its SUBACK.
+/// A connected client on the first of the endpoint's nodes that answers, in order, and the
+/// node (`host:port`): the event loop has seen the broker's CONNACK, and, when `subscribe`
+/// names a topic, its SUBACK. A refused login or subscription ends the search.
 pub fn connect(
+    ep: &MqttEndpoint,
+    rt: &Runtime,
+    id: &str,
+    subscribe: Option<(&str, QoS)>,
+) -> Result<(AsyncClient, EventLoop, String), TransportError> {
+    let mut last = None;
+    for node in ep.nodes() {
+        match connect_node(&node, rt, id, subscribe) {
+            Ok((client, events)) => {
+                let at = format!(
+                    "{}:{}",
+                    crate::url_parts::host_for_url(&node.host),
+                    node.port
+                );
+                return Ok((client, events, at));
+            }
+            Err(
+                e @ (TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }),
+            ) => {
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| lost(&ep.redacted(), "the URL names no node")))
+}
+
+/// [`connect`] to one node.
+fn connect_node(
     ep: &MqttEndpoint,
     rt: &Runtime,
     id: &str,
@@ -163,7 +193,7 @@ impl Transport for Mqtt {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         // Connecting once says whether the broker is there and takes the login.
         let rt = client_runtime(&self.endpoint.redacted(), "MQTT")?;
-        let (client, mut events) = connect(
+        let (client, mut events, _) = connect(
             &self.endpoint,
             &rt,
             &format!("oemputx-setup-{}", std::process::id()),
@@ -189,7 +219,7 @@ impl Transport for Mqtt {
             std::process::id(),
             super::correl::new_run_id()
         );
-        let (client, events) = connect(
+        let (client, events, node) = connect(
             &self.endpoint,
             &rt,
             &format!(
@@ -207,6 +237,7 @@ impl Transport for Mqtt {
             reply_topic: bytes::Bytes::from(reply_topic),
             qos,
             target,
+            node,
         })))
     }
 
@@ -224,6 +255,8 @@ struct MqttSession {
     reply_topic: bytes::Bytes,
     qos: QoS,
     target: String,
+    /// The node the connection went to (`host:port`).
+    node: String,
 }
 
 impl MqttSession {
@@ -283,6 +316,9 @@ impl super::AsyncSession for MqttSession {
             });
         }
         Ok(())
+    }
+    fn node(&self) -> Option<String> {
+        Some(self.node.clone())
     }
 }
 

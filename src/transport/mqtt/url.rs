@@ -2,7 +2,7 @@
 
 use super::super::endpoint::{Endpoint, EndpointError, Registered};
 use crate::secret::Secret;
-use crate::url_parts::{UrlParts, encode, host_for_url};
+use crate::url_parts::{UrlParts, encode, host_for_url, later_nodes, nodes_suffix, split_nodes};
 
 /// How the registry knows this transport.
 pub const REGISTERED: Registered = Registered {
@@ -13,17 +13,22 @@ pub const REGISTERED: Registered = Registered {
             MqttEndpoint::parse(raw).map_err(|why| EndpointError::bad(raw, why))?,
         ))
     },
-    node_lists: false,
+    node_lists: true,
     bare_name: None,
 };
 
 /// MQTT's port.
 pub const DEFAULT_PORT: u16 = 1883;
-/// An MQTT broker: `mqtt://[user:password@]host[:1883]`.
+/// An MQTT broker: `mqtt://[user:password@]host[:1883]`, or a cluster's nodes as the
+/// clients' server URI lists name them: `mqtt://u:p@h1:1883,h2:1883` (the login once, on
+/// the first).
 #[derive(Debug, Clone)]
 pub struct MqttEndpoint {
+    /// The node connections go to first.
     pub host: String,
     pub port: u16,
+    /// The nodes after the first, in the order connecting tries them.
+    pub later: Vec<(String, u16)>,
     pub user: Option<String>,
     pub password: Option<Secret>,
 }
@@ -31,7 +36,8 @@ pub struct MqttEndpoint {
 impl MqttEndpoint {
     /// Parse an `mqtt://` URL.
     pub fn parse(raw: &str) -> Result<MqttEndpoint, String> {
-        let u = UrlParts::parse(raw).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
+        let listed = split_nodes(raw);
+        let u = UrlParts::parse(&listed[0]).map_err(|e| format!("{e}; write mqtt://host:1883"))?;
         if u.scheme != "mqtt" {
             return Err(format!("{}:// is not MQTT (mqtts:// is not yet)", u.scheme));
         }
@@ -39,6 +45,7 @@ impl MqttEndpoint {
         Ok(MqttEndpoint {
             host: u.host_or("no host; write mqtt://host:1883")?,
             port: u.port.unwrap_or(DEFAULT_PORT),
+            later: later_nodes(&listed, &u, DEFAULT_PORT, "mqtt://u:p@h1:1883,h2:1883")?,
             user: u.user.clone(),
             password: u.password.clone(),
         })
@@ -51,7 +58,26 @@ impl MqttEndpoint {
             (Some(u), None) => format!("{u}@"),
             _ => String::new(),
         };
-        format!("mqtt://{auth}{}:{}", host_for_url(&self.host), self.port)
+        format!(
+            "mqtt://{auth}{}:{}{}",
+            host_for_url(&self.host),
+            self.port,
+            nodes_suffix(&self.later)
+        )
+    }
+
+    /// Every node, the first included, in the order connecting tries them.
+    pub fn nodes(&self) -> Vec<MqttEndpoint> {
+        let first = std::iter::once((self.host.clone(), self.port));
+        first
+            .chain(self.later.iter().cloned())
+            .map(|(host, port)| MqttEndpoint {
+                host,
+                port,
+                later: Vec::new(),
+                ..self.clone()
+            })
+            .collect()
     }
 }
 
@@ -85,6 +111,11 @@ impl MqttEndpoint {
             (Some(u), None) => format!("{}@", encode(u)),
             _ => String::new(),
         };
-        format!("mqtt://{auth}{}:{}", host_for_url(&self.host), self.port)
+        format!(
+            "mqtt://{auth}{}:{}{}",
+            host_for_url(&self.host),
+            self.port,
+            nodes_suffix(&self.later)
+        )
     }
 }

@@ -110,6 +110,32 @@ fn unreachable(target: &str, why: impl std::fmt::Display) -> TransportError {
 }
 
 impl Conn {
+    /// [`Conn::open`] on the first of the endpoint's nodes that answers, in order, and the
+    /// node (`host:port`). A refused login or the broker's ERROR ends the search.
+    pub fn open_any(ep: &StompEndpoint, client_id: &str) -> Result<(Conn, String), TransportError> {
+        let mut last = None;
+        for node in ep.nodes() {
+            match Conn::open(&node, client_id) {
+                Ok(c) => {
+                    let at = format!(
+                        "{}:{}",
+                        crate::url_parts::host_for_url(&node.host),
+                        node.port
+                    );
+                    return Ok((c, at));
+                }
+                Err(
+                    e
+                    @ (TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }),
+                ) => {
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| unreachable(&ep.redacted(), "the URL names no node")))
+    }
+
     /// Connect and log in (CONNECT, CONNECTED), all within [`CONNECT_TIMEOUT`].
     pub fn open(ep: &StompEndpoint, client_id: &str) -> Result<Conn, TransportError> {
         let target = ep.redacted();
@@ -326,7 +352,7 @@ pub struct Stomp {
 impl Transport for Stomp {
     fn prepare(&self) -> Result<Prepared, TransportError> {
         // Connecting once says whether the connector is there and the login is taken.
-        let conn = Conn::open(
+        let (conn, _) = Conn::open_any(
             &self.endpoint,
             &format!("oemputx-setup-{}", std::process::id()),
         )?;
@@ -343,7 +369,7 @@ impl Transport for Stomp {
 
     fn session(&self, task: usize) -> Result<TaskSession, TransportError> {
         let client = format!("oemputx-{}-{task}", std::process::id());
-        let mut conn = Conn::open(&self.endpoint, &client)?;
+        let (mut conn, node) = Conn::open_any(&self.endpoint, &client)?;
         let reply_to = match &self.setup.reply_queue {
             ReplyQueue::Named(q) => queue_destination(q),
             // Direct and per-request were refused before the run (EndpointKind::refuse).
@@ -376,6 +402,7 @@ impl Transport for Stomp {
             inbox: VecDeque::new(),
             target: conn.target.clone(),
             conn: Some(conn),
+            node,
         })))
     }
 
@@ -416,6 +443,8 @@ struct StompSession {
     /// Replies read while waiting for a receipt.
     inbox: VecDeque<Reply>,
     target: String,
+    /// The node the connection went to (`host:port`).
+    node: String,
 }
 
 impl StompSession {
@@ -521,6 +550,9 @@ impl Session for StompSession {
             c.close();
         }
         Ok(())
+    }
+    fn node(&self) -> Option<String> {
+        Some(self.node.clone())
     }
 }
 

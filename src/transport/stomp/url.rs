@@ -4,7 +4,7 @@
 use super::super::endpoint::{Endpoint, EndpointError, Registered};
 use super::super::tls::{self, TlsOptions};
 use crate::secret::{MASK, Secret};
-use crate::url_parts::{UrlParts, encode, host_for_url};
+use crate::url_parts::{UrlParts, encode, host_for_url, later_nodes, nodes_suffix, split_nodes};
 
 /// ActiveMQ's STOMP ports: plain and TLS.
 pub const DEFAULT_PORT: u16 = 61613;
@@ -15,17 +15,22 @@ pub const REGISTERED: Registered = Registered {
     schemes: &["stomp", "stomp+ssl"],
     example: "stomp://user:password@host:61613",
     parse: |raw| Ok(Endpoint::new(StompEndpoint::parse(raw)?)),
-    node_lists: false,
+    node_lists: true,
     bare_name: None,
 };
 
 /// A STOMP broker: `stomp://[user[:password]@]host[:61613]`, `stomp+ssl://…[:61612]` with
 /// the TLS parameters amqps:// takes (`cacertfile`, `certfile`, `keyfile`,
-/// `server_name_indication`).
+/// `server_name_indication`). A cluster's nodes (a primary and its backups) as a list,
+/// `stomp://u:p@h1:61613,h2:61613`, or in ActiveMQ's form,
+/// `failover:(stomp://h1:61613,stomp://h2:61613)`: the login and TLS once, on the first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StompEndpoint {
+    /// The node connections go to first.
     pub host: String,
     pub port: u16,
+    /// The nodes after the first, in the order connecting tries them.
+    pub later: Vec<(String, u16)>,
     /// CONNECT's `login` and `passcode`; none sent when absent.
     pub login: Option<String>,
     pub passcode: Option<Secret>,
@@ -35,7 +40,8 @@ pub struct StompEndpoint {
 impl StompEndpoint {
     pub fn parse(raw: &str) -> Result<StompEndpoint, EndpointError> {
         let bad = |why: String| EndpointError::bad(raw, why);
-        let u = UrlParts::parse(raw).map_err(&bad)?;
+        let listed = split_nodes(raw);
+        let u = UrlParts::parse(&listed[0]).map_err(&bad)?;
         let host = u
             .host_or("no host; write stomp://user:password@HOST:61613")
             .map_err(&bad)?;
@@ -62,12 +68,15 @@ impl StompEndpoint {
         } else {
             None
         };
+        let port = if secure {
+            DEFAULT_TLS_PORT
+        } else {
+            DEFAULT_PORT
+        };
         Ok(StompEndpoint {
-            port: u.port.unwrap_or(if secure {
-                DEFAULT_TLS_PORT
-            } else {
-                DEFAULT_PORT
-            }),
+            port: u.port.unwrap_or(port),
+            later: later_nodes(&listed, &u, port, "stomp://user:password@h1:61613,h2:61613")
+                .map_err(&bad)?,
             host,
             login: u.user.clone(),
             passcode: u.password.clone(),
@@ -100,10 +109,26 @@ impl StompEndpoint {
             format!("?{}", query.join("&"))
         };
         format!(
-            "{scheme}://{auth}{}:{}{q}",
+            "{scheme}://{auth}{}:{}{q}{}",
             host_for_url(&self.host),
-            self.port
+            self.port,
+            nodes_suffix(&self.later)
         )
+    }
+
+    /// Every node, the first included, in the order connecting tries them (a TLS server
+    /// name set for the first stays the first's: each node is then checked against it).
+    pub fn nodes(&self) -> Vec<StompEndpoint> {
+        let first = std::iter::once((self.host.clone(), self.port));
+        first
+            .chain(self.later.iter().cloned())
+            .map(|(host, port)| StompEndpoint {
+                host,
+                port,
+                later: Vec::new(),
+                ..self.clone()
+            })
+            .collect()
     }
 
     /// The URL with the passcode as `***`.
