@@ -26,7 +26,9 @@ mod latch;
 mod outcome;
 mod task;
 
-pub use outcome::{Integrity, Interruption, Outcome, Probe, Round, Status, TaskStats};
+pub use outcome::{
+    Integrity, Interruption, InterruptionTotals, Outcome, Probe, Round, Status, TaskStats,
+};
 pub use task::TIMEOUTS_IN_A_ROW;
 
 use crate::config::{RunConfig, RunLength};

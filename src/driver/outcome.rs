@@ -106,6 +106,34 @@ pub struct Interruption {
     pub reconnected: bool,
 }
 
+/// The run's broken connections in total: how many, the longest outage (the tasks' outages
+/// overlap in time, so they are not summed), and the requests of all of them.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct InterruptionTotals {
+    pub interruptions: usize,
+    pub longest_outage_ms: f64,
+    pub lost: u64,
+    pub late: u64,
+    pub duplicated: u64,
+    /// Breaks after which the task found no node within --reconnect-for.
+    pub not_reconnected: usize,
+}
+
+impl InterruptionTotals {
+    /// The totals of `breaks`; None when there were none.
+    pub fn of(breaks: &[Interruption]) -> Option<InterruptionTotals> {
+        let sum = |f: fn(&Interruption) -> u64| -> u64 { breaks.iter().map(f).sum() };
+        (!breaks.is_empty()).then(|| InterruptionTotals {
+            interruptions: breaks.len(),
+            longest_outage_ms: breaks.iter().map(|b| b.outage_ms).fold(0.0, f64::max),
+            lost: sum(|b| b.lost),
+            late: sum(|b| b.late),
+            duplicated: sum(|b| b.duplicated),
+            not_reconnected: breaks.iter().filter(|b| !b.reconnected).count(),
+        })
+    }
+}
+
 /// One task's figures.
 #[derive(Debug, Clone)]
 pub struct TaskStats {

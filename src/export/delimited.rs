@@ -114,6 +114,10 @@ struct Line {
     queue_type: String,
     /// `--replicas` (NATS JetStream), empty when not asked.
     replicas: String,
+    // Broken connections in total (summary row; empty when none).
+    interruptions: String,
+    longest_outage_ms: String,
+    lost_at_breaks: String,
 }
 
 /// A group row's columns beyond CPU (empty where a figure is null).
@@ -226,10 +230,23 @@ fn lines(r: &Report, f: Format) -> Vec<Line> {
                 .map(|b| b.spread_pct),
             f,
         ),
-        ..Line::default()
+        ..interruption_cells(r, f)
     });
     identify(&mut out, r, f);
     out
+}
+
+/// The summary row's broken connections in total (empty cells when none).
+fn interruption_cells(r: &Report, f: Format) -> Line {
+    let Some(t) = &r.interruptions_total else {
+        return Line::default();
+    };
+    Line {
+        interruptions: t.interruptions.to_string(),
+        longest_outage_ms: num(Some(t.longest_outage_ms), f),
+        lost_at_breaks: t.lost.to_string(),
+        ..Line::default()
+    }
 }
 
 /// The run's identity and settings on every row, so that rows of runs pasted into one

@@ -106,30 +106,25 @@ impl Headline {
 /// replies, 3 requests lost."; with several, the longest outage ("up to"), since the tasks'
 /// outages overlap in time; None when there were none.
 pub fn interruptions(breaks: &[crate::driver::Interruption]) -> Option<String> {
-    if breaks.is_empty() {
-        return None;
-    }
-    let n = breaks.len();
-    let outage = breaks.iter().map(|b| b.outage_ms).fold(0.0, f64::max);
-    let sum = |f: fn(&crate::driver::Interruption) -> u64| -> u64 { breaks.iter().map(f).sum() };
-    let (lost, late, dup) = (sum(|b| b.lost), sum(|b| b.late), sum(|b| b.duplicated));
+    let t = crate::driver::InterruptionTotals::of(breaks)?;
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut s = format!(
-        "{}: {}{outage:.0} ms without replies, {} lost",
-        plural(n as u64, "interruption", "interruptions"),
-        if n > 1 { "up to " } else { "" },
-        plural(lost, "request", "requests")
+        "{}: {}{:.0} ms without replies, {} lost",
+        plural(t.interruptions as u64, "interruption", "interruptions"),
+        if t.interruptions > 1 { "up to " } else { "" },
+        t.longest_outage_ms,
+        plural(t.lost, "request", "requests")
     );
-    if late > 0 {
-        s.push_str(&format!(", {late} late"));
+    if t.late > 0 {
+        s.push_str(&format!(", {} late", t.late));
     }
-    if dup > 0 {
-        s.push_str(&format!(", {dup} duplicated"));
+    if t.duplicated > 0 {
+        s.push_str(&format!(", {} duplicated", t.duplicated));
     }
-    let failed = breaks.iter().filter(|b| !b.reconnected).count();
-    if failed > 0 {
+    if t.not_reconnected > 0 {
         s.push_str(&format!(
-            "; {failed} not reconnected within --reconnect-for"
+            "; {} not reconnected within --reconnect-for",
+            t.not_reconnected
         ));
     }
     s.push('.');

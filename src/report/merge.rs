@@ -666,6 +666,7 @@ pub fn merge(shards: Vec<Shard>, cpu: Option<CpuWindow>) -> Result<Report, Merge
         .collect();
     out.interruptions
         .sort_by(|a, b| a.start_utc.cmp(&b.start_utc));
+    out.interruptions_total = crate::driver::InterruptionTotals::of(&out.interruptions);
     out.app_cpu.total_s = Some(app_s);
     out.app_cpu.us_per_tran = (total > 0).then(|| app_s * 1e6 / total as f64);
     out.app_cpu.pct_of_elapsed = (window_s > 0.0).then(|| 100.0 * app_s / window_s);

@@ -100,6 +100,9 @@ pub struct Report {
     /// Each break of a task's connection in the window, and what it cost (absent when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interruptions: Vec<crate::driver::Interruption>,
+    /// Their totals (absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interruptions_total: Option<crate::driver::InterruptionTotals>,
     /// Per-process CPU rows, µs per transaction (empty without process groups).
     pub processes: Vec<ProcessRow>,
     /// Per-group CPU rows, µs per transaction, with the driver as group DRIVER.
@@ -734,6 +737,7 @@ impl Report {
             integrity: out.integrity,
             per_task_transactions: out.per_task_matched.clone(),
             interruptions: out.interruptions.clone(),
+            interruptions_total: crate::driver::InterruptionTotals::of(&out.interruptions),
             captured_us_per_tran: table.as_ref().map(|t| t.captured_us_per_tran),
             corrected_us_per_tran: table.as_ref().and_then(|t| t.corrected_us_per_tran),
             capture_ratio: table.as_ref().and_then(|t| t.capture_ratio.clone()),

@@ -201,7 +201,7 @@ fn wait_for_interest(url: &str, subject: &str) {
 }
 
 /// oemputx at 200 msg/s over `tasks` tasks for `duration` against `url`'s nodes, its JSON
-/// report in `json`.
+/// report in `json` and its TSV beside it (`.tsv`).
 fn paced_run(
     url: &str,
     subject: &str,
@@ -215,6 +215,8 @@ fn paced_run(
         .args(["--wait", "2s"])
         .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
         .arg(json)
+        .arg("--export-tsv")
+        .arg(json.with_extension("tsv"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -278,6 +280,11 @@ fn assert_one_break_a_task(j: &serde_json::Value, tasks: u64, from: &str, to: &[
         "{}",
         j["interruptions"]
     );
+    // In total, in the JSON and on the TSV's summary row.
+    let total = &j["interruptions_total"];
+    assert_eq!(total["interruptions"].as_u64(), Some(tasks), "{total}");
+    let lost: u64 = breaks.iter().filter_map(|b| b["lost"].as_u64()).sum();
+    assert_eq!(total["lost"].as_u64(), Some(lost), "{total}");
     for b in &breaks {
         assert_eq!(b["from"].as_str(), Some(from), "{b}");
         assert!(to.iter().any(|t| b["to"].as_str() == Some(t)), "{b}");
@@ -406,6 +413,19 @@ fn first_node_cut_is_one_break_a_task(at: &str, queue: &str, url_of: impl Fn(&st
     assert_one_break_a_task(&j, 2, &node1, &[at.to_string()]);
     // 10 s at 200 msg/s offered 2000; the flow's answers are not counted here.
     assert_books(&j, u64::MAX, 1200, 0);
+    let tsv = std::fs::read_to_string(json.with_extension("tsv")).expect("the TSV");
+    let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+    let at_col = |name: &str| rows[0].iter().position(|h| *h == name).expect(name);
+    let summary = rows
+        .iter()
+        .find(|r| r[0] == "summary")
+        .expect("a summary row");
+    assert_eq!(summary[at_col("interruptions")], "2", "{tsv}");
+    assert_eq!(
+        summary[at_col("lost_at_breaks")],
+        j["interruptions_total"]["lost"].to_string(),
+        "{tsv}"
+    );
 }
 
 #[test]
