@@ -93,6 +93,12 @@ impl AmqpIo {
                     drop(old);
                     return Ok(());
                 }
+                // A refused login or queue: no retry cures it.
+                Err(e) if !e.is::<Unreached>() => {
+                    return Err(e.context(format!(
+                        "the connection to {from} broke and a node refused a new one"
+                    )));
+                }
                 Err(e) if Instant::now() + pause >= until => {
                     return Err(e.context(format!(
                         "the connection to {from} broke and no node took a new one within {} s",
@@ -113,29 +119,73 @@ impl AmqpIo {
     }
 }
 
+/// A node that did not answer (not reachable, or silent): the next is tried. Anything else
+/// (a refused login, a queue of another kind) ends the search.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Unreached(String);
+
 impl Setup {
     /// The first of the endpoint's nodes that takes a connection, channel and consumer.
     async fn connect_any(&self) -> anyhow::Result<Link> {
-        let mut last = None;
+        let mut first = None;
         for node in &self.ep.nodes {
             match self.connect(&self.ep.at(node)).await {
                 Ok(link) => return Ok(link),
-                // A refused login or a broker's refusal ends the search as the first error.
-                Err(e) => last = Some(e),
+                Err(e) if e.is::<Unreached>() => {
+                    first.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or_else(|| anyhow::anyhow!("the URL names no node")))
+        Err(first.unwrap_or_else(|| anyhow::anyhow!("the URL names no node")))
     }
 
+    /// One node: the port reached, then the login, channel and consumer, each bounded.
     async fn connect(&self, ep: &AmqpEndpoint) -> anyhow::Result<Link> {
+        let node = if ep.host.contains(':') {
+            format!("[{}]:{}", ep.host, ep.port)
+        } else {
+            format!("{}:{}", ep.host, ep.port)
+        };
+        let unreached = |why: String| {
+            Unreached(format!(
+                "cannot connect to {} (node {node}): {why}; check that the broker runs and --url is right",
+                ep.redacted()
+            ))
+        };
+        tokio::time::timeout(
+            CONNECT_WITHIN,
+            tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)),
+        )
+        .await
+        .map_err(|_| unreached("no answer within 5 s".into()))?
+        .map_err(|e| unreached(e.to_string()))?;
+        // The port answered: a broker that then stays silent is one not to wait on either.
+        tokio::time::timeout(CONNECT_WITHIN * 2, self.open_link(ep, node.clone()))
+            .await
+            .map_err(|_| unreached("no login, channel or consumer within 10 s".into()))?
+    }
+
+    async fn open_link(&self, ep: &AmqpEndpoint, node: String) -> anyhow::Result<Link> {
         let target = ep.redacted();
         let i = self.i;
         let open = oemputx::transport::amqp::connection_args(ep, &format!("sample-flow-{i}"))
             .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
-        let conn = tokio::time::timeout(CONNECT_WITHIN, Connection::open(&open))
-            .await
-            .map_err(|_| anyhow::anyhow!("cannot reach {target}: no answer within 5 s; check that the broker runs and --url is right"))?
-            .map_err(|e| anyhow::anyhow!("cannot connect to {target}: {e}; check that the broker runs and the user and password in --url"))?;
+        let conn = match Connection::open(&open).await {
+            Ok(conn) => conn,
+            // A port that accepts and then closes looks like a refused login from inside the
+            // client: a node whose port does not speak AMQP (a proxy cut, a node going down)
+            // is one to pass, a broker that answers and closes is a refusal.
+            Err(e) if !oemputx::transport::amqp::speaks_amqp(ep).await => {
+                return Err(
+                    Unreached(format!("cannot connect to {target} (node {node}): {e}")).into(),
+                );
+            }
+            Err(e) => anyhow::bail!(
+                "cannot connect to {target}: {e}; check the user and password in --url"
+            ),
+        };
         let ch = conn.open_channel(None).await.context("opening a channel")?;
         // Without a callback amqprs ignores the broker's Basic.Cancel (the input queue
         // deleted): the flow would keep running, consuming nothing. With it the consumer's
@@ -153,9 +203,11 @@ impl Setup {
         .await
         .with_context(|| match self.queue_type {
             Some(k) => format!(
-                "declaring input queue '{queue}' as a {k} queue (a queue of that name and another kind is refused: delete it, or leave --queue-type out)"
+                "declaring input queue '{queue}' as a {k} queue (the broker refuses it when a queue of that name is of another kind: delete it, or ask for its kind)"
             ),
-            None => format!("declaring input queue '{queue}'"),
+            None => format!(
+                "declaring input queue '{queue}' (a quorum or stream queue of that name needs --queue-type naming its kind)"
+            ),
         })?;
         if let Some(audit) = &self.audit {
             ch.queue_declare(QueueDeclareArguments::durable_client_named(audit))
@@ -172,12 +224,7 @@ impl Setup {
             .basic_consume_rx(consume)
             .await
             .with_context(|| format!("consuming from '{queue}'"))?;
-        Ok(Link {
-            conn,
-            ch,
-            rx,
-            node: target,
-        })
+        Ok(Link { conn, ch, rx, node })
     }
 }
 
@@ -195,7 +242,9 @@ impl AmqpIo {
         let args = BasicPublishArguments::new("", to);
         match self.link.ch.basic_publish(props, body, args).await {
             Ok(()) => Ok(true),
-            Err(_) if self.broken() => self.reconnect().await.map(|()| false),
+            Err(_) if self.broken() && self.setup.ep.nodes.len() > 1 => {
+                self.reconnect().await.map(|()| false)
+            }
             Err(e) => Err(e).context(what.to_string()),
         }
     }
@@ -207,8 +256,10 @@ impl FlowIo for AmqpIo {
     async fn next(&mut self, wait: Duration) -> anyhow::Result<Option<Incoming<Meta>>> {
         match tokio::time::timeout(wait, self.link.rx.recv()).await {
             Err(_) => Ok(None),
-            // The connection broke: the broker puts what was not acknowledged back.
-            Ok(None) if self.broken() => {
+            // The connection broke: the broker puts what was not acknowledged back. Only on
+            // a cluster's node list: on one node the error stands (a delivery the client
+            // cannot decode also closes the connection, and would come again forever).
+            Ok(None) if self.broken() && self.setup.ep.nodes.len() > 1 => {
                 self.reconnect().await?;
                 Ok(None)
             }
@@ -276,7 +327,7 @@ impl FlowIo for AmqpIo {
             .await
         {
             Ok(()) => Ok(()),
-            Err(_) if self.broken() => self.reconnect().await,
+            Err(_) if self.broken() && self.setup.ep.nodes.len() > 1 => self.reconnect().await,
             Err(e) => Err(e).context("acknowledging a request"),
         }
     }
@@ -287,6 +338,10 @@ impl FlowIo for AmqpIo {
         self.publish(req.meta.props.clone(), req.body.clone(), to, &what)
             .await
             .map(|_| ())
+    }
+
+    fn stale(&self, req: &Incoming<Meta>) -> bool {
+        req.meta.link != self.generation
     }
 
     async fn close(self) {

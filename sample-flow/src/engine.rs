@@ -111,6 +111,11 @@ pub trait FlowIo {
     async fn commit(&mut self, req: &Incoming<Self::Meta>) -> anyhow::Result<()>;
     /// Publish a copy of the request to the audit queue (or subject).
     async fn audit(&mut self, req: &Incoming<Self::Meta>, to: &str) -> anyhow::Result<()>;
+    /// Whether the connection `req` came on broke since: the broker gives it again, so its
+    /// work stops here (its row is not written twice).
+    fn stale(&self, _req: &Incoming<Self::Meta>) -> bool {
+        false
+    }
     /// Close the connection.
     async fn close(self);
 }
@@ -279,7 +284,10 @@ async fn process<I: FlowIo>(
 ) -> anyhow::Result<()> {
     stats.node_start();
     stats.node_end(0);
-    let outcome = run_nodes(io, &req, o, db, stats).await?;
+    let Some(outcome) = run_nodes(io, &req, o, db, stats).await? else {
+        count_reply(tally, Replied::Dropped);
+        return Ok(());
+    };
     let body = match outcome {
         Ok(body) => body,
         Err(why) => {
@@ -297,21 +305,22 @@ async fn process<I: FlowIo>(
     Ok(())
 }
 
-/// Nodes 1 to 8: the reply body, or why the request was turned away (the outer error is an
-/// I/O failure that stops the flow with the request unacknowledged).
+/// Nodes 1 to 8: the reply body, or why the request was turned away; `None` when its
+/// connection broke under the audit copy (it comes again). The outer error is an I/O
+/// failure that stops the flow with the request unacknowledged.
 async fn run_nodes<I: FlowIo>(
     io: &mut I,
     req: &Incoming<I::Meta>,
     o: &FlowOptions,
     db: Option<&mut Db>,
     stats: &mut Collector,
-) -> anyhow::Result<Result<Vec<u8>, Invalid>> {
+) -> anyhow::Result<Option<Result<Vec<u8>, Invalid>>> {
     stats.node_start();
     let checked = nodes::check_request(&req.body);
     stats.node_end(1);
     let request = match checked {
         Ok(r) => r,
-        Err(why) => return Ok(Err(why)),
+        Err(why) => return Ok(Some(Err(why))),
     };
     stats.node_start();
     let record = nodes::transform(request);
@@ -321,13 +330,17 @@ async fn run_nodes<I: FlowIo>(
     stats.node_start();
     if let Some(audit) = &o.audit_queue {
         io.audit(req, audit).await?;
+        if io.stale(req) {
+            stats.node_end(3);
+            return Ok(None);
+        }
     }
     stats.node_end(3);
     stats.node_start();
     let rules = nodes::check_record(&record);
     stats.node_end(4);
     if let Err(why) = rules {
-        return Ok(Err(why));
+        return Ok(Some(Err(why)));
     }
     stats.node_start();
     let enriched = nodes::enrich(record);
@@ -344,5 +357,5 @@ async fn run_nodes<I: FlowIo>(
     stats.node_start();
     let body = nodes::build_reply(&enriched, route);
     stats.node_end(8);
-    Ok(Ok(body))
+    Ok(Some(Ok(body)))
 }

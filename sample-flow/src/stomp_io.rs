@@ -142,6 +142,18 @@ impl FlowIo for StompIo {
                         meta,
                     }));
                 }
+                // A reply sent to the temporary queue of a requester that went away (its
+                // connection broke): ActiveMQ answers it with an ERROR, which ends that reply,
+                // not the subscription.
+                "ERROR"
+                    if f.get("message")
+                        .is_some_and(|m| m.contains("deleted Destination")) =>
+                {
+                    eprintln!(
+                        "sample-flow: a reply was not delivered: {}",
+                        f.get("message").unwrap_or_default()
+                    );
+                }
                 "ERROR" => anyhow::bail!(
                     "the broker ended the subscription to '{}': {}",
                     self.queue,

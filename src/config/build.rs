@@ -141,6 +141,8 @@ fn shared_settings_hash(
         ),
         ("persistent", args.persistent.to_string()),
         ("syncpoint", args.syncpoint.to_string()),
+        ("queue_type", format!("{:?}", args.queue_type)),
+        ("replicas", format!("{:?}", args.replicas)),
         ("msgs_per_loop", args.msgs_per_loop.to_string()),
         ("length", length),
         ("tasks", shape.tasks.to_string()),

@@ -556,7 +556,7 @@ pub(crate) fn settings_differences(
 ) -> Vec<String> {
     let quoted = |s: &str| format!("\"{s}\"");
     fn store<T: ToString>(v: Option<T>) -> String {
-        v.map_or("the broker's default".to_string(), |v| v.to_string())
+        v.map_or("not asked".to_string(), |v| v.to_string())
     }
     // The cost per message moves with the rate (2.7× between 100 msg/s and unpaced on the
     // reference flow, docs/ladder.md): runs at two rates measure two different things.

@@ -209,8 +209,21 @@ fn paced_run(
     duration: &str,
     json: &std::path::Path,
 ) -> std::process::Child {
+    paced_run_with(url, subject, tasks, duration, json, &[])
+}
+
+/// [`paced_run`] with more options (`--persistent`, say).
+fn paced_run_with(
+    url: &str,
+    subject: &str,
+    tasks: &str,
+    duration: &str,
+    json: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
     oemputx_process()
         .args(["--qmgr", url, "--request-queue", subject])
+        .args(extra)
         .args(["--rate", "200", "--tasks", tasks, "--duration", duration])
         .args(["--wait", "2s"])
         .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
@@ -333,6 +346,52 @@ fn the_node_oemputx_is_connected_to_killed_mid_run_is_one_interruption_not_the_e
         "{}",
         j["settings"]
     );
+}
+
+/// On a JetStream stream with three replicas, the node oemputx is connected to killed 6 s
+/// into a 20 s run at 200 msg/s over two tasks: one interruption a task, the run completes,
+/// and every request is accounted for once. The stream keeps its copies on the two nodes
+/// left; sample-flow on node 3 reads it and answers (its own count bounds what was
+/// matched), and a request it gets again after the break counts as duplicated.
+#[test]
+fn on_jetstream_r3_the_node_oemputx_is_connected_to_killed_is_one_interruption_a_task() {
+    live!(NatsServer);
+    let lab = Lab::up();
+    let subject = fresh_queue("failover-js");
+    let node3 = format!("nats://{}", lab.address(3));
+    let flow = SampleFlow::start(
+        &[
+            "--url",
+            &node3,
+            "--input-queue",
+            &subject,
+            "--echo",
+            "--jetstream",
+            "--replicas",
+            "3",
+        ],
+        "echoing",
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("failover-js.json");
+    let persistent = ["--persistent", "--declare", "--replicas", "3"];
+    let child = paced_run_with(&lab.url(), &subject, "2", "20s", &json, &persistent);
+    std::thread::sleep(Duration::from_secs(6));
+    lab.node("kill", 1);
+    let (code, err) = ended(child);
+    let said = flow.stop();
+    let answered = said
+        .iter()
+        .find_map(|l| l.split("stopping after ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("the flow's count: {said:?}"));
+    let j = read_json(&json);
+    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    assert_eq!(j["settings"]["replicas"], 3, "{}", j["settings"]);
+    assert_one_break_a_task(&j, 2, &lab.address(1), &[lab.address(2), lab.address(3)]);
+    let duplicated = j["interruptions_total"]["duplicated"].as_u64().unwrap_or(0);
+    assert_books(&j, answered, 2400, duplicated);
 }
 
 #[test]
@@ -542,7 +601,7 @@ fn sample_flow_on_a_node_list_connects_again_to_the_next_node_and_goes_on_servin
     let n = |k: &str| i[k].as_u64().unwrap_or(u64::MAX);
     assert!(
         said.iter()
-            .any(|l| l.contains("broke; connected again to") && l.contains(&at)),
+            .any(|l| l.ends_with(&format!("broke; connected again to {at}"))),
         "{said:?}"
     );
     assert!(!said.concat().contains("guest:guest"), "{said:?}");

@@ -311,29 +311,35 @@ impl Amqp {
             .open_channel(None)
             .await
             .map_err(|e| self.broker_error("opening a channel", e))?;
+        let closed = CloseReason::default();
+        let _ = ch.register_callback(closed.clone()).await;
         // Declaring a queue that exists with the same arguments changes nothing; with another
         // kind the broker refuses it (406 PRECONDITION_FAILED), which names the difference.
+        // (A broker that relaxes its equivalence checks takes it: the check relies on it.)
         let args = QueueDeclareArguments::durable_client_named(queue)
             .arguments(queue_arguments(kind))
             .finish();
-        match ch.queue_declare(args).await {
-            Ok(_) => {
-                let _ = ch.close().await;
-                Ok(())
-            }
-            Err(e) if found => Err(TransportError::Broker {
-                what: format!(
-                    "checking that queue '{queue}' is a {} queue",
-                    kind.map_or("", QueueType::as_str)
-                ),
-                target: self.target(),
-                why: format!(
-                    "{}: it exists as another kind of queue (or with other arguments); delete it for --declare to create it as asked, or leave --queue-type out to take it as it is",
-                    crate::secret::scrub(&e.to_string())
-                ),
-            }),
-            Err(e) => Err(self.broker_error(format!("declaring queue '{queue}'"), e)),
+        let Err(e) = ch.queue_declare(args).await else {
+            let _ = ch.close().await;
+            return Ok(());
+        };
+        let what = match kind {
+            Some(k) if found => format!("checking that queue '{queue}' is a {k} queue"),
+            _ => format!("declaring queue '{queue}'"),
+        };
+        let why = match closed.wait().await {
+            Some((406, text)) if found => format!(
+                "{text}: it exists as another kind of queue (or with other arguments); delete it for --declare to create it as asked, or ask for its kind"
+            ),
+            Some((code, text)) => format!("{code} {text}"),
+            None => e.to_string(),
+        };
+        Err(TransportError::Broker {
+            what,
+            target: self.target(),
+            why: crate::secret::scrub(&why),
         }
+        .caused_by(&e))
     }
 
     async fn prepare_async(&self) -> Result<Prepared, TransportError> {
@@ -527,7 +533,7 @@ fn route_replies(
 
 /// Whether `ep`'s port answers AMQP 0-9-1's protocol header with a frame (the broker's
 /// Connection.Start: frame type 1, channel 0).
-async fn speaks_amqp(ep: &AmqpEndpoint) -> bool {
+pub async fn speaks_amqp(ep: &AmqpEndpoint) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let probe = async {
         let mut s = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port)).await?;
@@ -879,6 +885,62 @@ impl From<ConsumerMessage> for Incoming {
             len: m.content.as_ref().map_or(0, Vec::len),
         };
         Incoming::Delivery(reply, m.deliver.as_ref().map(|d| d.delivery_tag()))
+    }
+}
+
+/// The broker's reason for closing a channel (its reply code and text), which amqprs hands
+/// only to a channel's callback: a refused declare's error says just "channel closed".
+#[derive(Clone, Default)]
+struct CloseReason(Arc<Mutex<Option<(u16, String)>>>);
+
+impl CloseReason {
+    /// The reason, once the callback has it (it may run just after the call's error).
+    async fn wait(&self) -> Option<(u16, String)> {
+        for _ in 0..20 {
+            if let Some(r) = self.0.lock().ok().and_then(|r| r.clone()) {
+                return Some(r);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
+}
+
+#[async_trait::async_trait]
+impl amqprs::callbacks::ChannelCallback for CloseReason {
+    async fn close(
+        &mut self,
+        _channel: &amqprs::channel::Channel,
+        close: amqprs::CloseChannel,
+    ) -> Result<(), amqprs::error::Error> {
+        if let Ok(mut r) = self.0.lock() {
+            *r = Some((close.reply_code(), close.reply_text().clone()));
+        }
+        Ok(())
+    }
+    async fn cancel(
+        &mut self,
+        _channel: &amqprs::channel::Channel,
+        _cancel: amqprs::Cancel,
+    ) -> Result<(), amqprs::error::Error> {
+        Ok(())
+    }
+    async fn flow(
+        &mut self,
+        _channel: &amqprs::channel::Channel,
+        active: bool,
+    ) -> Result<bool, amqprs::error::Error> {
+        Ok(active)
+    }
+    async fn publish_ack(&mut self, _channel: &amqprs::channel::Channel, _ack: amqprs::Ack) {}
+    async fn publish_nack(&mut self, _channel: &amqprs::channel::Channel, _nack: amqprs::Nack) {}
+    async fn publish_return(
+        &mut self,
+        _channel: &amqprs::channel::Channel,
+        _ret: amqprs::Return,
+        _basic_properties: BasicProperties,
+        _content: Vec<u8>,
+    ) {
     }
 }
 

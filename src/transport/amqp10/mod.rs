@@ -91,7 +91,7 @@ pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Transp
     let mut last = None;
     for node in ep.nodes() {
         match super::interruptible(&node.redacted(), open_bounded(&node, container)).await {
-            Err(e @ TransportError::Unreachable { .. }) => last = Some(e),
+            Err(e) if matches!(e.kind(), TransportError::Unreachable { .. }) => last = Some(e),
             done => return done,
         }
     }
@@ -327,6 +327,7 @@ impl Transport for Amqp10 {
         });
         Ok(TaskSession::Async(Box::new(Amqp10Session {
             rt,
+            broke: false,
             node: format!(
                 "{}:{}",
                 crate::url_parts::host_for_url(&opened.node.0),
@@ -457,6 +458,8 @@ pub struct Amqp10Session {
     delete_after: Option<(AmqpEndpoint, String)>,
     /// The node the connection went to (`host:port`).
     node: String,
+    /// Whether its connection broke.
+    broke: bool,
 }
 
 impl Amqp10Session {
@@ -496,7 +499,19 @@ impl Amqp10Session {
         Ok(())
     }
 
+    /// [`Self::await_reply`], remembering a broken connection (its node goes last when the
+    /// reply queue is deleted).
     async fn next_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
+        let got = self.await_reply(wait).await;
+        if let Err(e) = &got
+            && matches!(e.kind(), TransportError::ConnectionLost { .. })
+        {
+            self.broke = true;
+        }
+        got
+    }
+
+    async fn await_reply(&mut self, wait: Duration) -> Result<Option<Reply>, TransportError> {
         // Sending is bounded by the same wait as receiving: on a stalled connection it waits
         // for credit that never comes, and the run must still see its timeouts and signals.
         // (A timer only when there is something to send: most gets of a loop have nothing.)
@@ -643,7 +658,11 @@ impl Amqp10Session {
     /// Delete the task's reply queue, if the session made one. Outside the session's
     /// runtime: the deletion runs on a runtime of its own.
     fn delete_reply_queue(&mut self) {
-        if let Some((ep, queue)) = self.delete_after.take() {
+        if let Some((mut ep, queue)) = self.delete_after.take() {
+            // Through another node first when this one's connection broke (it may be gone).
+            if self.broke {
+                ep.nodes.rotate_left(1);
+            }
             // Best effort: a run's outcome does not hang on tidying up. But a queue left
             // behind stays on the broker until someone deletes it (no consumer, no expiry:
             // RabbitMQ's AMQP 1.0 plugin takes no queue arguments), so it is named.

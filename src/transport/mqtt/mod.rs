@@ -93,9 +93,13 @@ pub fn connect(
                 );
                 return Ok((client, events, at));
             }
-            Err(
-                e @ (TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }),
-            ) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }
+                ) =>
+            {
+                // A silent node's error carries the client's own as its cause: its kind decides.
                 last = Some(e);
             }
             Err(e) => return Err(e),
