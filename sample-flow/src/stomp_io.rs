@@ -145,10 +145,7 @@ impl FlowIo for StompIo {
                 // A reply sent to the temporary queue of a requester that went away (its
                 // connection broke): ActiveMQ answers it with an ERROR, which ends that reply,
                 // not the subscription.
-                "ERROR"
-                    if f.get("message")
-                        .is_some_and(|m| m.contains("deleted Destination")) =>
-                {
+                "ERROR" if to_a_gone_requester(&f) => {
                     eprintln!(
                         "sample-flow: a reply was not delivered: {}",
                         f.get("message").unwrap_or_default()
@@ -210,4 +207,14 @@ impl FlowIo for StompIo {
         let _ = self.send(&Frame::new("DISCONNECT")).await;
         let _ = self.tcp.shutdown().await;
     }
+}
+
+/// Whether an ERROR is ActiveMQ's answer to a reply sent to a temporary queue that is gone
+/// (its requester's connection broke): its `message` is then the destination itself
+/// (`temp-queue://ID:…`, seen here) or says "Cannot publish to a deleted Destination".
+fn to_a_gone_requester(f: &Frame) -> bool {
+    let message = f.get("message").unwrap_or_default();
+    message.starts_with("temp-queue://")
+        || message.contains("deleted Destination")
+        || String::from_utf8_lossy(&f.body).contains("deleted Destination")
 }

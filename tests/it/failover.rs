@@ -225,7 +225,11 @@ fn paced_run_with(
         .args(["--qmgr", url, "--request-queue", subject])
         .args(extra)
         .args(["--rate", "200", "--tasks", tasks, "--duration", duration])
-        .args(["--wait", "2s"])
+        .args(
+            ["--wait", "2s"]
+                .iter()
+                .filter(|_| !extra.contains(&"--wait")),
+        )
         .args(["--no-groups", "--no-save", "--quiet", "--export-json"])
         .arg(json)
         .arg("--export-tsv")
@@ -374,7 +378,16 @@ fn on_jetstream_r3_the_node_oemputx_is_connected_to_killed_is_one_interruption_a
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("failover-js.json");
-    let persistent = ["--persistent", "--declare", "--replicas", "3"];
+    // The stream elects new leaders after the loss: 4.7 s without replies in CI beside the
+    // other tests, so each request waits 5 s rather than 2.
+    let persistent = [
+        "--persistent",
+        "--declare",
+        "--replicas",
+        "3",
+        "--wait",
+        "5s",
+    ];
     let child = paced_run_with(&lab.url(), &subject, "2", "20s", &json, &persistent);
     std::thread::sleep(Duration::from_secs(6));
     lab.node("kill", 1);
@@ -450,7 +463,12 @@ fn a_node_stopped_cleanly_and_one_that_came_back_are_each_an_interruption() {
 /// the shared broker at `at`, is cut 4 s into a 10 s run (every connection closed, every new
 /// one refused): each task breaks once, from the proxy to the broker, and the run completes
 /// with its books kept and no password shown. `url_of(node1)` writes the list.
-fn first_node_cut_is_one_break_a_task(at: &str, queue: &str, url_of: impl Fn(&str) -> String) {
+fn first_node_cut_is_one_break_a_task(
+    at: &str,
+    queue: &str,
+    flow: Option<SampleFlow>,
+    url_of: impl Fn(&str) -> String,
+) {
     let proxy = FaultProxy::start(at);
     let node1 = format!("127.0.0.1:{}", proxy.port);
     let url = url_of(&node1);
@@ -460,8 +478,9 @@ fn first_node_cut_is_one_break_a_task(at: &str, queue: &str, url_of: impl Fn(&st
     std::thread::sleep(Duration::from_secs(4));
     proxy.set(Fault::Cut);
     let (code, err) = ended(child);
+    let said = flow.map(SampleFlow::stop).unwrap_or_default();
     let j = read_json(&json);
-    assert_eq!(code, 0, "{err}\n{}", j["interruptions"]);
+    assert_eq!(code, 0, "{err}\n{}\nthe flow: {said:?}", j["interruptions"]);
     let password = url.split_once('@').and_then(|(u, _)| u.rsplit(':').next());
     for shown in [err.as_str(), &j["settings"]["qmgr"].to_string()] {
         assert!(
@@ -495,7 +514,9 @@ fn on_rabbitmq_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
     let _cleanup = QueueGuard(q.clone());
     let _flow = EchoFlow::start(&q, &[]);
     let (at, userinfo) = broker_parts();
-    first_node_cut_is_one_break_a_task(&at, &q, |node1| format!("{userinfo}@{node1}/%2f,{at}"));
+    first_node_cut_is_one_break_a_task(&at, &q, None, |node1| {
+        format!("{userinfo}@{node1}/%2f,{at}")
+    });
 }
 
 #[test]
@@ -503,7 +524,7 @@ fn on_mqtt_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
     live!(Mosquitto);
     let topic = format!("oemputx/failover/{}", fresh_queue("mqtt"));
     let at = "127.0.0.1:1883";
-    let _flow = SampleFlow::start(
+    let flow = SampleFlow::start(
         &[
             "--url",
             &format!("mqtt://{at}"),
@@ -513,7 +534,9 @@ fn on_mqtt_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
         ],
         "echoing",
     );
-    first_node_cut_is_one_break_a_task(at, &topic, |node1| format!("mqtt://{node1},{at}"));
+    first_node_cut_is_one_break_a_task(at, &topic, Some(flow), |node1| {
+        format!("mqtt://{node1},{at}")
+    });
 }
 
 #[test]
@@ -521,7 +544,7 @@ fn on_stomp_activemq_s_failover_list_goes_on_on_the_next_node_when_the_first_is_
     live!(ActiveMq);
     let q = fresh_queue("failover-stomp");
     let at = "127.0.0.1:61613";
-    let _flow = SampleFlow::start(
+    let flow = SampleFlow::start(
         &[
             "--url",
             &format!("stomp://admin:admin@{at}"),
@@ -531,7 +554,7 @@ fn on_stomp_activemq_s_failover_list_goes_on_on_the_next_node_when_the_first_is_
         ],
         "echoing",
     );
-    first_node_cut_is_one_break_a_task(at, &q, |node1| {
+    first_node_cut_is_one_break_a_task(at, &q, Some(flow), |node1| {
         format!("failover:(stomp://admin:admin@{node1},stomp://{at})")
     });
 }
@@ -542,7 +565,7 @@ fn on_amqp_1_0_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
     let q = fresh_queue("failover-amqp10");
     let _cleanup = QueueGuard(q.clone());
     let (at, _) = broker_parts();
-    let _flow = SampleFlow::start(
+    let flow = SampleFlow::start(
         &[
             "--url",
             &format!("amqp10://guest:guest@{at}"),
@@ -552,7 +575,7 @@ fn on_amqp_1_0_a_node_list_goes_on_on_the_next_node_when_the_first_is_lost() {
         ],
         "echoing",
     );
-    first_node_cut_is_one_break_a_task(&at, &q, |node1| {
+    first_node_cut_is_one_break_a_task(&at, &q, Some(flow), |node1| {
         format!("amqp10://guest:guest@{node1},{at}")
     });
 }
