@@ -489,8 +489,13 @@ fn first_node_cut_is_one_break_a_task(
         );
     }
     assert_one_break_a_task(&j, 2, &node1, &[at.to_string()]);
-    // 10 s at 200 msg/s offered 2000; the flow's answers are not counted here.
-    assert_books(&j, u64::MAX, 1200, 0);
+    // 10 s at 200 msg/s offered 2000, but the rate is the host's to keep: at load 4 beside
+    // the suite AMQP 1.0's two tasks sent 530. What this checks is that replies went on
+    // after the break (exit 0: each was followed by one); the flow's count is not read.
+    assert_books(&j, u64::MAX, 100, 0);
+    for b in j["interruptions"].as_array().into_iter().flatten() {
+        assert!(b["end_utc"].is_string(), "no reply after the break: {b}");
+    }
     let tsv = std::fs::read_to_string(json.with_extension("tsv")).expect("the TSV");
     let rows: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
     let at_col = |name: &str| rows[0].iter().position(|h| *h == name).expect(name);

@@ -335,6 +335,7 @@ impl Transport for Nats {
             unsent: Vec::new(),
             last_body: bytes::Bytes::new(),
             timer: Deadline::default(),
+            patience: self.setup.wait,
         })))
     }
 
@@ -367,6 +368,8 @@ pub struct NatsSession {
     last_body: bytes::Bytes,
     /// The wait for replies, one timer kept across gets.
     timer: Deadline,
+    /// How long a stream that has no leader is asked again (--wait).
+    patience: Duration,
 }
 
 impl NatsSession {
@@ -382,7 +385,14 @@ impl NatsSession {
             return Err(self.lost("session already closed"));
         };
         if let Some(js) = &self.js {
-            let stored = stored(js, &self.subject, &mut self.unsent, &self.target).await;
+            let stored = stored(
+                js,
+                &self.subject,
+                &mut self.unsent,
+                &self.target,
+                self.patience,
+            )
+            .await;
             // A store that failed because the node went away is a break, not the broker's no.
             return match stored {
                 Err(e) if self.lost.broke() => Err(self.lost(format!(
@@ -466,32 +476,58 @@ impl NatsSession {
     }
 }
 
-/// Publish the unsent requests into the stream, each naming its reply subject in the
+/// Publish each request to the stream's subject with the task's reply subject in a
 /// `Reply-To` header, then wait for every acknowledgement: a persistent put is done when
-/// the stream has stored it.
+/// the stream has stored it. A stream that answers "no stream" (its subject has no
+/// responder: a cluster electing the stream's leader after a node's loss, seconds on a
+/// loaded host) is asked again for up to `patience` (the run's --wait), the request's round
+/// trip counting the wait; a stream deleted mid-run still fails after it.
 async fn stored(
     js: &async_nats::jetstream::Context,
     subject: &async_nats::Subject,
     unsent: &mut Vec<(String, bytes::Bytes)>,
     target: &str,
+    patience: Duration,
 ) -> Result<(), TransportError> {
     let failed = |e: &dyn std::fmt::Display| TransportError::Broker {
         what: "storing a request in JetStream".into(),
         target: target.to_string(),
         why: e.to_string(),
     };
+    let publish = |reply: &str, body: &bytes::Bytes| {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(jetstream::REPLY_TO, reply);
+        js.publish_with_headers(subject.clone(), headers, body.clone())
+    };
     let mut acks = Vec::with_capacity(unsent.len());
     for (reply, body) in unsent.drain(..) {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert(jetstream::REPLY_TO, reply.as_str());
-        let ack = js
-            .publish_with_headers(subject.clone(), headers, body)
-            .await
-            .map_err(|e| failed(&e))?;
-        acks.push(ack);
+        let ack = publish(&reply, &body).await.map_err(|e| failed(&e))?;
+        acks.push((ack, reply, body));
     }
-    for ack in acks {
-        ack.await.map_err(|e| failed(&e))?;
+    let until = tokio::time::Instant::now() + patience;
+    for (mut ack, reply, body) in acks {
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match ack.await {
+                Ok(_) => break,
+                Err(e)
+                    if e.kind()
+                        == async_nats::jetstream::context::PublishErrorKind::StreamNotFound
+                        && tokio::time::Instant::now() + pause < until =>
+                {
+                    if let Err(crate::signals::Stopped::Interrupted) =
+                        crate::signals::within(pause, std::future::pending::<()>()).await
+                    {
+                        return Err(TransportError::Interrupted {
+                            what: "waiting for the stream to store a request".into(),
+                        });
+                    }
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                    ack = publish(&reply, &body).await.map_err(|e| failed(&e))?;
+                }
+                Err(e) => return Err(failed(&e)),
+            }
+        }
     }
     Ok(())
 }
