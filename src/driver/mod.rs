@@ -896,13 +896,16 @@ mod loop_tests {
         // comes resets the count.
         let cfg = config(RunOptions {
             count: Some(300),
-            wait: Duration::from_millis(10),
+            wait: Duration::from_millis(50),
             ..RunOptions::default()
         });
         let t = Faulty::dropping_every(&cfg, 10);
         let out = drive(&cfg, &t, &Controls::default(), &mut NoWindow).expect("run");
         assert_eq!(out.status, Status::TimedOut);
-        assert_eq!(out.integrity.timed_out, 30);
+        // The 30 dropped, and now and then one the host held past the wait (at 10 ms, CI
+        // beside the gate's valgrind once counted 31).
+        let i = out.integrity;
+        assert!((30..=35).contains(&i.timed_out), "{i:?}");
     }
 
     #[test]
