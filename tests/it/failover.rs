@@ -378,15 +378,15 @@ fn on_jetstream_r3_the_node_oemputx_is_connected_to_killed_is_one_interruption_a
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("failover-js.json");
-    // The stream elects new leaders after the loss: 4.7 s without replies in CI beside the
-    // other tests, so each request waits 5 s rather than 2.
+    // The stream elects new leaders after the loss, and a store waits for it up to --wait:
+    // in CI beside the other tests it had none for 4.7 s and more, so 10 s rather than 2.
     let persistent = [
         "--persistent",
         "--declare",
         "--replicas",
         "3",
         "--wait",
-        "5s",
+        "10s",
     ];
     let child = paced_run_with(&lab.url(), &subject, "2", "20s", &json, &persistent);
     std::thread::sleep(Duration::from_secs(6));
