@@ -197,6 +197,11 @@ pub fn later_nodes(
     Ok(nodes)
 }
 
+/// A node as reports name it: `host:port` (an IPv6 address in brackets).
+pub fn node_name(host: &str, port: u16) -> String {
+    format!("{}:{port}", host_for_url(host))
+}
+
 /// The later nodes as a URL names them after its first: `,h2:1883,h3:1883`.
 pub fn nodes_suffix(later: &[(String, u16)]) -> String {
     later

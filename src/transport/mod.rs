@@ -224,6 +224,38 @@ pub enum TransportError {
     },
 }
 
+/// The first of a node list's `nodes` that `open` connects to, in order, with its name
+/// (`host:port`, from `address`). A node that does not answer (unreachable, or lost in the
+/// handshake) is passed: its error's kind decides, since a silent node's error carries the
+/// client's own as its cause. Any other error (a refused login) ends the search; `none` is
+/// the error of an empty list.
+pub(crate) fn first_answering<N, T>(
+    nodes: Vec<N>,
+    address: impl Fn(&N) -> (&str, u16),
+    mut open: impl FnMut(&N) -> Result<T, TransportError>,
+    none: impl FnOnce() -> TransportError,
+) -> Result<(T, String), TransportError> {
+    let mut last = None;
+    for node in nodes {
+        match open(&node) {
+            Ok(t) => {
+                let (host, port) = address(&node);
+                return Ok((t, crate::url_parts::node_name(host, port)));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }
+                ) =>
+            {
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(none))
+}
+
 /// One step of a broker's handshake: `fut`'s output; the error `elapsed` makes once `bound`
 /// passes; or [`TransportError::Interrupted`] as soon as a signal arrives, so that Ctrl-C on
 /// a silent port ends the run at once (exit 130) rather than after the bound.

@@ -550,7 +550,7 @@ pub async fn speaks_amqp(ep: &AmqpEndpoint) -> bool {
 
 /// A node as reports name it: `host:port`.
 fn node_name(node: &(String, u16)) -> String {
-    format!("{}:{}", crate::url_parts::host_for_url(&node.0), node.1)
+    crate::url_parts::node_name(&node.0, node.1)
 }
 
 /// Connection arguments for an endpoint, with TLS for `amqps://`.

@@ -328,11 +328,7 @@ impl Transport for Amqp10 {
         Ok(TaskSession::Async(Box::new(Amqp10Session {
             rt,
             broke: false,
-            node: format!(
-                "{}:{}",
-                crate::url_parts::host_for_url(&opened.node.0),
-                opened.node.1
-            ),
+            node: crate::url_parts::node_name(&opened.node.0, opened.node.1),
             opened: Some(opened),
             sender: Some(sender),
             receiver: Some(receiver),

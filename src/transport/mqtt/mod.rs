@@ -82,30 +82,13 @@ pub fn connect(
     id: &str,
     subscribe: Option<(&str, QoS)>,
 ) -> Result<(AsyncClient, EventLoop, String), TransportError> {
-    let mut last = None;
-    for node in ep.nodes() {
-        match connect_node(&node, rt, id, subscribe) {
-            Ok((client, events)) => {
-                let at = format!(
-                    "{}:{}",
-                    crate::url_parts::host_for_url(&node.host),
-                    node.port
-                );
-                return Ok((client, events, at));
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }
-                ) =>
-            {
-                // A silent node's error carries the client's own as its cause: its kind decides.
-                last = Some(e);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| lost(&ep.redacted(), "the URL names no node")))
+    let ((client, events), node) = super::first_answering(
+        ep.nodes(),
+        |n| (n.host.as_str(), n.port),
+        |n| connect_node(n, rt, id, subscribe),
+        || lost(&ep.redacted(), "the URL names no node"),
+    )?;
+    Ok((client, events, node))
 }
 
 /// [`connect`] to one node.

@@ -113,30 +113,12 @@ impl Conn {
     /// [`Conn::open`] on the first of the endpoint's nodes that answers, in order, and the
     /// node (`host:port`). A refused login or the broker's ERROR ends the search.
     pub fn open_any(ep: &StompEndpoint, client_id: &str) -> Result<(Conn, String), TransportError> {
-        let mut last = None;
-        for node in ep.nodes() {
-            match Conn::open(&node, client_id) {
-                Ok(c) => {
-                    let at = format!(
-                        "{}:{}",
-                        crate::url_parts::host_for_url(&node.host),
-                        node.port
-                    );
-                    return Ok((c, at));
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        TransportError::Unreachable { .. } | TransportError::ConnectionLost { .. }
-                    ) =>
-                {
-                    // A silent node's error carries the client's own as its cause: its kind decides.
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| unreachable(&ep.redacted(), "the URL names no node")))
+        super::first_answering(
+            ep.nodes(),
+            |n| (n.host.as_str(), n.port),
+            |n| Conn::open(n, client_id),
+            || unreachable(&ep.redacted(), "the URL names no node"),
+        )
     }
 
     /// Connect and log in (CONNECT, CONNECTED), all within [`CONNECT_TIMEOUT`].
