@@ -229,6 +229,7 @@ pub enum TransportError {
 /// handshake) is passed: its error's kind decides, since a silent node's error carries the
 /// client's own as its cause. Any other error (a refused login) ends the search; `none` is
 /// the error of an empty list.
+#[cfg(any(feature = "mqtt", feature = "stomp"))]
 pub(crate) fn first_answering<N, T>(
     nodes: Vec<N>,
     address: impl Fn(&N) -> (&str, u16),
