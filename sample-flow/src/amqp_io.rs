@@ -47,6 +47,8 @@ struct Setup {
     audit: Option<String>,
     queue_type: Option<QueueType>,
     prefetch: u16,
+    /// SIGTERM or Ctrl-C: a reconnect under way ends at once.
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One instance's connection, channel and consumer, and how to open them again.
@@ -66,6 +68,7 @@ impl AmqpIo {
             audit: o.audit_queue.clone(),
             queue_type: o.queue_type,
             prefetch: o.prefetch,
+            stop: o.stop.clone(),
         };
         let link = setup.connect_any().await?;
         Ok(AmqpIo {
@@ -76,13 +79,18 @@ impl AmqpIo {
     }
 
     /// The connection broke: connect again, node by node, with a growing pause, for at most
-    /// [`RECONNECT_FOR`].
+    /// [`RECONNECT_FOR`]. A stop ends it at once, the old link kept: the loop then sees the
+    /// stop and ends.
     async fn reconnect(&mut self) -> anyhow::Result<()> {
         let from = self.link.node.clone();
         let until = Instant::now() + RECONNECT_FOR;
         let mut pause = Duration::from_millis(100);
         loop {
-            match self.setup.connect_any().await {
+            let attempt = tokio::select! {
+                got = self.setup.connect_any() => got,
+                () = self.setup.stopped() => return Ok(()),
+            };
+            match attempt {
                 Ok(link) => {
                     eprintln!(
                         "sample-flow[{}]: the connection to {from} broke; connected again to {}",
@@ -106,7 +114,10 @@ impl AmqpIo {
                     )));
                 }
                 Err(_) => {
-                    tokio::time::sleep(pause).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => {}
+                        () = self.setup.stopped() => return Ok(()),
+                    }
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
             }
@@ -126,6 +137,13 @@ impl AmqpIo {
 struct Unreached(String);
 
 impl Setup {
+    /// Once the flow is asked to stop (looked at every 50 ms).
+    async fn stopped(&self) {
+        while !self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The first of the endpoint's nodes that takes a connection, channel and consumer.
     async fn connect_any(&self) -> anyhow::Result<Link> {
         let mut first = None;
