@@ -88,6 +88,14 @@ impl Window<'_> {
         at_end: &[Key],
         info: &mut BeyondInfo,
     ) -> GroupCost {
+        // A member that ended between the listing and the read of its counters went in the
+        // window (at the end) or before it (at the start).
+        let live = |s: &Snapshot, keys: &[Key]| -> Vec<Key> {
+            let ended = |k: &Key| s.usage.members.get(k).is_some_and(|u| u.ended);
+            keys.iter().filter(|k| !ended(k)).copied().collect()
+        };
+        let (at_start, at_end) = (live(self.start, at_start), live(self.end, at_end));
+        let (at_start, at_end) = (at_start.as_slice(), at_end.as_slice());
         let (sa, sb): (HashSet<&Key>, HashSet<&Key>) =
             (at_start.iter().collect(), at_end.iter().collect());
         let both: Vec<Key> = at_start
@@ -221,5 +229,77 @@ impl Window<'_> {
             },
             ..GroupCost::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounting::resources::UseSample;
+    use std::collections::HashMap;
+    use std::time::{Duration, Instant};
+
+    fn snap(members: &[(Key, ProcUse)]) -> Snapshot {
+        let mut usage = UseSample::unread("a constructed snapshot");
+        usage.members = members.iter().cloned().collect::<HashMap<_, _>>();
+        Snapshot {
+            at: Instant::now(),
+            procs: HashMap::new(),
+            groups: vec![Members::Procs(members.iter().map(|m| m.0).collect())],
+            idle_ticks: 0,
+            iowait_ticks: 0,
+            steal_ticks: 0,
+            irq_ticks: 0,
+            all_tasks: None,
+            uptime_ticks: 0,
+            denied: Vec::new(),
+            cost: Duration::ZERO,
+            usage,
+        }
+    }
+
+    fn alive(rss: u64, write_calls: u64) -> ProcUse {
+        ProcUse {
+            io: Some(proc_files::Io {
+                syscw: write_calls,
+                ..proc_files::Io::default()
+            }),
+            rss: Some(rss),
+            peak_rss: Some(rss),
+            ..ProcUse::default()
+        }
+    }
+
+    #[test]
+    fn a_member_that_ended_before_its_counters_were_read_went_in_the_window_and_leaves_the_figures_known()
+     {
+        let (broker, helper) = ((10, 1), (11, 2));
+        let gone = ProcUse {
+            ended: true,
+            sockets: Some(Vec::new()),
+            ..ProcUse::default()
+        };
+        let start = snap(&[(broker, alive(1000, 5)), (helper, alive(10, 1))]);
+        let end = snap(&[(broker, alive(3000, 25)), (helper, gone)]);
+        let groups = [GroupSpec {
+            name: "QMGR".into(),
+            selectors: Vec::new(),
+            host: None,
+        }];
+        let (costs, info) = group_costs(&groups, (&start, &end), 10);
+        assert_eq!(costs[0].rss_bytes, Some(3000.0));
+        assert_eq!(costs[0].write_calls_per_tran, Some(2.0));
+        assert_eq!(costs[0].rss_growth_bytes_per_tran, Some(200.0));
+        assert!(
+            info.notes
+                .iter()
+                .any(|n| n.contains("0 member(s) came and 1 went")),
+            "{:?}",
+            info.notes
+        );
+        // A member whose counters could not be read (another user's) still makes them unknown.
+        let unreadable = snap(&[(broker, alive(3000, 25)), (helper, ProcUse::default())]);
+        let (costs, _) = group_costs(&groups, (&start, &unreadable), 10);
+        assert_eq!(costs[0].rss_bytes, None);
     }
 }

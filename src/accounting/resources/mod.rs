@@ -34,6 +34,11 @@ pub struct ProcUse {
     pub peak_rss: Option<u64>,
     /// Inodes of the sockets the process holds (`None`: its descriptors could not be read).
     pub sockets: Option<Vec<u64>>,
+    /// The process ended between the group's listing and this read: it is taken as absent
+    /// at this edge (as one that went in the window), not as a source that could not be
+    /// read. RabbitMQ's short-lived helpers (its disk-space `sh -c df`) end so every few
+    /// seconds, and one made a whole group's resident set unknown.
+    pub ended: bool,
 }
 
 /// Everything beyond CPU one snapshot read.

@@ -42,12 +42,21 @@ pub fn process(pid: i32) -> ProcUse {
         Err(procfs::ProcError::NotFound(_)) => {
             return ProcUse {
                 sockets: Some(Vec::new()),
+                ended: true,
                 ..ProcUse::default()
             };
         }
         Err(_) => return ProcUse::default(),
     };
     let status = p.status().ok();
+    // A zombie has ended too: its status shows no memory, its counters are its last.
+    if status.as_ref().is_some_and(|s| s.state.starts_with('Z')) {
+        return ProcUse {
+            sockets: Some(Vec::new()),
+            ended: true,
+            ..ProcUse::default()
+        };
+    }
     let kib = |v: Option<u64>| v.map(|k| k.saturating_mul(1024));
     ProcUse {
         io: p.io().ok().map(Io::from),
@@ -67,6 +76,7 @@ pub fn process(pid: i32) -> ProcUse {
         rss: kib(status.as_ref().and_then(|s| s.vmrss)),
         peak_rss: kib(status.as_ref().and_then(|s| s.vmhwm)),
         sockets: sockets(&p),
+        ended: false,
     }
 }
 
