@@ -19,22 +19,29 @@ stamp() { echo "ci/test.sh: [${SECONDS} s] $*"; }
 . ci/ensure-rust.sh
 stamp "services"
 bash ci/services.sh
+# An interrupted test command leaves no build, gate or lab behind it.
+other_tests=""
+gate_job=""
+minimal_build=""
+slurm_lab=0
+slurm_job=""
+trap '[ -z "$gate_job" ] || pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill $minimal_build $gate_job $other_tests 2>/dev/null || true; [ -z "$slurm_job" ] || wait "$slurm_job" 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 # The two-node Slurm lab for tests/it/slurm.rs (Slurm installed when absent; needs root, as CI
 # is). A lab that fails to come up fails those tests under CI, never skips them.
 # A lab that was already up is left up; one this script brought up is taken down on exit.
-slurm_lab=0
+# It comes up beside the builds and is waited for before the tests: with the services it
+# took 76 s of a load-4 run (11 s quiet) in front of everything (its rabbitmqctl calls
+# each start an Erlang VM).
+mkdir -p target
 if [ "$(id -u)" = 0 ] && ! bash ci/slurm-lab.sh status 2>/dev/null; then
   slurm_lab=1
-  bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)"
+  (bash ci/slurm-lab.sh up || echo "ci/test.sh: the Slurm lab did not come up (bash ci/slurm-lab.sh up)") \
+    >target/slurm-lab.log 2>&1 &
+  slurm_job=$!
 fi
 cargo fmt --all -- --check
 mkdir -p target/gate-base
 rm -f target/gate-base/gate.rc target/gate-base/path
-# An interrupted test command leaves no build or gate behind it.
-other_tests=""
-gate_job=""
-minimal_build=""
-trap '[ -z "$gate_job" ] || pkill -P "$gate_job" 2>/dev/null || true; [ -z "$other_tests" ] || pkill -P "$other_tests" 2>/dev/null || true; kill $minimal_build $gate_job $other_tests 2>/dev/null || true; [ "$slurm_lab" = 0 ] || bash ci/slurm-lab.sh down || true' EXIT
 # Clippy lints as the workspace's crates compile (clippy-driver is rustc with clippy's
 # lints): one build serves the tests and the lints, where a `cargo clippy` of its own
 # checked every dependency and crate a second time. Its warnings are counted below, after
@@ -45,8 +52,13 @@ if [ -z "$clippy_driver" ]; then
   clippy_driver=$(command -v clippy-driver || true)
 fi
 [ -n "$clippy_driver" ] && export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+# Twice as many build jobs as CPUs (CARGO_BUILD_JOBS set by the caller wins): on a host
+# shared with other work the scheduler gives CPU per runnable thread, so cargo's default of
+# one job a CPU beside four busy loops got a third of this 2-CPU machine, and the builds
+# took 567 s of a 21-minute load-4 run (233 s quiet). Quiet, the extra jobs only queue.
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-$((2 * $(nproc)))}
 # oemputx's tests start sample-flow, a crate of its own: build both binaries first.
-stamp "building oemputx and sample-flow (with clippy's lints)"
+stamp "building oemputx and sample-flow (with clippy's lints, $CARGO_BUILD_JOBS jobs)"
 mkdir -p target/clippy
 cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
 # The gate's base, sample-flow at HEAD~1 (ci/gate.sh --build-base), alone and at once: in a
@@ -127,6 +139,11 @@ for line in open(sys.argv[1]):
     if a.get("reason") == "compiler-artifact" and a["target"]["name"] == "it" and a.get("executable"):
         print(a["executable"])
 ' target/clippy/artifacts.json | tail -1)
+if [ -n "$slurm_job" ]; then
+  wait "$slurm_job" || true
+  slurm_job=""
+  cat target/slurm-lab.log
+fi
 stamp "the tests"
 # The integration binary (tests/it, most of the suite's time) runs beside the other targets
 # (the unit tests, the benches' smoke runs, sample-flow's and the support crate's), which
