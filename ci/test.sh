@@ -52,15 +52,21 @@ if [ -z "$clippy_driver" ]; then
   clippy_driver=$(command -v clippy-driver || true)
 fi
 [ -n "$clippy_driver" ] && export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
-# Twice as many build jobs as CPUs (CARGO_BUILD_JOBS set by the caller wins): on a host
-# shared with other work the scheduler gives CPU per runnable thread, so cargo's default of
-# one job a CPU beside four busy loops got a third of this 2-CPU machine, and the builds
-# took 567 s of a 21-minute load-4 run (233 s quiet). Quiet, the extra jobs only queue.
-export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-$((2 * $(nproc)))}
-# oemputx's tests start sample-flow, a crate of its own: build both binaries first.
-stamp "building oemputx and sample-flow (with clippy's lints, $CARGO_BUILD_JOBS jobs)"
+# One cargo builds the binaries and every test target, so that the test targets' own
+# dependencies and the unit tests' library compile beside the library the binaries link,
+# where a build of the binaries first left one CPU idle under the library's long
+# single-threaded compile and then built the test targets after it (2 min 7 s of a quiet
+# fresh clone's 4 min 33 s of building).
+# The artifacts as JSON on stdout (the integration binary's path), the diagnostics rendered
+# on stderr for the log and clippy's count.
+tests=0
+stamp "building oemputx, sample-flow and the tests (with clippy's lints)"
 mkdir -p target/clippy
-cargo build --workspace --bins 2>&1 | tee target/clippy/build.log
+cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics \
+  2>&1 >target/clippy/artifacts.json | tee target/clippy/build.log || tests=$?
+# oemputx's tests start sample-flow, a crate of its own whose binary cargo test builds only
+# as its unit tests: its binary too (the dependencies are built; a few seconds).
+cargo build --workspace --bins 2>&1 | tee -a target/clippy/build.log
 # The gate's base, sample-flow at HEAD~1 (ci/gate.sh --build-base), alone and at once: in a
 # target folder of its own seeded with the dependencies just built, only oemputx's library
 # and sample-flow at the base compile (32 s here), and this checkout's target/debug is not
@@ -71,9 +77,9 @@ stamp "building the gate's base"
 base_ok=1
 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
 [ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
-# The regression gate runs beside the tests' build and the tests: it counts instructions
-# (callgrind), which the host's load does not move, with the binaries built above, which
-# cargo test does not rebuild; after the tests it added about two minutes to the command.
+# The regression gate runs beside the tests: it counts instructions (callgrind), which the
+# host's load does not move, with the binaries built above; after the tests it added about
+# two minutes to the command.
 (
   code=0
   GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
@@ -119,16 +125,10 @@ minimal_check() {
   echo "ci/test.sh: the rabbitmq-only build runs and names the features nats:// and kafka:// need"
 }
 # A missing service fails its tests here, never a skip (tests/support/src/live.rs).
-tests=0
 # Four test threads on two cores: the tests wait on brokers, flows and deadlines far more
 # than they compute (the integration binary took 600 s with two threads and 466 s with four,
 # all passing, on this 2-core machine); the tests that must not overlap hold locks of their
 # own. RUST_TEST_THREADS set by the caller wins.
-stamp "building the tests (with clippy's lints)"
-# The artifacts as JSON on stdout (the integration binary's path), the diagnostics rendered
-# on stderr for the log and clippy's count.
-cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics \
-  2>&1 >target/clippy/artifacts.json | tee -a target/clippy/build.log || tests=$?
 it_bin=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):
