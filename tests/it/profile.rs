@@ -226,9 +226,59 @@ fn the_gate_names_the_function_made_costlier_first() {
             bin.display()
         )
     };
+    // The 15 µs made is found within half of itself, or measured once more (a fresh
+    // folder, the same speed), as the accuracy tests above: at load 4 beside the test
+    // command one gate read +25.4 [17.2, 33.5], B's render_reply 46 µs where A's read 20.7
+    // (its truth 20), four rounds a side. A bias fails both.
+    let mut misses = Vec::new();
+    let (text, dir) = loop {
+        let attempt = misses.len() + 1;
+        let dir = dir.path().join(format!("attempt-{attempt}"));
+        std::fs::create_dir_all(&dir).expect("a folder for the attempt");
+        let (j, text) = profiled_gate(&dir, &flow("20"), &flow("35"));
+        let first = j["profile_diff"][0].clone();
+        assert!(
+            first["a_rounds"].as_u64().unwrap_or(0) >= 3
+                && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
+            "too few rounds in 50 s for an interval: {first:#}\n{text}"
+        );
+        assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
+        assert_eq!(first["group"], "FLOW");
+        let change = first["change_us_per_tran"].as_f64().unwrap_or(0.0);
+        let low = first["low_us_per_tran"].as_f64().unwrap_or(0.0);
+        if (7.5..=22.5).contains(&change) && low > 0.0 {
+            if !misses.is_empty() {
+                eprintln!("measured again after {misses:?}");
+            }
+            break (text, dir);
+        }
+        misses.push(format!("attempt {attempt}: {first:#}"));
+        assert!(
+            misses.len() < 2,
+            "two gates in a row outside 7.5..=22.5 µs or not above 0: {misses:#?}"
+        );
+    };
+    let most = text
+        .lines()
+        .find(|l| l.starts_with("Most changed: "))
+        .unwrap_or_else(|| panic!("no 'Most changed' line: {text}"));
+    assert!(most.contains("in render_reply (FLOW)"), "{most}");
+    let html = std::fs::read_to_string(dir.join("g.html")).expect("HTML");
+    let at = html
+        .find("Most changed: ")
+        .expect("the HTML names the change");
+    assert!(
+        html[at..].starts_with("Most changed: +") && html[at..at + 80].contains("render_reply")
+    );
+    assert!(html.contains("id=\"flame-diff-FLOW\""));
+}
+
+/// `oemputx gate` of the two flows with --profile, in `dir`: its JSON (schema-checked) and
+/// its text. It must end with 0 or 3.
+fn profiled_gate(dir: &std::path::Path, a: &str, b: &str) -> (serde_json::Value, String) {
     let out = oemputx()
-        .current_dir(dir.path())
-        .args(["gate", "--flow-a", &flow("20"), "--flow-b", &flow("35")])
+        .current_dir(dir)
+        .args(["gate", "--flow-a", a, "--flow-b", b])
         .args([
             // 50 s, not 30: at a fresh clone's load, four rounds a side in 30 s put the
             // interval at [-0.8, 27.7] around the 15 µs made (13.4); more rounds narrow it.
@@ -246,7 +296,7 @@ fn the_gate_names_the_function_made_costlier_first() {
         .timeout(std::time::Duration::from_secs(300))
         .output()
         .expect("oemputx runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let err = String::from_utf8_lossy(&out.stderr);
     // The status itself (a code, or the signal that ended it): a SIGKILL here is the
     // timeout above (or another test's watchdog that outlived its child, fixed in cli.rs).
@@ -255,35 +305,9 @@ fn the_gate_names_the_function_made_costlier_first() {
         "{:?}\n{text}\n{err}",
         out.status
     );
-    let j = read_json(&dir.path().join("g.json"));
+    let j = read_json(&dir.join("g.json"));
     assert_matches_schema(&j);
-    let first = &j["profile_diff"][0];
-    assert!(
-        first["a_rounds"].as_u64().unwrap_or(0) >= 3
-            && first["b_rounds"].as_u64().unwrap_or(0) >= 3,
-        "too few rounds in 50 s for an interval: {first:#}\n{text}"
-    );
-    assert_eq!(first["function"], "render_reply", "{:#}", j["profile_diff"]);
-    assert_eq!(first["group"], "FLOW");
-    let change = first["change_us_per_tran"].as_f64().unwrap_or(0.0);
-    assert!((7.5..=22.5).contains(&change), "{first:#}");
-    assert!(
-        first["low_us_per_tran"].as_f64().unwrap_or(0.0) > 0.0,
-        "{first:#}"
-    );
-    let most = text
-        .lines()
-        .find(|l| l.starts_with("Most changed: "))
-        .unwrap_or_else(|| panic!("no 'Most changed' line: {text}"));
-    assert!(most.contains("in render_reply (FLOW)"), "{most}");
-    let html = std::fs::read_to_string(dir.path().join("g.html")).expect("HTML");
-    let at = html
-        .find("Most changed: ")
-        .expect("the HTML names the change");
-    assert!(
-        html[at..].starts_with("Most changed: +") && html[at..at + 80].contains("render_reply")
-    );
-    assert!(html.contains("id=\"flame-diff-FLOW\""));
+    (j, text)
 }
 
 /// Run oemputx with `args` (and `env`): it must refuse them as a usage error, before
