@@ -60,7 +60,7 @@ fi
 # The artifacts as JSON on stdout (the integration binary's path), the diagnostics rendered
 # on stderr for the log and clippy's count.
 # Under CI (a fresh clone, built once) without incremental compilation: its caches are never
-# read again there, and writing them cost 12 to 15 % more CPU on the workspace's crates
+# read again there, and writing them cost more CPU on the workspace's crates
 # (95-110 s against 112-124 s of a quiet build of them, two of each).
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}; fi
 tests=0
@@ -81,6 +81,13 @@ stamp "building the gate's base"
 base_ok=1
 bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
 [ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
+# The Slurm lab is up before the gate and the tests start: its rabbitmqctl calls change the
+# shared broker (a listener, a user), and the gate's administrative calls have 2 s each.
+if [ -n "$slurm_job" ]; then
+  wait "$slurm_job" || true
+  slurm_job=""
+  cat target/slurm-lab.log
+fi
 # The regression gate runs beside the tests: it counts instructions (callgrind), which the
 # host's load does not move, with the binaries built above; after the tests it added about
 # two minutes to the command.
@@ -143,11 +150,6 @@ for line in open(sys.argv[1]):
     if a.get("reason") == "compiler-artifact" and a["target"]["name"] == "it" and a.get("executable"):
         print(a["executable"])
 ' target/clippy/artifacts.json | tail -1)
-if [ -n "$slurm_job" ]; then
-  wait "$slurm_job" || true
-  slurm_job=""
-  cat target/slurm-lab.log
-fi
 stamp "the tests"
 # The integration binary (tests/it, most of the suite's time) runs beside the other targets
 # (the unit tests, the benches' smoke runs, sample-flow's and the support crate's), which

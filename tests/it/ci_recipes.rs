@@ -1,6 +1,6 @@
-//! The CI recipes of docs/gate.md, run as written (issue 44): each recipe's script, taken
-//! from the page, with the variables GitHub Actions and GitLab CI set, against the local
-//! RabbitMQ. As main three times (the history grows, each run with its commit), then as a
+//! The CI recipes of docs/gate.md, run as written (issue 44) but for 200 messages a round
+//! where the page has 2,000: each recipe's script, taken from the page, with the variables
+//! GitHub Actions and GitLab CI set, against the local RabbitMQ. As main three times (the history grows, each run with its commit), then as a
 //! change, gated against that history: the verdict's summary, JUnit file and (GitHub)
 //! annotations written. What the page's YAML does around the scripts — checkout, the
 //! cache, `cargo build` — is the CI's own and is not run here.

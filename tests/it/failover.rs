@@ -288,6 +288,8 @@ fn assert_books(j: &serde_json::Value, answered: u64, least: u64, duplicates: u6
     for b in j["interruptions"].as_array().into_iter().flatten() {
         assert!(b["end_utc"].is_string(), "no reply after the break: {b}");
     }
+    // The run went to its end, not cut short by timeouts after the break.
+    assert_eq!(j["status"], "completed", "{}", j["status_detail"]);
 }
 
 /// Each of `tasks` tasks broke once, from node `from` to one of `to`, after 1 ms to 10 s

@@ -60,14 +60,20 @@ fn edges(j: &serde_json::Value, us_per_tran: f64) -> f64 {
     us_per_tran * 2.0 * (2.0 * skew_s) / elapsed
 }
 
-/// The pid of the process listening on TCP `port` (IPv4): the socket's inode from
-/// /proc/net/tcp, then the process holding it.
+/// The pid of the process listening on TCP `port`: the socket's inode from /proc/net/tcp
+/// (or tcp6: a broker bound to `[::]` only), then the process holding it (as root, as the
+/// test command runs).
 fn listener_pid(port: u16) -> String {
-    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-    let inode = table
-        .lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    let inode = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .map(|l| l.split_whitespace().map(String::from).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        })
         .find(|f| f.len() > 9 && f[1].ends_with(&format!(":{port:04X}")) && f[3] == "0A")
         .map(|f| format!("socket:[{}]", f[9]))
         .unwrap_or_else(|| panic!("nothing listens on port {port}"));

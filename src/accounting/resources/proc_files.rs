@@ -36,26 +36,30 @@ pub struct CgroupUse {
 
 /// A process's counters; each source that cannot be read (gone, another user's) is `None`.
 pub fn process(pid: i32) -> ProcUse {
+    // Ended since it was listed: nothing of it to read, and no sockets held.
+    let ended = || ProcUse {
+        sockets: Some(Vec::new()),
+        ended: true,
+        ..ProcUse::default()
+    };
     let p = match procfs::process::Process::new(pid) {
         Ok(p) => p,
-        // Ended since it was listed: nothing of it to read, and no sockets held.
-        Err(procfs::ProcError::NotFound(_)) => {
-            return ProcUse {
-                sockets: Some(Vec::new()),
-                ended: true,
-                ..ProcUse::default()
-            };
-        }
+        Err(procfs::ProcError::NotFound(_)) => return ended(),
         Err(_) => return ProcUse::default(),
     };
-    let status = p.status().ok();
-    // A zombie has ended too: its status shows no memory, its counters are its last.
-    if status.as_ref().is_some_and(|s| s.state.starts_with('Z')) {
-        return ProcUse {
-            sockets: Some(Vec::new()),
-            ended: true,
-            ..ProcUse::default()
-        };
+    let status = match p.status() {
+        Ok(s) => Some(s),
+        // Reaped between opening its folder and reading its status.
+        Err(procfs::ProcError::NotFound(_)) => return ended(),
+        Err(_) => None,
+    };
+    // A zombie has ended too: its status shows no memory, its counters are its last. (A
+    // leader that exited while its other threads run shows Z as well, and is alive.)
+    if status
+        .as_ref()
+        .is_some_and(|s| s.state.starts_with(['Z', 'X']) && s.threads <= 1)
+    {
+        return ended();
     }
     let kib = |v: Option<u64>| v.map(|k| k.saturating_mul(1024));
     ProcUse {
@@ -102,8 +106,16 @@ fn sockets(p: &procfs::process::Process) -> Option<Vec<u64>> {
 /// One of oemputx's own threads (a `thread:` group's member): its io and switches.
 pub fn own_thread(tid: i32) -> ProcUse {
     let task = procfs::process::Process::myself().and_then(|me| me.task_from_tid(tid));
-    let Ok(task) = task else {
-        return ProcUse::default();
+    let task = match task {
+        Ok(t) => t,
+        // The thread ended since it was listed: it went in the window.
+        Err(procfs::ProcError::NotFound(_)) => {
+            return ProcUse {
+                ended: true,
+                ..ProcUse::default()
+            };
+        }
+        Err(_) => return ProcUse::default(),
     };
     ProcUse {
         io: task.io().ok().map(Io::from),
