@@ -237,24 +237,15 @@ mod tests {
     use super::*;
     use crate::accounting::resources::UseSample;
     use std::collections::HashMap;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     fn snap(members: &[(Key, ProcUse)]) -> Snapshot {
         let mut usage = UseSample::unread("a constructed snapshot");
         usage.members = members.iter().cloned().collect::<HashMap<_, _>>();
         Snapshot {
-            at: Instant::now(),
-            procs: HashMap::new(),
             groups: vec![Members::Procs(members.iter().map(|m| m.0).collect())],
-            idle_ticks: 0,
-            iowait_ticks: 0,
-            steal_ticks: 0,
-            irq_ticks: 0,
-            all_tasks: None,
-            uptime_ticks: 0,
-            denied: Vec::new(),
-            cost: Duration::ZERO,
             usage,
+            ..Snapshot::empty(Instant::now())
         }
     }
 

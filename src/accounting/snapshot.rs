@@ -84,6 +84,27 @@ pub struct Snapshot {
     pub usage: super::resources::UseSample,
 }
 
+#[cfg(test)]
+impl Snapshot {
+    /// A snapshot with nothing read, taken `at`: what tests build theirs on.
+    pub(crate) fn empty(at: Instant) -> Snapshot {
+        Snapshot {
+            at,
+            procs: HashMap::new(),
+            groups: Vec::new(),
+            idle_ticks: 0,
+            iowait_ticks: 0,
+            steal_ticks: 0,
+            irq_ticks: 0,
+            all_tasks: None,
+            uptime_ticks: 0,
+            denied: Vec::new(),
+            cost: Duration::ZERO,
+            usage: super::resources::UseSample::unread("a constructed snapshot"),
+        }
+    }
+}
+
 /// Why a snapshot could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {

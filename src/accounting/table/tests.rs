@@ -35,18 +35,9 @@ fn sample(pid: i32, name: &str, cpu_ms: u64, utime: u64, stime: u64) -> Sample {
 /// A snapshot `at` seconds after `t0`, with `uptime` ticks since boot and `idle` idle ticks.
 fn snap(t0: Instant, at_s: f64, uptime: u64, idle: u64) -> Snapshot {
     Snapshot {
-        at: t0 + Duration::from_secs_f64(at_s),
-        procs: HashMap::new(),
-        groups: Vec::new(),
         idle_ticks: idle,
-        iowait_ticks: 0,
-        steal_ticks: 0,
-        irq_ticks: 0,
-        all_tasks: None,
         uptime_ticks: uptime,
-        denied: Vec::new(),
-        cost: Duration::ZERO,
-        usage: crate::accounting::resources::UseSample::unread("a constructed snapshot"),
+        ..Snapshot::empty(t0 + Duration::from_secs_f64(at_s))
     }
 }
 
