@@ -11,6 +11,12 @@
 //! start; an existing topic is read from its end, so another run's requests are not
 //! answered. Offsets are not committed: Kafka keeps the requests, and the flow's position
 //! is its own.
+//!
+//! A fetch whose records start past the next offset (a gap) is not taken at once: tansu
+//! 0.6 (the tests' broker) raises a partition's high watermark before it stores the
+//! record, so with two writers on one partition a fetch can return offset N+1 while N is
+//! still being written. Only the records up to the first gap are taken, and a gap that
+//! stays `GAP_WAIT` is passed (compaction and transaction markers make lasting ones).
 
 use super::engine::{FlowIo, FlowOptions, Incoming, Replied};
 use anyhow::Context;
@@ -20,15 +26,26 @@ use rskafka::client::partition::{Compression, OffsetAt, PartitionClient, Unknown
 use rskafka::record::Record;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// The most reply partitions kept open: a run's reply topic is its own, so a long-lived
 /// flow meets new ones run after run.
 const KEEP_REPLY_PARTITIONS: usize = 64;
 
+/// How long a gap before a fetch's records is fetched again before it is passed: a record
+/// being stored shows within milliseconds; a compacted one never does.
+const GAP_WAIT: Duration = Duration::from_secs(1);
+
+/// The pause between fetches while a gap is waited for: the broker answers at once, as it
+/// has records past the gap.
+const GAP_PAUSE: Duration = Duration::from_millis(5);
+
 /// One partition this instance reads, and the next offset to fetch.
 struct Input {
     client: PartitionClient,
     offset: i64,
+    /// Since when a fetch has found a gap at `offset`.
+    gap_since: Option<Instant>,
 }
 
 /// One instance's client and partitions.
@@ -85,7 +102,11 @@ impl KafkaIo {
                     .await
                     .with_context(|| format!("reading the end of partition {p} of '{topic}'"))?
             };
-            inputs.push(Input { client: pc, offset });
+            inputs.push(Input {
+                client: pc,
+                offset,
+                gap_since: None,
+            });
         }
         Ok(KafkaIo {
             client,
@@ -114,7 +135,25 @@ impl KafkaIo {
             .fetch_records(input.offset, 1..4 << 20, wait_ms)
             .await
             .with_context(|| format!("fetching requests on {}", self.target))?;
-        for r in records {
+        let mut records: Vec<_> = records.into_iter().collect();
+        records.sort_by_key(|r| r.offset);
+        let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+        let mut take = contiguous(input.offset, &offsets);
+        if take < records.len() {
+            let since = *input.gap_since.get_or_insert_with(Instant::now);
+            if take == 0 && since.elapsed() < GAP_WAIT {
+                tokio::time::sleep(GAP_PAUSE.min(slice)).await;
+                return Ok(());
+            }
+            if take == 0 {
+                // The gap stayed: a record that is not there (compacted, a marker).
+                take = records.len();
+            }
+        }
+        if take > 0 {
+            input.gap_since = None;
+        }
+        for r in records.into_iter().take(take) {
             input.offset = input.offset.max(r.offset + 1);
             self.early.push_back(r.record);
         }
@@ -229,4 +268,35 @@ impl FlowIo for KafkaIo {
     }
 
     async fn close(self) {}
+}
+
+/// How many of `offsets` (ascending) follow on from `next` without a gap; records before
+/// `next` (a fetch may begin inside a batch) count as taken.
+fn contiguous(mut next: i64, offsets: &[i64]) -> usize {
+    let mut n = 0;
+    for &o in offsets {
+        if o > next {
+            break;
+        }
+        next = next.max(o + 1);
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contiguous;
+
+    #[test]
+    fn records_are_taken_up_to_the_first_gap_only() {
+        assert_eq!(contiguous(5, &[5, 6, 7]), 3);
+        // Offset 5 not stored yet when 6 and 7 were: nothing is taken.
+        assert_eq!(contiguous(5, &[6, 7]), 0);
+        // A gap in the middle: the records before it.
+        assert_eq!(contiguous(5, &[5, 7, 8]), 1);
+        // A batch that begins before the offset asked for.
+        assert_eq!(contiguous(5, &[3, 4, 5, 6]), 4);
+        assert_eq!(contiguous(5, &[]), 0);
+    }
 }
