@@ -161,22 +161,68 @@ pub async fn find_or_create(
         num_replicas: replicas.unwrap_or(1),
         ..Default::default()
     };
-    let mut stream = js
-        .create_stream(config)
-        .await
-        .map_err(|e| TransportError::Broker {
-            what: format!("creating JetStream stream {}", stream_name(subject)),
-            target: target.to_string(),
-            why: format!(
-                "{e}; another stream may already capture an overlapping subject (nats stream ls)"
-            ),
-        })?;
+    let mut stream = create_when_placed(js, config, subject, target).await?;
     let info = stream.info().await.map_err(|e| TransportError::Broker {
         what: "reading the new stream's configuration".into(),
         target: target.to_string(),
         why: e.to_string(),
     })?;
     Ok(StreamFacts::of(info, 0))
+}
+
+/// How long a stream's creation is asked again while the cluster has no peers to place its
+/// replicas on (JetStream's 10005, "no suitable peers for placement"): the nodes of a
+/// cluster that has just formed, or one that has just come back, report to the metadata
+/// leader within seconds. A test's three-node lab with its leader elected found too few
+/// peers for its first R3 stream once, in CI beside the other tests.
+const PLACEMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// `create_stream`, asked again with a pause growing from 100 ms to 1 s while the cluster
+/// has no peers for it, for up to [`PLACEMENT_WAIT`]; a signal ends the wait.
+async fn create_when_placed(
+    js: &Context,
+    config: Config,
+    subject: &str,
+    target: &str,
+) -> Result<jetstream::stream::Stream, TransportError> {
+    let started = tokio::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        let e = match js.create_stream(config.clone()).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => e,
+        };
+        let placing = matches!(
+            e.kind(),
+            jetstream::context::CreateStreamErrorKind::JetStream(j)
+                if j.error_code() == jetstream::ErrorCode::CLUSTER_NO_PEERS
+        );
+        if !placing || started.elapsed() + pause > PLACEMENT_WAIT {
+            let waited = if placing {
+                format!(" (asked for {} s)", started.elapsed().as_secs())
+            } else {
+                String::new()
+            };
+            return Err(TransportError::Broker {
+                what: format!("creating JetStream stream {}", stream_name(subject)),
+                target: target.to_string(),
+                why: format!(
+                    "{e}{waited}; another stream may already capture an overlapping subject (nats stream ls), or the cluster has fewer JetStream nodes than --replicas"
+                ),
+            });
+        }
+        if let Err(crate::signals::Stopped::Interrupted) =
+            crate::signals::within(pause, std::future::pending::<()>()).await
+        {
+            return Err(TransportError::Interrupted {
+                what: format!(
+                    "waiting to create JetStream stream {}",
+                    stream_name(subject)
+                ),
+            });
+        }
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+    }
 }
 
 #[cfg(test)]
