@@ -61,8 +61,9 @@ pub async fn within<F: std::future::Future>(
     within_watching(bound, interrupted, fut).await
 }
 
-/// [`within`], looking at `stop` for the signal (a test's own flag).
-async fn within_watching<F: std::future::Future>(
+/// [`within`], looking at `stop` for the signal: a test's own flag, or the flag of a
+/// program that handles its signals itself (sample-flow).
+pub async fn within_watching<F: std::future::Future>(
     bound: std::time::Duration,
     stop: impl Fn() -> bool,
     fut: F,

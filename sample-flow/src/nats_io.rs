@@ -58,7 +58,7 @@ impl NatsIo {
         let subject = o.input_queue.clone();
         let source = if o.jetstream {
             Source::Stream(Box::new(
-                stream_reader(&client, &subject, o.prefetch, o.replicas, &target).await?,
+                stream_reader(&client, &subject, o, &target).await?,
             ))
         } else {
             Source::Core(
@@ -84,13 +84,16 @@ impl NatsIo {
 async fn stream_reader(
     client: &Client,
     subject: &str,
-    prefetch: u16,
-    replicas: Option<usize>,
+    o: &FlowOptions,
     target: &str,
 ) -> anyhow::Result<pull::Stream> {
+    let (prefetch, replicas) = (o.prefetch, o.replicas);
     let ctx = jetstream::new(client.clone());
     js::require(&ctx, target).await?;
-    let facts = js::find_or_create(&ctx, subject, true, replicas, target).await?;
+    // A signal during the wait for the stream's placement ends it (the flow's own flag:
+    // sample-flow handles its signals itself).
+    let stop = || o.stop.load(std::sync::atomic::Ordering::Relaxed);
+    let facts = js::find_or_create(&ctx, subject, true, replicas, target, &stop).await?;
     let stream = ctx
         .get_stream(&facts.name)
         .await

@@ -126,13 +126,15 @@ async fn readers(stream: &jetstream::stream::Stream) -> usize {
 /// none and `create` is set, with `replicas` copies of each message (1 when None). A stream
 /// found with another number of replicas than `replicas` asks for is refused: a run would
 /// measure another replication than the one asked for. JetStream must be on (see
-/// [`require`]).
+/// [`require`]). `stop` says whether a signal has asked to stop (oemputx's
+/// [`crate::signals::interrupted`], or the caller's own flag): it ends a wait for placement.
 pub async fn find_or_create(
     js: &Context,
     subject: &str,
     create: bool,
     replicas: Option<usize>,
     target: &str,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<StreamFacts, TransportError> {
     if let Some(found) = capturing(js, subject).await {
         return match replicas {
@@ -161,7 +163,7 @@ pub async fn find_or_create(
         num_replicas: replicas.unwrap_or(1),
         ..Default::default()
     };
-    let mut stream = create_when_placed(js, config, subject, target).await?;
+    let mut stream = create_when_placed(js, config, subject, target, stop).await?;
     let info = stream.info().await.map_err(|e| TransportError::Broker {
         what: "reading the new stream's configuration".into(),
         target: target.to_string(),
@@ -178,19 +180,40 @@ pub async fn find_or_create(
 const PLACEMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// `create_stream`, asked again with a pause growing from 100 ms to 1 s while the cluster
-/// has no peers for it, for up to [`PLACEMENT_WAIT`]; a signal ends the wait.
+/// has no peers for it, for up to [`PLACEMENT_WAIT`] in all (each attempt's own wait
+/// included); `stop` ends the wait.
 async fn create_when_placed(
     js: &Context,
     config: Config,
     subject: &str,
     target: &str,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<jetstream::stream::Stream, TransportError> {
+    use crate::signals::{Stopped, within_watching};
+    let name = stream_name(subject);
+    let interrupted = || TransportError::Interrupted {
+        what: format!("waiting to create JetStream stream {name}"),
+    };
     let started = tokio::time::Instant::now();
     let mut pause = std::time::Duration::from_millis(100);
     loop {
-        let e = match js.create_stream(config.clone()).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => e,
+        let left = PLACEMENT_WAIT.saturating_sub(started.elapsed());
+        let asked = within_watching(left, stop, js.create_stream(config.clone())).await;
+        let failed = |why: String| TransportError::Broker {
+            what: format!("creating JetStream stream {name}"),
+            target: target.to_string(),
+            why,
+        };
+        let e = match asked {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => e,
+            Err(Stopped::Interrupted) => return Err(interrupted()),
+            Err(Stopped::Elapsed) => {
+                return Err(failed(format!(
+                    "no answer within {} s; check that the cluster's nodes run and are joined (nats server report jetstream)",
+                    PLACEMENT_WAIT.as_secs()
+                )));
+            }
         };
         let placing = matches!(
             e.kind(),
@@ -198,28 +221,21 @@ async fn create_when_placed(
                 if j.error_code() == jetstream::ErrorCode::CLUSTER_NO_PEERS
         );
         if !placing || started.elapsed() + pause > PLACEMENT_WAIT {
-            let waited = if placing {
-                format!(" (asked for {} s)", started.elapsed().as_secs())
+            return Err(failed(if placing {
+                format!(
+                    "{e} (asked for {} s): the cluster has fewer JetStream nodes up, joined and with storage to spare than --replicas asks for (nats server report jetstream)",
+                    started.elapsed().as_secs()
+                )
             } else {
-                String::new()
-            };
-            return Err(TransportError::Broker {
-                what: format!("creating JetStream stream {}", stream_name(subject)),
-                target: target.to_string(),
-                why: format!(
-                    "{e}{waited}; another stream may already capture an overlapping subject (nats stream ls), or the cluster has fewer JetStream nodes than --replicas"
-                ),
-            });
+                format!(
+                    "{e}; another stream may already capture an overlapping subject (nats stream ls)"
+                )
+            }));
         }
-        if let Err(crate::signals::Stopped::Interrupted) =
-            crate::signals::within(pause, std::future::pending::<()>()).await
+        if let Err(Stopped::Interrupted) =
+            within_watching(pause, stop, std::future::pending::<()>()).await
         {
-            return Err(TransportError::Interrupted {
-                what: format!(
-                    "waiting to create JetStream stream {}",
-                    stream_name(subject)
-                ),
-            });
+            return Err(interrupted());
         }
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
     }

@@ -243,6 +243,7 @@ impl Nats {
             self.setup.declare,
             self.setup.replicas,
             target,
+            &crate::signals::interrupted,
         )
         .await?;
         if facts.readers == 0 {
