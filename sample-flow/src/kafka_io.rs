@@ -139,9 +139,7 @@ impl KafkaIo {
         records.sort_by_key(|r| r.offset);
         let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
         let mut take = contiguous(input.offset, &offsets);
-        if take == records.len() {
-            input.gap_since = None;
-        } else if take == 0 {
+        if take == 0 && !records.is_empty() {
             let since = *input.gap_since.get_or_insert_with(Instant::now);
             if since.elapsed() < GAP_WAIT {
                 tokio::time::sleep(GAP_PAUSE.min(slice)).await;
@@ -157,11 +155,9 @@ impl KafkaIo {
                 input.client.topic(),
                 GAP_WAIT.as_secs(),
             );
-            input.gap_since = None;
-        } else {
-            // Records before a gap: taken, and the gap's wait starts at the next fetch.
-            input.gap_since = None;
         }
+        // Whatever was taken (or a fetch with no gap) ends the wait for a gap at this offset.
+        input.gap_since = None;
         for r in records.into_iter().take(take) {
             input.offset = input.offset.max(r.offset + 1);
             self.early.push_back(r.record);
