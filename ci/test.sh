@@ -19,6 +19,13 @@ stamp() { echo "ci/test.sh: [${SECONDS} s] $*"; }
 . ci/ensure-rust.sh
 stamp "services"
 bash ci/services.sh
+# Cargo's jobs for this host as it is now (ci/build-jobs.sh): one a CPU, or four a CPU when
+# other tasks already fill every CPU. Read before the Slurm lab starts beside the build.
+CARGO_BUILD_JOBS=$(bash ci/build-jobs.sh)
+export CARGO_BUILD_JOBS
+loaded=0
+[ "$CARGO_BUILD_JOBS" -le "$(nproc)" ] || loaded=1
+stamp "cargo builds with $CARGO_BUILD_JOBS jobs on $(nproc) CPUs$([ "$loaded" = 0 ] || echo ': the host is loaded')"
 # An interrupted test command leaves no build, gate or lab behind it.
 other_tests=""
 gate_job=""
@@ -71,16 +78,23 @@ cargo test --workspace --all-targets --no-run --message-format=json-render-diagn
 # oemputx's tests start sample-flow, a crate of its own whose binary cargo test builds only
 # as its unit tests: its binary too (the dependencies are built; a few seconds).
 cargo build --workspace --bins 2>&1 | tee -a target/clippy/build.log
-# The gate's base, sample-flow at HEAD~1 (ci/gate.sh --build-base), alone and at once: in a
-# target folder of its own seeded with the dependencies just built, only oemputx's library
-# and sample-flow at the base compile (32 s here), and this checkout's target/debug is not
-# written to. (Built first, in this target folder, it put a minute in front of every build;
-# beside the tests, it starved them and itself: 3 min for its 32 s, the tests 2 min longer;
-# compiling every dependency a second time beside them, stop 65, it ended after them.)
-stamp "building the gate's base"
-base_ok=1
-bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
-[ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
+# The gate's base, sample-flow at HEAD~1 (ci/gate.sh --build-base): in a target folder of its
+# own seeded with the dependencies just built, only oemputx's library and sample-flow at the
+# base compile (27 to 32 s quiet), and this checkout's target/debug is not written to.
+# On a quiet host it is built here, alone and at once. (Built first, in this target folder,
+# it put a minute in front of every build; beside the quiet host's tests it starved them
+# and itself: 3 min for its 32 s, the tests 2 min longer, d6536a7; compiling every
+# dependency a second time beside them, stop 65, it ended after them.)
+# On a loaded host the gate builds it itself, beside the tests: alone here it is one job at
+# a time (the library, then sample-flow), which beside four busy loops gets a fifth of the
+# two CPUs (64 to 101 s for its 27 s of CPU), where beside the tests it only adds its CPU to
+# theirs.
+if [ "$loaded" = 0 ]; then
+  stamp "building the gate's base"
+  base_ok=1
+  bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
+  [ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
+fi
 # The Slurm lab is up before the gate and the tests start: its rabbitmqctl calls change the
 # shared broker (a listener, a user), and the gate's administrative calls have 2 s each.
 if [ -n "$slurm_job" ]; then
