@@ -317,7 +317,9 @@ fn the_reference_flow_s_ladder_shows_its_cost_fall_with_the_rate_in_every_output
             assert!(names.contains(&g), "{g} at step {}: {names:?}", s["step"]);
         }
     }
-    // The capacity at a rate that held is its measurement; past the top, none.
+    // The capacity at a rate that held is its measurement; past the top, none. Where no
+    // rate held (at load 4 beside the test command's gate and builds, once not even 100
+    // msg/s over its 2 s), there is nothing to interpolate, and the note says that instead.
     let at = j["capacity_at"].as_array().cloned().unwrap_or_default();
     assert_eq!(at.len(), 2, "{}", j["capacity_at"]);
     if j["capacity"][0]["offered_tps"] == 100.0 {
@@ -326,14 +328,18 @@ fn the_reference_flow_s_ladder_shows_its_cost_fall_with_the_rate_in_every_output
             j["capacity"][0]["corrected_cores"]
         );
     }
+    let held = j["capacity"].as_array().is_some_and(|c| !c.is_empty());
+    let why = if held {
+        "not extrapolated"
+    } else {
+        "no rate held: nothing to interpolate"
+    };
     assert!(at[1]["row"].is_null(), "{}", at[1]);
     assert!(
-        at[1]["note"]
-            .as_str()
-            .unwrap_or("")
-            .contains("not extrapolated"),
-        "{}",
-        at[1]
+        at[1]["note"].as_str().unwrap_or("").contains(why),
+        "{} (capacity {})",
+        at[1],
+        j["capacity"]
     );
     // The text (on stderr, the JSON holding stdout) starts with the answer.
     assert!(err.contains("oemputx ladder: sustains "), "{err}");
