@@ -19,13 +19,16 @@ stamp() { echo "ci/test.sh: [${SECONDS} s] $*"; }
 . ci/ensure-rust.sh
 stamp "services"
 bash ci/services.sh
-# Cargo's jobs for this host as it is now (ci/build-jobs.sh): one a CPU, or four a CPU when
-# other tasks already fill every CPU. Read before the Slurm lab starts beside the build.
-CARGO_BUILD_JOBS=$(bash ci/build-jobs.sh)
-export CARGO_BUILD_JOBS
+# The host as it is now (ci/build-jobs.sh), read before the Slurm lab starts beside the
+# build: quiet, and cargo picks its jobs (one a CPU); or loaded (other tasks already fill
+# every CPU), and the build runs four jobs a CPU. The builds beside the tests later run with
+# the caller's jobs or cargo's again.
+caller_jobs=${CARGO_BUILD_JOBS-}
+read -r build_jobs host_state < <(bash ci/build-jobs.sh)
 loaded=0
-[ "$CARGO_BUILD_JOBS" -le "$(nproc)" ] || loaded=1
-stamp "cargo builds with $CARGO_BUILD_JOBS jobs on $(nproc) CPUs$([ "$loaded" = 0 ] || echo ': the host is loaded')"
+if [ "$host_state" = loaded ]; then loaded=1; fi
+if [[ "$build_jobs" =~ ^[0-9]+$ ]]; then export CARGO_BUILD_JOBS=$build_jobs; fi
+stamp "the host is $host_state: cargo builds with ${build_jobs} jobs ($(nproc) CPUs)"
 # An interrupted test command leaves no build, gate or lab behind it.
 other_tests=""
 gate_job=""
@@ -85,16 +88,20 @@ cargo build --workspace --bins 2>&1 | tee -a target/clippy/build.log
 # it put a minute in front of every build; beside the quiet host's tests it starved them
 # and itself: 3 min for its 32 s, the tests 2 min longer, d6536a7; compiling every
 # dependency a second time beside them, stop 65, it ended after them.)
-# On a loaded host the gate builds it itself, beside the tests: alone here it is one job at
-# a time (the library, then sample-flow), which beside four busy loops gets a fifth of the
-# two CPUs (64 to 101 s for its 27 s of CPU), where beside the tests it only adds its CPU to
-# theirs.
+# On a loaded host it is built beside the tests, first thing in the gate's job (below): alone
+# here it is one job at a time (the library, then sample-flow), which beside four busy loops
+# gets a fifth of the two CPUs (64 to 101 s for its 27 s of CPU), where beside the tests it
+# only adds its CPU to theirs.
 if [ "$loaded" = 0 ]; then
   stamp "building the gate's base"
   base_ok=1
   bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
   [ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
 fi
+# What builds beside the tests (the gate's base on a loaded host, the smallest build) takes
+# the caller's jobs or cargo's: rustc's code generation takes a thread for each job it is
+# given, and these build beside timing tests.
+if [ -n "$caller_jobs" ]; then export CARGO_BUILD_JOBS=$caller_jobs; else unset CARGO_BUILD_JOBS; fi
 # The Slurm lab is up before the gate and the tests start: its rabbitmqctl calls change the
 # shared broker (a listener, a user), and the gate's administrative calls have 2 s each.
 if [ -n "$slurm_job" ]; then
@@ -103,11 +110,17 @@ if [ -n "$slurm_job" ]; then
   cat target/slurm-lab.log
 fi
 # The regression gate runs beside the tests: it counts instructions (callgrind), which the
-# host's load does not move, with the binaries built above; after the tests it added about
-# two minutes to the command.
+# host's load does not move, with the binaries built above and the base (on a loaded host
+# built here first, its path kept for a second try after the tests); after the tests it
+# added about two minutes to the command.
 (
   code=0
-  GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh >target/gate-base/gate.log 2>&1 || code=$?
+  : >target/gate-base/gate.log
+  if [ "$loaded" = 1 ] && ! bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
+    rm -f target/gate-base/path
+    { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; } >>target/gate-base/gate.log
+  fi
+  GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh >>target/gate-base/gate.log 2>&1 || code=$?
   echo "$code" >target/gate-base/gate.rc
 ) &
 gate_job=$!

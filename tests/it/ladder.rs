@@ -332,6 +332,11 @@ fn the_reference_flow_s_ladder_shows_its_cost_fall_with_the_rate_in_every_output
     let why = if held {
         "not extrapolated"
     } else {
+        // Then truly none held, and neither asked-for rate has a row.
+        for s in steps.iter().filter(|s| s["offered_tps"].is_number()) {
+            assert_eq!(s["holds"], false, "no capacity row, yet a step held: {s:#}");
+        }
+        assert!(at[0]["row"].is_null(), "{}", at[0]);
         "no rate held: nothing to interpolate"
     };
     assert!(at[1]["row"].is_null(), "{}", at[1]);
