@@ -47,6 +47,12 @@ use url::{AddressStyle, Amqp10Endpoint};
 pub const MAX_MESSAGE: usize = 128 * 1024 * 1024;
 /// How long connecting may take before the broker counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the AMQP 1.0 handshake (SASL, then open) may take once the port answered.
+/// Longer than [`CONNECT_TIMEOUT`]: RabbitMQ 3.10 sends a refused login's SASL outcome 3 s
+/// after the login (3.0 s in strace on a quiet host), which left 2 s of the 5 for the rest;
+/// at load 4 the handshake ran out before the refusal came, and a wrong password read as an
+/// unreachable broker. RabbitMQ's own `handshake_timeout` is 10 s.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Replies the broker may send ahead on a task's receiver.
 const REPLY_CREDIT: u32 = 64;
 
@@ -101,7 +107,7 @@ pub async fn open(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Transp
     }))
 }
 
-/// [`open`], each step bounded by [`CONNECT_TIMEOUT`].
+/// [`open`], the port bounded by [`CONNECT_TIMEOUT`], the handshake by [`HANDSHAKE_TIMEOUT`].
 async fn open_bounded(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, TransportError> {
     let target = ep.redacted();
     let unreachable = |why: String| TransportError::Unreachable {
@@ -125,19 +131,19 @@ async fn open_bounded(ep: &Amqp10Endpoint, container: &str) -> Result<Opened, Tr
             password: ep.password.expose().to_string(),
         });
     let opened = match &ep.tls {
-        None => tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(tcp)).await,
+        None => tokio::time::timeout(HANDSHAKE_TIMEOUT, builder.open_with_stream(tcp)).await,
         Some(tls) => {
             let stream = super::tls::connect(tls, tcp)
                 .await
                 .map_err(|why| unreachable(format!("TLS failed: {why}")))?;
-            tokio::time::timeout(CONNECT_TIMEOUT, builder.open_with_stream(stream)).await
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, builder.open_with_stream(stream)).await
         }
     };
     let mut connection = opened
         .map_err(|_| {
             unreachable(format!(
                 "the AMQP 1.0 handshake did not finish within {} s",
-                CONNECT_TIMEOUT.as_secs()
+                HANDSHAKE_TIMEOUT.as_secs()
             ))
         })?
         .map_err(|e| open_error(ep, e))?;
