@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ pub struct FaultProxy {
     pub port: u16,
     mode: Arc<AtomicU8>,
     stop: Arc<AtomicBool>,
+    forwarded: Arc<AtomicU64>,
 }
 
 impl FaultProxy {
@@ -41,10 +42,33 @@ impl FaultProxy {
             .expect("a non-blocking listener");
         let mode = Arc::new(AtomicU8::new(Fault::Forward as u8));
         let stop = Arc::new(AtomicBool::new(false));
+        let forwarded = Arc::new(AtomicU64::new(0));
         let target = target.to_string();
-        let (m, s) = (mode.clone(), stop.clone());
-        thread::spawn(move || accept_loop(listener, &target, &m, &s));
-        FaultProxy { port, mode, stop }
+        let (m, s, f) = (mode.clone(), stop.clone(), forwarded.clone());
+        thread::spawn(move || accept_loop(listener, &target, &m, &s, &f));
+        FaultProxy {
+            port,
+            mode,
+            stop,
+            forwarded,
+        }
+    }
+
+    /// The bytes passed on so far, both ways, every connection: how far a run has got
+    /// (a set-up is a few kB, a measured run a few hundred bytes a round trip).
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Switch to `fault` once `bytes` have been passed on (or after `within`, whichever
+    /// comes first): a fault that must fall inside a run's measured part, not its set-up,
+    /// whose length a loaded host stretches.
+    pub fn set_after_bytes(&self, bytes: u64, within: Duration, fault: Fault) {
+        let until = std::time::Instant::now() + within;
+        while self.forwarded() < bytes && std::time::Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.set(fault);
     }
 
     /// `host:port` of the proxy.
@@ -77,7 +101,13 @@ fn now(mode: &AtomicU8) -> u8 {
     mode.load(Ordering::SeqCst)
 }
 
-fn accept_loop(listener: TcpListener, target: &str, mode: &Arc<AtomicU8>, stop: &AtomicBool) {
+fn accept_loop(
+    listener: TcpListener,
+    target: &str,
+    mode: &Arc<AtomicU8>,
+    stop: &AtomicBool,
+    forwarded: &Arc<AtomicU64>,
+) {
     while !stop.load(Ordering::SeqCst) {
         let client = match listener.accept() {
             Ok((c, _)) => c,
@@ -99,8 +129,8 @@ fn accept_loop(listener: TcpListener, target: &str, mode: &Arc<AtomicU8>, stop: 
             (server.try_clone(), client.try_clone()),
         ] {
             if let (Ok(from), Ok(to)) = (from, to) {
-                let mode = mode.clone();
-                thread::spawn(move || pump(from, to, &mode));
+                let (mode, forwarded) = (mode.clone(), forwarded.clone());
+                thread::spawn(move || pump(from, to, &mode, &forwarded));
             }
         }
     }
@@ -108,7 +138,7 @@ fn accept_loop(listener: TcpListener, target: &str, mode: &Arc<AtomicU8>, stop: 
 
 /// Copy one direction, checking the mode between reads (a short read timeout keeps the
 /// check going while nothing arrives).
-fn pump(mut from: TcpStream, mut to: TcpStream, mode: &AtomicU8) {
+fn pump(mut from: TcpStream, mut to: TcpStream, mode: &AtomicU8, forwarded: &AtomicU64) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = vec![0u8; 64 * 1024];
     let mut held: Vec<u8> = Vec::new();
@@ -130,6 +160,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, mode: &AtomicU8) {
             if to.write_all(&held).is_err() {
                 break;
             }
+            forwarded.fetch_add(held.len() as u64, Ordering::SeqCst);
             held.clear();
         }
         match from.read(&mut buf) {
@@ -138,6 +169,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, mode: &AtomicU8) {
                 if to.write_all(&buf[..n]).is_err() {
                     break;
                 }
+                forwarded.fetch_add(n as u64, Ordering::SeqCst);
             }
             Err(e)
                 if matches!(
