@@ -92,11 +92,17 @@ cargo build --workspace --bins 2>&1 | tee -a target/clippy/build.log
 # here it is one job at a time (the library, then sample-flow), which beside four busy loops
 # gets a fifth of the two CPUs (64 to 101 s for its 27 s of CPU), where beside the tests it
 # only adds its CPU to theirs.
+# Its path in target/gate-base/path; on a failure its log and a word on stdout, and no path
+# (the gate then builds it itself).
+build_gate_base() {
+  bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log && return 0
+  rm -f target/gate-base/path
+  cat target/gate-base/build.log
+  echo "ci/test.sh: building the gate's base failed; the gate will try again itself"
+}
 if [ "$loaded" = 0 ]; then
   stamp "building the gate's base"
-  base_ok=1
-  bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log || base_ok=0
-  [ "$base_ok" = 1 ] || { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; }
+  build_gate_base
 fi
 # What builds beside the tests (the gate's base on a loaded host, the smallest build) takes
 # the caller's jobs or cargo's: rustc's code generation takes a thread for each job it is
@@ -116,10 +122,7 @@ fi
 (
   code=0
   : >target/gate-base/gate.log
-  if [ "$loaded" = 1 ] && ! bash ci/gate.sh --build-base >target/gate-base/path 2>target/gate-base/build.log; then
-    rm -f target/gate-base/path
-    { cat target/gate-base/build.log; echo "ci/test.sh: building the gate's base failed; the gate will try again itself"; } >>target/gate-base/gate.log
-  fi
+  if [ "$loaded" = 1 ]; then build_gate_base >>target/gate-base/gate.log; fi
   GATE_BASE_BIN=$(cat target/gate-base/path 2>/dev/null) bash ci/gate.sh >>target/gate-base/gate.log 2>&1 || code=$?
   echo "$code" >target/gate-base/gate.rc
 ) &
